@@ -1,0 +1,11 @@
+//! The vocabulary every stage of pipewright shares: where something is in a source file
+//! ([`Span`], [`SourceMap`]) and what is wrong with it ([`Diagnostic`]).
+
+pub mod codes;
+pub mod diagnostic;
+pub mod source;
+pub mod suggest;
+
+pub use codes::CodeInfo;
+pub use diagnostic::{Diagnostic, Label, Severity};
+pub use source::{FileId, LineCol, SourceFile, SourceMap, Span};
