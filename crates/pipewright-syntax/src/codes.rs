@@ -46,5 +46,8 @@ pub const GENERAL: &[CodeInfo] = &[
 /// Looks a code up in a set of tables.
 pub fn find<'a>(tables: &[&'a [CodeInfo]], code: &str) -> Option<&'a CodeInfo> {
     let code = code.trim().to_ascii_uppercase();
-    tables.iter().flat_map(|t| t.iter()).find(|c| c.code == code)
+    tables
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|c| c.code == code)
 }

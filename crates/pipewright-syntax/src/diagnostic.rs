@@ -51,12 +51,20 @@ impl Diagnostic {
         Diagnostic::new(Severity::Warning, code, span, message)
     }
 
-    pub fn new(severity: Severity, code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
+    pub fn new(
+        severity: Severity,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         Diagnostic {
             code,
             severity,
             message: message.into(),
-            primary: Label { span, message: String::new() },
+            primary: Label {
+                span,
+                message: String::new(),
+            },
             secondary: Vec::new(),
             notes: Vec::new(),
             help: None,
@@ -72,7 +80,10 @@ impl Diagnostic {
     /// Another place involved in the problem (the schema a field is missing from, the first
     /// definition of a duplicate, …).
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.secondary.push(Label { span, message: message.into() });
+        self.secondary.push(Label {
+            span,
+            message: message.into(),
+        });
         self
     }
 
@@ -106,12 +117,19 @@ impl Diagnostic {
 /// Sorts diagnostics into reading order (file, position, then code) so output is deterministic.
 pub fn sort(diags: &mut [Diagnostic]) {
     diags.sort_by(|a, b| {
-        (a.primary.span.file, a.primary.span.start, a.primary.span.end, a.code, &a.message).cmp(&(
-            b.primary.span.file,
-            b.primary.span.start,
-            b.primary.span.end,
-            b.code,
-            &b.message,
-        ))
+        (
+            a.primary.span.file,
+            a.primary.span.start,
+            a.primary.span.end,
+            a.code,
+            &a.message,
+        )
+            .cmp(&(
+                b.primary.span.file,
+                b.primary.span.start,
+                b.primary.span.end,
+                b.code,
+                &b.message,
+            ))
     });
 }

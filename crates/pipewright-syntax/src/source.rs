@@ -18,7 +18,11 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, range: Range<usize>) -> Span {
-        Span { file, start: clamp_u32(range.start), end: clamp_u32(range.end.max(range.start)) }
+        Span {
+            file,
+            start: clamp_u32(range.start),
+            end: clamp_u32(range.end.max(range.start)),
+        }
     }
 
     pub fn range(&self) -> Range<usize> {
@@ -35,7 +39,11 @@ impl Span {
 
     /// The smallest span covering both (they must be in the same file).
     pub fn to(&self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     /// A sub-span given by a byte range relative to this span's start — used to point into an
@@ -71,8 +79,18 @@ impl SourceFile {
     pub fn new(id: FileId, name: impl Into<String>, text: impl Into<Arc<str>>) -> SourceFile {
         let text: Arc<str> = text.into();
         let mut line_starts = vec![0];
-        line_starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
-        SourceFile { id, name: name.into(), text, line_starts }
+        line_starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        SourceFile {
+            id,
+            name: name.into(),
+            text,
+            line_starts,
+        }
     }
 
     /// Line and column of a byte offset (clamped to the text; columns count characters).
@@ -83,14 +101,26 @@ impl SourceFile {
             Err(i) => i - 1,
         };
         let start = self.line_starts[line];
-        let col = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count());
-        LineCol { line: line + 1, col: col + 1 }
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        LineCol {
+            line: line + 1,
+            col: col + 1,
+        }
     }
 
     /// The text of a 1-based line, without its line terminator.
     pub fn line_text(&self, line: usize) -> &str {
-        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else { return "" };
-        let end = self.line_starts.get(line).copied().unwrap_or(self.text.len());
+        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else {
+            return "";
+        };
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 

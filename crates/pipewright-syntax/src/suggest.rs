@@ -32,7 +32,13 @@ where
     if all.is_empty() {
         None
     } else if all.len() <= 12 {
-        Some(format!("expected one of: {}", all.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")))
+        Some(format!(
+            "expected one of: {}",
+            all.iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     } else {
         None
     }
@@ -44,7 +50,10 @@ mod tests {
 
     #[test]
     fn suggests_close_words_only() {
-        assert_eq!(did_you_mean("trasform", ["transform", "tool", "agent"]), Some("transform"));
+        assert_eq!(
+            did_you_mean("trasform", ["transform", "tool", "agent"]),
+            Some("transform")
+        );
         assert_eq!(did_you_mean("xyz", ["transform", "tool", "agent"]), None);
     }
 }
