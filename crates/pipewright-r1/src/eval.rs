@@ -1,0 +1,513 @@
+//! The evaluator. Values found in the scope are borrowed, not copied: a path such as
+//! `ctx.reviews` yields a reference into the caller's data, and a lambda parameter is a reference
+//! to the list element, so iterating a large list never clones the context.
+
+use crate::ast::{BinOp, Combinator, Expr, ExprKind};
+use crate::value::{num_cmp, Number, Value};
+use indexmap::IndexMap;
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+
+/// A runtime failure; `range` is the byte range of the failing sub-expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalError {
+    pub range: Range<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+fn err<T>(range: &Range<usize>, message: impl Into<String>) -> Result<T, EvalError> {
+    Err(EvalError { range: range.clone(), message: message.into() })
+}
+
+/// The top-level names an expression can see (`ctx`, `pipe`, `item`, `acc`, …). Values may be
+/// borrowed from the caller, so building a scope for every step or item is cheap.
+#[derive(Debug, Clone, Default)]
+pub struct Scope<'a> {
+    vars: Vec<(String, Cow<'a, Value>)>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn new() -> Scope<'a> {
+        Scope { vars: Vec::new() }
+    }
+
+    /// Binds `name` to a borrowed value (replacing an earlier binding of the same name).
+    pub fn with(mut self, name: impl Into<String>, value: &'a Value) -> Scope<'a> {
+        self.insert(name, Cow::Borrowed(value));
+        self
+    }
+
+    /// Binds `name` to an owned value.
+    pub fn with_owned(mut self, name: impl Into<String>, value: Value) -> Scope<'a> {
+        self.insert(name, Cow::Owned(value));
+        self
+    }
+
+    pub fn insert(&mut self, name: impl Into<String>, value: Cow<'a, Value>) {
+        let name = name.into();
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.vars.push((name, value)),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| &**v)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.vars.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+/// Evaluates `expr` against `scope`.
+pub fn eval(expr: &Expr, scope: &Scope<'_>) -> Result<Value, EvalError> {
+    let env = Env { scope, bind: None, parent: None };
+    eval_in(expr, &env).map(Cow::into_owned)
+}
+
+/// Names visible at one point: the scope plus the chain of enclosing lambda parameters.
+struct Env<'a> {
+    scope: &'a Scope<'a>,
+    bind: Option<(&'a str, &'a Value)>,
+    parent: Option<&'a Env<'a>>,
+}
+
+impl<'a> Env<'a> {
+    fn lookup(&self, name: &str) -> Option<&'a Value> {
+        let mut env = Some(self);
+        while let Some(e) = env {
+            if let Some((n, v)) = e.bind {
+                if n == name {
+                    return Some(v);
+                }
+            }
+            env = e.parent;
+        }
+        self.scope.vars.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
+            Cow::Borrowed(b) => *b,
+            Cow::Owned(o) => o,
+        })
+    }
+}
+
+type Out<'a> = Result<Cow<'a, Value>, EvalError>;
+
+fn eval_in<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
+    let owned = |v: Value| Ok(Cow::Owned(v));
+    match &expr.kind {
+        ExprKind::Null => owned(Value::Null),
+        ExprKind::Bool(b) => owned(Value::Bool(*b)),
+        ExprKind::Int(n) => owned(Value::Int(*n)),
+        ExprKind::Float(x) => owned(Value::Float(*x)),
+        ExprKind::Str(s) => owned(Value::Str(s.clone())),
+        ExprKind::List(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for i in items {
+                out.push(eval_in(i, env)?.into_owned());
+            }
+            owned(Value::List(out))
+        }
+        ExprKind::Object(fields) => {
+            let mut out = IndexMap::with_capacity(fields.len());
+            for (k, _, v) in fields {
+                let v = eval_in(v, env)?.into_owned();
+                // A repeated key keeps its first position but takes the last value.
+                out.insert(k.clone(), v);
+            }
+            owned(Value::Object(out))
+        }
+        ExprKind::Path { root, segments } => eval_path(root, segments, &expr.span, env),
+        ExprKind::Not(e) => owned(Value::Bool(!eval_in(e, env)?.truthy())),
+        ExprKind::Neg(e) => {
+            let v = eval_in(e, env)?;
+            match &*v {
+                Value::Int(n) => match n.checked_neg() {
+                    Some(n) => owned(Value::Int(n)),
+                    None => err(&expr.span, "integer overflow in unary '-'"),
+                },
+                Value::Float(x) => owned(Value::Float(-x)),
+                other => err(&expr.span, format!("unary '-' requires a number, got {}", other.type_name())),
+            }
+        }
+        ExprKind::Binary { .. } => eval_chain(expr, env),
+        ExprKind::Call { func, args } => eval_call(*func, args, &expr.span, env),
+        ExprKind::Lambda { .. } => err(&expr.span, "a lambda is not a value"),
+        ExprKind::Error => err(&expr.span, "the expression did not parse"),
+    }
+}
+
+/// Evaluates a left-leaning operator chain by walking its spine in a loop.
+fn eval_chain<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
+    let mut spine = Vec::new();
+    let mut cur = expr;
+    while let ExprKind::Binary { op, lhs, rhs } = &cur.kind {
+        spine.push((*op, &**rhs, &cur.span));
+        cur = lhs;
+    }
+    let mut acc = eval_in(cur, env)?;
+    for (op, rhs, span) in spine.into_iter().rev() {
+        acc = match op {
+            BinOp::And if !acc.truthy() => acc,
+            BinOp::Or if acc.truthy() => acc,
+            BinOp::And | BinOp::Or => eval_in(rhs, env)?,
+            _ => {
+                let r = eval_in(rhs, env)?;
+                Cow::Owned(apply(op, &acc, &r, span)?)
+            }
+        };
+    }
+    Ok(acc)
+}
+
+fn apply(op: BinOp, l: &Value, r: &Value, span: &Range<usize>) -> Result<Value, EvalError> {
+    use std::cmp::Ordering;
+    match op {
+        BinOp::Eq => return Ok(Value::Bool(l.deep_eq(r))),
+        BinOp::Ne => return Ok(Value::Bool(!l.deep_eq(r))),
+        BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
+            let ord = match (l, r) {
+                (Value::Str(a), Value::Str(b)) => Some(a.cmp(b)),
+                _ => match (l.as_number(), r.as_number()) {
+                    (Some(a), Some(b)) => num_cmp(a, b),
+                    _ => {
+                        return err(
+                            span,
+                            format!(
+                                "comparison '{}' requires two numbers or two strings, got {} and {}",
+                                op.as_str(),
+                                l.type_name(),
+                                r.type_name()
+                            ),
+                        )
+                    }
+                },
+            };
+            let b = match (op, ord) {
+                (_, None) => false,
+                (BinOp::Lt, Some(o)) => o == Ordering::Less,
+                (BinOp::Gt, Some(o)) => o == Ordering::Greater,
+                (BinOp::Le, Some(o)) => o != Ordering::Greater,
+                (_, Some(o)) => o != Ordering::Less,
+            };
+            return Ok(Value::Bool(b));
+        }
+        _ => {}
+    }
+    match (l, r) {
+        (Value::Str(a), Value::Str(b)) if op == BinOp::Add => {
+            let mut s = String::with_capacity(a.len() + b.len());
+            s.push_str(a);
+            s.push_str(b);
+            return Ok(Value::Str(s));
+        }
+        (Value::List(a), Value::List(b)) if op == BinOp::Add => {
+            return Ok(Value::List(a.iter().chain(b).cloned().collect()));
+        }
+        _ => {}
+    }
+    let (Some(a), Some(b)) = (l.as_number(), r.as_number()) else {
+        return err(
+            span,
+            format!(
+                "arithmetic '{}' requires two numbers (or '+' on two strings/lists), got {} and {}",
+                op.as_str(),
+                l.type_name(),
+                r.type_name()
+            ),
+        );
+    };
+    arith(op, a, b, span)
+}
+
+fn arith(op: BinOp, a: Number, b: Number, span: &Range<usize>) -> Result<Value, EvalError> {
+    let overflow = || err(span, format!("integer overflow in '{}'", op.as_str()));
+    if op == BinOp::Div && b.as_f64() == 0.0 {
+        return err(span, "division by zero");
+    }
+    match (a, b) {
+        (Number::Int(x), Number::Int(y)) => {
+            let r = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                _ => match x.checked_rem(y) {
+                    Some(0) => x.checked_div(y),
+                    Some(_) => return Ok(Value::Float(x as f64 / y as f64)),
+                    None => None,
+                },
+            };
+            match r {
+                Some(n) => Ok(Value::Int(n)),
+                None => overflow(),
+            }
+        }
+        _ => {
+            let (x, y) = (a.as_f64(), b.as_f64());
+            Ok(Value::Float(match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                _ => x / y,
+            }))
+        }
+    }
+}
+
+fn eval_path<'a>(root: &str, segments: &[(String, Range<usize>)], span: &Range<usize>, env: &Env<'a>) -> Out<'a> {
+    let full = || {
+        let mut s = root.to_string();
+        for (seg, _) in segments {
+            s.push('.');
+            s.push_str(seg);
+        }
+        s
+    };
+    let Some(mut cur) = env.lookup(root) else {
+        let mut msg = format!("path '{}' is absent: no field '{root}' in context", full());
+        let in_ctx = env.lookup("ctx").and_then(Value::as_object).is_some_and(|o| o.contains_key(root));
+        if in_ctx {
+            msg.push_str(&format!(" (named stores are read through ctx: write 'ctx.{root}')"));
+        }
+        return err(span, msg);
+    };
+    for (i, (seg, _)) in segments.iter().enumerate() {
+        let prefix = || {
+            let mut s = root.to_string();
+            for (p, _) in &segments[..i] {
+                s.push('.');
+                s.push_str(p);
+            }
+            s
+        };
+        match cur {
+            Value::Object(o) => match o.get(seg) {
+                Some(v) => cur = v,
+                None => {
+                    let mut msg = format!("path '{}' is absent: no field '{}.{seg}' in context", full(), prefix());
+                    if seg == "structured" && o.contains_key("text") {
+                        msg.push_str(&format!(
+                            "; a tool result has no 'structured' field when the tool returned no structured \
+                             content: read '{}.text', or use get({}, \"structured\") to get null instead",
+                            prefix(),
+                            prefix()
+                        ));
+                    }
+                    return err(span, msg);
+                }
+            },
+            other => {
+                return err(
+                    span,
+                    format!(
+                        "path '{}' is absent: {} is not an object (it is {}), cannot access '{seg}'",
+                        full(),
+                        prefix(),
+                        other.type_name()
+                    ),
+                )
+            }
+        }
+    }
+    Ok(Cow::Borrowed(cur))
+}
+
+fn lambda_parts(e: &Expr) -> Result<(&str, &Expr), EvalError> {
+    match &e.kind {
+        ExprKind::Lambda { param, body, .. } => Ok((param, body)),
+        _ => err(&e.span, "expected a lambda"),
+    }
+}
+
+fn arg<'e>(args: &'e [Expr], i: usize, span: &Range<usize>, func: Combinator) -> Result<&'e Expr, EvalError> {
+    match args.get(i) {
+        Some(a) => Ok(a),
+        None => err(span, format!("{}() is missing an argument", func.name())),
+    }
+}
+
+fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env<'a>) -> Out<'a> {
+    let first = arg(args, 0, span, func)?;
+    match func {
+        Combinator::Map | Combinator::Filter | Combinator::All | Combinator::Any | Combinator::Find => {
+            let (param, body) = lambda_parts(arg(args, 1, span, func)?)?;
+            let list = eval_in(first, env)?;
+            match list {
+                Cow::Borrowed(v) => {
+                    let items = require_list(v, func, &first.span)?;
+                    Ok(match iterate(func, items, param, body, env)? {
+                        Found::Value(v) => Cow::Owned(v),
+                        Found::Item(i) => Cow::Borrowed(i),
+                    })
+                }
+                Cow::Owned(v) => {
+                    let items = require_list(&v, func, &first.span)?;
+                    Ok(Cow::Owned(match iterate(func, items, param, body, env)? {
+                        Found::Value(v) => v,
+                        Found::Item(i) => i.clone(),
+                    }))
+                }
+            }
+        }
+        Combinator::Count => {
+            let v = eval_in(first, env)?;
+            let items = require_list(&v, func, &first.span)?;
+            Ok(Cow::Owned(Value::Int(i64::try_from(items.len()).unwrap_or(i64::MAX))))
+        }
+        Combinator::Sum => {
+            let v = eval_in(first, env)?;
+            let items = require_list(&v, func, &first.span)?;
+            let mut acc = Number::Int(0);
+            for item in items {
+                let Some(n) = item.as_number() else {
+                    return err(&first.span, format!("sum() requires a list of numbers, found {}", item.type_name()));
+                };
+                acc = match arith(BinOp::Add, acc, n, span)? {
+                    Value::Int(i) => Number::Int(i),
+                    Value::Float(f) => Number::Float(f),
+                    _ => acc,
+                };
+            }
+            Ok(Cow::Owned(match acc {
+                Number::Int(i) => Value::Int(i),
+                Number::Float(f) => Value::Float(f),
+            }))
+        }
+        Combinator::Join => {
+            let v = eval_in(first, env)?;
+            let items = require_list(&v, func, &first.span)?;
+            let sep_expr = arg(args, 1, span, func)?;
+            let sep = eval_in(sep_expr, env)?;
+            let Value::Str(sep) = &*sep else {
+                return err(&sep_expr.span, format!("join() separator must be a string, got {}", sep.type_name()));
+            };
+            let mut out = String::new();
+            for (i, item) in items.iter().enumerate() {
+                let Value::Str(s) = item else {
+                    return err(&first.span, format!("join() requires a list of strings, found {}", item.type_name()));
+                };
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                out.push_str(s);
+            }
+            Ok(Cow::Owned(Value::Str(out)))
+        }
+        Combinator::Get => {
+            let base = eval_in(first, env)?;
+            let path_expr = arg(args, 1, span, func)?;
+            let ExprKind::Str(path) = &path_expr.kind else {
+                return err(&path_expr.span, "get() path must be a string literal");
+            };
+            // The default is evaluated before the lookup, whether or not it is needed.
+            let default = match args.get(2) {
+                Some(d) => Some(eval_in(d, env)?),
+                None => None,
+            };
+            let fallback = || default.clone().unwrap_or(Cow::Owned(Value::Null));
+            Ok(match base {
+                Cow::Borrowed(b) => match get_path(b, path) {
+                    Some(v) => Cow::Borrowed(v),
+                    None => fallback(),
+                },
+                Cow::Owned(b) => match get_path(&b, path) {
+                    Some(v) => Cow::Owned(v.clone()),
+                    None => fallback(),
+                },
+            })
+        }
+        Combinator::ParseJson => {
+            let v = eval_in(first, env)?;
+            let Value::Str(s) = &*v else {
+                return err(&first.span, format!("parse_json() requires a string, got {}", v.type_name()));
+            };
+            match serde_json::from_str::<serde_json::Value>(s) {
+                Ok(j) => Ok(Cow::Owned(Value::from_json(&j))),
+                Err(e) => err(span, format!("parse_json() failed to decode: {e}")),
+            }
+        }
+    }
+}
+
+/// Safe navigation through objects only; `""` segments are literal empty keys.
+fn get_path<'v>(base: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut cur = base;
+    for seg in path.split('.') {
+        cur = cur.as_object()?.get(seg)?;
+    }
+    Some(cur)
+}
+
+fn require_list<'v>(v: &'v Value, func: Combinator, span: &Range<usize>) -> Result<&'v [Value], EvalError> {
+    match v {
+        Value::List(l) => Ok(l),
+        other => err(span, format!("{}() requires a list, got {}", func.name(), other.type_name())),
+    }
+}
+
+enum Found<'l> {
+    Value(Value),
+    Item(&'l Value),
+}
+
+fn iterate<'l>(func: Combinator, items: &'l [Value], param: &str, body: &Expr, env: &Env<'l>) -> Result<Found<'l>, EvalError> {
+    let run = |item: &'l Value| -> Result<Cow<'_, Value>, EvalError> {
+        let child = Env { scope: env.scope, bind: Some((param, item)), parent: Some(env) };
+        eval_in(body, &child).map(|c| Cow::Owned(c.into_owned()))
+    };
+    let test = |item: &'l Value| -> Result<bool, EvalError> {
+        let child = Env { scope: env.scope, bind: Some((param, item)), parent: Some(env) };
+        eval_in(body, &child).map(|c| c.truthy())
+    };
+    Ok(match func {
+        Combinator::Map => {
+            let mut out = Vec::with_capacity(items.len());
+            for i in items {
+                out.push(run(i)?.into_owned());
+            }
+            Found::Value(Value::List(out))
+        }
+        Combinator::Filter => {
+            let mut out = Vec::new();
+            for i in items {
+                if test(i)? {
+                    out.push(i.clone());
+                }
+            }
+            Found::Value(Value::List(out))
+        }
+        Combinator::All => {
+            for i in items {
+                if !test(i)? {
+                    return Ok(Found::Value(Value::Bool(false)));
+                }
+            }
+            Found::Value(Value::Bool(true))
+        }
+        Combinator::Any => {
+            for i in items {
+                if test(i)? {
+                    return Ok(Found::Value(Value::Bool(true)));
+                }
+            }
+            Found::Value(Value::Bool(false))
+        }
+        _ => {
+            for i in items {
+                if test(i)? {
+                    return Ok(Found::Item(i));
+                }
+            }
+            Found::Value(Value::Null)
+        }
+    })
+}
