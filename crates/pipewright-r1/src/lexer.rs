@@ -177,7 +177,7 @@ pub type Spanned = (Token, Range<usize>);
 /// token is replaced by its R1 spelling so parsing can continue without cascading errors.
 pub fn lex(src: &str) -> (Vec<Spanned>, Vec<ParseError>) {
     let mut tokens: Vec<Spanned> = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors: Vec<ParseError> = Vec::new();
     // A `?` turns the next `:` at the same bracket depth into `or` (`c ? a : b` ≈ `c and a or b`).
     let mut pending_colon: Vec<usize> = Vec::new();
     let mut depth = 0usize;

@@ -41,11 +41,16 @@ pub fn parse_template(src: &str) -> Result<Template, Vec<ParseError>> {
             break;
         };
         let close = after + close_rel;
-        if src.as_bytes()[close] == b'{' || close == after {
-            // `{` followed by another `{`, or `{}`: the first brace is plain text.
-            let upto = if close == after { close + 1 } else { close };
-            text.push_str(&src[pos..upto]);
-            pos = upto;
+        if src.as_bytes().get(close) == Some(&b'{') {
+            // `{` followed by another `{`: the first brace is plain text.
+            text.push_str(&src[pos..close]);
+            pos = close;
+            continue;
+        }
+        if close == after {
+            // `{}` is plain text.
+            text.push_str(&src[pos..=close]);
+            pos = close + 1;
             continue;
         }
         text.push_str(&src[pos..pos + open]);
