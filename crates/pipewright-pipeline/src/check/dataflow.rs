@@ -1,0 +1,434 @@
+//! Walks each pipeline in execution order, tracking which named stores exist and which scope
+//! names (`item`, `acc`) are bound, and checks every expression, template, target, tool and
+//! schema reference against that state.
+
+use super::schemas::Registry;
+use super::targets::Index;
+use super::CheckOptions;
+use crate::ast::*;
+use crate::catalogue::DENIED_TOOLS;
+use pipewright_r1::free_paths;
+use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
+use pipewright_syntax::{Diagnostic, Span};
+use std::collections::{HashMap, HashSet};
+
+pub struct Env<'a> {
+    pub file: &'a PipelineFile,
+    pub source: &'a str,
+    pub registry: &'a Registry<'a>,
+    pub index: &'a Index<'a>,
+    pub opts: &'a CheckOptions,
+}
+
+/// What a step's expressions can see.
+#[derive(Clone)]
+struct Scope {
+    stores: HashMap<String, Span>,
+    item: bool,
+    acc: bool,
+}
+
+/// Where names that no earlier step wrote come from.
+enum Inputs<'a> {
+    /// A pipeline launched directly: any store no step writes is an input.
+    Launch,
+    /// A pipeline only ever called: its stores are exactly what each call site passes.
+    Passed(Vec<(&'a CallTarget, HashSet<&'a str>)>),
+}
+
+struct Walker<'a, 'd> {
+    env: &'a Env<'a>,
+    file_idx: usize,
+    inputs: Inputs<'a>,
+    /// Every store written anywhere in the pipeline (first write), to tell "input" from
+    /// "read before written".
+    writes: HashMap<&'a str, Span>,
+    diags: &'d mut Vec<Diagnostic>,
+}
+
+pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
+    let file_idx = env
+        .index
+        .program
+        .files
+        .iter()
+        .position(|f| std::ptr::eq(f, env.file))
+        .unwrap_or(0);
+    let pid = env
+        .file
+        .pipelines
+        .iter()
+        .position(|q| std::ptr::eq(q, p))
+        .map(|i| (file_idx, i));
+    let inputs = match pid.and_then(|id| env.index.callers.get(&id)) {
+        Some(sites) if !sites.is_empty() => Inputs::Passed(
+            sites
+                .iter()
+                .map(|(t, _)| (*t, t.pass.iter().map(|x| x.name.text.as_str()).collect()))
+                .collect(),
+        ),
+        _ => Inputs::Launch,
+    };
+    let mut writes = HashMap::new();
+    let mut stack: Vec<&Step> = p.steps.iter().collect();
+    while let Some(s) = stack.pop() {
+        if let Some(o) = &s.output {
+            writes
+                .entry(o.text.as_str())
+                .and_modify(|sp: &mut Span| {
+                    if o.span.start < sp.start {
+                        *sp = o.span
+                    }
+                })
+                .or_insert(o.span);
+        }
+        stack.extend(s.children().into_iter().map(|(_, c)| c));
+    }
+    let mut w = Walker {
+        env,
+        file_idx,
+        inputs,
+        writes,
+        diags,
+    };
+    let mut scope = Scope {
+        stores: HashMap::new(),
+        item: false,
+        acc: false,
+    };
+    for s in &p.steps {
+        w.step(s, &mut scope);
+    }
+}
+
+impl<'a> Walker<'a, '_> {
+    fn step(&mut self, step: &'a Step, scope: &mut Scope) {
+        match &step.kind {
+            StepKind::Transform { value } => self.expr(value, scope),
+            StepKind::Tool {
+                name, args, schema, ..
+            } => {
+                self.tool(name);
+                for a in args {
+                    if let ArgValue::Expr(e) = &a.value {
+                        self.expr(e, scope);
+                    }
+                }
+                self.schema(schema.as_ref());
+            }
+            StepKind::Shell {
+                command, schema, ..
+            } => {
+                if let ArgValue::Expr(e) = command {
+                    self.expr(e, scope);
+                }
+                self.schema(schema.as_ref());
+            }
+            StepKind::Agent {
+                prompt,
+                identity,
+                capabilities,
+                schema,
+                ..
+            } => {
+                for part in &prompt.template.parts {
+                    if let pipewright_r1::TemplatePart::Expr { expr, .. } = part {
+                        self.paths(expr, scope, &|r| prompt.span_of(self.env.source, r));
+                    }
+                }
+                self.identity(identity.as_ref());
+                for t in capabilities.iter().flatten() {
+                    self.capability(t);
+                }
+                self.schema(schema.as_ref());
+            }
+            StepKind::Call(t) => self.target(t, scope),
+            StepKind::Match { on, cases, default } => {
+                self.expr(on, scope);
+                for c in cases {
+                    self.label(c, on);
+                    self.target(&c.target, scope);
+                }
+                if let Some(d) = default {
+                    self.target(d, scope);
+                }
+            }
+            StepKind::Fold {
+                source, init, body, ..
+            } => {
+                self.source(source, scope);
+                self.expr(init, scope);
+                let mut inner = Scope {
+                    stores: scope.stores.clone(),
+                    item: true,
+                    acc: true,
+                };
+                self.step(body, &mut inner);
+            }
+            StepKind::ForEach {
+                source,
+                body,
+                collect,
+                ..
+            } => {
+                self.source(source, scope);
+                let mut inner = Scope {
+                    stores: scope.stores.clone(),
+                    item: true,
+                    acc: false,
+                };
+                self.step(body, &mut inner);
+                let mut coll = Scope {
+                    stores: scope.stores.clone(),
+                    item: false,
+                    acc: false,
+                };
+                self.step(collect, &mut coll);
+            }
+            StepKind::Parallel {
+                branches, collect, ..
+            } => {
+                for b in branches {
+                    let mut inner = Scope {
+                        stores: scope.stores.clone(),
+                        item: false,
+                        acc: false,
+                    };
+                    self.step(&b.step, &mut inner);
+                }
+                let mut coll = Scope {
+                    stores: scope.stores.clone(),
+                    item: false,
+                    acc: false,
+                };
+                self.step(collect, &mut coll);
+            }
+        }
+        if let Some(o) = &step.output {
+            scope.stores.entry(o.text.clone()).or_insert(o.span);
+        }
+    }
+
+    fn expr(&mut self, e: &'a Expr, scope: &Scope) {
+        self.paths(&e.ast, scope, &|r| e.span_of(self.env.source, r));
+    }
+
+    /// Checks every free name an expression reads.
+    fn paths(
+        &mut self,
+        ast: &pipewright_r1::Expr,
+        scope: &Scope,
+        map: &dyn Fn(std::ops::Range<usize>) -> Span,
+    ) {
+        for r in free_paths(ast) {
+            let span = map(r.range.clone());
+            match r.root.as_str() {
+                "ctx" => {
+                    if let (Some(name), false) = (r.segments.first(), r.via_get) {
+                        self.store_read(name, span, scope);
+                    }
+                }
+                "pipe" => {}
+                "item" | "acc" => {
+                    let bound = if r.root == "item" {
+                        scope.item
+                    } else {
+                        scope.acc
+                    };
+                    if !bound {
+                        let where_ = if r.root == "item" {
+                            "inside a `fold` or `for_each` `do` step"
+                        } else {
+                            "inside a `fold` `do` step"
+                        };
+                        self.diags.push(
+                            Diagnostic::error("PW0255", span, format!("`{}` is not in scope here", r.root))
+                                .with_label(format!("`{}` only exists {where_}", r.root))
+                                .with_help("a value from an enclosing loop must be passed explicitly (e.g. `pass: {cur: item}` on a call)"),
+                        );
+                    }
+                }
+                other => {
+                    let mut d =
+                        Diagnostic::error("PW0261", span, format!("unknown name `{other}`"))
+                            .with_label("not in scope");
+                    if scope.stores.contains_key(other) || self.writes.contains_key(other) {
+                        d = d.with_help(format!(
+                            "named stores are read through `ctx`: write `ctx.{}`",
+                            path_text(&r)
+                        ));
+                    } else {
+                        let mut names = vec!["ctx", "pipe"];
+                        if scope.item {
+                            names.push("item");
+                        }
+                        if scope.acc {
+                            names.push("acc");
+                        }
+                        let help = help_for_unknown(other, names.iter().copied())
+                            .map(|h| format!("{h} (the names in scope are {})", names.join(", ")));
+                        d = d.with_optional_help(help);
+                    }
+                    self.diags.push(d);
+                }
+            }
+        }
+    }
+
+    fn store_read(&mut self, name: &str, span: Span, scope: &Scope) {
+        if scope.stores.contains_key(name) {
+            return;
+        }
+        if let Some(&w) = self.writes.get(name) {
+            let d = Diagnostic::error("PW0253", span, format!("`ctx.{name}` is read before any step writes it"))
+                .with_label("read here")
+                .with_secondary(w, if w.start > span.start { "first written here, later" } else { "written here, in an isolated scope that does not reach this step" })
+                .with_help("move the read after the writing step, or read it safely with `get(ctx, 'NAME', default)`");
+            self.diags.push(d);
+            return;
+        }
+        if let Inputs::Passed(sites) = &self.inputs {
+            for (t, passed) in sites {
+                if !passed.contains(name) {
+                    let mut d = Diagnostic::error(
+                        "PW0254",
+                        span,
+                        format!("`ctx.{name}` is not passed to this pipeline"),
+                    )
+                    .with_label("read here")
+                    .with_secondary(
+                        t.pipeline.span,
+                        format!("called here without `{name}` in `pass`"),
+                    );
+                    let known: Vec<&str> = passed.iter().copied().collect();
+                    d = match did_you_mean(name, known.iter().copied()) {
+                        Some(k) => d.with_help(format!("did you mean `ctx.{k}`? Otherwise add `{name}` to the call's `pass`")),
+                        None => d.with_help(format!("a callee sees only what `pass` lists: add `{name}` to the call's `pass`")),
+                    };
+                    self.diags.push(d);
+                }
+            }
+        }
+    }
+
+    fn source(&mut self, s: &'a ListSource, scope: &Scope) {
+        if let ListSource::Over(e) = s {
+            self.expr(e, scope);
+        }
+    }
+
+    fn target(&mut self, t: &'a CallTarget, scope: &Scope) {
+        for p in &t.pass {
+            self.expr(&p.value, scope);
+        }
+        if let Some(d) = self.env.index.unresolved(self.file_idx, t) {
+            self.diags.push(d);
+        }
+    }
+
+    fn label(&mut self, c: &MatchCase, _on: &Expr) {
+        if !c.label_is_string {
+            let shown = match c.label.text.as_str() {
+                "true" | "True" | "TRUE" => "\"True\"".to_string(),
+                "false" | "False" | "FALSE" => "\"False\"".to_string(),
+                "null" | "Null" | "NULL" | "~" | "" => "\"None\"".to_string(),
+                t => format!("\"{t}\""),
+            };
+            self.diags.push(
+                Diagnostic::warning(
+                    "PW0259",
+                    c.label.span,
+                    format!("match label `{}` can never be selected", c.label.text),
+                )
+                .with_label("YAML reads this label as a non-string; `on` is compared as a string")
+                .with_help(format!("quote the label: {shown}")),
+            );
+        } else if matches!(c.label.text.as_str(), "true" | "false") {
+            let cap = if c.label.text == "true" {
+                "True"
+            } else {
+                "False"
+            };
+            self.diags.push(
+                Diagnostic::warning(
+                    "PW0259",
+                    c.label.span,
+                    format!("match label `{}` never matches a boolean", c.label.text),
+                )
+                .with_label(format!("a boolean `on` value is rendered as `{cap}`"))
+                .with_help(format!("write the label as \"{cap}\"")),
+            );
+        }
+    }
+
+    fn tool(&mut self, name: &Name) {
+        if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == name.text) {
+            self.diags.push(
+                Diagnostic::error(
+                    "PW0262",
+                    name.span,
+                    format!("tool `{}` may not be used from a pipeline", name.text),
+                )
+                .with_label("structurally denied")
+                .with_help(why.to_string()),
+            );
+            return;
+        }
+        if self.env.opts.tools.get(&name.text).is_none() {
+            let help =
+                help_for_unknown(&name.text, self.env.opts.tools.names()).unwrap_or_else(|| {
+                    "declare it under `[tools.NAME]` in pipewright.toml".to_string()
+                });
+            self.diags.push(
+                Diagnostic::error("PW0256", name.span, format!("unknown tool `{}`", name.text))
+                    .with_label("not in the tool catalogue")
+                    .with_help(help)
+                    .with_note("the catalogue is pipewright's built-in tools, the reference runtime's host tools, and `[tools.*]` in pipewright.toml"),
+            );
+        }
+    }
+
+    fn capability(&mut self, t: &Name) {
+        if self.env.opts.tools.get(&t.text).is_none() {
+            let help = help_for_unknown(&t.text, self.env.opts.tools.names());
+            self.diags.push(
+                Diagnostic::error(
+                    "PW0257",
+                    t.span,
+                    format!("capability `{}` names no known tool", t.text),
+                )
+                .with_label("`capabilities.tools` may only narrow to tools in the catalogue")
+                .with_optional_help(help),
+            );
+        }
+    }
+
+    fn identity(&mut self, identity: Option<&Name>) {
+        let (Some(id), true) = (identity, self.env.opts.inline) else {
+            return;
+        };
+        if self.env.opts.invoker.as_deref() != Some(id.text.as_str()) {
+            let invoker = self.env.opts.invoker.as_deref().unwrap_or("the invoker");
+            self.diags.push(
+                Diagnostic::error("PW0258", id.span, format!("inline pipeline runs an agent as `{}`", id.text))
+                    .with_label(format!("not the invoking identity `{invoker}`"))
+                    .with_help("an agent-generated pipeline may only use the invoker's own identity: remove `identity`"),
+            );
+        }
+    }
+
+    fn schema(&mut self, schema: Option<&Name>) {
+        if let Some(s) = schema {
+            if let Some(d) = self.env.registry.unresolved(&s.text, s.span) {
+                self.diags.push(d);
+            }
+        }
+    }
+}
+
+fn path_text(r: &pipewright_r1::PathRef) -> String {
+    std::iter::once(r.root.as_str())
+        .chain(r.segments.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(".")
+}

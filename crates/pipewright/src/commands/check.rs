@@ -1,0 +1,152 @@
+//! `pipewright check`.
+
+use crate::cli::{CheckArgs, Deny};
+use crate::dialect::{self, Dialect};
+use crate::discover;
+use pipewright_pipeline::ast::Program;
+use pipewright_pipeline::CheckOptions;
+use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap, Span};
+use std::path::Path;
+
+/// Codes the CLI itself emits.
+pub const CLI_CODES: &[CodeInfo] = &[
+    CodeInfo {
+        code: "PW0006",
+        title: "invalid JSON given on the command line",
+        explanation: include_str!("../../explain/PW0006.md"),
+    },
+    CodeInfo {
+        code: "PW0007",
+        title: "a dialect this version cannot check yet",
+        explanation: include_str!("../../explain/PW0007.md"),
+    },
+];
+
+pub fn run(args: &CheckArgs) -> u8 {
+    let inputs = match discover::expand(&args.paths) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let mut sources = SourceMap::new();
+    let mut diags = Vec::new();
+    let mut program = Program::default();
+    let mut checked = 0usize;
+    for input in &inputs {
+        let text = match read(&input.path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read `{}`: {e}", input.path.display());
+                return 2;
+            }
+        };
+        let name = discover::display(&input.path);
+        let detected = args
+            .dialect
+            .map(Dialect::from)
+            .or_else(|| dialect::detect(&input.path, &text));
+        let Some(d) = detected else {
+            if input.explicit {
+                let id = sources.add(name, text.as_str());
+                checked += 1;
+                diags.push(dialect::unrecognised(id, &text));
+            }
+            continue;
+        };
+        checked += 1;
+        let id = sources.add(name, text.as_str());
+        match d {
+            Dialect::Pipeline => {
+                let mut file = pipewright_pipeline::load_source(id, &text, &mut diags);
+                file.namespace = input.path.file_stem().map(|s| {
+                    s.to_string_lossy()
+                        .trim_end_matches(".pipeline")
+                        .to_string()
+                });
+                program.files.push(file);
+            }
+            Dialect::Recipe | Dialect::StateMachine | Dialect::Meow => {
+                diags.push(unsupported(id, d))
+            }
+        }
+    }
+    // Registered pipelines that targets may name; their own problems are not this check's.
+    for dir in &args.include {
+        let Ok(found) = discover::expand(std::slice::from_ref(dir)) else {
+            eprintln!("error: cannot read include directory `{}`", dir.display());
+            return 2;
+        };
+        for input in found {
+            let Ok(text) = read(&input.path) else {
+                continue;
+            };
+            if dialect::detect(&input.path, &text) != Some(Dialect::Pipeline) {
+                continue;
+            }
+            let id = sources.add(discover::display(&input.path), text.as_str());
+            let mut ignored = Vec::new();
+            let mut file = pipewright_pipeline::load_source(id, &text, &mut ignored);
+            file.namespace = input
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_string());
+            program.files.push(file);
+        }
+    }
+    if !program.files.is_empty() {
+        let opts = CheckOptions {
+            inline: args.inline,
+            invoker: args.invoker.clone(),
+            ..CheckOptions::default()
+        };
+        let included: Vec<FileId> = program.files.iter().map(|f| f.file).collect();
+        let checked_ids: Vec<FileId> = included
+            .iter()
+            .copied()
+            .filter(|id| sources.get(*id).is_some())
+            .collect();
+        let _ = checked_ids;
+        diags.extend(pipewright_pipeline::check_program(
+            &program, &sources, &opts,
+        ));
+    }
+    diagnostic::sort(&mut diags);
+    diags.dedup();
+    crate::output::print(args.format, &diags, &sources, checked);
+    let failing = diags.iter().any(|d| {
+        d.is_error()
+            || (args.deny == Some(Deny::Warnings)
+                && d.severity == pipewright_syntax::Severity::Warning)
+    });
+    u8::from(failing)
+}
+
+fn read(path: &Path) -> std::io::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
+    }
+    let bytes = std::fs::read(path)?;
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file is not UTF-8 text",
+        )
+    })
+}
+
+fn unsupported(file: FileId, d: Dialect) -> Diagnostic {
+    Diagnostic::error(
+        "PW0007",
+        Span::new(file, 0..0),
+        format!(
+            "the {} dialect cannot be checked by this version of pipewright",
+            d.name()
+        ),
+    )
+    .with_label("recognised, but not checked yet")
+    .with_help("nothing in this file was verified")
+}

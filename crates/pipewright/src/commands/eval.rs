@@ -1,0 +1,96 @@
+//! `pipewright eval`: evaluate one expression or template against a JSON context.
+
+use crate::cli::{EvalArgs, EvalLang};
+use pipewright_r1::{Scope, Value};
+use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
+
+pub fn run(args: &EvalArgs) -> u8 {
+    let mut sources = SourceMap::new();
+    let ctx_file = sources.add("--ctx", args.ctx.as_str());
+    let expr_file = sources.add("EXPR", args.expr.as_str());
+    let parse_json = |text: &str, what: &str| -> Result<serde_json::Value, String> {
+        serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
+    };
+    let ctx = match parse_json(&args.ctx, "--ctx") {
+        Ok(v) => v,
+        Err(e) => return fail_usage(&sources, ctx_file, &args.ctx, &e),
+    };
+    let mut bound = vec![("ctx", Value::from_json(&ctx)), ("pipe", Value::Null)];
+    for (name, text) in [
+        ("pipe", &args.pipe),
+        ("item", &args.item),
+        ("acc", &args.acc),
+    ] {
+        if let Some(t) = text {
+            match parse_json(t, &format!("--{name}")) {
+                Ok(v) => {
+                    bound.retain(|(n, _)| *n != name);
+                    bound.push((name, Value::from_json(&v)));
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            }
+        }
+    }
+    let mut scope = Scope::new();
+    for (n, v) in &bound {
+        scope = scope.with(*n, v);
+    }
+    let whole = |r: std::ops::Range<usize>| Span::new(expr_file, r);
+    let result: Result<String, Vec<Diagnostic>> = match args.lang {
+        EvalLang::R1 => match pipewright_r1::parse(&args.expr) {
+            Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
+            Ok(expr) => pipewright_r1::eval(&expr, &scope)
+                .map(|v| v.to_json_string())
+                .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
+        },
+        EvalLang::Prompt => match pipewright_r1::parse_template(&args.expr) {
+            Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
+            Ok(t) => pipewright_r1::render(&t, &scope)
+                .map(|s| serde_json::Value::String(s).to_string())
+                .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
+        },
+        EvalLang::Condition | EvalLang::Template => Err(vec![Diagnostic::error(
+            "PW0007",
+            whole(0..0),
+            "the recipe languages are not available in this build",
+        )
+        .with_label("unsupported --lang")]),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            0
+        }
+        Err(diags) => {
+            print!(
+                "{}",
+                render::human(&diags, &sources, crate::output::use_color())
+            );
+            1
+        }
+    }
+}
+
+fn eval_error(span: Span, message: &str) -> Diagnostic {
+    Diagnostic::error("PW0199", span, format!("evaluation failed: {message}"))
+        .with_label("while evaluating this")
+}
+
+fn fail_usage(
+    sources: &SourceMap,
+    file: pipewright_syntax::FileId,
+    text: &str,
+    message: &str,
+) -> u8 {
+    let d = Diagnostic::error(
+        "PW0006",
+        Span::new(file, 0..text.len()),
+        message.to_string(),
+    )
+    .with_label("invalid JSON");
+    eprint!("{}", render::human(&[d], sources, false));
+    2
+}

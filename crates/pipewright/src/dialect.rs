@@ -1,0 +1,94 @@
+//! Which language a file is written in. Detection never guesses silently: a file that matches
+//! no dialect gets a diagnostic naming what each one expects at its top level.
+
+use crate::cli::DialectArg;
+use pipewright_syntax::{Diagnostic, FileId, Span};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Pipeline,
+    Recipe,
+    StateMachine,
+    Meow,
+}
+
+impl From<DialectArg> for Dialect {
+    fn from(d: DialectArg) -> Dialect {
+        match d {
+            DialectArg::Pipeline => Dialect::Pipeline,
+            DialectArg::Recipe => Dialect::Recipe,
+            DialectArg::StateMachine => Dialect::StateMachine,
+            DialectArg::Meow => Dialect::Meow,
+        }
+    }
+}
+
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Pipeline => "pipeline",
+            Dialect::Recipe => "recipe",
+            Dialect::StateMachine => "state-machine",
+            Dialect::Meow => "meow",
+        }
+    }
+}
+
+/// Detects the dialect from the extension and the top-level shape of the content.
+pub fn detect(path: &Path, text: &str) -> Option<Dialect> {
+    match path.extension().and_then(|x| x.to_str()).unwrap_or("") {
+        "json" => {
+            let v: serde_json::Value = serde_json::from_str(text).ok()?;
+            (v.get("initialStep").is_some() && v.get("steps").is_some())
+                .then_some(Dialect::StateMachine)
+        }
+        "toml" => {
+            // MEOW modules are TOML with workflow tables; a quick look for a table header that
+            // owns `steps` is enough to route the file.
+            text.lines()
+                .any(|l| {
+                    let l = l.trim();
+                    l.starts_with("[[") && l.ends_with(".steps]]") || l == "[main]"
+                })
+                .then_some(Dialect::Meow)
+        }
+        _ => {
+            let (docs, _) =
+                pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default());
+            let root = docs.iter().find_map(|d| d.root.as_ref())?;
+            if docs
+                .iter()
+                .filter_map(|d| d.root.as_ref())
+                .any(pipewright_pipeline::looks_like_pipeline)
+            {
+                Some(Dialect::Pipeline)
+            } else if root.entry("name").is_some()
+                && (root.entry("steps").is_some() || root.entry("stages").is_some())
+            {
+                Some(Dialect::Recipe)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+pub fn unrecognised(file: FileId, text: &str) -> Diagnostic {
+    let first = text
+        .lines()
+        .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let start: usize = text
+        .lines()
+        .take(first.unwrap_or(0))
+        .map(|l| l.len() + 1)
+        .sum();
+    let len = first.and_then(|i| text.lines().nth(i)).map_or(0, str::len);
+    Diagnostic::error("PW0002", Span::new(file, start..start + len), "this file is not a workflow pipewright recognises")
+        .with_label("unrecognised top level")
+        .with_note("a pipeline is YAML with `pipeline: NAME` and `steps:` (plus optional `schema: NAME` documents)")
+        .with_note("a recipe is YAML with `name`, `version` and `steps` or `stages`")
+        .with_note("a state-machine recipe is JSON with `initialStep` and `steps`")
+        .with_note("a MEOW template is TOML with workflow tables such as `[main]` and `[[main.steps]]`")
+        .with_help("pass `--dialect` to check it as a particular dialect")
+}

@@ -1,0 +1,20 @@
+//! The `pipewright` command line.
+
+mod cli;
+mod commands;
+mod dialect;
+mod discover;
+mod output;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Check(args) => commands::check::run(&args),
+        cli::Command::Explain(args) => commands::explain::run(&args),
+        cli::Command::Eval(args) => commands::eval::run(&args),
+    };
+    ExitCode::from(code)
+}
