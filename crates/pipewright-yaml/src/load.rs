@@ -100,6 +100,15 @@ impl Builder {
                     .get(at..)
                     .and_then(|s| s.chars().next())
                     .map_or(0, char::len_utf8);
+                if e.info().contains("recursion limit") {
+                    return Diagnostic::error(
+                        "PW0003",
+                        Span::new(self.file, at..at + len),
+                        "nesting is too deep",
+                    )
+                    .with_label("the YAML parser's nesting limit is reached here")
+                    .with_help("flatten this structure");
+                }
                 Diagnostic::error(
                     "PW0001",
                     Span::new(self.file, at..at + len),
@@ -306,8 +315,8 @@ impl Builder {
         Ok(())
     }
 
-    /// saphyr reports a quoted scalar's span from its opening quote; block scalars start at the
-    /// indicator. Its end is where the scanner stopped, which may include trailing blanks and
+    /// saphyr reports a quoted scalar's span from its opening quote and a block scalar's from
+    /// its first content line. Its end is where the scanner stopped, which may include trailing blanks and
     /// newlines, so trim to the last non-blank character.
     fn scalar_span(&self, text: &str, s: usize, e: usize, style: ScalarStyle) -> Span {
         let start = self.offsets.byte(s);

@@ -20,8 +20,11 @@ pub fn map_scalar_range(
     let body_start = match style {
         ScalarStyle::Plain => 0,
         ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => 1,
-        // Content starts on the line after the `|`/`>` header.
-        ScalarStyle::Literal | ScalarStyle::Folded => raw.find('\n').map_or(raw.len(), |i| i + 1),
+        // The node span may start at the `|`/`>` header; content starts on the next line.
+        ScalarStyle::Literal | ScalarStyle::Folded if raw.starts_with(['|', '>']) => {
+            raw.find('\n').map_or(raw.len(), |i| i + 1)
+        }
+        ScalarStyle::Literal | ScalarStyle::Folded => 0,
     };
     let body = &raw[body_start..];
     // Fast path: the value is written verbatim.
