@@ -7,7 +7,7 @@ use super::targets::Index;
 use super::CheckOptions;
 use crate::ast::*;
 use crate::catalogue::DENIED_TOOLS;
-use pipewright_r1::free_paths;
+use pipewright_r1::{free_paths, ObjectType, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
 use std::collections::{HashMap, HashSet};
@@ -23,9 +23,22 @@ pub struct Env<'a> {
 /// What a step's expressions can see.
 #[derive(Clone)]
 struct Scope {
-    stores: HashMap<String, Span>,
-    item: bool,
-    acc: bool,
+    /// Stores written so far: where first written, and the type of their latest value.
+    stores: HashMap<String, (Span, Type)>,
+    item: Option<Type>,
+    acc: Option<Type>,
+    pipe: Type,
+}
+
+impl Scope {
+    fn nested(&self, item: Option<Type>, acc: Option<Type>, pipe: Type) -> Scope {
+        Scope {
+            stores: self.stores.clone(),
+            item,
+            acc,
+            pipe,
+        }
+    }
 }
 
 /// Where names that no earlier step wrote come from.
@@ -93,8 +106,9 @@ pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
     };
     let mut scope = Scope {
         stores: HashMap::new(),
-        item: false,
-        acc: false,
+        item: None,
+        acc: None,
+        pipe: Type::Any,
     };
     for s in &p.steps {
         w.step(s, &mut scope);
@@ -102,9 +116,21 @@ pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
 }
 
 impl<'a> Walker<'a, '_> {
-    fn step(&mut self, step: &'a Step, scope: &mut Scope) {
+    /// Checks a step and returns the type of its result; records its `output` in `scope`.
+    fn step(&mut self, step: &'a Step, scope: &mut Scope) -> Type {
+        let ty = self.step_kind(step, scope);
+        if let Some(o) = &step.output {
+            let first = scope.stores.get(&o.text).map_or(o.span, |(s, _)| *s);
+            scope.stores.insert(o.text.clone(), (first, ty.clone()));
+        }
+        scope.pipe = ty.clone();
+        ty
+    }
+
+    fn step_kind(&mut self, step: &'a Step, scope: &mut Scope) -> Type {
+        let leaf = super::types::leaf_result(step, self.env.registry);
         match &step.kind {
-            StepKind::Transform { value } => self.expr(value, scope),
+            StepKind::Transform { value } => return self.expr(value, scope),
             StepKind::Tool {
                 name, args, schema, ..
             } => {
@@ -133,7 +159,7 @@ impl<'a> Walker<'a, '_> {
             } => {
                 for part in &prompt.template.parts {
                     if let pipewright_r1::TemplatePart::Expr { expr, .. } = part {
-                        self.paths(expr, scope, &|r| prompt.span_of(self.env.source, r));
+                        self.check_expr(expr, scope, &|r| prompt.span_of(self.env.source, r));
                     }
                 }
                 self.identity(identity.as_ref());
@@ -156,13 +182,9 @@ impl<'a> Walker<'a, '_> {
             StepKind::Fold {
                 source, init, body, ..
             } => {
-                self.source(source, scope);
-                self.expr(init, scope);
-                let mut inner = Scope {
-                    stores: scope.stores.clone(),
-                    item: true,
-                    acc: true,
-                };
+                let item = self.source(source, scope);
+                let acc = self.expr(init, scope);
+                let mut inner = scope.nested(Some(item), Some(acc), scope.pipe.clone());
                 self.step(body, &mut inner);
             }
             StepKind::ForEach {
@@ -171,56 +193,87 @@ impl<'a> Walker<'a, '_> {
                 collect,
                 ..
             } => {
-                self.source(source, scope);
-                let mut inner = Scope {
-                    stores: scope.stores.clone(),
-                    item: true,
-                    acc: false,
-                };
-                self.step(body, &mut inner);
-                let mut coll = Scope {
-                    stores: scope.stores.clone(),
-                    item: false,
-                    acc: false,
-                };
-                self.step(collect, &mut coll);
+                let item = self.source(source, scope);
+                let mut inner = scope.nested(Some(item), None, scope.pipe.clone());
+                let each = self.step(body, &mut inner);
+                let mut coll = scope.nested(None, None, Type::List(Box::new(each)));
+                return self.step(collect, &mut coll);
             }
             StepKind::Parallel {
                 branches, collect, ..
             } => {
+                // Open: `__branch_errors__` appears when a branch was dropped.
+                let mut results = ObjectType::open();
                 for b in branches {
-                    let mut inner = Scope {
-                        stores: scope.stores.clone(),
-                        item: false,
-                        acc: false,
-                    };
-                    self.step(&b.step, &mut inner);
+                    let mut inner = scope.nested(None, None, scope.pipe.clone());
+                    let t = self.step(&b.step, &mut inner);
+                    results.fields.insert(
+                        b.name.text.clone(),
+                        pipewright_r1::FieldType {
+                            ty: t,
+                            origin: Some(b.name.span),
+                        },
+                    );
                 }
-                let mut coll = Scope {
-                    stores: scope.stores.clone(),
-                    item: false,
-                    acc: false,
-                };
-                self.step(collect, &mut coll);
+                let mut coll = scope.nested(None, None, Type::Object(results));
+                return self.step(collect, &mut coll);
             }
         }
-        if let Some(o) = &step.output {
-            scope.stores.entry(o.text.clone()).or_insert(o.span);
-        }
+        leaf.unwrap_or(Type::Any)
     }
 
-    fn expr(&mut self, e: &'a Expr, scope: &Scope) {
-        self.paths(&e.ast, scope, &|r| e.span_of(self.env.source, r));
+    fn expr(&mut self, e: &'a Expr, scope: &Scope) -> Type {
+        self.check_expr(&e.ast, scope, &|r| e.span_of(self.env.source, r))
     }
 
-    /// Checks every free name an expression reads.
-    fn paths(
+    /// Checks every free name an expression reads, then its types; returns its type.
+    fn check_expr(
         &mut self,
         ast: &pipewright_r1::Expr,
         scope: &Scope,
         map: &dyn Fn(std::ops::Range<usize>) -> Span,
+    ) -> Type {
+        let refs = free_paths(ast);
+        // Only the stores this expression names go into its type environment, so checking
+        // stays linear in the size of the pipeline.
+        let mut ctx = ObjectType::open();
+        for r in &refs {
+            if let (true, Some(name)) = (r.root == "ctx", r.segments.first()) {
+                if let Some((_, t)) = scope.stores.get(name) {
+                    ctx.fields.insert(
+                        name.clone(),
+                        pipewright_r1::FieldType {
+                            ty: t.clone(),
+                            origin: None,
+                        },
+                    );
+                }
+            }
+        }
+        let mut env = TypeEnv::new()
+            .with("ctx", Type::Object(ctx))
+            .with("pipe", scope.pipe.clone());
+        if let Some(t) = &scope.item {
+            env.insert("item", t.clone());
+        }
+        if let Some(t) = &scope.acc {
+            env.insert("acc", t.clone());
+        }
+        self.paths(refs, scope, map);
+        let (ty, issues) = pipewright_r1::check_types(ast, &env);
+        for i in issues {
+            self.diags.push(i.to_diagnostic(map));
+        }
+        ty
+    }
+
+    fn paths(
+        &mut self,
+        refs: Vec<pipewright_r1::PathRef>,
+        scope: &Scope,
+        map: &dyn Fn(std::ops::Range<usize>) -> Span,
     ) {
-        for r in free_paths(ast) {
+        for r in refs {
             let span = map(r.range.clone());
             match r.root.as_str() {
                 "ctx" => {
@@ -231,9 +284,9 @@ impl<'a> Walker<'a, '_> {
                 "pipe" => {}
                 "item" | "acc" => {
                     let bound = if r.root == "item" {
-                        scope.item
+                        scope.item.is_some()
                     } else {
-                        scope.acc
+                        scope.acc.is_some()
                     };
                     if !bound {
                         let where_ = if r.root == "item" {
@@ -259,10 +312,10 @@ impl<'a> Walker<'a, '_> {
                         ));
                     } else {
                         let mut names = vec!["ctx", "pipe"];
-                        if scope.item {
+                        if scope.item.is_some() {
                             names.push("item");
                         }
-                        if scope.acc {
+                        if scope.acc.is_some() {
                             names.push("acc");
                         }
                         let help = help_for_unknown(other, names.iter().copied())
@@ -311,9 +364,16 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    fn source(&mut self, s: &'a ListSource, scope: &Scope) {
-        if let ListSource::Over(e) = s {
-            self.expr(e, scope);
+    /// Checks a list source and returns the type of its elements.
+    fn source(&mut self, s: &'a ListSource, scope: &Scope) -> Type {
+        let list = match s {
+            ListSource::Over(e) => self.expr(e, scope),
+            ListSource::Items(_) => Type::Any,
+            ListSource::Pipe => scope.pipe.clone(),
+        };
+        match list {
+            Type::List(inner) => *inner,
+            _ => Type::Any,
         }
     }
 

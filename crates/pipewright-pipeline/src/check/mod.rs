@@ -5,6 +5,7 @@ mod dataflow;
 mod recursion;
 mod schemas;
 mod targets;
+mod types;
 
 use crate::ast::Program;
 use crate::catalogue::ToolCatalogue;
