@@ -6,6 +6,7 @@ pub mod ast;
 pub mod codes;
 pub mod error;
 pub mod eval;
+mod fast;
 pub mod lexer;
 pub mod parser;
 pub mod print;

@@ -62,6 +62,26 @@ pub fn parse(src: &str) -> Result<Expr, Vec<ParseError>> {
         errors.push(e);
         return Err(errors);
     }
+    if errors.is_empty() {
+        if let Some(e) = crate::fast::parse(&tokens) {
+            return Ok(e);
+        }
+    }
+    parse_with_chumsky(src, tokens, errors)
+}
+
+/// The recovering parser alone (the fast path skipped); public for the equivalence test.
+#[doc(hidden)]
+pub fn parse_slow(src: &str) -> Result<Expr, Vec<ParseError>> {
+    let (tokens, mut errors) = lex(src);
+    if let Some(e) = check_depth(&tokens) {
+        errors.push(e);
+        return Err(errors);
+    }
+    parse_with_chumsky(src, tokens, errors)
+}
+
+fn parse_with_chumsky(src: &str, tokens: Vec<Spanned>, mut errors: Vec<ParseError>) -> Result<Expr, Vec<ParseError>> {
     let eoi = SimpleSpan::from(src.len()..src.len());
     let tokens: Vec<(Token, SimpleSpan)> =
         tokens.into_iter().map(|(t, r)| (t, SimpleSpan::from(r))).collect();
