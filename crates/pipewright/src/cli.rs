@@ -76,7 +76,11 @@ pub struct CheckArgs {
 #[derive(Args)]
 pub struct ExplainArgs {
     /// A diagnostic code such as PW0253.
-    pub code: String,
+    #[arg(required_unless_present = "list")]
+    pub code: Option<String>,
+    /// List every code with its one-line title.
+    #[arg(long)]
+    pub list: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -54,23 +54,44 @@ pub fn detect(path: &Path, text: &str) -> Option<Dialect> {
                 .then_some(Dialect::Meow)
         }
         _ => {
-            let (docs, _) =
+            let (docs, diags) =
                 pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default());
-            let root = docs.iter().find_map(|d| d.root.as_ref())?;
-            if docs
+            if docs.is_empty() && diags.iter().any(Diagnostic::is_error) {
+                // Unparseable YAML: route by the top-level keys so the user sees the real
+                // syntax error from the right dialect's loader.
+                return detect_by_keys(text);
+            }
+            let roots: Vec<&pipewright_yaml::Node> =
+                docs.iter().filter_map(|d| d.root.as_ref()).collect();
+            let first = roots.first()?;
+            if roots
                 .iter()
-                .filter_map(|d| d.root.as_ref())
-                .any(pipewright_pipeline::looks_like_pipeline)
+                .any(|r| pipewright_pipeline::looks_like_pipeline(r))
             {
                 Some(Dialect::Pipeline)
-            } else if root.entry("name").is_some()
-                && (root.entry("steps").is_some() || root.entry("stages").is_some())
+            } else if first.entry("name").is_some()
+                && (first.entry("steps").is_some() || first.entry("stages").is_some())
             {
                 Some(Dialect::Recipe)
             } else {
                 None
             }
         }
+    }
+}
+
+fn detect_by_keys(text: &str) -> Option<Dialect> {
+    let top: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t', '#', '-']))
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.trim()))
+        .collect();
+    if top.contains(&"pipeline") || (top.contains(&"schema") && top.contains(&"fields")) {
+        Some(Dialect::Pipeline)
+    } else if top.contains(&"name") && (top.contains(&"steps") || top.contains(&"stages")) {
+        Some(Dialect::Recipe)
+    } else {
+        None
     }
 }
 

@@ -20,6 +20,11 @@ pub const CLI_CODES: &[CodeInfo] = &[
         title: "a dialect this version cannot check yet",
         explanation: include_str!("../../explain/PW0007.md"),
     },
+    CodeInfo {
+        code: "PW0190",
+        title: "an R1 expression failed while evaluating",
+        explanation: include_str!("../../explain/PW0190.md"),
+    },
 ];
 
 pub fn run(args: &CheckArgs) -> u8 {

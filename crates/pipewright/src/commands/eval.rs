@@ -75,7 +75,7 @@ pub fn run(args: &EvalArgs) -> u8 {
 }
 
 fn eval_error(span: Span, message: &str) -> Diagnostic {
-    Diagnostic::error("PW0199", span, format!("evaluation failed: {message}"))
+    Diagnostic::error("PW0190", span, format!("evaluation failed: {message}"))
         .with_label("while evaluating this")
 }
 

@@ -1,0 +1,277 @@
+//! End-to-end tests of `pipewright check`, `explain` and `eval` through the real binary.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pipewright"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pipeline")
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the pipewright binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn files(sub: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(testdata().join(sub))
+        .expect("testdata directory")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn check_args(name: &str) -> Vec<String> {
+    let mut args = vec!["check".to_string(), name.to_string()];
+    if name.ends_with("_inline.yaml") {
+        args.extend(["--inline", "--invoker", "alice"].map(String::from));
+    }
+    args
+}
+
+#[test]
+fn ok_files_check_clean() {
+    for name in files("ok") {
+        let o = run_in(&testdata().join("ok"), &["check", &name]);
+        assert_eq!(o.status.code(), Some(0), "{name}:\n{}", text(&o));
+        assert!(text(&o).contains("no problems"), "{name}:\n{}", text(&o));
+    }
+}
+
+#[test]
+fn error_files_match_their_snapshots() {
+    let dir = testdata().join("err");
+    for name in files("err") {
+        let args = check_args(&name);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_in(&dir, &args);
+        let code = o.status.code();
+        let snapshot = format!("exit: {code:?}\n{}", text(&o));
+        insta::assert_snapshot!(name.trim_end_matches(".yaml"), snapshot);
+        // The file name says which code it demonstrates; it must be reported.
+        let expected = name.split('_').next().unwrap_or("");
+        if !expected.contains("xx") {
+            assert!(
+                snapshot.contains(&format!("[{expected}]")),
+                "{name} does not report {expected}"
+            );
+        }
+    }
+}
+
+/// Every documented pipeline code (and every general one) has an error case in testdata.
+#[test]
+fn every_code_has_an_error_case() {
+    let dir = testdata().join("err");
+    let mut seen = BTreeSet::new();
+    for name in files("err") {
+        let args = check_args(&name);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = text(&run_in(&dir, &args));
+        for part in out.split('[').skip(1) {
+            if let Some(code) = part.get(..6).filter(|c| c.starts_with("PW")) {
+                seen.insert(code.to_string());
+            }
+        }
+    }
+    let o = bin().args(["explain", "--list"]).output().expect("runs");
+    let listed = String::from_utf8_lossy(&o.stdout).to_string();
+    let mut missing = Vec::new();
+    for line in listed.lines() {
+        let code = line.split_whitespace().next().unwrap_or("");
+        let owned_here =
+            code.starts_with("PW02") || code.starts_with("PW03") || code.starts_with("PW000");
+        if owned_here && code != "PW0006" && code != "PW0007" && !seen.contains(code) {
+            missing.push(code.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "codes without an error case in testdata/pipeline/err: {missing:?}"
+    );
+}
+
+#[test]
+fn one_pass_reports_every_file_and_sums_up() {
+    let dir = testdata().join("err");
+    let o = run_in(
+        &dir,
+        &[
+            "check",
+            "PW0203_unknown_key.yaml",
+            "PW0256_unknown_tool.yaml",
+        ],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(t.contains("PW0203") && t.contains("PW0256"), "{t}");
+    assert!(t.trim_end().ends_with("checked 2 files: 2 errors"), "{t}");
+}
+
+#[test]
+fn directories_are_walked_recursively() {
+    let o = run_in(&testdata(), &["check", "ok"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("checked {} files", files("ok").len())),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn warnings_pass_unless_denied() {
+    let dir = testdata().join("err");
+    let o = run_in(&dir, &["check", "PW0259_match_label.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = run_in(
+        &dir,
+        &["check", "--deny", "warnings", "PW0259_match_label.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn usage_and_io_failures_exit_2() {
+    let o = run_in(&testdata(), &["check", "does-not-exist.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("does-not-exist.yaml"));
+    let o = run_in(&testdata(), &["check", "--format", "xml", "ok/hello.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn machine_formats() {
+    let dir = testdata().join("err");
+    let json = run_in(
+        &dir,
+        &["check", "--format", "json", "PW0254_not_passed.yaml"],
+    );
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json output parses");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["diagnostics"][0]["code"], "PW0254");
+    assert_eq!(
+        v["diagnostics"][0]["secondary"].as_array().map(Vec::len),
+        Some(1)
+    );
+
+    let sarif = run_in(
+        &dir,
+        &["check", "--format", "sarif", "PW0254_not_passed.yaml"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("sarif output parses");
+    assert_eq!(v["version"], "2.1.0");
+    assert_eq!(v["runs"][0]["results"][0]["ruleId"], "PW0254");
+    assert_eq!(
+        v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        8
+    );
+
+    let gh = run_in(
+        &dir,
+        &["check", "--format", "github", "PW0254_not_passed.yaml"],
+    );
+    let out = String::from_utf8_lossy(&gh.stdout);
+    assert!(
+        out.starts_with("::error file=PW0254_not_passed.yaml,line=7,col="),
+        "{out}"
+    );
+}
+
+#[test]
+fn color_never_with_no_color_or_without_a_tty() {
+    let dir = testdata().join("err");
+    let o = run_in(&dir, &["check", "PW0253_read_before_write.yaml"]);
+    assert!(!text(&o).contains('\u{1b}'), "escape codes in piped output");
+}
+
+#[test]
+fn explain_prints_wrong_and_right_examples() {
+    let o = bin().args(["explain", "PW0253"]).output().expect("runs");
+    assert_eq!(o.status.code(), Some(0));
+    let t = text(&o);
+    assert!(t.contains("Wrong") && t.contains("Right"), "{t}");
+    let o = bin().args(["explain", "PW9999"]).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_documented_code_explains_with_examples() {
+    let o = bin().args(["explain", "--list"]).output().expect("runs");
+    let listed = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(listed.lines().count() > 40, "{listed}");
+    for line in listed.lines() {
+        let code = line.split_whitespace().next().unwrap_or("");
+        let t = text(&bin().args(["explain", code]).output().expect("runs"));
+        assert!(
+            t.contains("Wrong") && t.contains("Right"),
+            "{code} lacks examples:\n{t}"
+        );
+    }
+}
+
+#[test]
+fn eval_keeps_int_and_float_apart() {
+    for (expr, want) in [
+        ("6/2", "3"),
+        ("6.0/2", "3.0"),
+        ("7/2", "3.5"),
+        ("ctx.n + 1", "3"),
+        ("'a' + 'b'", "\"ab\""),
+    ] {
+        let o = bin()
+            .args(["eval", "--ctx", r#"{"n": 2}"#, expr])
+            .output()
+            .expect("runs");
+        assert_eq!(o.status.code(), Some(0), "{expr}: {}", text(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), want, "{expr}");
+    }
+    let o = bin()
+        .args([
+            "eval",
+            "--lang",
+            "prompt",
+            "--ctx",
+            r#"{"xs": [1, "a"]}"#,
+            "got {ctx.xs}",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        r#""got [1,\"a\"]""#
+    );
+}
+
+#[test]
+fn eval_errors_point_into_the_expression() {
+    let o = bin().args(["eval", "ctx.a && 1"]).output().expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    insta::assert_snapshot!("eval_parse_error", text(&o));
+    let o = bin()
+        .args(["eval", "--ctx", "{}", "1 / 0"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    insta::assert_snapshot!("eval_runtime_error", text(&o));
+}
