@@ -193,7 +193,7 @@ fn machine_formats() {
     );
     let out = String::from_utf8_lossy(&gh.stdout);
     assert!(
-        out.starts_with("::error file=PW0254_not_passed.yaml,line=7,col="),
+        out.starts_with("::error file=PW0254_not_passed.yaml,line=8,col="),
         "{out}"
     );
 }
