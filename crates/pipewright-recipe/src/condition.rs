@@ -1,0 +1,523 @@
+//! The condition language of `condition`, `while_condition` and `break_when`
+//! (grammar: `grammar/recipe-condition.ebnf`).
+//!
+//! Unlike the reference runner, which pastes variable values into the text and then tokenizes
+//! the result (so a value containing a quote or a bracket breaks the expression at run time),
+//! variables here are operands of their own: the expression is parsed once, at check time.
+
+use crate::codes;
+use crate::issue::{is_word, lookup, path_len, render_value, Issue};
+use crate::template::VarRef;
+use std::ops::Range;
+
+/// Nesting limit for parentheses and `not`, so no input can overflow the stack.
+pub const MAX_DEPTH: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Gt => ">",
+            CmpOp::Le => "<=",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Var(VarRef),
+    Str { value: String, range: Range<usize> },
+    Num { text: String, range: Range<usize> },
+    Bool { value: bool, range: Range<usize> },
+    Not(Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Cmp(Box<Expr>, CmpOp, Box<Expr>),
+    Group(Box<Expr>),
+}
+
+impl Expr {
+    /// Every variable reference, in source order.
+    pub fn vars(&self) -> Vec<&VarRef> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Var(v) => out.push(v),
+                Expr::Str { .. } | Expr::Num { .. } | Expr::Bool { .. } => {}
+                Expr::Not(x) | Expr::Group(x) => stack.push(x),
+                Expr::And(xs) | Expr::Or(xs) => stack.extend(xs.iter().rev()),
+                Expr::Cmp(a, _, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Var(VarRef),
+    Str(String),
+    Num(String),
+    Word(String),
+    Op(CmpOp),
+    LParen,
+    RParen,
+}
+
+/// Parses a condition. Lexical problems are all reported; parsing stops at the first syntax
+/// error. Warnings (a variable written inside quotes) come back alongside a successful parse.
+pub fn parse(src: &str) -> (Option<Expr>, Vec<Issue>) {
+    let (toks, mut issues) = lex(src);
+    if issues.iter().any(Issue::is_error) {
+        return (None, issues);
+    }
+    let mut p = Parser { src, toks, pos: 0, depth: 0 };
+    if p.toks.is_empty() {
+        issues.push(
+            Issue::error(codes::CONDITION_SYNTAX, 0..src.len(), "empty condition")
+                .label("nothing to evaluate")
+                .help("write a comparison such as `{{status}} == 'done'`, or remove the field"),
+        );
+        return (None, issues);
+    }
+    match p.or_expr() {
+        Ok(e) => {
+            if let Some((t, r)) = p.toks.get(p.pos) {
+                let msg = match t {
+                    Tok::Op(_) => "comparisons cannot be chained; combine them with `and`".to_string(),
+                    _ => format!("unexpected `{}` after a complete expression", &src[r.clone()]),
+                };
+                issues.push(
+                    Issue::error(codes::CONDITION_SYNTAX, r.clone(), msg)
+                        .label("expected `and`, `or`, `)` or the end here"),
+                );
+                (None, issues)
+            } else {
+                (Some(e), issues)
+            }
+        }
+        Err(e) => {
+            issues.push(e);
+            (None, issues)
+        }
+    }
+}
+
+fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
+    let mut toks = Vec::new();
+    let mut issues = Vec::new();
+    let mut chars = src.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let two = src.get(i..i + 2).unwrap_or("");
+        match c {
+            c if c.is_whitespace() => {}
+            '{' if two == "{{" => {
+                let inner = &src[i + 2..];
+                match path_len(inner).filter(|&n| inner[n..].starts_with("}}")) {
+                    Some(n) => {
+                        let path_range = i + 2..i + 2 + n;
+                        let end = i + 2 + n + 2;
+                        toks.push((
+                            Tok::Var(VarRef {
+                                path: src[path_range.clone()].split('.').map(str::to_owned).collect(),
+                                range: i..end,
+                                path_range,
+                            }),
+                            i..end,
+                        ));
+                        skip_to(&mut chars, end);
+                    }
+                    None => {
+                        let end = inner.find("}}").map_or(src.len(), |k| i + 2 + k + 2);
+                        let content = src.get(i + 2..end.saturating_sub(2).max(i + 2)).unwrap_or("").trim();
+                        let mut issue = Issue::error(codes::CONDITION_SYNTAX, i..end, "malformed variable reference")
+                            .label("expected `{{name}}` or `{{name.field}}`");
+                        if path_len(content) == Some(content.len()) {
+                            issue = issue.help(format!("write `{{{{{content}}}}}` without blanks"));
+                        }
+                        issues.push(issue);
+                        skip_to(&mut chars, end);
+                    }
+                }
+            }
+            '\'' | '"' => {
+                let mut value = String::new();
+                let mut closed = None;
+                while let Some((j, d)) = chars.next() {
+                    if d == '\\' {
+                        if let Some((_, e)) = chars.next() {
+                            value.push(e);
+                        }
+                    } else if d == c {
+                        closed = Some(j + 1);
+                        break;
+                    } else {
+                        value.push(d);
+                    }
+                }
+                match closed {
+                    Some(end) => {
+                        let (tpl, _) = crate::template::parse(&value);
+                        if tpl.vars().next().is_some() {
+                            issues.push(
+                                Issue::warning(codes::QUOTED_VARIABLE, i..end, "variable reference inside a quoted string")
+                                    .label("compared as text here")
+                                    .help("a `{{var}}` is a value of its own in a condition; write it without quotes"),
+                            );
+                        }
+                        toks.push((Tok::Str(value), i..end));
+                    }
+                    None => issues.push(
+                        Issue::error(codes::CONDITION_SYNTAX, i..i + c.len_utf8(), "unterminated string literal")
+                            .label("this quote is never closed"),
+                    ),
+                }
+            }
+            '(' => toks.push((Tok::LParen, i..i + 1)),
+            ')' => toks.push((Tok::RParen, i..i + 1)),
+            '=' | '!' | '<' | '>' => {
+                let (op, len) = match two {
+                    "==" => (Some(CmpOp::Eq), 2),
+                    "!=" => (Some(CmpOp::Ne), 2),
+                    "<=" => (Some(CmpOp::Le), 2),
+                    ">=" => (Some(CmpOp::Ge), 2),
+                    _ if c == '<' => (Some(CmpOp::Lt), 1),
+                    _ if c == '>' => (Some(CmpOp::Gt), 1),
+                    _ => (None, 1),
+                };
+                match op {
+                    Some(op) => {
+                        if len == 2 {
+                            chars.next();
+                        }
+                        // `===`, `!==`, `<>` come from other languages.
+                        if matches!(src.get(i + len..i + len + 1), Some("=")) || two == "<>" {
+                            let end = i + len + 1;
+                            issues.push(
+                                Issue::error(codes::CONDITION_SYNTAX, i..end, format!("`{}` is not an operator", &src[i..end]))
+                                    .label("unknown operator")
+                                    .help("the comparison operators are ==, !=, <, >, <=, >="),
+                            );
+                            skip_to(&mut chars, end);
+                        } else {
+                            toks.push((Tok::Op(op), i..i + len));
+                        }
+                    }
+                    None => issues.push(bad_char(src, i, c)),
+                }
+            }
+            c if is_word(c) || c == '.' => {
+                let mut end = i + c.len_utf8();
+                while let Some(&(j, d)) = chars.peek() {
+                    if is_word(d) || d == '.' {
+                        end = j + d.len_utf8();
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let w = &src[i..end];
+                let tok = if is_number(w) { Tok::Num(w.to_owned()) } else { Tok::Word(w.to_owned()) };
+                toks.push((tok, i..end));
+            }
+            _ => issues.push(bad_char(src, i, c)),
+        }
+    }
+    (toks, issues)
+}
+
+fn skip_to(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, end: usize) {
+    while chars.peek().is_some_and(|&(j, _)| j < end) {
+        chars.next();
+    }
+}
+
+fn bad_char(src: &str, i: usize, c: char) -> Issue {
+    let two = src.get(i..i + 2).unwrap_or("");
+    let (len, help) = match (c, two) {
+        ('&', "&&") => (2, "write `and`"),
+        ('|', "||") => (2, "write `or`"),
+        ('!', _) => (1, "write `not` for negation, `!=` for inequality"),
+        ('=', _) => (1, "equality is `==`"),
+        ('-', _) => (1, "negative numbers and arithmetic are not part of the condition language"),
+        _ => (c.len_utf8(), "conditions contain `{{variables}}`, quoted strings, numbers, comparisons, `and`, `or`, `not` and parentheses"),
+    };
+    Issue::error(codes::CONDITION_SYNTAX, i..i + len, format!("unexpected `{}` in a condition", &src[i..i + len]))
+        .label("not allowed here")
+        .help(help)
+}
+
+/// A decimal number as the spec's grammar writes it (`[0-9]+ ("." [0-9]+)?`).
+fn is_number(w: &str) -> bool {
+    let (int, frac) = match w.split_once('.') {
+        Some((a, b)) => (a, Some(b)),
+        None => (w, None),
+    };
+    !int.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    toks: Vec<(Tok, Range<usize>)>,
+    pos: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|(t, _)| t)
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Word(x)) if x == w)
+    }
+
+    fn end_range(&self) -> Range<usize> {
+        let n = self.src.len();
+        n..n
+    }
+
+    fn descend(&mut self) -> Result<(), Issue> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let r = self.toks.get(self.pos).map_or(self.end_range(), |(_, r)| r.clone());
+            return Err(Issue::error(codes::CONDITION_SYNTAX, r, format!("condition nested deeper than {MAX_DEPTH} levels"))
+                .label("too deep"));
+        }
+        Ok(())
+    }
+
+    fn or_expr(&mut self) -> Result<Expr, Issue> {
+        let mut items = vec![self.and_expr()?];
+        while self.is_word("or") {
+            self.pos += 1;
+            items.push(self.and_expr()?);
+        }
+        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Bool { value: false, range: 0..0 }) } else { Expr::Or(items) })
+    }
+
+    fn and_expr(&mut self) -> Result<Expr, Issue> {
+        let mut items = vec![self.not_expr()?];
+        while self.is_word("and") {
+            self.pos += 1;
+            items.push(self.not_expr()?);
+        }
+        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Bool { value: false, range: 0..0 }) } else { Expr::And(items) })
+    }
+
+    fn not_expr(&mut self) -> Result<Expr, Issue> {
+        if self.is_word("not") {
+            self.pos += 1;
+            self.descend()?;
+            let e = self.not_expr()?;
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(e)));
+        }
+        let left = self.operand()?;
+        if let Some(Tok::Op(op)) = self.peek().cloned() {
+            self.pos += 1;
+            let right = self.operand()?;
+            return Ok(Expr::Cmp(Box::new(left), op, Box::new(right)));
+        }
+        Ok(left)
+    }
+
+    fn operand(&mut self) -> Result<Expr, Issue> {
+        let Some((tok, range)) = self.toks.get(self.pos).cloned() else {
+            return Err(Issue::error(codes::CONDITION_SYNTAX, self.end_range(), "the condition ends where a value is expected")
+                .label("expected a value here"));
+        };
+        self.pos += 1;
+        match tok {
+            Tok::Var(v) => Ok(Expr::Var(v)),
+            Tok::Str(value) => Ok(Expr::Str { value, range }),
+            Tok::Num(text) => Ok(Expr::Num { text, range }),
+            Tok::Word(w) if w.eq_ignore_ascii_case("true") || w.eq_ignore_ascii_case("false") => {
+                Ok(Expr::Bool { value: w.eq_ignore_ascii_case("true"), range })
+            }
+            Tok::Word(w) if matches!(w.as_str(), "and" | "or" | "not") => Err(Issue::error(
+                codes::CONDITION_SYNTAX,
+                range,
+                format!("`{w}` where a value is expected"),
+            )
+            .label("expected a value before this keyword")),
+            Tok::Word(w) => {
+                let lower = w.to_ascii_lowercase();
+                let help = if matches!(lower.as_str(), "and" | "or" | "not") {
+                    format!("keywords are lowercase: write `{lower}`")
+                } else if path_len(&w) == Some(w.len()) {
+                    format!("write `{{{{{w}}}}}` for a variable or `'{w}'` for text")
+                } else {
+                    format!("quote it: `'{w}'`")
+                };
+                Err(Issue::error(codes::CONDITION_SYNTAX, range, format!("bare word `{w}` in a condition"))
+                    .label("not a variable, string, number or boolean")
+                    .help(help))
+            }
+            Tok::LParen => {
+                self.descend()?;
+                let inner = self.or_expr()?;
+                self.depth -= 1;
+                match self.toks.get(self.pos) {
+                    Some((Tok::RParen, _)) => {
+                        self.pos += 1;
+                        Ok(Expr::Group(Box::new(inner)))
+                    }
+                    other => {
+                        let r = other.map_or(self.end_range(), |(_, r)| r.clone());
+                        Err(Issue::error(codes::CONDITION_SYNTAX, r, "expected `)`")
+                            .label("the group is not closed")
+                            .help(format!("add `)` to close the `(` at byte {}", range.start)))
+                    }
+                }
+            }
+            Tok::Op(op) => Err(Issue::error(codes::CONDITION_SYNTAX, range, format!("`{}` where a value is expected", op.as_str()))
+                .label("expected a value before this operator")),
+            Tok::RParen => Err(Issue::error(codes::CONDITION_SYNTAX, range, "`)` where a value is expected")
+                .label("nothing to close or an empty group")),
+        }
+    }
+}
+
+const FALSY: &[&str] = &["false", "False", "", "0", "none", "None"];
+
+/// The text an operand compares as.
+fn operand_text(e: &Expr, ctx: &serde_json::Value) -> Result<String, Issue> {
+    Ok(match e {
+        Expr::Var(v) => {
+            let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
+            let value = lookup(ctx, &path)
+                .map_err(|m| Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m).label("cannot be evaluated"))?;
+            if value.is_null() {
+                return Err(Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), format!("`{}` is null", v.dotted()))
+                    .label("a null value counts as undefined in conditions"));
+            }
+            let mut s = String::new();
+            render_value(value, &mut s);
+            s
+        }
+        Expr::Str { value, .. } => value.clone(),
+        Expr::Num { text, .. } => text.clone(),
+        Expr::Bool { value, .. } => value.to_string(),
+        other => truth(other, ctx)?.to_string(),
+    })
+}
+
+fn number(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let ok = !t.is_empty()
+        && t.bytes().any(|b| b.is_ascii_digit())
+        && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    if ok {
+        t.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn truth(e: &Expr, ctx: &serde_json::Value) -> Result<bool, Issue> {
+    match e {
+        Expr::Not(x) => Ok(!truth(x, ctx)?),
+        Expr::Group(x) => truth(x, ctx),
+        // Every operand is evaluated, so an undefined variable is an error whatever the others.
+        Expr::And(xs) => xs.iter().try_fold(true, |acc, x| Ok(truth(x, ctx)? && acc)),
+        Expr::Or(xs) => xs.iter().try_fold(false, |acc, x| Ok(truth(x, ctx)? || acc)),
+        Expr::Cmp(a, op, b) => {
+            let (l, r) = (operand_text(a, ctx)?, operand_text(b, ctx)?);
+            let ord = match (number(&l), number(&r)) {
+                (Some(x), Some(y)) => x.partial_cmp(&y),
+                _ => Some(l.cmp(&r)),
+            };
+            use std::cmp::Ordering::*;
+            Ok(match op {
+                CmpOp::Eq => ord == Some(Equal),
+                CmpOp::Ne => ord != Some(Equal),
+                CmpOp::Lt => ord == Some(Less),
+                CmpOp::Gt => ord == Some(Greater),
+                CmpOp::Le => matches!(ord, Some(Less | Equal)),
+                CmpOp::Ge => matches!(ord, Some(Greater | Equal)),
+            })
+        }
+        atom => Ok(!FALSY.contains(&operand_text(atom, ctx)?.as_str())),
+    }
+}
+
+/// Evaluates a condition against a JSON context; the result is a JSON boolean.
+pub fn eval(src: &str, ctx: &serde_json::Value) -> Result<serde_json::Value, Issue> {
+    let (expr, issues) = parse(src);
+    match expr {
+        Some(e) => truth(&e, ctx).map(serde_json::Value::Bool),
+        None => Err(issues.into_iter().find(Issue::is_error).unwrap_or_else(|| {
+            Issue::error(codes::CONDITION_SYNTAX, 0..src.len(), "invalid condition")
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(s: &str) -> Result<serde_json::Value, Issue> {
+        eval(s, &json!({"s": "done", "n": "10", "t": true, "z": 0, "l": [], "d": {"k": "v"}, "nul": null}))
+    }
+
+    #[test]
+    fn semantics() {
+        assert_eq!(ev("{{s}} == 'done'").unwrap(), json!(true));
+        assert_eq!(ev("{{n}} > 9").unwrap(), json!(true));
+        assert_eq!(ev("{{n}} > '9'").unwrap(), json!(true));
+        assert_eq!(ev("'b' > 'a' and not {{z}}").unwrap(), json!(true));
+        assert_eq!(ev("{{t}} == 'true'").unwrap(), json!(true));
+        assert_eq!(ev("({{s}} == 'x' or {{t}}) and {{d.k}} == 'v'").unwrap(), json!(true));
+        assert_eq!(ev("{{l}} != '[]'").unwrap(), json!(false));
+        assert_eq!(ev("1 == 1.0").unwrap(), json!(true));
+        assert!(ev("{{missing}} or true").is_err());
+        assert!(ev("{{nul}}").is_err());
+    }
+
+    #[test]
+    fn syntax_errors_point_at_the_character() {
+        for (src, at) in [
+            ("{{a}} = 'x'", 6),
+            ("{{a}} == 'x", 9),
+            ("{{a}} == x", 9),
+            ("({{a}}", 6),
+            ("{{a}} == 1 == 2", 11),
+            ("{{ a }} == 1", 0),
+            ("{{a}} && {{b}}", 6),
+            ("{{a}} ==", 8),
+        ] {
+            let e = eval(src, &json!({})).unwrap_err();
+            assert_eq!(e.range.start, at, "{src}: {e}");
+            assert_eq!(e.code, codes::CONDITION_SYNTAX);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let src = "(".repeat(10_000) + "1" + &")".repeat(10_000);
+        assert!(parse(&src).0.is_none());
+        let src = "not ".repeat(10_000) + "1";
+        assert!(parse(&src).0.is_none());
+    }
+}
