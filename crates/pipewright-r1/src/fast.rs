@@ -8,14 +8,15 @@ use crate::ast::{BinOp, Combinator, Expr, ExprKind};
 use crate::lexer::{Spanned, Token};
 use std::ops::Range;
 
-pub(crate) fn parse(tokens: &[Spanned]) -> Option<Expr> {
+/// Names and strings are moved out of `tokens`, which must be re-lexed if this fails.
+pub(crate) fn parse(tokens: &mut [Spanned]) -> Option<Expr> {
     let mut p = Fast { toks: tokens, pos: 0 };
     let e = p.expr()?;
     (p.pos == tokens.len()).then_some(e)
 }
 
 struct Fast<'t> {
-    toks: &'t [Spanned],
+    toks: &'t mut [Spanned],
     pos: usize,
 }
 
@@ -36,19 +37,25 @@ fn keyword_name(t: &Token) -> Option<&'static str> {
     })
 }
 
-impl<'t> Fast<'t> {
-    fn peek(&self) -> Option<&'t Token> {
+impl Fast<'_> {
+    fn peek(&self) -> Option<&Token> {
         self.toks.get(self.pos).map(|(t, _)| t)
     }
 
-    fn peek_at(&self, n: usize) -> Option<&'t Token> {
+    fn peek_at(&self, n: usize) -> Option<&Token> {
         self.toks.get(self.pos + n).map(|(t, _)| t)
     }
 
-    fn next(&mut self) -> Option<&'t Spanned> {
-        let t = self.toks.get(self.pos)?;
+    /// Consumes the next token, moving its string out.
+    fn next(&mut self) -> Option<(Token, Range<usize>)> {
+        let (t, r) = self.toks.get_mut(self.pos)?;
         self.pos += 1;
-        Some(t)
+        let tok = match t {
+            Token::Ident(s) => Token::Ident(std::mem::take(s)),
+            Token::Str(s) => Token::Str(std::mem::take(s)),
+            other => other.clone(),
+        };
+        Some((tok, r.clone()))
     }
 
     fn eat(&mut self, tok: &Token) -> Option<Range<usize>> {
@@ -162,9 +169,9 @@ impl<'t> Fast<'t> {
     fn primary(&mut self) -> Option<Expr> {
         let (tok, range) = self.next()?;
         let kind = match tok {
-            Token::Int(n) => ExprKind::Int(*n),
-            Token::Float(x) => ExprKind::Float(*x),
-            Token::Str(s) => ExprKind::Str(s.clone()),
+            Token::Int(n) => ExprKind::Int(n),
+            Token::Float(x) => ExprKind::Float(x),
+            Token::Str(s) => ExprKind::Str(s),
             Token::True => ExprKind::Bool(true),
             Token::False => ExprKind::Bool(false),
             Token::Null => ExprKind::Null,
@@ -193,12 +200,12 @@ impl<'t> Fast<'t> {
                     loop {
                         let (kt, kr) = self.next()?;
                         let key = match kt {
-                            Token::Ident(s) => s.clone(),
-                            t => keyword_name(t)?.to_string(),
+                            Token::Ident(s) => s,
+                            t => keyword_name(&t)?.to_string(),
                         };
                         self.eat(&Token::Colon)?;
                         let v = self.expr()?;
-                        fields.push((key, kr.clone(), v));
+                        fields.push((key, kr, v));
                         if self.eat(&Token::Comma).is_none() {
                             break;
                         }
@@ -209,26 +216,26 @@ impl<'t> Fast<'t> {
             }
             Token::Ident(name) => match self.peek() {
                 Some(Token::Arrow) => return None,
-                Some(Token::LParen) => return self.call(name, range),
-                _ => return self.path(name, range),
+                Some(Token::LParen) => return self.call(&name, &range),
+                _ => return self.path(name, &range),
             },
             _ => return None,
         };
-        Some(Expr::new(kind, range.clone()))
+        Some(Expr::new(kind, range))
     }
 
-    fn path(&mut self, root: &str, range: &Range<usize>) -> Option<Expr> {
+    fn path(&mut self, root: String, range: &Range<usize>) -> Option<Expr> {
         let mut segments = Vec::new();
         while self.eat(&Token::Dot).is_some() {
             let (t, r) = self.next()?;
             let name = match t {
-                Token::Ident(s) => s.clone(),
-                t => keyword_name(t)?.to_string(),
+                Token::Ident(s) => s,
+                t => keyword_name(&t)?.to_string(),
             };
-            segments.push((name, r.clone()));
+            segments.push((name, r));
         }
         let end = segments.last().map_or(range.end, |(_, r)| r.end);
-        Some(Expr::new(ExprKind::Path { root: root.to_string(), segments }, range.start..end))
+        Some(Expr::new(ExprKind::Path { root, segments }, range.start..end))
     }
 
     fn call(&mut self, name: &str, range: &Range<usize>) -> Option<Expr> {
@@ -238,15 +245,12 @@ impl<'t> Fast<'t> {
         if self.peek() != Some(&Token::RParen) {
             loop {
                 let arg = match (self.peek(), self.peek_at(1)) {
-                    (Some(Token::Ident(param)), Some(Token::Arrow)) => {
-                        let (_, pr) = self.next()?;
+                    (Some(Token::Ident(_)), Some(Token::Arrow)) => {
+                        let (Token::Ident(param), pr) = self.next()? else { return None };
                         self.pos += 1;
                         let body = self.expr()?;
                         let span = pr.start..body.span.end;
-                        Expr::new(
-                            ExprKind::Lambda { param: param.clone(), param_span: pr.clone(), body: Box::new(body) },
-                            span,
-                        )
+                        Expr::new(ExprKind::Lambda { param, param_span: pr, body: Box::new(body) }, span)
                     }
                     _ => self.expr()?,
                 };

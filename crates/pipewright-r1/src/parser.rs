@@ -57,15 +57,17 @@ pub fn parse(src: &str) -> Result<Expr, Vec<ParseError>> {
         )
         .with_help("write an expression such as `ctx.name` or `true`")]);
     }
-    let (tokens, mut errors) = lex(src);
+    let (mut tokens, mut errors) = lex(src);
     if let Some(e) = check_depth(&tokens) {
         errors.push(e);
         return Err(errors);
     }
     if errors.is_empty() {
-        if let Some(e) = crate::fast::parse(&tokens) {
+        if let Some(e) = crate::fast::parse(&mut tokens) {
             return Ok(e);
         }
+        // The fast path moved strings out of the tokens.
+        tokens = lex(src).0;
     }
     parse_with_chumsky(src, tokens, errors)
 }
