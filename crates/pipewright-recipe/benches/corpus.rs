@@ -5,11 +5,17 @@ use std::path::PathBuf;
 
 fn corpus() -> Vec<(PathBuf, String)> {
     let root = PathBuf::from("/work/shared/corpus");
-    let Ok(tsv) = std::fs::read_to_string(root.join("EXPECTED.tsv")) else { return Vec::new() };
+    let Ok(tsv) = std::fs::read_to_string(root.join("EXPECTED.tsv")) else {
+        return Vec::new();
+    };
     tsv.lines()
         .filter_map(|l| l.split('\t').next())
         .filter(|p| p.starts_with("amplifier/"))
-        .filter_map(|p| std::fs::read_to_string(root.join(p)).ok().map(|t| (root.join(p), t)))
+        .filter_map(|p| {
+            std::fs::read_to_string(root.join(p))
+                .ok()
+                .map(|t| (root.join(p), t))
+        })
         .collect()
 }
 

@@ -17,11 +17,16 @@ fn main() {
         let mut sources = SourceMap::new();
         let diags = pipewright_recipe::check_file(&mut sources, std::path::Path::new(&arg), &text);
         for d in &diags {
-            let (name, lc) = sources
-                .get(d.span().file)
-                .map_or((arg.clone(), None), |f| (f.name.clone(), Some(f.line_col(d.span().start as usize))));
+            let (name, lc) = sources.get(d.span().file).map_or((arg.clone(), None), |f| {
+                (f.name.clone(), Some(f.line_col(d.span().start as usize)))
+            });
             let (line, col) = lc.map_or((0, 0), |l| (l.line, l.col));
-            println!("{name}:{line}:{col}: {}[{}]: {}", d.severity.as_str(), d.code, d.message);
+            println!(
+                "{name}:{line}:{col}: {}[{}]: {}",
+                d.severity.as_str(),
+                d.code,
+                d.message
+            );
             failed |= d.is_error();
         }
     }

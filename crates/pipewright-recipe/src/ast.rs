@@ -112,7 +112,11 @@ pub enum ProviderPreference {
     /// `- class: reasoning`
     Class { class: Text, span: Span },
     /// `- provider: anthropic` with an optional `model:` glob.
-    Provider { provider: Text, model: Option<Text>, span: Span },
+    Provider {
+        provider: Text,
+        model: Option<Text>,
+        span: Span,
+    },
     /// An entry with neither key (already reported).
     Invalid { span: Span },
 }

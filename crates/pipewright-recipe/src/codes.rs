@@ -1,4 +1,4 @@
-//! Diagnostic codes of the recipe dialect (`PW0500`–`PW0599`).
+//! Diagnostic codes of the recipe dialect (the `PW05xx` range).
 
 use pipewright_syntax::CodeInfo;
 
@@ -58,11 +58,20 @@ pub const CODES: &[CodeInfo] = &[
     code!("PW0500", "the document is not a recipe"),
     code!("PW0501", "a required recipe field is missing or empty"),
     code!("PW0502", "a recipe field has the wrong YAML type"),
-    code!("PW0503", "unknown key at the top level or on a stage (ignored by the runner)"),
-    code!("PW0504", "unknown key on a step or in a nested configuration"),
+    code!(
+        "PW0503",
+        "unknown key at the top level or on a stage (ignored by the runner)"
+    ),
+    code!(
+        "PW0504",
+        "unknown key on a step or in a nested configuration"
+    ),
     code!("PW0505", "invalid recipe name, stage name or step id"),
     code!("PW0506", "recipe version is not MAJOR.MINOR.PATCH"),
-    code!("PW0507", "a recipe needs exactly one of `steps` and `stages`"),
+    code!(
+        "PW0507",
+        "a recipe needs exactly one of `steps` and `stages`"
+    ),
     code!("PW0508", "duplicate step id or stage name"),
     code!("PW0509", "invalid variable name"),
     code!("PW0510", "a reserved name is used as a variable"),
@@ -75,9 +84,15 @@ pub const CODES: &[CodeInfo] = &[
     code!("PW0517", "a number outside its allowed range"),
     code!("PW0518", "a value outside its set of allowed values"),
     code!("PW0519", "`depends_on` names a step that does not exist"),
-    code!("PW0520", "`depends_on` names the step itself or a later step"),
+    code!(
+        "PW0520",
+        "`depends_on` names the step itself or a later step"
+    ),
     code!("PW0521", "`depends_on` forms a cycle"),
-    code!("PW0522", "`{{…}}` that is not a variable reference (left as literal text)"),
+    code!(
+        "PW0522",
+        "`{{…}}` that is not a variable reference (left as literal text)"
+    ),
     code!("PW0523", "malformed variable reference"),
     code!("PW0524", "condition syntax error"),
     code!("PW0525", "an expression field without a variable reference"),
@@ -85,14 +100,26 @@ pub const CODES: &[CodeInfo] = &[
     code!("PW0527", "undefined variable"),
     code!("PW0528", "variable defined only on a conditional path"),
     code!("PW0529", "unknown field of a reserved variable"),
-    code!("PW0530", "path into a static context value that does not have it"),
+    code!(
+        "PW0530",
+        "path into a static context value that does not have it"
+    ),
     code!("PW0531", "sub-recipe file not found or unreadable"),
     code!("PW0532", "recipes call each other in a cycle"),
     code!("PW0533", "sub-recipe input not provided"),
-    code!("PW0534", "context passed to a sub-recipe that it does not declare"),
-    code!("PW0535", "sub-recipe path computed at run time (not checked)"),
+    code!(
+        "PW0534",
+        "context passed to a sub-recipe that it does not declare"
+    ),
+    code!(
+        "PW0535",
+        "sub-recipe path computed at run time (not checked)"
+    ),
     code!("PW0536", "parallel `foreach` over a recipe step"),
-    code!("PW0537", "variable reference inside a quoted string in a condition"),
+    code!(
+        "PW0537",
+        "variable reference inside a quoted string in a condition"
+    ),
     code!("PW0538", "text longer than the schema allows"),
     code!("PW0539", "agent name without a bundle namespace"),
     code!("PW0540", "`created`/`updated` is not an ISO 8601 date-time"),

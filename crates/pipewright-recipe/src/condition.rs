@@ -88,7 +88,12 @@ pub fn parse(src: &str) -> (Option<Expr>, Vec<Issue>) {
     if issues.iter().any(Issue::is_error) {
         return (None, issues);
     }
-    let mut p = Parser { src, toks, pos: 0, depth: 0 };
+    let mut p = Parser {
+        src,
+        toks,
+        pos: 0,
+        depth: 0,
+    };
     if p.toks.is_empty() {
         issues.push(
             Issue::error(codes::CONDITION_SYNTAX, 0..src.len(), "empty condition")
@@ -101,8 +106,13 @@ pub fn parse(src: &str) -> (Option<Expr>, Vec<Issue>) {
         Ok(e) => {
             if let Some((t, r)) = p.toks.get(p.pos) {
                 let msg = match t {
-                    Tok::Op(_) => "comparisons cannot be chained; combine them with `and`".to_string(),
-                    _ => format!("unexpected `{}` after a complete expression", &src[r.clone()]),
+                    Tok::Op(_) => {
+                        "comparisons cannot be chained; combine them with `and`".to_string()
+                    }
+                    _ => format!(
+                        "unexpected `{}` after a complete expression",
+                        &src[r.clone()]
+                    ),
                 };
                 issues.push(
                     Issue::error(codes::CONDITION_SYNTAX, r.clone(), msg)
@@ -136,7 +146,10 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                         let end = i + 2 + n + 2;
                         toks.push((
                             Tok::Var(VarRef {
-                                path: src[path_range.clone()].split('.').map(str::to_owned).collect(),
+                                path: src[path_range.clone()]
+                                    .split('.')
+                                    .map(str::to_owned)
+                                    .collect(),
                                 range: i..end,
                                 path_range,
                             }),
@@ -146,9 +159,16 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                     }
                     None => {
                         let end = inner.find("}}").map_or(src.len(), |k| i + 2 + k + 2);
-                        let content = src.get(i + 2..end.saturating_sub(2).max(i + 2)).unwrap_or("").trim();
-                        let mut issue = Issue::error(codes::CONDITION_SYNTAX, i..end, "malformed variable reference")
-                            .label("expected `{{name}}` or `{{name.field}}`");
+                        let content = src
+                            .get(i + 2..end.saturating_sub(2).max(i + 2))
+                            .unwrap_or("")
+                            .trim();
+                        let mut issue = Issue::error(
+                            codes::CONDITION_SYNTAX,
+                            i..end,
+                            "malformed variable reference",
+                        )
+                        .label("expected `{{name}}` or `{{name.field}}`");
                         if path_len(content) == Some(content.len()) {
                             issue = issue.help(format!("write `{{{{{content}}}}}` without blanks"));
                         }
@@ -185,8 +205,12 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                         toks.push((Tok::Str(value), i..end));
                     }
                     None => issues.push(
-                        Issue::error(codes::CONDITION_SYNTAX, i..i + c.len_utf8(), "unterminated string literal")
-                            .label("this quote is never closed"),
+                        Issue::error(
+                            codes::CONDITION_SYNTAX,
+                            i..i + c.len_utf8(),
+                            "unterminated string literal",
+                        )
+                        .label("this quote is never closed"),
                     ),
                 }
             }
@@ -211,9 +235,13 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                         if matches!(src.get(i + len..i + len + 1), Some("=")) || two == "<>" {
                             let end = i + len + 1;
                             issues.push(
-                                Issue::error(codes::CONDITION_SYNTAX, i..end, format!("`{}` is not an operator", &src[i..end]))
-                                    .label("unknown operator")
-                                    .help("the comparison operators are ==, !=, <, >, <=, >="),
+                                Issue::error(
+                                    codes::CONDITION_SYNTAX,
+                                    i..end,
+                                    format!("`{}` is not an operator", &src[i..end]),
+                                )
+                                .label("unknown operator")
+                                .help("the comparison operators are ==, !=, <, >, <=, >="),
                             );
                             skip_to(&mut chars, end);
                         } else {
@@ -234,7 +262,11 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                     }
                 }
                 let w = &src[i..end];
-                let tok = if is_number(w) { Tok::Num(w.to_owned()) } else { Tok::Word(w.to_owned()) };
+                let tok = if is_number(w) {
+                    Tok::Num(w.to_owned())
+                } else {
+                    Tok::Word(w.to_owned())
+                };
                 toks.push((tok, i..end));
             }
             _ => issues.push(bad_char(src, i, c)),
@@ -259,9 +291,13 @@ fn bad_char(src: &str, i: usize, c: char) -> Issue {
         ('-', _) => (1, "negative numbers and arithmetic are not part of the condition language"),
         _ => (c.len_utf8(), "conditions contain `{{variables}}`, quoted strings, numbers, comparisons, `and`, `or`, `not` and parentheses"),
     };
-    Issue::error(codes::CONDITION_SYNTAX, i..i + len, format!("unexpected `{}` in a condition", &src[i..i + len]))
-        .label("not allowed here")
-        .help(help)
+    Issue::error(
+        codes::CONDITION_SYNTAX,
+        i..i + len,
+        format!("unexpected `{}` in a condition", &src[i..i + len]),
+    )
+    .label("not allowed here")
+    .help(help)
 }
 
 /// A decimal number as the spec's grammar writes it (`[0-9]+ ("." [0-9]+)?`).
@@ -299,9 +335,16 @@ impl Parser<'_> {
     fn descend(&mut self) -> Result<(), Issue> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            let r = self.toks.get(self.pos).map_or(self.end_range(), |(_, r)| r.clone());
-            return Err(Issue::error(codes::CONDITION_SYNTAX, r, format!("condition nested deeper than {MAX_DEPTH} levels"))
-                .label("too deep"));
+            let r = self
+                .toks
+                .get(self.pos)
+                .map_or(self.end_range(), |(_, r)| r.clone());
+            return Err(Issue::error(
+                codes::CONDITION_SYNTAX,
+                r,
+                format!("condition nested deeper than {MAX_DEPTH} levels"),
+            )
+            .label("too deep"));
         }
         Ok(())
     }
@@ -312,7 +355,14 @@ impl Parser<'_> {
             self.pos += 1;
             items.push(self.and_expr()?);
         }
-        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Bool { value: false, range: 0..0 }) } else { Expr::Or(items) })
+        Ok(if items.len() == 1 {
+            items.pop().unwrap_or(Expr::Bool {
+                value: false,
+                range: 0..0,
+            })
+        } else {
+            Expr::Or(items)
+        })
     }
 
     fn and_expr(&mut self) -> Result<Expr, Issue> {
@@ -321,7 +371,14 @@ impl Parser<'_> {
             self.pos += 1;
             items.push(self.not_expr()?);
         }
-        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Bool { value: false, range: 0..0 }) } else { Expr::And(items) })
+        Ok(if items.len() == 1 {
+            items.pop().unwrap_or(Expr::Bool {
+                value: false,
+                range: 0..0,
+            })
+        } else {
+            Expr::And(items)
+        })
     }
 
     fn not_expr(&mut self) -> Result<Expr, Issue> {
@@ -343,8 +400,12 @@ impl Parser<'_> {
 
     fn operand(&mut self) -> Result<Expr, Issue> {
         let Some((tok, range)) = self.toks.get(self.pos).cloned() else {
-            return Err(Issue::error(codes::CONDITION_SYNTAX, self.end_range(), "the condition ends where a value is expected")
-                .label("expected a value here"));
+            return Err(Issue::error(
+                codes::CONDITION_SYNTAX,
+                self.end_range(),
+                "the condition ends where a value is expected",
+            )
+            .label("expected a value here"));
         };
         self.pos += 1;
         match tok {
@@ -352,7 +413,10 @@ impl Parser<'_> {
             Tok::Str(value) => Ok(Expr::Str { value, range }),
             Tok::Num(text) => Ok(Expr::Num { text, range }),
             Tok::Word(w) if w.eq_ignore_ascii_case("true") || w.eq_ignore_ascii_case("false") => {
-                Ok(Expr::Bool { value: w.eq_ignore_ascii_case("true"), range })
+                Ok(Expr::Bool {
+                    value: w.eq_ignore_ascii_case("true"),
+                    range,
+                })
             }
             Tok::Word(w) if matches!(w.as_str(), "and" | "or" | "not") => Err(Issue::error(
                 codes::CONDITION_SYNTAX,
@@ -369,9 +433,13 @@ impl Parser<'_> {
                 } else {
                     format!("quote it: `'{w}'`")
                 };
-                Err(Issue::error(codes::CONDITION_SYNTAX, range, format!("bare word `{w}` in a condition"))
-                    .label("not a variable, string, number or boolean")
-                    .help(help))
+                Err(Issue::error(
+                    codes::CONDITION_SYNTAX,
+                    range,
+                    format!("bare word `{w}` in a condition"),
+                )
+                .label("not a variable, string, number or boolean")
+                .help(help))
             }
             Tok::LParen => {
                 self.descend()?;
@@ -390,10 +458,18 @@ impl Parser<'_> {
                     }
                 }
             }
-            Tok::Op(op) => Err(Issue::error(codes::CONDITION_SYNTAX, range, format!("`{}` where a value is expected", op.as_str()))
-                .label("expected a value before this operator")),
-            Tok::RParen => Err(Issue::error(codes::CONDITION_SYNTAX, range, "`)` where a value is expected")
-                .label("nothing to close or an empty group")),
+            Tok::Op(op) => Err(Issue::error(
+                codes::CONDITION_SYNTAX,
+                range,
+                format!("`{}` where a value is expected", op.as_str()),
+            )
+            .label("expected a value before this operator")),
+            Tok::RParen => Err(Issue::error(
+                codes::CONDITION_SYNTAX,
+                range,
+                "`)` where a value is expected",
+            )
+            .label("nothing to close or an empty group")),
         }
     }
 }
@@ -405,11 +481,17 @@ fn operand_text(e: &Expr, ctx: &serde_json::Value) -> Result<String, Issue> {
     Ok(match e {
         Expr::Var(v) => {
             let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
-            let value = lookup(ctx, &path)
-                .map_err(|m| Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m).label("cannot be evaluated"))?;
+            let value = lookup(ctx, &path).map_err(|m| {
+                Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
+                    .label("cannot be evaluated")
+            })?;
             if value.is_null() {
-                return Err(Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), format!("`{}` is null", v.dotted()))
-                    .label("a null value counts as undefined in conditions"));
+                return Err(Issue::error(
+                    codes::UNDEFINED_VARIABLE,
+                    v.range.clone(),
+                    format!("`{}` is null", v.dotted()),
+                )
+                .label("a null value counts as undefined in conditions"));
             }
             let mut s = String::new();
             render_value(value, &mut s);
@@ -426,7 +508,8 @@ fn number(s: &str) -> Option<f64> {
     let t = s.trim();
     let ok = !t.is_empty()
         && t.bytes().any(|b| b.is_ascii_digit())
-        && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
     if ok {
         t.parse().ok()
     } else {
@@ -440,7 +523,9 @@ fn truth(e: &Expr, ctx: &serde_json::Value) -> Result<bool, Issue> {
         Expr::Group(x) => truth(x, ctx),
         // Every operand is evaluated, so an undefined variable is an error whatever the others.
         Expr::And(xs) => xs.iter().try_fold(true, |acc, x| Ok(truth(x, ctx)? && acc)),
-        Expr::Or(xs) => xs.iter().try_fold(false, |acc, x| Ok(truth(x, ctx)? || acc)),
+        Expr::Or(xs) => xs
+            .iter()
+            .try_fold(false, |acc, x| Ok(truth(x, ctx)? || acc)),
         Expr::Cmp(a, op, b) => {
             let (l, r) = (operand_text(a, ctx)?, operand_text(b, ctx)?);
             let ord = match (number(&l), number(&r)) {
@@ -478,7 +563,10 @@ mod tests {
     use serde_json::json;
 
     fn ev(s: &str) -> Result<serde_json::Value, Issue> {
-        eval(s, &json!({"s": "done", "n": "10", "t": true, "z": 0, "l": [], "d": {"k": "v"}, "nul": null}))
+        eval(
+            s,
+            &json!({"s": "done", "n": "10", "t": true, "z": 0, "l": [], "d": {"k": "v"}, "nul": null}),
+        )
     }
 
     #[test]
@@ -488,7 +576,10 @@ mod tests {
         assert_eq!(ev("{{n}} > '9'").unwrap(), json!(true));
         assert_eq!(ev("'b' > 'a' and not {{z}}").unwrap(), json!(true));
         assert_eq!(ev("{{t}} == 'true'").unwrap(), json!(true));
-        assert_eq!(ev("({{s}} == 'x' or {{t}}) and {{d.k}} == 'v'").unwrap(), json!(true));
+        assert_eq!(
+            ev("({{s}} == 'x' or {{t}}) and {{d.k}} == 'v'").unwrap(),
+            json!(true)
+        );
         assert_eq!(ev("{{l}} != '[]'").unwrap(), json!(false));
         assert_eq!(ev("1 == 1.0").unwrap(), json!(true));
         assert!(ev("{{missing}} or true").is_err());

@@ -37,11 +37,15 @@ pub fn check_file(sources: &mut SourceMap, path: &std::path::Path, text: &str) -
 
 /// The same as [`check_file`], wrapped.
 pub fn check(sources: &mut SourceMap, path: &std::path::Path, text: &str) -> RecipeCheck {
-    RecipeCheck { diagnostics: check_file(sources, path, text) }
+    RecipeCheck {
+        diagnostics: check_file(sources, path, text),
+    }
 }
 
 /// True when a YAML document looks like a recipe (mapping with `name` and (`steps` or
 /// `stages`)), used for dialect detection.
 pub fn looks_like_recipe(root: &pipewright_yaml::Node) -> bool {
-    root.as_map().is_some() && root.get("name").is_some() && (root.get("steps").is_some() || root.get("stages").is_some())
+    root.as_map().is_some()
+        && root.get("name").is_some()
+        && (root.get("steps").is_some() || root.get("stages").is_some())
 }

@@ -8,22 +8,71 @@ use pipewright_syntax::{Diagnostic, Span};
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarValue};
 
 pub const TOP_KEYS: &[&str] = &[
-    "name", "description", "version", "author", "created", "updated", "tags", "context", "recursion",
-    "rate_limiting", "steps", "stages", "orchestrator",
+    "name",
+    "description",
+    "version",
+    "author",
+    "created",
+    "updated",
+    "tags",
+    "context",
+    "recursion",
+    "rate_limiting",
+    "steps",
+    "stages",
+    "orchestrator",
 ];
 pub const STAGE_KEYS: &[&str] = &["name", "steps", "approval"];
 pub const APPROVAL_KEYS: &[&str] = &["required", "prompt", "timeout", "default"];
 pub const STEP_KEYS: &[&str] = &[
-    "id", "type", "agent", "mode", "prompt", "provider", "model", "provider_preferences", "model_role",
-    "spawn_mode", "agent_config", "recipe", "context", "recursion", "command", "cwd", "env",
-    "output_exit_code", "condition", "foreach", "as", "collect", "parallel", "max_iterations",
-    "checkpoint_iterations", "while_condition", "max_while_iterations", "break_when", "update_context",
-    "while_steps", "steps", "output", "parse_json", "timeout", "retry", "on_error", "depends_on",
+    "id",
+    "type",
+    "agent",
+    "mode",
+    "prompt",
+    "provider",
+    "model",
+    "provider_preferences",
+    "model_role",
+    "spawn_mode",
+    "agent_config",
+    "recipe",
+    "context",
+    "recursion",
+    "command",
+    "cwd",
+    "env",
+    "output_exit_code",
+    "condition",
+    "foreach",
+    "as",
+    "collect",
+    "parallel",
+    "max_iterations",
+    "checkpoint_iterations",
+    "while_condition",
+    "max_while_iterations",
+    "break_when",
+    "update_context",
+    "while_steps",
+    "steps",
+    "output",
+    "parse_json",
+    "timeout",
+    "retry",
+    "on_error",
+    "depends_on",
 ];
 const RETRY_KEYS: &[&str] = &["max_attempts", "backoff", "initial_delay", "max_delay"];
 const RECURSION_KEYS: &[&str] = &["max_depth", "max_total_steps"];
 const RATE_KEYS: &[&str] = &["max_concurrent_llm", "min_delay_ms", "backoff"];
-const BACKOFF_KEYS: &[&str] = &["enabled", "initial_delay_ms", "max_delay_ms", "multiplier", "reset_after_success"];
+const BACKOFF_KEYS: &[&str] = &[
+    "enabled",
+    "initial_delay_ms",
+    "max_delay_ms",
+    "multiplier",
+    "reset_after_success",
+];
 const PREFERENCE_KEYS: &[&str] = &["class", "provider", "model"];
 
 pub struct Loader {
@@ -88,11 +137,19 @@ impl Loader {
         let key = e.key.key_text().unwrap_or("");
         let help = help_for_unknown(key, known.iter().copied());
         let d = if strict {
-            Diagnostic::error(codes::UNKNOWN_STEP_KEY, e.key.span, format!("unknown key `{key}` in {what}"))
-                .with_label("the runner refuses to load a recipe with this key")
+            Diagnostic::error(
+                codes::UNKNOWN_STEP_KEY,
+                e.key.span,
+                format!("unknown key `{key}` in {what}"),
+            )
+            .with_label("the runner refuses to load a recipe with this key")
         } else {
-            Diagnostic::warning(codes::UNKNOWN_TOP_KEY, e.key.span, format!("unknown key `{key}` in {what}"))
-                .with_label("the runner ignores this key silently")
+            Diagnostic::warning(
+                codes::UNKNOWN_TOP_KEY,
+                e.key.span,
+                format!("unknown key `{key}` in {what}"),
+            )
+            .with_label("the runner ignores this key silently")
         };
         self.diags.push(d.with_optional_help(help));
     }
@@ -118,14 +175,22 @@ impl Loader {
     fn text_node(&mut self, n: &Node, e: &Entry) -> Option<Text> {
         match &n.kind {
             NodeKind::Scalar(s) => match s.resolve() {
-                ScalarValue::Str(_) => Some(Text { value: s.text.clone(), span: n.span, style: s.style }),
+                ScalarValue::Str(_) => Some(Text {
+                    value: s.text.clone(),
+                    span: n.span,
+                    style: s.style,
+                }),
                 ScalarValue::Null => None,
                 _ => {
                     self.diags.push(
                         Diagnostic::error(
                             codes::WRONG_TYPE,
                             n.span,
-                            format!("`{}` must be a string, found {}", e.key.key_text().unwrap_or(""), n.describe()),
+                            format!(
+                                "`{}` must be a string, found {}",
+                                e.key.key_text().unwrap_or(""),
+                                n.describe()
+                            ),
                         )
                         .with_label("expected a string")
                         .with_help(format!("quote it: \"{}\"", s.text)),
@@ -138,7 +203,11 @@ impl Loader {
                     Diagnostic::error(
                         codes::WRONG_TYPE,
                         n.span,
-                        format!("`{}` must be a string, found {}", e.key.key_text().unwrap_or(""), n.describe()),
+                        format!(
+                            "`{}` must be a string, found {}",
+                            e.key.key_text().unwrap_or(""),
+                            n.describe()
+                        ),
                     )
                     .with_label("expected a string"),
                 );
@@ -150,14 +219,25 @@ impl Loader {
     fn int(&mut self, e: &Entry) -> Option<Spanned<i64>> {
         let n = &e.value;
         match n.as_scalar().map(|s| s.resolve()) {
-            Some(ScalarValue::Int(v)) => Some(Spanned { value: v, span: n.span }),
+            Some(ScalarValue::Int(v)) => Some(Spanned {
+                value: v,
+                span: n.span,
+            }),
             Some(ScalarValue::Null) => None,
             Some(ScalarValue::Str(s)) if s.trim().parse::<i64>().is_ok() => {
-                self.wrong_type(e, "an integer", Some(format!("write {} without quotes", s.trim())));
+                self.wrong_type(
+                    e,
+                    "an integer",
+                    Some(format!("write {} without quotes", s.trim())),
+                );
                 None
             }
             Some(ScalarValue::Str(s)) if s.contains("{{") => {
-                self.wrong_type(e, "an integer", Some("this field is not a template: the value is used as written".into()));
+                self.wrong_type(
+                    e,
+                    "an integer",
+                    Some("this field is not a template: the value is used as written".into()),
+                );
                 None
             }
             _ => {
@@ -170,8 +250,14 @@ impl Loader {
     fn float(&mut self, e: &Entry) -> Option<Spanned<f64>> {
         let n = &e.value;
         match n.as_scalar().map(|s| s.resolve()) {
-            Some(ScalarValue::Int(v)) => Some(Spanned { value: v as f64, span: n.span }),
-            Some(ScalarValue::Float(v)) => Some(Spanned { value: v, span: n.span }),
+            Some(ScalarValue::Int(v)) => Some(Spanned {
+                value: v as f64,
+                span: n.span,
+            }),
+            Some(ScalarValue::Float(v)) => Some(Spanned {
+                value: v,
+                span: n.span,
+            }),
             Some(ScalarValue::Null) => None,
             _ => {
                 self.wrong_type(e, "a number", None);
@@ -183,9 +269,17 @@ impl Loader {
     fn boolean(&mut self, e: &Entry) -> Option<Spanned<bool>> {
         let n = &e.value;
         match n.as_scalar().map(|s| s.resolve()) {
-            Some(ScalarValue::Bool(v)) => Some(Spanned { value: v, span: n.span }),
+            Some(ScalarValue::Bool(v)) => Some(Spanned {
+                value: v,
+                span: n.span,
+            }),
             Some(ScalarValue::Null) => None,
-            Some(ScalarValue::Str(s)) if matches!(s.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "on" | "off") => {
+            Some(ScalarValue::Str(s))
+                if matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "true" | "false" | "yes" | "no" | "on" | "off"
+                ) =>
+            {
                 let v = matches!(s.to_ascii_lowercase().as_str(), "true" | "yes" | "on");
                 self.wrong_type(e, "a boolean", Some(format!("write {v} without quotes")));
                 None
@@ -220,7 +314,9 @@ impl Loader {
     }
 
     fn text_list(&mut self, e: &Entry) -> Vec<Text> {
-        let Some(items) = self.list(e, "a list of strings") else { return Vec::new() };
+        let Some(items) = self.list(e, "a list of strings") else {
+            return Vec::new();
+        };
         items.iter().filter_map(|n| self.text_node(n, e)).collect()
     }
 
@@ -228,14 +324,26 @@ impl Loader {
         let (value, style) = e
             .key
             .as_scalar()
-            .map_or((String::new(), pipewright_yaml::ScalarStyle::Plain), |s| (s.text.clone(), s.style));
-        Text { value, span: e.key.span, style }
+            .map_or((String::new(), pipewright_yaml::ScalarStyle::Plain), |s| {
+                (s.text.clone(), s.style)
+            });
+        Text {
+            value,
+            span: e.key.span,
+            style,
+        }
     }
 
     fn context(&mut self, e: &Entry) -> Option<Spanned<Vec<ContextEntry>>> {
         let m = self.map_value(e)?;
         Some(Spanned {
-            value: m.iter().map(|c| ContextEntry { key: Self::key_text(c), value: c.value.clone() }).collect(),
+            value: m
+                .iter()
+                .map(|c| ContextEntry {
+                    key: Self::key_text(c),
+                    value: c.value.clone(),
+                })
+                .collect(),
             span: e.value.span,
         })
     }
@@ -247,10 +355,15 @@ impl Loader {
                 .map(|c| {
                     let value = match c.value.as_scalar().map(|s| s.resolve()) {
                         // Numbers and booleans are stringified by the runner (`str(value)`).
-                        Some(ScalarValue::Int(_) | ScalarValue::Float(_) | ScalarValue::Bool(_)) => None,
+                        Some(
+                            ScalarValue::Int(_) | ScalarValue::Float(_) | ScalarValue::Bool(_),
+                        ) => None,
                         _ => self.text_node(&c.value, c),
                     };
-                    TextEntry { key: Self::key_text(c), value }
+                    TextEntry {
+                        key: Self::key_text(c),
+                        value,
+                    }
                 })
                 .collect(),
         )
@@ -258,7 +371,10 @@ impl Loader {
 
     fn recursion(&mut self, e: &Entry) -> Option<Recursion> {
         let m = self.map_value(e)?;
-        let mut r = Recursion { span: e.value.span, ..Recursion::default() };
+        let mut r = Recursion {
+            span: e.value.span,
+            ..Recursion::default()
+        };
         for c in m {
             match c.key.key_text().unwrap_or("") {
                 "max_depth" => r.max_depth = self.int(c),
@@ -271,14 +387,20 @@ impl Loader {
 
     fn rate_limiting(&mut self, e: &Entry) -> Option<RateLimiting> {
         let m = self.map_value(e)?;
-        let mut r = RateLimiting { span: e.value.span, ..RateLimiting::default() };
+        let mut r = RateLimiting {
+            span: e.value.span,
+            ..RateLimiting::default()
+        };
         for c in m {
             match c.key.key_text().unwrap_or("") {
                 "max_concurrent_llm" => r.max_concurrent_llm = self.int(c),
                 "min_delay_ms" => r.min_delay_ms = self.int(c),
                 "backoff" => {
                     if let Some(bm) = self.map_value(c) {
-                        let mut b = Backoff { span: c.value.span, ..Backoff::default() };
+                        let mut b = Backoff {
+                            span: c.value.span,
+                            ..Backoff::default()
+                        };
                         for d in bm {
                             match d.key.key_text().unwrap_or("") {
                                 "enabled" => b.enabled = self.boolean(d),
@@ -300,18 +422,31 @@ impl Loader {
 
     fn steps(&mut self, e: &Entry) -> Option<Spanned<Vec<Step>>> {
         let items = self.list(e, "a list of steps")?;
-        Some(Spanned { value: items.iter().filter_map(|n| self.step(n)).collect(), span: e.value.span })
+        Some(Spanned {
+            value: items.iter().filter_map(|n| self.step(n)).collect(),
+            span: e.value.span,
+        })
     }
 
     fn stage(&mut self, n: &Node) -> Option<Stage> {
         let Some(m) = n.as_map() else {
             self.diags.push(
-                Diagnostic::error(codes::WRONG_TYPE, n.span, format!("a stage must be a mapping, found {}", n.describe()))
-                    .with_label("expected `name:`, `steps:` and optionally `approval:`"),
+                Diagnostic::error(
+                    codes::WRONG_TYPE,
+                    n.span,
+                    format!("a stage must be a mapping, found {}", n.describe()),
+                )
+                .with_label("expected `name:`, `steps:` and optionally `approval:`"),
             );
             return None;
         };
-        let mut st = Stage { name: None, steps: Vec::new(), steps_span: None, approval: None, span: n.span };
+        let mut st = Stage {
+            name: None,
+            steps: Vec::new(),
+            steps_span: None,
+            approval: None,
+            span: n.span,
+        };
         for e in m {
             match e.key.key_text().unwrap_or("") {
                 "name" => st.name = self.text(e),
@@ -321,7 +456,10 @@ impl Loader {
                 }
                 "approval" => {
                     if let Some(am) = self.map_value(e) {
-                        let mut a = Approval { span: e.value.span, ..Approval::default() };
+                        let mut a = Approval {
+                            span: e.value.span,
+                            ..Approval::default()
+                        };
                         for c in am {
                             match c.key.key_text().unwrap_or("") {
                                 "required" => a.required = self.boolean(c),
@@ -343,25 +481,37 @@ impl Loader {
     pub fn step(&mut self, n: &Node) -> Option<Step> {
         let Some(m) = n.as_map() else {
             self.diags.push(
-                Diagnostic::error(codes::WRONG_TYPE, n.span, format!("a step must be a mapping, found {}", n.describe()))
-                    .with_label("expected `id:` and the fields of the step"),
+                Diagnostic::error(
+                    codes::WRONG_TYPE,
+                    n.span,
+                    format!("a step must be a mapping, found {}", n.describe()),
+                )
+                .with_label("expected `id:` and the fields of the step"),
             );
             return None;
         };
-        let mut s = Step { span: n.span, ..Step::default() };
+        let mut s = Step {
+            span: n.span,
+            ..Step::default()
+        };
         for e in m {
             let key = e.key.key_text().unwrap_or("");
             let Some(k) = static_key(STEP_KEYS, key) else {
-                let mut help = did_you_mean(key, STEP_KEYS.iter().copied()).map(|c| format!("did you mean `{c}`?"));
+                let mut help = did_you_mean(key, STEP_KEYS.iter().copied())
+                    .map(|c| format!("did you mean `{c}`?"));
                 if key == "as_var" {
                     help = Some("write `as`".into());
                 } else if key == "step_context" {
                     help = Some("write `context`".into());
                 }
                 self.diags.push(
-                    Diagnostic::error(codes::UNKNOWN_STEP_KEY, e.key.span, format!("unknown step key `{key}`"))
-                        .with_label("the runner refuses to load a step with this key")
-                        .with_optional_help(help),
+                    Diagnostic::error(
+                        codes::UNKNOWN_STEP_KEY,
+                        e.key.span,
+                        format!("unknown step key `{key}`"),
+                    )
+                    .with_label("the runner refuses to load a step with this key")
+                    .with_optional_help(help),
                 );
                 continue;
             };
@@ -399,8 +549,14 @@ impl Loader {
                 "collect" => s.collect = self.text(e),
                 "parallel" => {
                     s.parallel = match e.value.as_scalar().map(|x| x.resolve()) {
-                        Some(ScalarValue::Bool(b)) => Some(Spanned { value: Parallel::Bool(b), span: e.value.span }),
-                        Some(ScalarValue::Int(i)) => Some(Spanned { value: Parallel::Limit(i), span: e.value.span }),
+                        Some(ScalarValue::Bool(b)) => Some(Spanned {
+                            value: Parallel::Bool(b),
+                            span: e.value.span,
+                        }),
+                        Some(ScalarValue::Int(i)) => Some(Spanned {
+                            value: Parallel::Limit(i),
+                            span: e.value.span,
+                        }),
                         Some(ScalarValue::Null) => None,
                         _ => {
                             self.wrong_type(e, "true, false or a positive integer", None);
@@ -429,7 +585,10 @@ impl Loader {
 
     fn retry(&mut self, e: &Entry) -> Option<Retry> {
         let m = self.map_value(e)?;
-        let mut r = Retry { span: e.value.span, ..Retry::default() };
+        let mut r = Retry {
+            span: e.value.span,
+            ..Retry::default()
+        };
         for c in m {
             match c.key.key_text().unwrap_or("") {
                 "max_attempts" => r.max_attempts = self.int(c),
@@ -445,11 +604,18 @@ impl Loader {
     fn depends_on(&mut self, e: &Entry) -> Option<Spanned<Vec<Text>>> {
         if let Some(s) = e.value.as_str() {
             // One diagnostic for the whole string: the runner iterates it per character.
-            self.wrong_type(e, "a list of step ids", Some(format!("write `depends_on: [\"{s}\"]`")));
+            self.wrong_type(
+                e,
+                "a list of step ids",
+                Some(format!("write `depends_on: [\"{s}\"]`")),
+            );
             return None;
         }
         let items = self.list(e, "a list of step ids")?;
-        Some(Spanned { value: items.iter().filter_map(|n| self.text_node(n, e)).collect(), span: e.value.span })
+        Some(Spanned {
+            value: items.iter().filter_map(|n| self.text_node(n, e)).collect(),
+            span: e.value.span,
+        })
     }
 
     fn preferences(&mut self, e: &Entry) -> Option<Spanned<Vec<ProviderPreference>>> {
@@ -461,7 +627,10 @@ impl Loader {
                     Diagnostic::error(
                         codes::PROVIDER_PREFERENCES,
                         n.span,
-                        format!("a `provider_preferences` entry must be a mapping, found {}", n.describe()),
+                        format!(
+                            "a `provider_preferences` entry must be a mapping, found {}",
+                            n.describe()
+                        ),
                     )
                     .with_label("expected `class: …` or `provider: …`")
                     .with_help("write `- provider: anthropic` or `- class: reasoning`"),
@@ -481,28 +650,49 @@ impl Loader {
                 (Some((Some(class), _)), None) => {
                     if let Some((_, ms)) = model {
                         self.diags.push(
-                            Diagnostic::error(codes::PROVIDER_PREFERENCES, ms, "a `class:` entry cannot name a model")
-                                .with_label("`model` belongs to `provider:` entries")
-                                .with_help("use `- provider: …` with `model: …`, or drop `model`"),
+                            Diagnostic::error(
+                                codes::PROVIDER_PREFERENCES,
+                                ms,
+                                "a `class:` entry cannot name a model",
+                            )
+                            .with_label("`model` belongs to `provider:` entries")
+                            .with_help("use `- provider: …` with `model: …`, or drop `model`"),
                         );
                     }
-                    ProviderPreference::Class { class, span: n.span }
+                    ProviderPreference::Class {
+                        class,
+                        span: n.span,
+                    }
                 }
                 (Some((_, cs)), Some(_)) => {
                     self.diags.push(
-                        Diagnostic::error(codes::PROVIDER_PREFERENCES, cs, "an entry has both `class` and `provider`")
-                            .with_label("one entry is either a class or a provider")
-                            .with_help("split it into two entries"),
+                        Diagnostic::error(
+                            codes::PROVIDER_PREFERENCES,
+                            cs,
+                            "an entry has both `class` and `provider`",
+                        )
+                        .with_label("one entry is either a class or a provider")
+                        .with_help("split it into two entries"),
                     );
                     ProviderPreference::Invalid { span: n.span }
                 }
-                (None, Some(provider)) => ProviderPreference::Provider { provider, model: model.and_then(|m| m.0), span: n.span },
+                (None, Some(provider)) => ProviderPreference::Provider {
+                    provider,
+                    model: model.and_then(|m| m.0),
+                    span: n.span,
+                },
                 _ => {
-                    if m.iter().all(|c| PREFERENCE_KEYS.contains(&c.key.key_text().unwrap_or(""))) {
+                    if m.iter()
+                        .all(|c| PREFERENCE_KEYS.contains(&c.key.key_text().unwrap_or("")))
+                    {
                         self.diags.push(
-                            Diagnostic::error(codes::PROVIDER_PREFERENCES, n.span, "a `provider_preferences` entry needs `class` or `provider`")
-                                .with_label("neither key here")
-                                .with_help("write `- provider: anthropic` or `- class: reasoning`"),
+                            Diagnostic::error(
+                                codes::PROVIDER_PREFERENCES,
+                                n.span,
+                                "a `provider_preferences` entry needs `class` or `provider`",
+                            )
+                            .with_label("neither key here")
+                            .with_help("write `- provider: anthropic` or `- class: reasoning`"),
                         );
                     }
                     ProviderPreference::Invalid { span: n.span }
@@ -510,7 +700,10 @@ impl Loader {
             };
             out.push(pref);
         }
-        Some(Spanned { value: out, span: e.value.span })
+        Some(Spanned {
+            value: out,
+            span: e.value.span,
+        })
     }
 }
 

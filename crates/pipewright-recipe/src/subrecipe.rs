@@ -56,7 +56,12 @@ fn normalize(p: &Path) -> PathBuf {
 
 impl<'s> Session<'s> {
     pub fn new(sources: &'s mut SourceMap) -> Session<'s> {
-        Session { sources, diags: Vec::new(), done: HashMap::new(), stack: Vec::new() }
+        Session {
+            sources,
+            diags: Vec::new(),
+            done: HashMap::new(),
+            stack: Vec::new(),
+        }
     }
 
     pub fn check_root(&mut self, path: &Path, text: &str) {
@@ -74,20 +79,34 @@ impl<'s> Session<'s> {
         let whole = Span::new(file, 0..text.len().min(1));
         let mut roots = docs.iter().filter_map(|d| d.root.as_ref());
         let Some(root) = roots.next() else {
-            if !self.diags.iter().any(|d| d.span().file == file && d.is_error()) {
+            if !self
+                .diags
+                .iter()
+                .any(|d| d.span().file == file && d.is_error())
+            {
                 self.diags.push(
-                    Diagnostic::error(codes::NOT_A_RECIPE, whole, "the file is empty, not a recipe")
-                        .with_label("no YAML document")
-                        .with_help("a recipe is a mapping with `name`, `description`, `version` and `steps`"),
+                    Diagnostic::error(
+                        codes::NOT_A_RECIPE,
+                        whole,
+                        "the file is empty, not a recipe",
+                    )
+                    .with_label("no YAML document")
+                    .with_help(
+                        "a recipe is a mapping with `name`, `description`, `version` and `steps`",
+                    ),
                 );
             }
             return Summary::default();
         };
         if let Some(extra) = roots.next() {
             self.diags.push(
-                Diagnostic::error(codes::NOT_A_RECIPE, extra.span, "a recipe file holds exactly one YAML document")
-                    .with_label("a second document starts here")
-                    .with_help("move it to its own file"),
+                Diagnostic::error(
+                    codes::NOT_A_RECIPE,
+                    extra.span,
+                    "a recipe file holds exactly one YAML document",
+                )
+                .with_label("a second document starts here")
+                .with_help("move it to its own file"),
             );
         }
         if !is_recipe_shaped(root) {
@@ -98,7 +117,10 @@ impl<'s> Session<'s> {
         let mut loader = Loader::new();
         let recipe = loader.recipe(root);
         self.diags.extend(loader.diags);
-        let anchor = root.as_map().and_then(|m| m.first()).map_or(root.span, |e| e.key.span);
+        let anchor = root
+            .as_map()
+            .and_then(|m| m.first())
+            .map_or(root.span, |e| e.key.span);
         let mut v = Validator::new(anchor);
         v.recipe(&recipe);
         self.diags.extend(v.diags);
@@ -109,7 +131,10 @@ impl<'s> Session<'s> {
         // Known before following calls, so a cycle back here can still check its context.
         self.done.insert(canon.clone(), summary.clone());
         let base = real.parent().map(Path::to_path_buf).unwrap_or_default();
-        let display_base = Path::new(display).parent().map(Path::to_path_buf).unwrap_or_default();
+        let display_base = Path::new(display)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         let mut calls = Vec::new();
         for (_, s) in recipe.all_steps() {
             collect_calls(s, &mut calls);
@@ -128,11 +153,19 @@ impl<'s> Session<'s> {
             return;
         }
         if rel.contains("{{") || rel.starts_with('@') {
-            let why = if rel.starts_with('@') { "is resolved by the host's @mention resolver" } else { "is computed at run time" };
+            let why = if rel.starts_with('@') {
+                "is resolved by the host's @mention resolver"
+            } else {
+                "is computed at run time"
+            };
             self.diags.push(
-                Diagnostic::warning(codes::DYNAMIC_RECIPE_PATH, r.span, format!("sub-recipe path `{rel}` {why}"))
-                    .with_label("this sub-recipe is not checked")
-                    .with_help("use a path relative to this file to have the sub-recipe checked too"),
+                Diagnostic::warning(
+                    codes::DYNAMIC_RECIPE_PATH,
+                    r.span,
+                    format!("sub-recipe path `{rel}` {why}"),
+                )
+                .with_label("this sub-recipe is not checked")
+                .with_help("use a path relative to this file to have the sub-recipe checked too"),
             );
             return;
         }
@@ -156,7 +189,11 @@ impl<'s> Session<'s> {
             let text = match std::fs::read_to_string(&real) {
                 Ok(t) => t,
                 Err(e) => {
-                    let what = if real.exists() { format!("cannot be read: {e}") } else { "does not exist".to_string() };
+                    let what = if real.exists() {
+                        format!("cannot be read: {e}")
+                    } else {
+                        "does not exist".to_string()
+                    };
                     self.diags.push(
                         Diagnostic::error(codes::SUBRECIPE_NOT_FOUND, r.span, format!("sub-recipe `{rel}` {what}"))
                             .with_label(format!("resolved to {}", real.display()))
@@ -181,10 +218,17 @@ impl<'s> Session<'s> {
             if !passed.iter().any(|c| c.key.value == *need) {
                 let at = s.context.as_ref().map_or(r.span, |c| c.span);
                 self.diags.push(
-                    Diagnostic::error(codes::SUBRECIPE_MISSING_CONTEXT, at, format!("sub-recipe `{}` needs `{need}`, which is not passed", sub.name))
-                        .with_label(format!("`{need}` missing from this context"))
-                        .with_secondary(r.span, "sub-recipe called here")
-                        .with_help(format!("add `{need}: …` to the step's `context:`")),
+                    Diagnostic::error(
+                        codes::SUBRECIPE_MISSING_CONTEXT,
+                        at,
+                        format!(
+                            "sub-recipe `{}` needs `{need}`, which is not passed",
+                            sub.name
+                        ),
+                    )
+                    .with_label(format!("`{need}` missing from this context"))
+                    .with_secondary(r.span, "sub-recipe called here")
+                    .with_help(format!("add `{need}: …` to the step's `context:`")),
                 );
             }
         }
@@ -214,12 +258,18 @@ fn collect_calls<'r>(s: &'r Step, out: &mut Vec<&'r Step>) {
 }
 
 fn summarize(r: &Recipe) -> Summary {
-    let mut sm = Summary { name: r.name.as_ref().map_or(String::new(), |n| n.value.clone()), ..Summary::default() };
+    let mut sm = Summary {
+        name: r.name.as_ref().map_or(String::new(), |n| n.value.clone()),
+        ..Summary::default()
+    };
     for c in &r.context {
         sm.declared.push(c.key.value.clone());
         let required = c.value.is_null()
             || (matches!(c.value.kind, NodeKind::Map(_))
-                && c.value.get("required").and_then(|n| n.as_scalar()).is_some_and(|s| s.text == "true")
+                && c.value
+                    .get("required")
+                    .and_then(|n| n.as_scalar())
+                    .is_some_and(|s| s.text == "true")
                 && c.value.get("default").is_none());
         if required {
             sm.required.push(c.key.value.clone());
@@ -232,16 +282,25 @@ fn summarize(r: &Recipe) -> Summary {
 /// `stages`, or a `name`. Anything else gets one clear "not a recipe" diagnostic instead of a
 /// list of missing fields.
 fn is_recipe_shaped(root: &Node) -> bool {
-    root.as_map().is_some() && (root.get("steps").is_some() || root.get("stages").is_some() || root.entry("name").is_some())
+    root.as_map().is_some()
+        && (root.get("steps").is_some()
+            || root.get("stages").is_some()
+            || root.entry("name").is_some())
 }
 
 fn not_a_recipe(root: &Node) -> Diagnostic {
-    let anchor = root.as_map().and_then(|m| m.first()).map_or(root.span, |e| e.key.span);
+    let anchor = root
+        .as_map()
+        .and_then(|m| m.first())
+        .map_or(root.span, |e| e.key.span);
     let d = Diagnostic::error(
         codes::NOT_A_RECIPE,
         anchor,
         match root.as_map() {
-            Some(_) => "this YAML mapping is not a recipe: it has no `name` and no `steps` or `stages`".to_string(),
+            Some(_) => {
+                "this YAML mapping is not a recipe: it has no `name` and no `steps` or `stages`"
+                    .to_string()
+            }
             None => format!("a recipe must be a YAML mapping, found {}", root.describe()),
         },
     )

@@ -62,7 +62,10 @@ pub fn parse(src: &str) -> (Template, Vec<Issue>) {
             }
             let path_range = at + 2..at + 2 + n;
             parts.push(Part::Var(VarRef {
-                path: src[path_range.clone()].split('.').map(str::to_owned).collect(),
+                path: src[path_range.clone()]
+                    .split('.')
+                    .map(str::to_owned)
+                    .collect(),
                 range: at..at + 2 + n + 2,
                 path_range,
             }));
@@ -118,7 +121,10 @@ fn classify(src: &str, at: usize) -> Option<Issue> {
     }
     let starts_word = content.chars().next().is_some_and(is_word);
     if starts_word && content.chars().all(|c| is_word(c) || c == '.') {
-        let rel = content.find("..").or_else(|| content.ends_with('.').then(|| content.len() - 1)).unwrap_or(0);
+        let rel = content
+            .find("..")
+            .or_else(|| content.ends_with('.').then(|| content.len() - 1))
+            .unwrap_or(0);
         return Some(
             Issue::error(
                 codes::TEMPLATE_MALFORMED,
@@ -154,7 +160,8 @@ pub fn render(src: &str, ctx: &serde_json::Value) -> Result<String, Issue> {
             Part::Var(v) => {
                 let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
                 let value = lookup(ctx, &path).map_err(|m| {
-                    Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m).label("cannot be substituted")
+                    Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
+                        .label("cannot be substituted")
                 })?;
                 render_value(value, &mut out);
             }
@@ -182,7 +189,10 @@ mod tests {
     #[test]
     fn renders() {
         let ctx = json!({"x": "hi", "n": 3, "d": {"k": [1, true]}, "b": false});
-        assert_eq!(render("{{x}}/{{n}}/{{d}}/{{d.k}}/{{b}}", &ctx).unwrap(), "hi/3/{\"k\": [1, true]}/[1, true]/false");
+        assert_eq!(
+            render("{{x}}/{{n}}/{{d}}/{{d.k}}/{{b}}", &ctx).unwrap(),
+            "hi/3/{\"k\": [1, true]}/[1, true]/false"
+        );
         assert!(render("{{nope}}", &ctx).is_err());
         assert!(render("{{x.y}}", &ctx).is_err());
     }

@@ -22,13 +22,18 @@ fn alnum_after_removing(s: &str, allowed: &[char]) -> bool {
     !rest.is_empty() && rest.iter().all(|c| c.is_alphanumeric())
 }
 
+/// The runner's rule for output names: letters, digits and `_`, with at least one letter or
+/// digit.
 pub fn is_variable_name(s: &str) -> bool {
-    alnum_after_removing(s, &['_']) || (!s.is_empty() && s.chars().all(|c| c == '_') && false)
+    alnum_after_removing(s, &['_'])
 }
 
 impl Validator {
     pub fn new(anchor: Span) -> Validator {
-        Validator { diags: Vec::new(), anchor }
+        Validator {
+            diags: Vec::new(),
+            anchor,
+        }
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -37,29 +42,56 @@ impl Validator {
 
     pub fn recipe(&mut self, r: &Recipe) {
         self.required_text(&r.name, "name", "a recipe needs a `name`");
-        self.required_text(&r.description, "description", "a recipe needs a `description`");
+        self.required_text(
+            &r.description,
+            "description",
+            "a recipe needs a `description`",
+        );
         self.required_text(&r.version, "version", "a recipe needs a `version`");
         if let Some(n) = &r.name {
             if !alnum_after_removing(&n.value, &['-', '_']) {
                 self.push(
-                    Diagnostic::error(codes::BAD_NAME, n.span, format!("recipe name `{}` may contain only letters, digits, `-` and `_`", n.value))
-                        .with_label("invalid recipe name")
-                        .with_help(format!("for example `{}`", suggest_name(&n.value))),
+                    Diagnostic::error(
+                        codes::BAD_NAME,
+                        n.span,
+                        format!(
+                            "recipe name `{}` may contain only letters, digits, `-` and `_`",
+                            n.value
+                        ),
+                    )
+                    .with_label("invalid recipe name")
+                    .with_help(format!("for example `{}`", suggest_name(&n.value))),
                 );
             } else if n.value.chars().count() > 100 {
-                self.push(Diagnostic::error(codes::BAD_NAME, n.span, "recipe name is longer than 100 characters").with_label("too long"));
+                self.push(
+                    Diagnostic::error(
+                        codes::BAD_NAME,
+                        n.span,
+                        "recipe name is longer than 100 characters",
+                    )
+                    .with_label("too long"),
+                );
             }
         }
         if let Some(d) = &r.description {
             let n = d.value.chars().count();
             if n > 500 {
                 self.push(
-                    Diagnostic::warning(codes::LONG_TEXT, d.span, format!("description is {n} characters long; the schema allows 500"))
-                        .with_label("too long for the schema")
-                        .with_help("keep the description to one paragraph and move details to comments"),
+                    Diagnostic::warning(
+                        codes::LONG_TEXT,
+                        d.span,
+                        format!("description is {n} characters long; the schema allows 500"),
+                    )
+                    .with_label("too long for the schema")
+                    .with_help(
+                        "keep the description to one paragraph and move details to comments",
+                    ),
                 );
             } else if d.value.trim().is_empty() {
-                self.push(Diagnostic::error(codes::MISSING_FIELD, d.span, "description is empty").with_label("empty"));
+                self.push(
+                    Diagnostic::error(codes::MISSING_FIELD, d.span, "description is empty")
+                        .with_label("empty"),
+                );
             }
         }
         if let Some(v) = &r.version {
@@ -68,17 +100,25 @@ impl Validator {
         for t in [&r.created, &r.updated].into_iter().flatten() {
             if !is_iso8601(&t.value) {
                 self.push(
-                    Diagnostic::warning(codes::BAD_TIMESTAMP, t.span, format!("`{}` is not an ISO 8601 date-time", t.value))
-                        .with_label("expected e.g. 2025-11-18T14:30:00Z"),
+                    Diagnostic::warning(
+                        codes::BAD_TIMESTAMP,
+                        t.span,
+                        format!("`{}` is not an ISO 8601 date-time", t.value),
+                    )
+                    .with_label("expected e.g. 2025-11-18T14:30:00Z"),
                 );
             }
         }
         for c in &r.context {
             if RESERVED.contains(&c.key.value.as_str()) {
                 self.push(
-                    Diagnostic::error(codes::RESERVED_NAME, c.key.span, format!("`{}` is reserved", c.key.value))
-                        .with_label("the runner overwrites this context variable")
-                        .with_help("choose another name"),
+                    Diagnostic::error(
+                        codes::RESERVED_NAME,
+                        c.key.span,
+                        format!("`{}` is reserved", c.key.value),
+                    )
+                    .with_label("the runner overwrites this context variable")
+                    .with_help("choose another name"),
                 );
             }
         }
@@ -92,14 +132,25 @@ impl Validator {
         let stages = r.stages.as_ref().filter(|s| !s.value.is_empty());
         match (steps, stages) {
             (Some(_), Some(st)) => self.push(
-                Diagnostic::error(codes::STEPS_XOR_STAGES, st.span, "a recipe cannot have both `steps` and `stages`")
-                    .with_label("stages given here")
-                    .with_secondary(r.steps.as_ref().map_or(st.span, |s| s.span), "and steps here")
-                    .with_help("put the flat steps into a stage, or drop `stages`"),
+                Diagnostic::error(
+                    codes::STEPS_XOR_STAGES,
+                    st.span,
+                    "a recipe cannot have both `steps` and `stages`",
+                )
+                .with_label("stages given here")
+                .with_secondary(
+                    r.steps.as_ref().map_or(st.span, |s| s.span),
+                    "and steps here",
+                )
+                .with_help("put the flat steps into a stage, or drop `stages`"),
             ),
             (None, None) => {
-                let at = r.steps.as_ref().or(r.stages.as_ref().map(|_| r.steps.as_ref()).flatten()).map_or(self.anchor, |s| s.span);
-                let at = r.stages.as_ref().map_or(at, |s| s.span);
+                let at = r
+                    .steps
+                    .as_ref()
+                    .map(|s| s.span)
+                    .or(r.stages.as_ref().map(|s| s.span))
+                    .unwrap_or(self.anchor);
                 self.push(
                     Diagnostic::error(codes::STEPS_XOR_STAGES, at, "the recipe has no steps")
                         .with_label("at least one step or stage is required")
@@ -115,9 +166,13 @@ impl Validator {
                 if let Some(n) = &st.name {
                     if let Some(first) = names.get(n.value.as_str()) {
                         self.push(
-                            Diagnostic::error(codes::DUPLICATE, n.span, format!("duplicate stage name `{}`", n.value))
-                                .with_label("used again here")
-                                .with_secondary(*first, "first used here"),
+                            Diagnostic::error(
+                                codes::DUPLICATE,
+                                n.span,
+                                format!("duplicate stage name `{}`", n.value),
+                            )
+                            .with_label("used again here")
+                            .with_secondary(*first, "first used here"),
                         );
                     } else {
                         names.insert(&n.value, n.span);
@@ -146,21 +201,40 @@ impl Validator {
     fn version(&mut self, v: &Text) {
         let s = v.value.as_str();
         let problem = if s.starts_with('v') {
-            Some(("a version has no `v` prefix", format!("write `{}`", &s[1..])))
+            Some((
+                "a version has no `v` prefix",
+                format!("write `{}`", pad_version(&s[1..])),
+            ))
         } else if s.contains('-') || s.contains('+') {
-            Some(("pre-release and build tags are not allowed", "use MAJOR.MINOR.PATCH only".to_string()))
+            Some((
+                "pre-release and build tags are not allowed",
+                "use MAJOR.MINOR.PATCH only".to_string(),
+            ))
         } else if s.split('.').count() != 3 {
-            Some(("a version has exactly three parts", "write MAJOR.MINOR.PATCH, e.g. `1.0.0`".to_string()))
-        } else if !s.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-            Some(("version parts must be numbers", "write MAJOR.MINOR.PATCH, e.g. `1.0.0`".to_string()))
+            Some((
+                "a version has exactly three parts",
+                "write MAJOR.MINOR.PATCH, e.g. `1.0.0`".to_string(),
+            ))
+        } else if !s
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            Some((
+                "version parts must be numbers",
+                "write MAJOR.MINOR.PATCH, e.g. `1.0.0`".to_string(),
+            ))
         } else {
             None
         };
         if let Some((label, help)) = problem {
             self.push(
-                Diagnostic::error(codes::BAD_VERSION, v.span, format!("version `{s}` is not semantic versioning (MAJOR.MINOR.PATCH)"))
-                    .with_label(label)
-                    .with_help(help),
+                Diagnostic::error(
+                    codes::BAD_VERSION,
+                    v.span,
+                    format!("version `{s}` is not semantic versioning (MAJOR.MINOR.PATCH)"),
+                )
+                .with_label(label)
+                .with_help(help),
             );
         }
     }
@@ -175,37 +249,67 @@ impl Validator {
                 None => format!("at least {lo}"),
             };
             self.push(
-                Diagnostic::error(codes::OUT_OF_RANGE, v.span, format!("`{field}` is {}, must be {allowed}", v.value))
-                    .with_label(format!("allowed: {allowed}")),
+                Diagnostic::error(
+                    codes::OUT_OF_RANGE,
+                    v.span,
+                    format!("`{field}` is {}, must be {allowed}", v.value),
+                )
+                .with_label(format!("allowed: {allowed}")),
             );
         }
     }
 
     fn recursion(&mut self, r: &Recursion) {
         self.range(&r.max_depth, "recursion.max_depth", 1, Some(20));
-        self.range(&r.max_total_steps, "recursion.max_total_steps", 1, Some(1000));
+        self.range(
+            &r.max_total_steps,
+            "recursion.max_total_steps",
+            1,
+            Some(1000),
+        );
     }
 
     fn rate_limiting(&mut self, r: &RateLimiting) {
-        self.range(&r.max_concurrent_llm, "rate_limiting.max_concurrent_llm", 1, None);
+        self.range(
+            &r.max_concurrent_llm,
+            "rate_limiting.max_concurrent_llm",
+            1,
+            None,
+        );
         self.range(&r.min_delay_ms, "rate_limiting.min_delay_ms", 0, None);
         if let Some(b) = &r.backoff {
             self.range(&b.initial_delay_ms, "backoff.initial_delay_ms", 0, None);
-            self.range(&b.reset_after_success, "backoff.reset_after_success", 1, None);
+            self.range(
+                &b.reset_after_success,
+                "backoff.reset_after_success",
+                1,
+                None,
+            );
             if let (Some(i), Some(m)) = (&b.initial_delay_ms, &b.max_delay_ms) {
                 if m.value < i.value {
                     self.push(
-                        Diagnostic::error(codes::OUT_OF_RANGE, m.span, format!("`backoff.max_delay_ms` ({}) is below `initial_delay_ms` ({})", m.value, i.value))
-                            .with_label("must be at least initial_delay_ms")
-                            .with_secondary(i.span, "initial delay"),
+                        Diagnostic::error(
+                            codes::OUT_OF_RANGE,
+                            m.span,
+                            format!(
+                                "`backoff.max_delay_ms` ({}) is below `initial_delay_ms` ({})",
+                                m.value, i.value
+                            ),
+                        )
+                        .with_label("must be at least initial_delay_ms")
+                        .with_secondary(i.span, "initial delay"),
                     );
                 }
             }
             if let Some(m) = &b.multiplier {
                 if m.value < 1.0 || !m.value.is_finite() {
                     self.push(
-                        Diagnostic::error(codes::OUT_OF_RANGE, m.span, format!("`backoff.multiplier` is {}, must be at least 1.0", m.value))
-                            .with_label("a backoff must not shrink"),
+                        Diagnostic::error(
+                            codes::OUT_OF_RANGE,
+                            m.span,
+                            format!("`backoff.multiplier` is {}, must be at least 1.0", m.value),
+                        )
+                        .with_label("a backoff must not shrink"),
                     );
                 }
             }
@@ -215,34 +319,65 @@ impl Validator {
     fn stage(&mut self, st: &Stage) {
         match &st.name {
             None => self.push(
-                Diagnostic::error(codes::MISSING_FIELD, st.span.sub(0..0), "a stage needs a `name`")
-                    .with_label("`name` is missing")
-                    .with_help("add `name: …` to the stage"),
+                Diagnostic::error(
+                    codes::MISSING_FIELD,
+                    st.span.sub(0..0),
+                    "a stage needs a `name`",
+                )
+                .with_label("`name` is missing")
+                .with_help("add `name: …` to the stage"),
             ),
-            Some(n) if !alnum_after_removing(&n.value, &['-', '_', ' ']) || n.value.chars().count() > 100 => self.push(
-                Diagnostic::error(codes::BAD_NAME, n.span, format!("stage name `{}` may contain only letters, digits, spaces, `-` and `_`", n.value))
+            Some(n)
+                if !alnum_after_removing(&n.value, &['-', '_', ' '])
+                    || n.value.chars().count() > 100 =>
+            {
+                self.push(
+                    Diagnostic::error(
+                        codes::BAD_NAME,
+                        n.span,
+                        format!(
+                            "stage name `{}` may contain only letters, digits, spaces, `-` and `_`",
+                            n.value
+                        ),
+                    )
                     .with_label("invalid stage name")
                     .with_help("approval commands address stages by name; drop other punctuation"),
-            ),
+                )
+            }
             _ => {}
         }
         if st.steps.is_empty() {
             self.push(
-                Diagnostic::error(codes::MISSING_FIELD, st.steps_span.unwrap_or(st.span), "a stage needs at least one step")
-                    .with_label("no steps"),
+                Diagnostic::error(
+                    codes::MISSING_FIELD,
+                    st.steps_span.unwrap_or(st.span),
+                    "a stage needs at least one step",
+                )
+                .with_label("no steps"),
             );
         }
         if let Some(a) = &st.approval {
             let required = a.required.is_some_and(|r| r.value);
             if required && a.prompt.as_ref().is_none_or(|p| p.value.trim().is_empty()) {
                 self.push(
-                    Diagnostic::error(codes::MISSING_FIELD, a.span, "`approval.prompt` is required when `approval.required` is true")
-                        .with_label("no prompt for the reviewer"),
+                    Diagnostic::error(
+                        codes::MISSING_FIELD,
+                        a.span,
+                        "`approval.prompt` is required when `approval.required` is true",
+                    )
+                    .with_label("no prompt for the reviewer"),
                 );
             }
             if let Some(t) = &a.timeout {
                 if t.value < 0 {
-                    self.push(Diagnostic::error(codes::OUT_OF_RANGE, t.span, "`approval.timeout` must not be negative").with_label("0 means wait forever"));
+                    self.push(
+                        Diagnostic::error(
+                            codes::OUT_OF_RANGE,
+                            t.span,
+                            "`approval.timeout` must not be negative",
+                        )
+                        .with_label("0 means wait forever"),
+                    );
                 }
             }
             if let Some(d) = &a.default {
@@ -254,9 +389,17 @@ impl Validator {
     fn enum_value(&mut self, t: &Text, field: &str, allowed: &[&str]) {
         if !allowed.contains(&t.value.as_str()) {
             self.push(
-                Diagnostic::error(codes::BAD_ENUM, t.span, format!("`{field}` must be one of {}, found `{}`", quote_list(allowed), t.value))
-                    .with_label("not an allowed value")
-                    .with_optional_help(help_for_unknown(&t.value, allowed.iter().copied())),
+                Diagnostic::error(
+                    codes::BAD_ENUM,
+                    t.span,
+                    format!(
+                        "`{field}` must be one of {}, found `{}`",
+                        quote_list(allowed),
+                        t.value
+                    ),
+                )
+                .with_label("not an allowed value")
+                .with_optional_help(help_for_unknown(&t.value, allowed.iter().copied())),
             );
         }
     }
@@ -265,22 +408,45 @@ impl Validator {
         let Some(t) = t else { return };
         if !is_variable_name(&t.value) {
             self.push(
-                Diagnostic::error(codes::BAD_VARIABLE_NAME, t.span, format!("`{field}` must be a variable name (letters, digits and `_`), found `{}`", t.value))
-                    .with_label("not a variable name")
-                    .with_help("templates can only refer to names made of letters, digits and `_`"),
+                Diagnostic::error(
+                    codes::BAD_VARIABLE_NAME,
+                    t.span,
+                    format!(
+                        "`{field}` must be a variable name (letters, digits and `_`), found `{}`",
+                        t.value
+                    ),
+                )
+                .with_label("not a variable name")
+                .with_help("templates can only refer to names made of letters, digits and `_`"),
             );
         } else if RESERVED.contains(&t.value.as_str()) {
             if reserved_is_error {
                 self.push(
-                    Diagnostic::error(codes::RESERVED_NAME, t.span, format!("`{}` is a reserved variable and cannot be the `{field}`", t.value))
-                        .with_label("reserved")
-                        .with_help("the runner sets recipe, session and step itself; choose another name"),
+                    Diagnostic::error(
+                        codes::RESERVED_NAME,
+                        t.span,
+                        format!(
+                            "`{}` is a reserved variable and cannot be the `{field}`",
+                            t.value
+                        ),
+                    )
+                    .with_label("reserved")
+                    .with_help(
+                        "the runner sets recipe, session and step itself; choose another name",
+                    ),
                 );
             } else {
                 self.push(
-                    Diagnostic::warning(codes::SHADOWS_RESERVED, t.span, format!("loop variable `{}` hides the reserved `{{{{{}.*}}}}` inside this step", t.value, t.value))
-                        .with_label("shadows a reserved variable")
-                        .with_help("the schema forbids reserved names here; rename the loop variable"),
+                    Diagnostic::warning(
+                        codes::SHADOWS_RESERVED,
+                        t.span,
+                        format!(
+                            "loop variable `{}` hides the reserved `{{{{{}.*}}}}` inside this step",
+                            t.value, t.value
+                        ),
+                    )
+                    .with_label("shadows a reserved variable")
+                    .with_help("the schema forbids reserved names here; rename the loop variable"),
                 );
             }
         }
@@ -290,11 +456,19 @@ impl Validator {
         for f in fields {
             if let Some(sp) = s.key_span(f) {
                 let d = if severity_error {
-                    Diagnostic::error(codes::FIELD_NOT_FOR_TYPE, sp, format!("`{f}` is not valid on a {kind} step"))
-                        .with_label(format!("not a {kind}-step field"))
+                    Diagnostic::error(
+                        codes::FIELD_NOT_FOR_TYPE,
+                        sp,
+                        format!("`{f}` is not valid on {} {kind} step", article(kind)),
+                    )
+                    .with_label(format!("not a {kind}-step field"))
                 } else {
-                    Diagnostic::warning(codes::INEFFECTIVE_FIELD, sp, format!("`{f}` has no effect on a {kind} step"))
-                        .with_label("ignored by the runner")
+                    Diagnostic::warning(
+                        codes::INEFFECTIVE_FIELD,
+                        sp,
+                        format!("`{f}` has no effect on {} {kind} step", article(kind)),
+                    )
+                    .with_label("ignored by the runner")
                 };
                 self.push(d.with_help(field_owner_help(f)));
             }
@@ -304,12 +478,21 @@ impl Validator {
     fn require(&mut self, s: &Step, t: &Option<Text>, field: &str, kind: &str) {
         match t {
             None => self.push(
-                Diagnostic::error(codes::MISSING_FIELD, s.id.as_ref().map_or(s.span.sub(0..0), |i| i.span), format!("{kind} step `{}` has no `{field}`", s.id_str()))
-                    .with_label(format!("`{field}` is required on {kind} steps"))
-                    .with_help(format!("add `{field}: …`")),
+                Diagnostic::error(
+                    codes::MISSING_FIELD,
+                    s.id.as_ref().map_or(s.span.sub(0..0), |i| i.span),
+                    format!("{kind} step `{}` has no `{field}`", s.id_str()),
+                )
+                .with_label(format!("`{field}` is required on {kind} steps"))
+                .with_help(format!("add `{field}: …`")),
             ),
             Some(t) if t.value.trim().is_empty() => self.push(
-                Diagnostic::error(codes::MISSING_FIELD, t.span, format!("`{field}` of step `{}` is empty", s.id_str())).with_label("empty"),
+                Diagnostic::error(
+                    codes::MISSING_FIELD,
+                    t.span,
+                    format!("`{field}` of step `{}` is empty", s.id_str()),
+                )
+                .with_label("empty"),
             ),
             _ => {}
         }
@@ -318,64 +501,124 @@ impl Validator {
     fn step(&mut self, s: &Step, nested: bool) {
         match &s.id {
             None => self.push(
-                Diagnostic::error(codes::MISSING_FIELD, s.span.sub(0..0), "a step needs an `id`")
-                    .with_label("`id` is missing")
-                    .with_help("add `id: \"…\"` (letters, digits, `-`, `_`)"),
+                Diagnostic::error(
+                    codes::MISSING_FIELD,
+                    s.span.sub(0..0),
+                    "a step needs an `id`",
+                )
+                .with_label("`id` is missing")
+                .with_help("add `id: \"…\"` (letters, digits, `-`, `_`)"),
             ),
-            Some(id) if !alnum_after_removing(&id.value, &['-', '_']) || id.value.chars().count() > 50 => self.push(
-                Diagnostic::error(codes::BAD_NAME, id.span, format!("step id `{}` must be at most 50 letters, digits, `-` or `_`", id.value))
+            Some(id)
+                if !alnum_after_removing(&id.value, &['-', '_'])
+                    || id.value.chars().count() > 50 =>
+            {
+                self.push(
+                    Diagnostic::error(
+                        codes::BAD_NAME,
+                        id.span,
+                        format!(
+                            "step id `{}` must be at most 50 letters, digits, `-` or `_`",
+                            id.value
+                        ),
+                    )
                     .with_label("invalid step id"),
-            ),
+                )
+            }
             _ => {}
         }
         if s.step_type.is_none() {
             if let Some(t) = &s.type_text {
                 self.push(
-                    Diagnostic::error(codes::BAD_STEP_TYPE, t.span, format!("unknown step type `{}`", t.value))
-                        .with_label("expected `agent`, `recipe` or `bash`")
-                        .with_optional_help(
-                            ["agent", "recipe", "bash"]
-                                .iter()
-                                .find(|k| k.eq_ignore_ascii_case(&t.value))
-                                .map(|k| format!("types are lowercase: write `{k}`"))
-                                .or_else(|| help_for_unknown(&t.value, ["agent", "recipe", "bash"])),
-                        ),
+                    Diagnostic::error(
+                        codes::BAD_STEP_TYPE,
+                        t.span,
+                        format!("unknown step type `{}`", t.value),
+                    )
+                    .with_label("expected `agent`, `recipe` or `bash`")
+                    .with_optional_help(
+                        ["agent", "recipe", "bash"]
+                            .iter()
+                            .find(|k| k.eq_ignore_ascii_case(&t.value))
+                            .map(|k| format!("types are lowercase: write `{k}`"))
+                            .or_else(|| help_for_unknown(&t.value, ["agent", "recipe", "bash"])),
+                    ),
                 );
             }
         }
         match s.effective_type() {
             Some(StepType::Agent) => {
                 if !s.is_compound() {
-                    self.require(s, &s.agent, "agent", "an agent");
-                    self.require(s, &s.prompt, "prompt", "an agent");
+                    self.require(s, &s.agent, "agent", "agent");
+                    self.require(s, &s.prompt, "prompt", "agent");
                 }
                 self.forbid(s, &["recipe", "context", "command"], "agent", true);
-                self.forbid(s, &["cwd", "env", "output_exit_code", "recursion"], "agent", false);
+                self.forbid(
+                    s,
+                    &["cwd", "env", "output_exit_code", "recursion"],
+                    "agent",
+                    false,
+                );
                 if let Some(a) = &s.agent {
-                    if !a.value.contains(':') && a.value != "self" && !a.value.contains("{{") && !a.value.trim().is_empty() {
+                    if !a.value.contains(':')
+                        && a.value != "self"
+                        && !a.value.contains("{{")
+                        && !a.value.trim().is_empty()
+                    {
                         self.push(
-                            Diagnostic::warning(codes::BARE_AGENT, a.span, format!("agent `{}` has no bundle namespace", a.value))
-                                .with_label("expected `bundle:agent-name`")
-                                .with_help(format!("for example `foundation:{}`", a.value)),
+                            Diagnostic::warning(
+                                codes::BARE_AGENT,
+                                a.span,
+                                format!("agent `{}` has no bundle namespace", a.value),
+                            )
+                            .with_label("expected `bundle:agent-name`")
+                            .with_help(format!("for example `foundation:{}`", a.value)),
                         );
                     }
                 }
             }
             Some(StepType::Recipe) => {
-                self.require(s, &s.recipe, "recipe", "a recipe");
+                self.require(s, &s.recipe, "recipe", "recipe");
                 self.forbid(
                     s,
-                    &["agent", "prompt", "mode", "spawn_mode", "command", "cwd", "env", "output_exit_code", "provider", "model", "provider_preferences", "model_role", "agent_config"],
+                    &[
+                        "agent",
+                        "prompt",
+                        "mode",
+                        "spawn_mode",
+                        "command",
+                        "cwd",
+                        "env",
+                        "output_exit_code",
+                        "provider",
+                        "model",
+                        "provider_preferences",
+                        "model_role",
+                        "agent_config",
+                    ],
                     "recipe",
                     true,
                 );
                 self.forbid(s, &["timeout", "retry"], "recipe", false);
             }
             Some(StepType::Bash) => {
-                self.require(s, &s.command, "command", "a bash");
+                self.require(s, &s.command, "command", "bash");
                 self.forbid(
                     s,
-                    &["agent", "prompt", "mode", "agent_config", "recipe", "context", "recursion", "spawn_mode", "provider", "model", "provider_preferences", "model_role"],
+                    &[
+                        "agent",
+                        "prompt",
+                        "mode",
+                        "agent_config",
+                        "recipe",
+                        "context",
+                        "recursion",
+                        "spawn_mode",
+                        "provider",
+                        "model",
+                        "provider_preferences",
+                        "model_role",
+                    ],
                     "bash",
                     true,
                 );
@@ -387,37 +630,69 @@ impl Validator {
             for f in ["provider", "model"] {
                 if let Some(sp) = s.key_span(f) {
                     self.push(
-                        Diagnostic::error(codes::PROVIDER_PREFERENCES, sp, format!("`{f}` cannot be combined with `provider_preferences`"))
-                            .with_label("choose one approach")
-                            .with_secondary(pp.span, "preferences given here")
-                            .with_help("move the provider/model into a `provider_preferences` entry"),
+                        Diagnostic::error(
+                            codes::PROVIDER_PREFERENCES,
+                            sp,
+                            format!("`{f}` cannot be combined with `provider_preferences`"),
+                        )
+                        .with_label("choose one approach")
+                        .with_secondary(pp.span, "preferences given here")
+                        .with_help("move the provider/model into a `provider_preferences` entry"),
                     );
                 }
             }
             if let Some(sp) = s.key_span("model_role") {
                 self.push(
-                    Diagnostic::error(codes::PROVIDER_PREFERENCES, sp, "`model_role` cannot be combined with `provider_preferences`")
-                        .with_label("choose one approach")
-                        .with_secondary(pp.span, "preferences given here"),
+                    Diagnostic::error(
+                        codes::PROVIDER_PREFERENCES,
+                        sp,
+                        "`model_role` cannot be combined with `provider_preferences`",
+                    )
+                    .with_label("choose one approach")
+                    .with_secondary(pp.span, "preferences given here"),
                 );
             }
             if pp.value.is_empty() {
-                self.push(Diagnostic::error(codes::PROVIDER_PREFERENCES, pp.span, "`provider_preferences` cannot be an empty list").with_label("empty"));
+                self.push(
+                    Diagnostic::error(
+                        codes::PROVIDER_PREFERENCES,
+                        pp.span,
+                        "`provider_preferences` cannot be an empty list",
+                    )
+                    .with_label("empty"),
+                );
             }
             for p in &pp.value {
                 if let ProviderPreference::Class { class, .. } = p {
                     if !MODEL_CLASSES.contains(&class.value.as_str()) {
                         self.push(
-                            Diagnostic::error(codes::PROVIDER_PREFERENCES, class.span, format!("unknown model class `{}`", class.value))
-                                .with_label(format!("expected one of {}", quote_list(MODEL_CLASSES)))
-                                .with_optional_help(help_for_unknown(&class.value, MODEL_CLASSES.iter().copied())),
+                            Diagnostic::error(
+                                codes::PROVIDER_PREFERENCES,
+                                class.span,
+                                format!("unknown model class `{}`", class.value),
+                            )
+                            .with_label(format!("expected one of {}", quote_list(MODEL_CLASSES)))
+                            .with_optional_help(help_for_unknown(
+                                &class.value,
+                                MODEL_CLASSES.iter().copied(),
+                            )),
                         );
                     }
                 }
             }
         }
-        if let (Some(sp), true) = (s.key_span("model_role"), s.has("provider") || s.has("model")) {
-            self.push(Diagnostic::error(codes::PROVIDER_PREFERENCES, sp, "`model_role` cannot be combined with `provider`/`model`").with_label("choose one approach"));
+        if let (Some(sp), true) = (
+            s.key_span("model_role"),
+            s.has("provider") || s.has("model"),
+        ) {
+            self.push(
+                Diagnostic::error(
+                    codes::PROVIDER_PREFERENCES,
+                    sp,
+                    "`model_role` cannot be combined with `provider`/`model`",
+                )
+                .with_label("choose one approach"),
+            );
         }
         if let Some(m) = &s.spawn_mode {
             self.enum_value(m, "spawn_mode", &["subprocess"]);
@@ -454,11 +729,17 @@ impl Validator {
     }
 
     fn loop_error(&mut self, span: Span, msg: String, label: &str, help: &str) {
-        self.push(Diagnostic::error(codes::LOOP_FIELDS, span, msg).with_label(label.to_string()).with_help(help.to_string()));
+        self.push(
+            Diagnostic::error(codes::LOOP_FIELDS, span, msg)
+                .with_label(label.to_string())
+                .with_help(help.to_string()),
+        );
     }
 
     fn ineffective(&mut self, span: Span, msg: String, label: &str) {
-        self.push(Diagnostic::warning(codes::INEFFECTIVE_FIELD, span, msg).with_label(label.to_string()));
+        self.push(
+            Diagnostic::warning(codes::INEFFECTIVE_FIELD, span, msg).with_label(label.to_string()),
+        );
     }
 
     fn loops(&mut self, s: &Step) {
@@ -466,57 +747,121 @@ impl Validator {
         let whiles = s.has("while_condition");
         if let (Some(w), Some(f)) = (s.key_span("while_condition"), s.key_span("foreach")) {
             self.push(
-                Diagnostic::error(codes::LOOP_FIELDS, w, "`while_condition` and `foreach` cannot be used together")
-                    .with_label("a step is either a while loop or a foreach loop")
-                    .with_secondary(f, "foreach given here")
-                    .with_help("split the step, or nest one loop in a sub-recipe"),
+                Diagnostic::error(
+                    codes::LOOP_FIELDS,
+                    w,
+                    "`while_condition` and `foreach` cannot be used together",
+                )
+                .with_label("a step is either a while loop or a foreach loop")
+                .with_secondary(f, "foreach given here")
+                .with_help("split the step, or nest one loop in a sub-recipe"),
             );
         }
         if let Some(p) = &s.parallel {
             match p.value {
                 Parallel::Limit(n) if n < 1 => self.push(
-                    Diagnostic::error(codes::OUT_OF_RANGE, p.span, format!("`parallel` is {n}, must be true, false or a positive integer")).with_label("not a concurrency limit"),
+                    Diagnostic::error(
+                        codes::OUT_OF_RANGE,
+                        p.span,
+                        format!("`parallel` is {n}, must be true, false or a positive integer"),
+                    )
+                    .with_label("not a concurrency limit"),
                 ),
-                Parallel::Bool(true) | Parallel::Limit(_) if !foreach => {
-                    self.loop_error(p.span, "`parallel` requires `foreach`".into(), "nothing to run in parallel", "add `foreach:` or remove `parallel`")
-                }
+                Parallel::Bool(true) | Parallel::Limit(_) if !foreach => self.loop_error(
+                    p.span,
+                    "`parallel` requires `foreach`".into(),
+                    "nothing to run in parallel",
+                    "add `foreach:` or remove `parallel`",
+                ),
                 _ => {}
             }
         }
         if !foreach {
             for f in ["as", "max_iterations"] {
                 if let Some(sp) = s.key_span(f) {
-                    self.ineffective(sp, format!("`{f}` has no effect without `foreach`"), "only used by foreach loops");
+                    self.ineffective(
+                        sp,
+                        format!("`{f}` has no effect without `foreach`"),
+                        "only used by foreach loops",
+                    );
                 }
             }
             if let (Some(sp), false) = (s.key_span("collect"), whiles) {
-                self.ineffective(sp, "`collect` has no effect without a loop".into(), "only used by foreach and while loops");
+                self.ineffective(
+                    sp,
+                    "`collect` has no effect without a loop".into(),
+                    "only used by foreach and while loops",
+                );
             }
             if let Some(sp) = s.key_span("checkpoint_iterations") {
-                self.loop_error(sp, "`checkpoint_iterations` requires `foreach`".into(), "no loop to checkpoint", "add `foreach:` or remove the field");
+                self.loop_error(
+                    sp,
+                    "`checkpoint_iterations` requires `foreach`".into(),
+                    "no loop to checkpoint",
+                    "add `foreach:` or remove the field",
+                );
             }
-        } else if let (Some(sp), Some(Parallel::Bool(true) | Parallel::Limit(_))) = (s.key_span("checkpoint_iterations"), s.parallel.map(|p| p.value)) {
-            self.loop_error(sp, "`checkpoint_iterations` cannot be combined with `parallel`".into(), "parallel loops are all-or-nothing", "remove one of them");
+        } else if let (Some(sp), Some(Parallel::Bool(true) | Parallel::Limit(_))) = (
+            s.key_span("checkpoint_iterations"),
+            s.parallel.map(|p| p.value),
+        ) {
+            self.loop_error(
+                sp,
+                "`checkpoint_iterations` cannot be combined with `parallel`".into(),
+                "parallel loops are all-or-nothing",
+                "remove one of them",
+            );
         }
         self.range(&s.max_iterations, "max_iterations", 1, None);
-        self.range(&s.max_while_iterations, "max_while_iterations", 1, Some(1000));
+        self.range(
+            &s.max_while_iterations,
+            "max_while_iterations",
+            1,
+            Some(1000),
+        );
         if !whiles {
             if let Some(sp) = s.key_span("max_while_iterations") {
-                self.ineffective(sp, "`max_while_iterations` has no effect without `while_condition`".into(), "only used by while loops");
+                self.ineffective(
+                    sp,
+                    "`max_while_iterations` has no effect without `while_condition`".into(),
+                    "only used by while loops",
+                );
             }
         }
         if let (Some(sp), false) = (s.key_span("break_when"), foreach || whiles) {
-            self.loop_error(sp, "`break_when` requires `foreach` or `while_condition`".into(), "no loop to break out of", "add a loop or turn this into a `condition`");
+            self.loop_error(
+                sp,
+                "`break_when` requires `foreach` or `while_condition`".into(),
+                "no loop to break out of",
+                "add a loop or turn this into a `condition`",
+            );
         }
         if let Some(sp) = s.key_span("update_context") {
             if foreach && !whiles {
-                self.ineffective(sp, "`update_context` is ignored on foreach loops".into(), "only applied after while-loop iterations");
+                self.ineffective(
+                    sp,
+                    "`update_context` is ignored on foreach loops".into(),
+                    "only applied after while-loop iterations",
+                );
             } else if !whiles {
-                self.loop_error(sp, "`update_context` requires `while_condition`".into(), "no loop iteration to update after", "add `while_condition:`, or set the values with a step output");
+                self.loop_error(
+                    sp,
+                    "`update_context` requires `while_condition`".into(),
+                    "no loop iteration to update after",
+                    "add `while_condition:`, or set the values with a step output",
+                );
             }
         }
-        if let (Some(sp), false) = (s.key_span("while_steps").or(s.key_span("steps")), foreach || whiles) {
-            self.loop_error(sp, "a step body (`while_steps`) requires `while_condition` or `foreach`".into(), "no loop around this body", "add a loop, or make the body ordinary steps");
+        if let (Some(sp), false) = (
+            s.key_span("while_steps").or(s.key_span("steps")),
+            foreach || whiles,
+        ) {
+            self.loop_error(
+                sp,
+                "a step body (`while_steps`) requires `while_condition` or `foreach`".into(),
+                "no loop around this body",
+                "add a loop, or make the body ordinary steps",
+            );
         }
         if let (Some(p), Some(StepType::Recipe)) = (&s.parallel, s.effective_type()) {
             if foreach && matches!(p.value, Parallel::Bool(true) | Parallel::Limit(_)) {
@@ -543,10 +888,14 @@ impl Validator {
             let Some(id) = &s.id else { continue };
             if let Some(first) = seen.get(id.value.as_str()) {
                 self.push(
-                    Diagnostic::error(codes::DUPLICATE, id.span, format!("duplicate step id `{}`", id.value))
-                        .with_label("used again here")
-                        .with_secondary(*first, "first used here")
-                        .with_help("step ids must be unique across the whole recipe (all stages)"),
+                    Diagnostic::error(
+                        codes::DUPLICATE,
+                        id.span,
+                        format!("duplicate step id `{}`", id.value),
+                    )
+                    .with_label("used again here")
+                    .with_secondary(*first, "first used here")
+                    .with_help("step ids must be unique across the whole recipe (all stages)"),
                 );
             } else {
                 seen.insert(&id.value, id.span);
@@ -555,26 +904,45 @@ impl Validator {
     }
 
     fn depends_on(&mut self, steps: &[&Step]) {
-        let index: HashMap<&str, usize> = steps.iter().enumerate().filter_map(|(i, s)| s.id.as_ref().map(|id| (id.value.as_str(), i))).collect();
-        let ids: Vec<&str> = index.keys().copied().collect();
+        let index: HashMap<&str, usize> = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.id.as_ref().map(|id| (id.value.as_str(), i)))
+            .collect();
+        let mut ids: Vec<&str> = index.keys().copied().collect();
+        ids.sort_unstable();
         // Edges i -> j (step i depends on step j).
         let edges: Vec<Vec<(usize, Span)>> = steps
             .iter()
-            .map(|s| s.depends_on.iter().flat_map(|d| &d.value).filter_map(|d| index.get(d.value.as_str()).map(|&j| (j, d.span))).collect())
+            .map(|s| {
+                s.depends_on
+                    .iter()
+                    .flat_map(|d| &d.value)
+                    .filter_map(|d| index.get(d.value.as_str()).map(|&j| (j, d.span)))
+                    .collect()
+            })
             .collect();
         let mut reported_cycles: Vec<Vec<usize>> = Vec::new();
         for (i, s) in steps.iter().enumerate() {
             for d in s.depends_on.iter().flat_map(|d| &d.value) {
                 match index.get(d.value.as_str()) {
                     None => self.push(
-                        Diagnostic::error(codes::DEPENDS_UNKNOWN, d.span, format!("`depends_on` names unknown step `{}`", d.value))
-                            .with_label("no step has this id")
-                            .with_optional_help(help_for_unknown(&d.value, ids.iter().copied())),
+                        Diagnostic::error(
+                            codes::DEPENDS_UNKNOWN,
+                            d.span,
+                            format!("`depends_on` names unknown step `{}`", d.value),
+                        )
+                        .with_label("no step has this id")
+                        .with_optional_help(help_for_unknown(&d.value, ids.iter().copied())),
                     ),
                     Some(&j) if j == i => self.push(
-                        Diagnostic::error(codes::DEPENDS_ORDER, d.span, format!("step `{}` depends on itself", d.value))
-                            .with_label("a step cannot depend on itself")
-                            .with_help("remove this entry"),
+                        Diagnostic::error(
+                            codes::DEPENDS_ORDER,
+                            d.span,
+                            format!("step `{}` depends on itself", d.value),
+                        )
+                        .with_label("a step cannot depend on itself")
+                        .with_help("remove this entry"),
                     ),
                     Some(&j) if j > i => {
                         if let Some(cycle) = find_path(&edges, j, i) {
@@ -582,7 +950,10 @@ impl Validator {
                             key.sort_unstable();
                             if !reported_cycles.contains(&key) {
                                 reported_cycles.push(key);
-                                let mut chain: Vec<&str> = std::iter::once(i).chain(cycle).map(|k| steps[k].id_str()).collect();
+                                let mut chain: Vec<&str> = std::iter::once(i)
+                                    .chain(cycle)
+                                    .map(|k| steps[k].id_str())
+                                    .collect();
                                 chain.dedup();
                                 self.push(
                                     Diagnostic::error(codes::DEPENDS_CYCLE, d.span, format!("`depends_on` cycle: {}", chain.join(" → ")))
@@ -592,10 +963,23 @@ impl Validator {
                             }
                         } else {
                             self.push(
-                                Diagnostic::error(codes::DEPENDS_ORDER, d.span, format!("step `{}` depends on `{}`, which comes later", s.id_str(), d.value))
-                                    .with_label("defined after this step")
-                                    .with_secondary(steps[j].id.as_ref().map_or(steps[j].span, |t| t.span), "defined here")
-                                    .with_help("steps run in file order; move the dependency before this step"),
+                                Diagnostic::error(
+                                    codes::DEPENDS_ORDER,
+                                    d.span,
+                                    format!(
+                                        "step `{}` depends on `{}`, which comes later",
+                                        s.id_str(),
+                                        d.value
+                                    ),
+                                )
+                                .with_label("defined after this step")
+                                .with_secondary(
+                                    steps[j].id.as_ref().map_or(steps[j].span, |t| t.span),
+                                    "defined here",
+                                )
+                                .with_help(
+                                    "steps run in file order; move the dependency before this step",
+                                ),
                             );
                         }
                     }
@@ -634,22 +1018,54 @@ fn find_path(edges: &[Vec<(usize, Span)>], from: usize, to: usize) -> Option<Vec
     None
 }
 
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 fn quote_list(xs: &[&str]) -> String {
-    xs.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+    xs.iter()
+        .map(|x| format!("`{x}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn field_owner_help(f: &str) -> String {
     match f {
         "recipe" | "context" | "recursion" => format!("`{f}` belongs to `type: recipe` steps"),
-        "command" | "cwd" | "env" | "output_exit_code" => format!("`{f}` belongs to `type: bash` steps"),
-        "timeout" => "recipe steps run without a timeout; set timeouts inside the sub-recipe".into(),
+        "command" | "cwd" | "env" | "output_exit_code" => {
+            format!("`{f}` belongs to `type: bash` steps")
+        }
+        "timeout" => {
+            "recipe steps run without a timeout; set timeouts inside the sub-recipe".into()
+        }
         "retry" => "only agent steps are retried".into(),
         _ => format!("`{f}` belongs to agent steps"),
     }
 }
 
+fn pad_version(v: &str) -> String {
+    let mut parts: Vec<&str> = v.split('.').take(3).collect();
+    while parts.len() < 3 {
+        parts.push("0");
+    }
+    parts.join(".")
+}
+
 fn suggest_name(s: &str) -> String {
-    let out: String = s.chars().map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '-' }).collect();
+    let out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let out = out.trim_matches('-').to_string();
     if out.is_empty() {
         "my-recipe".into()
@@ -661,14 +1077,22 @@ fn suggest_name(s: &str) -> String {
 /// `YYYY-MM-DD`, optionally followed by `T`/space, `hh:mm[:ss[.frac]]` and `Z` or `±hh:mm`.
 fn is_iso8601(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
-    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10)) {
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    if !(digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10))
+    {
         return false;
     }
     if b.len() == 10 {
         return true;
     }
-    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || !(digits(11..13) && b.get(13) == Some(&b':') && digits(14..16)) {
+    if !matches!(b.get(10), Some(b'T' | b't' | b' '))
+        || !(digits(11..13) && b.get(13) == Some(&b':') && digits(14..16))
+    {
         return false;
     }
     let mut i = 16;
@@ -687,7 +1111,11 @@ fn is_iso8601(s: &str) -> bool {
     match b.get(i) {
         None => true,
         Some(b'Z' | b'z') => i + 1 == b.len(),
-        Some(b'+' | b'-') => digits(i + 1..i + 3) && (b.len() == i + 3 || (b.get(i + 3) == Some(&b':') && digits(i + 4..i + 6) && b.len() == i + 6)),
+        Some(b'+' | b'-') => {
+            digits(i + 1..i + 3)
+                && (b.len() == i + 3
+                    || (b.get(i + 3) == Some(&b':') && digits(i + 4..i + 6) && b.len() == i + 6))
+        }
         _ => false,
     }
 }

@@ -39,7 +39,12 @@ impl Scope {
     fn define_output(&mut self, name: &str, conditional: Option<(String, Span)>) {
         let merged = match (self.vars.get(name), conditional) {
             // Already defined on every path: stays so, but its shape is now unknown.
-            (Some(Def::Output { conditional: Some(_) }), c @ Some(_)) => Def::Output { conditional: c },
+            (
+                Some(Def::Output {
+                    conditional: Some(_),
+                }),
+                c @ Some(_),
+            ) => Def::Output { conditional: c },
             (Some(_), Some(_)) => Def::Output { conditional: None },
             (_, c) => Def::Output { conditional: c },
         };
@@ -56,12 +61,18 @@ pub struct Variables<'a> {
 
 fn issue_to_diag(src: &str, text: &Text, issue: Issue) -> Diagnostic {
     let span = text.sub_span(src, issue.range.clone());
-    Diagnostic::new(issue.severity, issue.code, span, issue.message).with_label(issue.label).with_optional_help(issue.help)
+    Diagnostic::new(issue.severity, issue.code, span, issue.message)
+        .with_label(issue.label)
+        .with_optional_help(issue.help)
 }
 
 impl<'a> Variables<'a> {
     pub fn new(src: &'a str) -> Variables<'a> {
-        Variables { src, diags: Vec::new(), setters: HashMap::new() }
+        Variables {
+            src,
+            diags: Vec::new(),
+            setters: HashMap::new(),
+        }
     }
 
     pub fn recipe(&mut self, r: &Recipe) {
@@ -70,10 +81,16 @@ impl<'a> Variables<'a> {
         }
         let mut scope = Scope::default();
         for c in &r.context {
-            scope.vars.insert(c.key.value.clone(), Def::Context(c.value.clone()));
+            scope
+                .vars
+                .insert(c.key.value.clone(), Def::Context(c.value.clone()));
         }
-        scope.vars.insert("recipe".into(), Def::Reserved(RECIPE_FIELDS));
-        scope.vars.insert("session".into(), Def::Reserved(SESSION_FIELDS));
+        scope
+            .vars
+            .insert("recipe".into(), Def::Reserved(RECIPE_FIELDS));
+        scope
+            .vars
+            .insert("session".into(), Def::Reserved(SESSION_FIELDS));
         if let Some(steps) = &r.steps {
             scope.vars.insert("step".into(), Def::Reserved(STEP_FIELDS));
             for s in &steps.value {
@@ -81,8 +98,12 @@ impl<'a> Variables<'a> {
             }
         }
         if let Some(stages) = &r.stages {
-            scope.vars.insert("step".into(), Def::Reserved(STAGED_STEP_FIELDS));
-            scope.vars.insert("stage".into(), Def::Reserved(STAGE_FIELDS));
+            scope
+                .vars
+                .insert("step".into(), Def::Reserved(STAGED_STEP_FIELDS));
+            scope
+                .vars
+                .insert("stage".into(), Def::Reserved(STAGE_FIELDS));
             for (i, st) in stages.value.iter().enumerate() {
                 for s in &st.steps {
                     self.step(s, &mut scope);
@@ -100,11 +121,18 @@ impl<'a> Variables<'a> {
 
     fn collect_setters(&mut self, s: &Step) {
         let id = s.id_str().to_owned();
-        for t in [&s.output, &s.collect, &s.output_exit_code].into_iter().flatten() {
-            self.setters.entry(t.value.clone()).or_insert_with(|| id.clone());
+        for t in [&s.output, &s.collect, &s.output_exit_code]
+            .into_iter()
+            .flatten()
+        {
+            self.setters
+                .entry(t.value.clone())
+                .or_insert_with(|| id.clone());
         }
         for e in s.update_context.iter().flatten() {
-            self.setters.entry(e.key.value.clone()).or_insert_with(|| id.clone());
+            self.setters
+                .entry(e.key.value.clone())
+                .or_insert_with(|| id.clone());
         }
         for sub in s.while_steps.iter().flat_map(|b| &b.value) {
             self.collect_setters(sub);
@@ -130,7 +158,10 @@ impl<'a> Variables<'a> {
             body.vars.insert("_loop_index".into(), Def::Dynamic);
             body.vars.insert("_loop_iteration".into(), Def::Dynamic);
         }
-        for t in [&s.prompt, &s.command, &s.cwd, &s.recipe].into_iter().flatten() {
+        for t in [&s.prompt, &s.command, &s.cwd, &s.recipe]
+            .into_iter()
+            .flatten()
+        {
             self.template(t, &body);
         }
         for e in s.env.iter().flatten() {
@@ -143,7 +174,11 @@ impl<'a> Variables<'a> {
                 c.value.walk(|n| {
                     if let NodeKind::Scalar(sc) = &n.kind {
                         if matches!(sc.resolve(), ScalarValue::Str(_)) {
-                            let t = Text { value: sc.text.clone(), span: n.span, style: sc.style };
+                            let t = Text {
+                                value: sc.text.clone(),
+                                span: n.span,
+                                style: sc.style,
+                            };
                             self.template(&t, &body);
                         }
                     }
@@ -156,7 +191,10 @@ impl<'a> Variables<'a> {
             }
         }
         // After each iteration's body: the step's own results exist.
-        for t in [&s.output, &s.collect, &s.output_exit_code].into_iter().flatten() {
+        for t in [&s.output, &s.collect, &s.output_exit_code]
+            .into_iter()
+            .flatten()
+        {
             body.define_output(&t.value, None);
         }
         for e in s.update_context.iter().flatten() {
@@ -170,9 +208,21 @@ impl<'a> Variables<'a> {
         if let Some(b) = &s.break_when {
             self.condition(b, &body, "break_when", false);
         }
-        let conditional = s.condition.as_ref().map(|c| (s.id_str().to_owned(), c.span));
-        let mut defined: Vec<&str> = [&s.output, &s.collect, &s.output_exit_code].into_iter().flatten().map(|t| t.value.as_str()).collect();
-        defined.extend(s.update_context.iter().flatten().map(|e| e.key.value.as_str()));
+        let conditional = s
+            .condition
+            .as_ref()
+            .map(|c| (s.id_str().to_owned(), c.span));
+        let mut defined: Vec<&str> = [&s.output, &s.collect, &s.output_exit_code]
+            .into_iter()
+            .flatten()
+            .map(|t| t.value.as_str())
+            .collect();
+        defined.extend(
+            s.update_context
+                .iter()
+                .flatten()
+                .map(|e| e.key.value.as_str()),
+        );
         for name in defined {
             scope.define_output(name, conditional.clone());
         }
@@ -183,8 +233,15 @@ impl<'a> Variables<'a> {
     }
 
     fn define_nested(&self, s: &Step, scope: &mut Scope, outer: Option<(String, Span)>) {
-        let cond = outer.or_else(|| s.condition.as_ref().map(|c| (s.id_str().to_owned(), c.span)));
-        for t in [&s.output, &s.collect, &s.output_exit_code].into_iter().flatten() {
+        let cond = outer.or_else(|| {
+            s.condition
+                .as_ref()
+                .map(|c| (s.id_str().to_owned(), c.span))
+        });
+        for t in [&s.output, &s.collect, &s.output_exit_code]
+            .into_iter()
+            .flatten()
+        {
             scope.define_output(&t.value, cond.clone());
         }
         for sub in s.while_steps.iter().flat_map(|b| &b.value) {
@@ -209,12 +266,17 @@ impl<'a> Variables<'a> {
         }
         let Some(e) = expr else { return };
         let vars = e.vars();
-        let literal_true = matches!(e, Expr::Bool { value: true, .. }) && field == "while_condition";
+        let literal_true =
+            matches!(e, Expr::Bool { value: true, .. }) && field == "while_condition";
         if need_var && vars.is_empty() && !literal_true {
             self.diags.push(
-                Diagnostic::error(codes::NO_VARIABLE, t.span, format!("`{field}` does not refer to any variable"))
-                    .with_label("its value is fixed when the recipe is written")
-                    .with_help("compare a `{{variable}}`, or remove the field"),
+                Diagnostic::error(
+                    codes::NO_VARIABLE,
+                    t.span,
+                    format!("`{field}` does not refer to any variable"),
+                )
+                .with_label("its value is fixed when the recipe is written")
+                .with_help("compare a `{{variable}}`, or remove the field"),
             );
         }
         for v in vars {
@@ -227,20 +289,35 @@ impl<'a> Variables<'a> {
         let vars: Vec<&VarRef> = tpl.vars().collect();
         let Some(first) = vars.first() else {
             self.diags.push(
-                Diagnostic::error(codes::NO_VARIABLE, t.span, "`foreach` must be a variable reference")
-                    .with_label("no `{{variable}}` here")
-                    .with_help(format!("write `foreach: \"{{{{{}}}}}\"` with the list variable", t.value.trim())),
+                Diagnostic::error(
+                    codes::NO_VARIABLE,
+                    t.span,
+                    "`foreach` must be a variable reference",
+                )
+                .with_label("no `{{variable}}` here")
+                .with_help(format!(
+                    "write `foreach: \"{{{{{}}}}}\"` with the list variable",
+                    t.value.trim()
+                )),
             );
             return;
         };
         let lead = &t.value[..first.range.start];
         let trail = &t.value[first.range.end..];
         if !lead.trim().is_empty() || !trail.trim().is_empty() {
-            let (range, what) = if !lead.trim().is_empty() { (0..first.range.start, "before") } else { (first.range.end..t.value.len(), "after") };
+            let (range, what) = if !lead.trim().is_empty() {
+                (0..first.range.start, "before")
+            } else {
+                (first.range.end..t.value.len(), "after")
+            };
             self.diags.push(
-                Diagnostic::error(codes::FOREACH_SOURCE, t.sub_span(self.src, range), format!("text {what} the variable in `foreach`"))
-                    .with_label("`foreach` takes exactly one `{{list}}` reference")
-                    .with_help(format!("write `foreach: \"{{{{{}}}}}\"`", first.dotted())),
+                Diagnostic::error(
+                    codes::FOREACH_SOURCE,
+                    t.sub_span(self.src, range),
+                    format!("text {what} the variable in `foreach`"),
+                )
+                .with_label("`foreach` takes exactly one `{{list}}` reference")
+                .with_help(format!("write `foreach: \"{{{{{}}}}}\"`", first.dotted())),
             );
         }
         self.reference(first, t, scope);
@@ -253,7 +330,9 @@ impl<'a> Variables<'a> {
             None => {
                 let mut d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span, format!("undefined variable `{root}`"))
                     .with_label("not defined at this point");
-                let help = help_for_unknown(root, scope.vars.keys().map(String::as_str).filter(|k| !k.starts_with("_loop_")));
+                let mut names: Vec<&str> = scope.vars.keys().map(String::as_str).filter(|k| !k.starts_with('_')).collect();
+                names.sort_unstable();
+                let help = help_for_unknown(root, names);
                 d = d.with_optional_help(help);
                 if let Some(setter) = self.setters.get(root) {
                     d = d.with_note(format!("`{root}` is set by step `{setter}`, which does not run before this point"));
@@ -295,12 +374,23 @@ impl<'a> Variables<'a> {
                 NodeKind::Map(_) => match cur.get(part) {
                     Some(next) => cur = next,
                     None => {
-                        let keys: Vec<&str> = cur.as_map().unwrap_or(&[]).iter().filter_map(|e| e.key.key_text()).collect();
+                        let keys: Vec<&str> = cur
+                            .as_map()
+                            .unwrap_or(&[])
+                            .iter()
+                            .filter_map(|e| e.key.key_text())
+                            .collect();
                         self.diags.push(
-                            Diagnostic::warning(codes::STATIC_PATH, span, format!("`{parent}` in `context` has no key `{part}`"))
-                                .with_label("unless the caller passes a different value, this is undefined")
-                                .with_secondary(cur.span, format!("`{parent}` is defined here"))
-                                .with_optional_help(help_for_unknown(part, keys.iter().copied())),
+                            Diagnostic::warning(
+                                codes::STATIC_PATH,
+                                span,
+                                format!("`{parent}` in `context` has no key `{part}`"),
+                            )
+                            .with_label(
+                                "unless the caller passes a different value, this is undefined",
+                            )
+                            .with_secondary(cur.span, format!("`{parent}` is defined here"))
+                            .with_optional_help(help_for_unknown(part, keys.iter().copied())),
                         );
                         return;
                     }
@@ -318,4 +408,3 @@ impl<'a> Variables<'a> {
         }
     }
 }
-
