@@ -1,0 +1,24 @@
+//! Formats the files named on the command line to stdout (a development aid).
+
+use pipewright_fmt::{format_source, Dialect};
+use pipewright_syntax::FileId;
+
+fn main() {
+    for path in std::env::args().skip(1) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            eprintln!("{path}: cannot read");
+            continue;
+        };
+        let dialect = if path.ends_with(".json") {
+            Dialect::StateMachine
+        } else if path.ends_with(".toml") {
+            Dialect::Meow
+        } else {
+            Dialect::Pipeline
+        };
+        match format_source(FileId(0), &text, dialect) {
+            Ok(f) => print!("{}", f.output),
+            Err(d) => eprintln!("{path}: {d:#?}"),
+        }
+    }
+}

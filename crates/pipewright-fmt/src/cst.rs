@@ -1,0 +1,172 @@
+//! The concrete syntax tree the printer works on: the span-keeping node tree of
+//! `pipewright-yaml` (which saphyr builds correctly for every YAML corner case) plus what that
+//! tree forgets — comments, blank lines, anchors, aliases and document markers — recovered from
+//! the source text between the nodes' spans.
+
+use crate::trivia::{self, Trivia};
+use pipewright_syntax::{Diagnostic, FileId, Span};
+use pipewright_yaml::{Limits, Node, NodeKind, ScalarStyle};
+
+/// One `---` document with the comments that follow its last node.
+pub struct CstDoc {
+    pub root: Option<Node>,
+    /// Trivia after the document's last node (before the next `---` or the end of file).
+    pub trailing: Vec<trivia::Item>,
+}
+
+pub struct Cst<'a> {
+    pub src: &'a str,
+    pub docs: Vec<CstDoc>,
+    pub trivia: Trivia,
+}
+
+/// What the source says about a node beyond the loader's tree: its anchor, whether it is an
+/// alias, where its content starts after the properties, and whether it is a flow collection.
+#[derive(Debug, Clone, Copy)]
+pub struct Props<'a> {
+    pub anchor: Option<&'a str>,
+    pub alias: bool,
+    pub content_start: usize,
+    pub flow: bool,
+}
+
+pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
+    let start = node.span.start as usize;
+    let end = (node.span.end as usize).max(start);
+    let text = src.get(start..end).unwrap_or("");
+    if text.starts_with('*') {
+        return Props {
+            anchor: None,
+            alias: true,
+            content_start: start,
+            flow: false,
+        };
+    }
+    let mut anchor = None;
+    let mut i = 0usize;
+    let bytes = text.as_bytes();
+    // Properties (`&anchor`, `!tag`) precede the content, separated by blanks or line breaks.
+    loop {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
+            i += 1;
+        }
+        let Some(&c) = bytes.get(i) else { break };
+        if c != b'&' && c != b'!' {
+            break;
+        }
+        let tok_end = text[i..]
+            .find([' ', '\t', '\r', '\n'])
+            .map_or(text.len(), |j| i + j);
+        if c == b'&' {
+            anchor = text.get(i + 1..tok_end);
+        }
+        i = tok_end;
+    }
+    if i == 0 {
+        // No properties: the content starts at the span (block scalars' spans start at their
+        // first content line, which is not a property).
+        let flow = matches!(node.kind, NodeKind::Map(_) | NodeKind::Seq(_))
+            && matches!(bytes.first(), Some(b'{' | b'['));
+        return Props {
+            anchor: None,
+            alias: false,
+            content_start: start,
+            flow,
+        };
+    }
+    let flow = matches!(node.kind, NodeKind::Map(_) | NodeKind::Seq(_))
+        && matches!(bytes.get(i), Some(b'{' | b'['));
+    Props {
+        anchor,
+        alias: false,
+        content_start: start + i,
+        flow,
+    }
+}
+
+pub fn is_block_scalar(node: &Node) -> bool {
+    matches!(&node.kind, NodeKind::Scalar(s) if matches!(s.style, ScalarStyle::Literal | ScalarStyle::Folded))
+}
+
+/// The end of a flow collection, just after its closing bracket. The loader's span stops at the
+/// last item when the collection carries a tag, so find the bracket in the text.
+pub fn flow_end(src: &str, node: &Node, p: &Props) -> usize {
+    let from = match &node.kind {
+        NodeKind::Map(e) => e
+            .last()
+            .map(|e| e.value.span.end.max(e.key.span.end) as usize),
+        NodeKind::Seq(items) => items.last().map(|n| n.span.end as usize),
+        NodeKind::Scalar(_) => None,
+    }
+    .unwrap_or(p.content_start + 1);
+    let bytes = src.as_bytes();
+    let mut i = from.max(p.content_start + 1);
+    let mut in_comment = false;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_comment {
+            if c == b'\n' {
+                in_comment = false;
+            }
+        } else if c == b'#' && i > 0 && matches!(bytes[i - 1], b' ' | b'\t' | b'\n') {
+            in_comment = true;
+        } else if c == b'}' || c == b']' {
+            return i + 1;
+        }
+        i += 1;
+    }
+    (node.span.end as usize).max(from)
+}
+
+/// Loads `text` and recovers its trivia. Errors are the loader's (the file is not YAML, or is
+/// too deep) or a feature the printer cannot reproduce.
+pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
+    let (docs, diags) = pipewright_yaml::load(file, src, Limits::default());
+    // Duplicate keys are the checker's business; the formatter keeps them (in order), so only
+    // errors that make the tree unreliable stop it.
+    let fatal: Vec<Diagnostic> = diags
+        .into_iter()
+        .filter(|d| d.is_error() && d.code != "PW0005")
+        .collect();
+    if !fatal.is_empty() {
+        return Err(fatal);
+    }
+    if let Some(at) = directive_line(src) {
+        return Err(vec![Diagnostic::error(
+            "PW0901",
+            Span::new(file, at..at + 1),
+            "YAML directives (`%YAML`, `%TAG`) are not supported by the formatter",
+        )
+        .with_label("directive")
+        .with_help("remove the directive; pipewright files never need one")]);
+    }
+    let (trivia, trailing) = trivia::collect(src, &docs);
+    let docs = docs
+        .into_iter()
+        .zip(trailing)
+        .map(|(d, trailing)| CstDoc {
+            root: d.root,
+            trailing,
+        })
+        .collect();
+    Ok(Cst { src, docs, trivia })
+}
+
+fn directive_line(src: &str) -> Option<usize> {
+    let mut pos = 0usize;
+    for line in src.split_inclusive('\n') {
+        if line.starts_with('%') {
+            return Some(pos);
+        }
+        if line.starts_with("---") {
+            // Directives only appear before the first document marker.
+            return None;
+        }
+        pos += line.len();
+        let t = line.trim();
+        if !(t.is_empty() || t.starts_with('#')) {
+            return None;
+        }
+    }
+    None
+}

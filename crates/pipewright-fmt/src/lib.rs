@@ -1,0 +1,119 @@
+//! `pipewright fmt`: rewrites workflow files into one canonical form without losing a comment
+//! or changing a value.
+//!
+//! YAML dialects go through a comment-keeping tree ([`cst`]) and a shared printer ([`print`])
+//! steered by per-dialect [`rules`]; every result is re-loaded and compared with the input
+//! ([`verify`]) before it is returned, so a formatter bug surfaces as a diagnostic and an
+//! untouched file, never as a changed workflow. JSON is pretty-printed; TOML goes through
+//! `toml_edit`, which keeps comments.
+
+pub mod cst;
+pub mod diff;
+mod json;
+pub mod print;
+pub mod quote;
+pub mod rules;
+mod toml;
+pub mod trivia;
+pub mod verify;
+
+use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
+use rules::{pipeline::PipelineRules, DialectRules, GenericRules};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Pipeline,
+    Recipe,
+    StateMachine,
+    Meow,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Formatted {
+    pub output: String,
+    pub changed: bool,
+}
+
+pub const CODES: &[CodeInfo] = &[
+    CodeInfo {
+        code: "PW0900",
+        title: "the formatter could not produce a faithful result; the file was left untouched",
+        explanation: include_str!("../explain/PW0900.md"),
+    },
+    CodeInfo {
+        code: "PW0901",
+        title: "a YAML construct the formatter does not rewrite",
+        explanation: include_str!("../explain/PW0901.md"),
+    },
+];
+
+/// The R1 canonical printer, in one place so the formatter and its verifier agree.
+pub(crate) fn canonical_expr(src: &str) -> Option<String> {
+    pipewright_r1::parse(src).ok().map(|e| e.to_string())
+}
+
+/// Formats one file's text. `Err` carries diagnostics; the caller leaves the file untouched.
+pub fn format_source(
+    file: FileId,
+    text: &str,
+    dialect: Dialect,
+) -> Result<Formatted, Vec<Diagnostic>> {
+    let output = match dialect {
+        Dialect::Pipeline => format_yaml(file, text, &PipelineRules)?,
+        Dialect::Recipe => format_yaml(file, text, &GenericRules)?,
+        Dialect::StateMachine => json::format(file, text)?,
+        Dialect::Meow => toml::format(file, text)?,
+    };
+    Ok(Formatted {
+        changed: output != text,
+        output,
+    })
+}
+
+pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+    diff::unified_diff(path, before, after)
+}
+
+pub(crate) fn internal_error(file: FileId, why: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(
+        "PW0900",
+        Span::new(file, 0..0),
+        "the formatter could not rewrite this file faithfully",
+    )
+    .with_label("file left untouched")
+    .with_note(why.into())
+    .with_help("this is a formatter bug: please report it with the file; the file itself is fine")
+}
+
+/// Formats a YAML file with the given dialect rules.
+pub fn format_yaml(
+    file: FileId,
+    text: &str,
+    rules: &dyn DialectRules,
+) -> Result<String, Vec<Diagnostic>> {
+    // A byte-order mark is kept but not shown to the scanner.
+    let (bom, body) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    };
+    let mut cst = cst::build(file, body)?;
+    let mut comments: Vec<String> = cst
+        .trivia
+        .leading
+        .values()
+        .flatten()
+        .chain(cst.docs.iter().flat_map(|d| d.trailing.iter()))
+        .filter_map(|i| match i {
+            trivia::Item::Comment(c) => Some(c.clone()),
+            trivia::Item::Blank => None,
+        })
+        .collect();
+    comments.extend(cst.trivia.trailing.values().flatten().cloned());
+    comments.sort();
+    let out = print::print(&mut cst, rules);
+    let roots: Vec<Option<&pipewright_yaml::Node>> =
+        cst.docs.iter().map(|d| d.root.as_ref()).collect();
+    verify::check(file, &roots, &comments, &out, rules)
+        .map_err(|why| vec![internal_error(file, why)])?;
+    Ok(format!("{bom}{out}"))
+}

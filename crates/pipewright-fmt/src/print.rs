@@ -1,0 +1,613 @@
+//! Prints a [`Cst`] in canonical form: two-space indentation, sequences indented under their
+//! key, dialect key order, flow style only where it fits and holds no comment, minimal quoting,
+//! re-spaced R1 expressions, block scalars kept as block scalars.
+
+use crate::cst::{is_block_scalar, props, Cst, Props};
+use crate::quote;
+use crate::rules::{DialectRules, Seg};
+use crate::trivia::{Item, Trivia};
+use pipewright_yaml::{Entry, Node, NodeKind, ScalarStyle, ScalarValue};
+use std::borrow::Cow;
+
+/// The column limit for flow collections.
+pub const WIDTH: usize = 100;
+const INDENT: usize = 2;
+
+pub fn print(cst: &mut Cst<'_>, rules: &dyn DialectRules) -> String {
+    let triv = std::mem::take(&mut cst.trivia);
+    let mut p = Printer {
+        src: cst.src,
+        rules,
+        triv,
+        out: String::with_capacity(cst.src.len() + cst.src.len() / 8),
+        orphans: Vec::new(),
+    };
+    let n = cst.docs.len();
+    for (i, doc) in cst.docs.iter().enumerate() {
+        let lone_empty =
+            doc.root.is_none() && !doc.trailing.iter().any(|t| matches!(t, Item::Comment(_)));
+        if i > 0 || (lone_empty && n > 1) {
+            p.out.push_str("---\n");
+        }
+        if let Some(root) = &doc.root {
+            let mut path = vec![Seg::Doc(rules.doc_kind(root))];
+            p.top(root, &mut path);
+        }
+        p.flush_orphans();
+        p.leading(doc.trailing.clone(), 0, doc.root.is_none());
+    }
+    // Anything not printed yet (which a correct attachment never leaves) still must not be lost.
+    let mut rest: Vec<(u32, String)> = Vec::new();
+    for (k, v) in p.triv.leading.drain() {
+        rest.extend(v.into_iter().filter_map(|i| match i {
+            Item::Comment(c) => Some((k, c)),
+            Item::Blank => None,
+        }));
+    }
+    for (k, v) in p.triv.trailing.drain() {
+        rest.extend(v.into_iter().map(|c| (k, c)));
+    }
+    rest.sort();
+    for (_, c) in rest {
+        p.out.push_str(&c);
+        p.out.push('\n');
+    }
+    let trimmed = p.out.trim_end_matches('\n').len();
+    p.out.truncate(trimmed);
+    if !p.out.is_empty() {
+        p.out.push('\n');
+    }
+    p.out
+}
+
+struct Printer<'s, 'r> {
+    src: &'s str,
+    rules: &'r dyn DialectRules,
+    triv: Trivia,
+    out: String,
+    /// Comments that could not be placed where they were (printed at the document's end).
+    orphans: Vec<String>,
+}
+
+fn key_str(e: &Entry) -> &str {
+    e.key.key_text().unwrap_or("")
+}
+
+impl<'s, 'r> Printer<'s, 'r> {
+    fn spaces(&mut self, n: usize) {
+        self.out.extend(std::iter::repeat_n(' ', n));
+    }
+
+    fn col(&self) -> usize {
+        let start = self.out.rfind('\n').map_or(0, |i| i + 1);
+        self.out[start..].chars().count()
+    }
+
+    fn flush_orphans(&mut self) {
+        for c in std::mem::take(&mut self.orphans) {
+            self.out.push_str(&c);
+            self.out.push('\n');
+        }
+    }
+
+    /// Leading trivia: comments at `indent`, runs of blank lines as one blank line. Blank
+    /// lines that open a collection or a document (`first`) are dropped.
+    fn leading(&mut self, items: Vec<Item>, indent: usize, first: bool) {
+        let mut blank = false;
+        let mut any = false;
+        for it in items {
+            match it {
+                Item::Blank => blank = true,
+                Item::Comment(c) => {
+                    if blank && (any || !first) {
+                        self.out.push('\n');
+                    }
+                    blank = false;
+                    any = true;
+                    self.spaces(indent);
+                    self.out.push_str(&c);
+                    self.out.push('\n');
+                }
+            }
+        }
+        if blank && (any || !first) && !self.out.is_empty() {
+            self.out.push('\n');
+        }
+    }
+
+    fn comment_lines(&mut self, comments: &[String], indent: usize) {
+        for c in comments {
+            self.spaces(indent);
+            self.out.push_str(c);
+            self.out.push('\n');
+        }
+    }
+
+    /// Whether a node is printed as one token (its trivia keyed by its own start).
+    fn is_token(&self, n: &Node, p: &Props) -> bool {
+        p.alias || p.flow || (matches!(n.kind, NodeKind::Scalar(_)) && !n.span.is_empty())
+    }
+
+    fn ordered<'n>(&self, node: &'n Node, path: &[Seg]) -> Vec<&'n Entry> {
+        let Some(entries) = node.as_map() else {
+            return Vec::new();
+        };
+        let mut v: Vec<&Entry> = entries.iter().collect();
+        if let Some(order) = self.rules.key_order(path) {
+            v.sort_by_key(|e| {
+                order
+                    .iter()
+                    .position(|k| *k == key_str(e))
+                    .unwrap_or(order.len())
+            });
+        }
+        v
+    }
+
+    /// The leading trivia of an entry: its key's and, when the value is printed on the key's
+    /// line, the value's comments too.
+    fn entry_leading(&mut self, e: &Entry) -> Vec<Item> {
+        let mut lead = self.triv.take_leading(&e.key);
+        let p = props(self.src, &e.value);
+        if self.is_token(&e.value, &p) {
+            lead.extend(
+                self.triv
+                    .take_leading(&e.value)
+                    .into_iter()
+                    .filter(|i| matches!(i, Item::Comment(_))),
+            );
+        }
+        lead
+    }
+
+    /// Takes the trivia printed before a node's first line (a sequence item's `-` line).
+    fn first_leading(&mut self, node: &'s Node, path: &mut Vec<Seg<'s>>) -> Vec<Item> {
+        let p = props(self.src, node);
+        let mut lead = Vec::new();
+        if self.is_token(node, &p) {
+            lead = self.triv.take_leading(node);
+            if p.alias || !p.flow {
+                return lead;
+            }
+        }
+        if p.anchor.is_some() || node.tag.is_some() {
+            // Printed non-compact; children print their own trivia.
+            return lead;
+        }
+        match &node.kind {
+            NodeKind::Map(_) => {
+                let first = self.ordered(node, path).first().copied();
+                if let Some(e) = first {
+                    lead.extend(self.entry_leading(e));
+                }
+            }
+            NodeKind::Seq(items) => {
+                if let Some(first) = items.first() {
+                    path.push(Seg::Index(0));
+                    lead.extend(self.first_leading(first, path));
+                    path.pop();
+                }
+            }
+            NodeKind::Scalar(_) => {}
+        }
+        lead
+    }
+
+    fn top(&mut self, root: &'s Node, path: &mut Vec<Seg<'s>>) {
+        let p = props(self.src, root);
+        let compact = !p.alias && !p.flow && p.anchor.is_none() && root.tag.is_none();
+        match &root.kind {
+            NodeKind::Map(e) if compact && !e.is_empty() => self.block_map(root, 0, false, path),
+            NodeKind::Seq(i) if compact && !i.is_empty() => self.block_seq(root, 0, false, path),
+            _ => {
+                let lead = self.first_leading(root, path);
+                self.leading(lead, 0, true);
+                self.value(root, 0, Vec::new(), path, false);
+            }
+        }
+    }
+
+    fn block_map(
+        &mut self,
+        node: &'s Node,
+        indent: usize,
+        inline_first: bool,
+        path: &mut Vec<Seg<'s>>,
+    ) {
+        let entries = self.ordered(node, path);
+        for (i, e) in entries.into_iter().enumerate() {
+            let lead = self.entry_leading(e);
+            if i == 0 && inline_first {
+                self.orphans
+                    .extend(lead.into_iter().filter_map(|t| match t {
+                        Item::Comment(c) => Some(c),
+                        Item::Blank => None,
+                    }));
+            } else {
+                self.leading(lead, indent, i == 0);
+                self.spaces(indent);
+            }
+            let key = self.scalar_text(&e.key, path, false, true);
+            self.out.push_str(&key);
+            self.out.push(':');
+            let key_trailing = self.triv.take_trailing(&e.key);
+            path.push(Seg::Key(key_str(e)));
+            self.value(&e.value, indent, key_trailing, path, true);
+            path.pop();
+        }
+    }
+
+    fn block_seq(
+        &mut self,
+        node: &'s Node,
+        indent: usize,
+        inline_first: bool,
+        path: &mut Vec<Seg<'s>>,
+    ) {
+        let Some(items) = node.as_seq() else { return };
+        for (i, item) in items.iter().enumerate() {
+            path.push(Seg::Index(i));
+            if !(i == 0 && inline_first) {
+                let lead = self.first_leading(item, path);
+                self.leading(lead, indent, i == 0);
+                self.spaces(indent);
+            }
+            self.out.push('-');
+            self.value(item, indent, Vec::new(), path, false);
+            path.pop();
+        }
+    }
+
+    /// Prints a value after `key:` or `-` (the cursor is just after the colon or dash) and
+    /// the lines it owns. `indent` is the indentation of the key or dash.
+    fn value(
+        &mut self,
+        v: &'s Node,
+        indent: usize,
+        mut trailing: Vec<String>,
+        path: &mut Vec<Seg<'s>>,
+        after_key: bool,
+    ) {
+        let p = props(self.src, v);
+        let child = indent + INDENT;
+        if is_block_scalar(v) && !p.alias {
+            let (header, lines) = self.block_parts(v, &p);
+            self.out.push(' ');
+            self.out.push_str(&self.props_prefix(v, &p));
+            self.out.push_str(&header);
+            if let Some(c) = trailing.first() {
+                self.out.push(' ');
+                self.out.push_str(c);
+            }
+            self.orphans.extend(trailing.into_iter().skip(1));
+            self.out.push('\n');
+            for l in lines {
+                if !l.is_empty() {
+                    self.spaces(child);
+                    self.out.push_str(&l);
+                }
+                self.out.push('\n');
+            }
+            return;
+        }
+        let inline: Option<String> = match &v.kind {
+            _ if p.alias => Some(self.scalar_text(v, path, false, false)),
+            NodeKind::Scalar(_) => Some(self.scalar_text(v, path, false, false)),
+            NodeKind::Map(_) | NodeKind::Seq(_) => {
+                let col = self.col() + 1;
+                self.try_flow(v, &p, path, col)
+            }
+        };
+        if let Some(text) = inline {
+            if self.is_token(v, &p) {
+                trailing.extend(self.triv.take_trailing(v));
+            }
+            if trailing.len() > 1 {
+                // One comment per line: the first stays after the key, the value moves below.
+                self.out.push(' ');
+                self.out.push_str(&trailing[0]);
+                self.out.push('\n');
+                self.spaces(child);
+                self.out.push_str(&text);
+                self.out.push(' ');
+                self.out.push_str(&trailing[1]);
+                self.out.push('\n');
+                let rest: Vec<String> = trailing.into_iter().skip(2).collect();
+                self.comment_lines(&rest, child);
+                return;
+            }
+            if !text.is_empty() {
+                self.out.push(' ');
+                self.out.push_str(&text);
+            }
+            if let Some(c) = trailing.first() {
+                self.out.push(' ');
+                self.out.push_str(c);
+            }
+            self.out.push('\n');
+            return;
+        }
+        // A block collection.
+        if p.flow {
+            trailing.extend(self.triv.take_trailing(v));
+        }
+        let prefix = self.props_prefix(v, &p);
+        let has_props = !prefix.is_empty();
+        if has_props {
+            self.out.push(' ');
+            self.out.push_str(prefix.trim_end());
+        }
+        let compact = !after_key && !has_props && trailing.is_empty();
+        if compact {
+            self.out.push(' ');
+            match &v.kind {
+                NodeKind::Map(_) => self.block_map(v, child, true, path),
+                _ => self.block_seq(v, child, true, path),
+            }
+            return;
+        }
+        if let Some(c) = trailing.first() {
+            self.out.push(' ');
+            self.out.push_str(c);
+        }
+        self.out.push('\n');
+        let rest: Vec<String> = trailing.into_iter().skip(1).collect();
+        self.comment_lines(&rest, child);
+        match &v.kind {
+            NodeKind::Map(_) => self.block_map(v, child, false, path),
+            _ => self.block_seq(v, child, false, path),
+        }
+    }
+
+    fn props_prefix(&self, n: &Node, p: &Props) -> String {
+        let mut s = String::new();
+        if p.alias {
+            return s;
+        }
+        if let Some(a) = p.anchor {
+            s.push('&');
+            s.push_str(a);
+            s.push(' ');
+        }
+        if let Some(t) = &n.tag {
+            s.push_str(&t.display());
+            s.push(' ');
+        }
+        s
+    }
+
+    /// The one-line flow text of a collection, if it should and can be written in flow style
+    /// starting at column `col`.
+    fn try_flow(
+        &mut self,
+        v: &'s Node,
+        p: &Props,
+        path: &mut Vec<Seg<'s>>,
+        col: usize,
+    ) -> Option<String> {
+        let empty = match &v.kind {
+            NodeKind::Map(e) => e.is_empty(),
+            NodeKind::Seq(i) => i.is_empty(),
+            NodeKind::Scalar(_) => false,
+        };
+        if !empty && !(p.flow || self.rules.prefer_flow(path)) {
+            return None;
+        }
+        if !empty && self.has_inner_comments(v) {
+            return None;
+        }
+        let text = self.flow_text(v, path)?;
+        (empty || col + text.chars().count() <= WIDTH).then_some(text)
+    }
+
+    fn has_inner_comments(&self, v: &Node) -> bool {
+        let mut stack: Vec<&Node> = Vec::new();
+        match &v.kind {
+            NodeKind::Map(es) => es.iter().for_each(|e| {
+                stack.push(&e.key);
+                stack.push(&e.value);
+            }),
+            NodeKind::Seq(items) => stack.extend(items.iter()),
+            NodeKind::Scalar(_) => {}
+        }
+        while let Some(n) = stack.pop() {
+            if self.triv.has_own_comment(n) {
+                return true;
+            }
+            if props(self.src, n).alias {
+                continue;
+            }
+            match &n.kind {
+                NodeKind::Map(es) => es.iter().for_each(|e| {
+                    stack.push(&e.key);
+                    stack.push(&e.value);
+                }),
+                NodeKind::Seq(items) => stack.extend(items.iter()),
+                NodeKind::Scalar(_) => {}
+            }
+        }
+        false
+    }
+
+    fn flow_text(&self, v: &'s Node, path: &mut Vec<Seg<'s>>) -> Option<String> {
+        let p = props(self.src, v);
+        if p.alias {
+            return Some(self.scalar_text(v, path, true, false));
+        }
+        let mut s = self.props_prefix(v, &p);
+        match &v.kind {
+            NodeKind::Scalar(sc) => {
+                if is_block_scalar(v) {
+                    return None;
+                }
+                let t = self.scalar_text(v, path, true, false);
+                if t.is_empty() && sc.style == ScalarStyle::Plain {
+                    s.push_str("null");
+                } else {
+                    s = t;
+                }
+            }
+            NodeKind::Map(_) => {
+                s.push('{');
+                for (i, e) in self.ordered(v, path).into_iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str(&self.scalar_text(&e.key, path, true, true));
+                    s.push_str(": ");
+                    path.push(Seg::Key(key_str(e)));
+                    let r = self.flow_text(&e.value, path);
+                    path.pop();
+                    s.push_str(&r?);
+                }
+                s.push('}');
+            }
+            NodeKind::Seq(items) => {
+                s.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    path.push(Seg::Index(i));
+                    let r = self.flow_text(item, path);
+                    path.pop();
+                    s.push_str(&r?);
+                }
+                s.push(']');
+            }
+        }
+        Some(s)
+    }
+
+    /// A scalar (or alias) on one line, properties included.
+    fn scalar_text(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool) -> String {
+        let p = props(self.src, n);
+        let raw = self
+            .src
+            .get(p.content_start..(n.span.end as usize).max(p.content_start))
+            .unwrap_or("");
+        if p.alias {
+            return raw.to_string();
+        }
+        let mut s = self.props_prefix(n, &p);
+        let Some(sc) = n.as_scalar() else {
+            return raw.to_string();
+        };
+        if !matches!(sc.resolve(), ScalarValue::Str(_)) {
+            if raw.is_empty() {
+                s.truncate(s.trim_end().len());
+            }
+            s.push_str(raw);
+            return s;
+        }
+        let is_expr = !is_key
+            && (n.tag.as_ref().is_some_and(|t| t.is_local("expr"))
+                || self.rules.is_expression(path));
+        let mut text: Cow<str> = Cow::Borrowed(&sc.text);
+        if is_expr {
+            match crate::canonical_expr(&sc.text) {
+                Some(c) => text = Cow::Owned(c),
+                None => {
+                    // Left exactly as written when it cannot be parsed.
+                    let quoted = matches!(
+                        sc.style,
+                        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
+                    );
+                    if quoted && !raw.contains('\n') {
+                        s.push_str(raw);
+                        return s;
+                    }
+                }
+            }
+        }
+        s.push_str(&quote::render(
+            &text,
+            in_flow,
+            sc.style == ScalarStyle::Plain,
+        ));
+        s
+    }
+
+    /// A block scalar's header (`|`, `>-`, `|2+`…) and its content lines without indentation,
+    /// taken from the source so that folding and the author's line breaks stay as written.
+    fn block_parts(&self, n: &Node, p: &Props) -> (String, Vec<String>) {
+        let Some(sc) = n.as_scalar() else {
+            return (String::from("|"), Vec::new());
+        };
+        let src = self.src;
+        let cs = p.content_start;
+        let end = (n.span.end as usize).max(cs);
+        let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
+        let (header_line_start, content_start) = if src[cs..].starts_with(['|', '>']) {
+            let nl = src[cs..].find('\n').map_or(src.len(), |j| cs + j + 1);
+            (line_start(cs), nl)
+        } else {
+            let mut ls = line_start(cs);
+            // Walk back over leading empty lines to the header.
+            loop {
+                if ls == 0 {
+                    break (0, ls);
+                }
+                let prev = line_start(ls - 1);
+                if src[prev..ls].trim().is_empty() {
+                    ls = prev;
+                } else {
+                    break (prev, ls);
+                }
+            }
+        };
+        let header_src =
+            &src[header_line_start..content_start.min(src.len()).max(header_line_start)];
+        let explicit = header_src.rfind(['|', '>']).is_some_and(|i| {
+            header_src[i + 1..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .any(|c| c.is_ascii_digit())
+        });
+        let body = src.get(content_start.min(end)..end).unwrap_or("");
+        let raw_lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
+        let indent_of = |l: &str| l.len() - l.trim_start_matches(' ').len();
+        let nonblank = raw_lines.iter().filter(|l| !l.trim().is_empty());
+        let n_ind = if explicit {
+            nonblank.map(|l| indent_of(l)).min()
+        } else {
+            nonblank.map(|l| indent_of(l)).next()
+        }
+        .unwrap_or(0);
+        let mut lines: Vec<String> = raw_lines
+            .iter()
+            .map(|l| {
+                if l.trim().is_empty() && indent_of(l) <= n_ind {
+                    String::new()
+                } else if indent_of(l) >= n_ind {
+                    l[n_ind..].to_string()
+                } else {
+                    l.trim_start().to_string()
+                }
+            })
+            .collect();
+        if body.is_empty() {
+            lines.clear();
+        }
+        let trailing_nl = sc.text.len() - sc.text.trim_end_matches('\n').len();
+        let chomp = match trailing_nl {
+            0 => "-",
+            1 => "",
+            _ => "+",
+        };
+        if trailing_nl > 1 && !lines.is_empty() {
+            lines.extend(std::iter::repeat_n(String::new(), trailing_nl - 1));
+        }
+        let needs_indicator = lines
+            .iter()
+            .find(|l| !l.is_empty())
+            .is_some_and(|l| l.starts_with(' '));
+        let style = if sc.style == ScalarStyle::Folded {
+            '>'
+        } else {
+            '|'
+        };
+        let header = format!("{style}{}{chomp}", if needs_indicator { "2" } else { "" });
+        (header, lines)
+    }
+}

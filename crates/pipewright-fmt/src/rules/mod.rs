@@ -1,0 +1,50 @@
+//! Dialect-specific canonical rules. The printer is shared; a dialect only says, for a node at
+//! a given path, in which order its keys go, whether its scalar is an R1 expression and whether
+//! a collection should be written in flow style when it fits.
+
+pub mod pipeline;
+
+use pipewright_yaml::Node;
+
+/// One step from a document root to a node. `Doc` is always first and names the kind of
+/// document as the dialect classified it (`"pipeline"`, `"schema"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seg<'a> {
+    Doc(&'static str),
+    Key(&'a str),
+    Index(usize),
+}
+
+pub type CstPath<'a> = [Seg<'a>];
+
+pub trait DialectRules {
+    /// Classifies a document by its root; the answer becomes the path's first segment.
+    fn doc_kind(&self, root: &Node) -> &'static str;
+    /// The canonical order of known keys of the mapping at `path`; other keys follow in the
+    /// author's order. `None` keeps the author's order entirely.
+    fn key_order(&self, path: &CstPath) -> Option<&'static [&'static str]>;
+    /// Whether the string scalar at `path` is an R1 expression (one tagged `!expr` always is).
+    fn is_expression(&self, path: &CstPath) -> bool;
+    /// Whether the collection at `path` is written `{…}` when it fits the line and holds no
+    /// comment, whatever style the author used. Other collections keep the author's style
+    /// (flow falls back to block when it does not fit or holds a comment).
+    fn prefer_flow(&self, path: &CstPath) -> bool;
+}
+
+/// Formatting without dialect knowledge: the author's key order and collection styles.
+pub struct GenericRules;
+
+impl DialectRules for GenericRules {
+    fn doc_kind(&self, _root: &Node) -> &'static str {
+        "yaml"
+    }
+    fn key_order(&self, _path: &CstPath) -> Option<&'static [&'static str]> {
+        None
+    }
+    fn is_expression(&self, _path: &CstPath) -> bool {
+        false
+    }
+    fn prefer_flow(&self, _path: &CstPath) -> bool {
+        false
+    }
+}

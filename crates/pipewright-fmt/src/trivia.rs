@@ -1,0 +1,247 @@
+//! Recovers comments and blank lines from the source and attaches each to a node.
+//!
+//! A comment that shares its line with earlier content *trails* the last token before it (a
+//! scalar or a flow collection's closing bracket); every other comment, and every blank line,
+//! *leads* the first token after it in the same document. Comments after a document's last
+//! token belong to the document. Attaching by token keeps comments with their node when the
+//! printer reorders keys or switches between flow and block style.
+
+use crate::cst::{flow_end, props};
+use pipewright_yaml::{Document, Node, NodeKind};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Comment(String),
+    Blank,
+}
+
+/// Trivia keyed by the start byte of the token it is attached to.
+#[derive(Debug, Default)]
+pub struct Trivia {
+    pub leading: HashMap<u32, Vec<Item>>,
+    pub trailing: HashMap<u32, Vec<String>>,
+}
+
+impl Trivia {
+    pub fn take_leading(&mut self, node: &Node) -> Vec<Item> {
+        self.leading.remove(&node.span.start).unwrap_or_default()
+    }
+
+    pub fn take_trailing(&mut self, node: &Node) -> Vec<String> {
+        self.trailing.remove(&node.span.start).unwrap_or_default()
+    }
+
+    /// Whether a comment is attached to `node`'s own token.
+    pub fn has_own_comment(&self, node: &Node) -> bool {
+        let k = node.span.start;
+        self.trailing.get(&k).is_some_and(|v| !v.is_empty())
+            || self
+                .leading
+                .get(&k)
+                .is_some_and(|v| v.iter().any(|i| matches!(i, Item::Comment(_))))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Token {
+    start: usize,
+    end: usize,
+    scalar: bool,
+}
+
+/// Every token of a document: non-empty scalars, aliases and flow collections. Aliases are not
+/// descended into: their children carry the anchored node's spans.
+fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let p = props(src, n);
+        if p.alias {
+            out.push(Token {
+                start: n.span.start as usize,
+                end: n.span.end as usize,
+                scalar: true,
+            });
+            continue;
+        }
+        match &n.kind {
+            NodeKind::Scalar(_) => {
+                if !n.span.is_empty() {
+                    out.push(Token {
+                        start: n.span.start as usize,
+                        end: n.span.end as usize,
+                        scalar: true,
+                    });
+                }
+            }
+            NodeKind::Seq(items) => {
+                if p.flow {
+                    out.push(Token {
+                        start: n.span.start as usize,
+                        end: flow_end(src, n, &p),
+                        scalar: false,
+                    });
+                }
+                stack.extend(items.iter());
+            }
+            NodeKind::Map(entries) => {
+                if p.flow {
+                    out.push(Token {
+                        start: n.span.start as usize,
+                        end: flow_end(src, n, &p),
+                        scalar: false,
+                    });
+                }
+                for e in entries {
+                    stack.push(&e.key);
+                    stack.push(&e.value);
+                }
+            }
+        }
+    }
+}
+
+/// A comment or blank line found in the source.
+enum Event {
+    Comment {
+        pos: usize,
+        line_start: usize,
+        text: String,
+        after_content: bool,
+    },
+    Blank {
+        pos: usize,
+    },
+}
+
+/// Returns the attached trivia and, per document, the trivia after its last token.
+pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
+    let mut toks = Vec::new();
+    for d in docs {
+        if let Some(r) = &d.root {
+            tokens(src, r, &mut toks);
+        }
+    }
+    toks.sort_by_key(|t| (t.start, std::cmp::Reverse(t.end)));
+    let scalars: Vec<(usize, usize)> = toks
+        .iter()
+        .filter(|t| t.scalar)
+        .map(|t| (t.start, t.end))
+        .collect();
+    let mut by_end: Vec<Token> = toks.clone();
+    by_end.sort_by_key(|t| (t.end, t.start));
+    let events = scan(src, &scalars);
+
+    let doc_starts: Vec<usize> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| if i == 0 { 0 } else { d.span.start as usize })
+        .collect();
+    let doc_of = |p: usize| doc_starts.partition_point(|&s| s <= p).saturating_sub(1);
+    let doc_end = |i: usize| doc_starts.get(i + 1).copied().unwrap_or(usize::MAX);
+
+    let mut trivia = Trivia::default();
+    let mut trailing: Vec<Vec<Item>> = vec![Vec::new(); docs.len().max(1)];
+    for ev in events {
+        let (pos, item) = match ev {
+            Event::Comment {
+                pos,
+                line_start,
+                text,
+                after_content,
+            } => {
+                if after_content {
+                    // The token that ends last before the comment, if it ends on this line.
+                    let i = by_end.partition_point(|t| t.end <= pos);
+                    if let Some(t) = i.checked_sub(1).and_then(|i| by_end.get(i)) {
+                        if t.end >= line_start {
+                            trivia
+                                .trailing
+                                .entry(t.start as u32)
+                                .or_default()
+                                .push(text);
+                            continue;
+                        }
+                    }
+                }
+                (pos, Item::Comment(text))
+            }
+            Event::Blank { pos } => (pos, Item::Blank),
+        };
+        let d = doc_of(pos);
+        let i = toks.partition_point(|t| t.start <= pos);
+        match toks.get(i) {
+            Some(t) if t.start < doc_end(d) => {
+                trivia.leading.entry(t.start as u32).or_default().push(item)
+            }
+            _ => {
+                if let Some(v) = trailing.get_mut(d) {
+                    v.push(item);
+                }
+            }
+        }
+    }
+    (trivia, trailing)
+}
+
+fn inside(scalars: &[(usize, usize)], p: usize) -> bool {
+    let i = scalars.partition_point(|s| s.0 <= p);
+    i.checked_sub(1)
+        .and_then(|i| scalars.get(i))
+        .is_some_and(|s| p < s.1)
+}
+
+/// Finds comments and blank lines outside scalars.
+fn scan(src: &str, scalars: &[(usize, usize)]) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut line_start = 0usize;
+    for line in src.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if body.trim().is_empty() {
+            if !inside(scalars, line_start) {
+                events.push(Event::Blank { pos: line_start });
+            }
+        } else {
+            let bytes = body.as_bytes();
+            for (i, &b) in bytes.iter().enumerate() {
+                if b != b'#' || (i > 0 && !matches!(bytes[i - 1], b' ' | b'\t')) {
+                    continue;
+                }
+                let pos = line_start + i;
+                if inside(scalars, pos) {
+                    continue;
+                }
+                let before = body[..i].trim();
+                // A comment after only sequence dashes or a document marker documents what
+                // follows, not what precedes.
+                let after_content = !(before.is_empty()
+                    || before.chars().all(|c| c == '-' || c == ' ')
+                    || before == "...");
+                events.push(Event::Comment {
+                    pos,
+                    line_start,
+                    text: body[i..].trim_end().to_string(),
+                    after_content,
+                });
+                break;
+            }
+        }
+        line_start += line.len();
+    }
+    events
+}
+
+/// The comment texts of a YAML source, for the comment-preservation check.
+pub fn comment_texts(src: &str, docs: &[Document]) -> Vec<String> {
+    let (t, trailing) = collect(src, docs);
+    let mut out: Vec<String> = Vec::new();
+    for v in t.leading.into_values().chain(trailing) {
+        out.extend(v.into_iter().filter_map(|i| match i {
+            Item::Comment(c) => Some(c),
+            Item::Blank => None,
+        }));
+    }
+    out.extend(t.trailing.into_values().flatten());
+    out.sort();
+    out
+}

@@ -1,0 +1,140 @@
+//! The safety net: a formatted file must load to the same values and carry the same comments
+//! as its input. R1 expressions are compared after canonical printing (re-spacing them is the
+//! point); everything else must be equal apart from spans and styles.
+
+use crate::rules::{DialectRules, Seg};
+use crate::trivia;
+use pipewright_syntax::FileId;
+use pipewright_yaml::{Document, Limits, Node, NodeKind, ScalarValue};
+
+/// `Err` says what differs (for the internal-error diagnostic and for tests).
+pub fn check(
+    file: FileId,
+    before: &[Option<&Node>],
+    before_comments: &[String],
+    after: &str,
+    rules: &dyn DialectRules,
+) -> Result<(), String> {
+    let (docs, diags) = pipewright_yaml::load(file, after, Limits::default());
+    if let Some(d) = diags.iter().find(|d| d.is_error() && d.code != "PW0005") {
+        return Err(format!("the output does not load: {}", d.message));
+    }
+    let after_comments = trivia::comment_texts(after, &docs);
+    if after_comments != before_comments {
+        return Err(format!(
+            "comments changed: {} before, {} after",
+            before_comments.len(),
+            after_comments.len()
+        ));
+    }
+    same_docs(before, &docs, rules)
+}
+
+pub fn same_docs(
+    before: &[Option<&Node>],
+    after: &[Document],
+    rules: &dyn DialectRules,
+) -> Result<(), String> {
+    if before.len() != after.len() {
+        return Err(format!(
+            "{} documents before, {} after",
+            before.len(),
+            after.len()
+        ));
+    }
+    for (i, (a, b)) in before.iter().zip(after).enumerate() {
+        match (a, &b.root) {
+            (None, None) => {}
+            (Some(a), Some(b)) => {
+                let mut path = vec![Seg::Doc(rules.doc_kind(a))];
+                same(a, b, &mut path, rules).map_err(|e| format!("document {}: {e}", i + 1))?;
+            }
+            _ => return Err(format!("document {} became empty or non-empty", i + 1)),
+        }
+    }
+    Ok(())
+}
+
+fn show(path: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Doc(_) => {}
+            Seg::Key(k) => {
+                s.push('.');
+                s.push_str(k);
+            }
+            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+fn canon(s: &str) -> String {
+    crate::canonical_expr(s).unwrap_or_else(|| s.to_string())
+}
+
+/// Loader depth limits bound the recursion.
+fn same<'a>(
+    a: &'a Node,
+    b: &'a Node,
+    path: &mut Vec<Seg<'a>>,
+    rules: &dyn DialectRules,
+) -> Result<(), String> {
+    let at = || show(path);
+    if a.tag.as_ref().map(|t| t.display()) != b.tag.as_ref().map(|t| t.display()) {
+        return Err(format!("tag changed at {}", at()));
+    }
+    match (&a.kind, &b.kind) {
+        (NodeKind::Scalar(x), NodeKind::Scalar(y)) => {
+            let (rx, ry) = (x.resolve(), y.resolve());
+            let expr =
+                a.tag.as_ref().is_some_and(|t| t.is_local("expr")) || rules.is_expression(path);
+            let equal = match (rx, ry) {
+                (ScalarValue::Str(p), ScalarValue::Str(q)) if expr => {
+                    p == q || canon(p) == canon(q)
+                }
+                (ScalarValue::Float(p), ScalarValue::Float(q)) => {
+                    p == q || (p.is_nan() && q.is_nan())
+                }
+                (p, q) => p == q,
+            };
+            if !equal {
+                return Err(format!(
+                    "value changed at {}: {:?} became {:?}",
+                    at(),
+                    x.text,
+                    y.text
+                ));
+            }
+        }
+        (NodeKind::Seq(xs), NodeKind::Seq(ys)) => {
+            if xs.len() != ys.len() {
+                return Err(format!("list length changed at {}", at()));
+            }
+            for (i, (x, y)) in xs.iter().zip(ys).enumerate() {
+                path.push(Seg::Index(i));
+                same(x, y, path, rules)?;
+                path.pop();
+            }
+        }
+        (NodeKind::Map(xs), NodeKind::Map(ys)) => {
+            if xs.len() != ys.len() {
+                return Err(format!("mapping size changed at {}", at()));
+            }
+            // Key order is not meaning; the relative order of duplicate keys is (last wins).
+            let mut xs: Vec<_> = xs.iter().collect();
+            let mut ys: Vec<_> = ys.iter().collect();
+            xs.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
+            ys.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
+            for (x, y) in xs.into_iter().zip(ys) {
+                same(&x.key, &y.key, path, rules)?;
+                path.push(Seg::Key(x.key.key_text().unwrap_or("")));
+                same(&x.value, &y.value, path, rules)?;
+                path.pop();
+            }
+        }
+        _ => return Err(format!("node kind changed at {}", at())),
+    }
+    Ok(())
+}
