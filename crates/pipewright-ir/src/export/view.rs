@@ -1,0 +1,129 @@
+//! A numbered, ordered walk over the workflows an export shows.
+
+use crate::ir::{Edge, Node, Program, Region, WorkflowId};
+use petgraph::stable_graph::NodeIndex;
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+use std::collections::{BTreeSet, HashMap};
+
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// Show only this workflow and the workflows it calls, transitively. `None`: all.
+    pub root: Option<WorkflowId>,
+}
+
+pub(crate) struct View<'a> {
+    pub workflows: Vec<WorkflowView<'a>>,
+    /// Calls: (from node number, case label, target name, target workflow if shown).
+    pub calls: Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
+}
+
+pub(crate) struct WorkflowView<'a> {
+    pub id: WorkflowId,
+    pub workflow: &'a crate::ir::Workflow,
+    pub body: RegionView<'a>,
+}
+
+pub(crate) struct RegionView<'a> {
+    /// A stable path such as `w0` or `w0.s2.do`.
+    pub path: String,
+    pub nodes: Vec<NodeView<'a>>,
+    /// (from, to, edge) as node numbers.
+    pub edges: Vec<(usize, usize, &'a Edge)>,
+    /// The number of the entry node.
+    pub entry: Option<usize>,
+}
+
+pub(crate) struct NodeView<'a> {
+    /// Unique across the whole export, in walk order.
+    pub number: usize,
+    /// A stable path such as `w0.s2.do.s0`.
+    pub path: String,
+    pub node: &'a Node,
+    pub regions: Vec<(String, RegionView<'a>)>,
+}
+
+impl<'a> View<'a> {
+    pub fn new(program: &'a Program, opts: &ExportOptions) -> View<'a> {
+        let shown = shown(program, opts);
+        let mut counter = 0;
+        let mut calls = Vec::new();
+        let workflows = shown
+            .iter()
+            .filter_map(|id| {
+                let w = program.workflow(*id)?;
+                let body = region(&w.body, format!("w{}", id.0), &mut counter, &mut calls, &shown);
+                Some(WorkflowView { id: *id, workflow: w, body })
+            })
+            .collect();
+        View { workflows, calls }
+    }
+
+    /// The entry node number of a shown workflow.
+    pub fn entry_of(&self, id: WorkflowId) -> Option<usize> {
+        self.workflows.iter().find(|w| w.id == id).and_then(|w| w.body.entry)
+    }
+}
+
+fn shown(program: &Program, opts: &ExportOptions) -> Vec<WorkflowId> {
+    let Some(root) = opts.root else {
+        return (0..program.workflows.len()).map(WorkflowId).collect();
+    };
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        let Some(w) = program.workflow(id) else { continue };
+        if !seen.insert(id) {
+            continue;
+        }
+        let mut regions = vec![&w.body];
+        while let Some(r) = regions.pop() {
+            for n in r.graph.node_weights() {
+                stack.extend(n.kind.calls().into_iter().filter_map(|(_, c)| c.resolved));
+                regions.extend(n.kind.regions().into_iter().map(|(_, r)| r));
+            }
+        }
+    }
+    // The root first, then callees in program order.
+    let mut v: Vec<WorkflowId> = seen.into_iter().filter(|i| *i != root).collect();
+    v.insert(0, root);
+    v
+}
+
+fn region<'a>(
+    r: &'a Region,
+    path: String,
+    counter: &mut usize,
+    calls: &mut Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
+    shown: &[WorkflowId],
+) -> RegionView<'a> {
+    let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
+    let mut nodes = Vec::new();
+    for (i, ni) in r.nodes().into_iter().enumerate() {
+        let node = &r.graph[ni];
+        let number = *counter;
+        *counter += 1;
+        numbers.insert(ni, number);
+        let npath = format!("{path}.s{i}");
+        let regions = node
+            .kind
+            .regions()
+            .into_iter()
+            .map(|(role, sub)| {
+                let rpath = format!("{npath}.{}", role.replace(' ', "."));
+                (role, region(sub, rpath, counter, calls, shown))
+            })
+            .collect();
+        for (label, c) in node.kind.calls() {
+            calls.push((number, label, c.target.as_str(), c.resolved.filter(|id| shown.contains(id))));
+        }
+        nodes.push(NodeView { number, path: npath, node, regions });
+    }
+    let mut edges: Vec<(usize, usize, &Edge)> = r
+        .graph
+        .edge_references()
+        .filter_map(|e| Some((*numbers.get(&e.source())?, *numbers.get(&e.target())?, e.weight())))
+        .collect();
+    edges.sort_by_key(|(a, b, _)| (*a, *b));
+    let entry = r.entry.and_then(|e| numbers.get(&e).copied());
+    RegionView { path, nodes, edges, entry }
+}

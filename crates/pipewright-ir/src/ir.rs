@@ -1,0 +1,409 @@
+//! The IR vocabulary. Every dialect lowers into these types; only the pipeline dialect does so
+//! today, the other node kinds are here so state machines (cycles through `Outcome` edges) and
+//! MEOW (`Needs` edges, `Expand` nodes that add workflows at run time) need no new shapes.
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use pipewright_r1::Value;
+use pipewright_syntax::{FileId, Span};
+
+pub use pipewright_pipeline::ast::{Expr, OnError, OnErrorKind, Prompt, Schema};
+
+/// Bumped whenever a change to these types changes what an exporter or the run store writes.
+pub const IR_VERSION: u32 = 1;
+
+pub type Graph = StableDiGraph<Node, Edge>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Pipeline,
+    Recipe,
+    StateMachine,
+    Meow,
+}
+
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Pipeline => "pipeline",
+            Dialect::Recipe => "recipe",
+            Dialect::StateMachine => "state-machine",
+            Dialect::Meow => "meow",
+        }
+    }
+}
+
+/// Index of a workflow in [`Program::workflows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkflowId(pub usize);
+
+/// A lowered document set. Calls between workflows are [`CallRef`]s resolved to a
+/// [`WorkflowId`] when the target is a static name found in the set.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    pub workflows: Vec<Workflow>,
+    /// One schema set per source file; a workflow names its set by index.
+    pub schema_sets: Vec<SchemaSet>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SchemaSet {
+    pub file: FileId,
+    pub schemas: Vec<Schema>,
+}
+
+impl SchemaSet {
+    /// The last declaration wins, as in the reference runtime's registry.
+    pub fn get(&self, name: &str) -> Option<&Schema> {
+        self.schemas.iter().rev().find(|s| s.name.text == name)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Workflow {
+    pub name: String,
+    pub dialect: Dialect,
+    pub file: FileId,
+    pub description: Option<String>,
+    /// Declared inputs (none in the pipeline dialect: its input is the initial store map).
+    pub params: Vec<String>,
+    pub body: Region,
+    pub span: Span,
+    pub schema_set: usize,
+}
+
+/// A sub-graph: a workflow body, or the body of a fold/for_each/parallel. Bodies are nested
+/// rather than flattened so the isolation rules (a per-item copy of the stores) stay explicit.
+#[derive(Debug, Clone, Default)]
+pub struct Region {
+    pub graph: Graph,
+    pub entry: Option<NodeIndex>,
+}
+
+impl Region {
+    /// The nodes reached from `entry` along `Next` edges, in order. Stops at a node already
+    /// seen, so a cyclic region (a state machine) never loops here.
+    pub fn sequence(&self) -> Vec<NodeIndex> {
+        let mut out = Vec::new();
+        let mut cur = self.entry;
+        while let Some(n) = cur {
+            if out.contains(&n) {
+                break;
+            }
+            out.push(n);
+            cur = self.next(n);
+        }
+        out
+    }
+
+    /// The `Next` successor of a node.
+    pub fn next(&self, n: NodeIndex) -> Option<NodeIndex> {
+        self.graph.edges(n).find(|e| matches!(e.weight(), Edge::Next)).map(|e| e.target())
+    }
+
+    pub fn node(&self, n: NodeIndex) -> Option<&Node> {
+        self.graph.node_weight(n)
+    }
+
+    /// Nodes in a stable order: by `index`, then by graph index.
+    pub fn nodes(&self) -> Vec<NodeIndex> {
+        let mut v: Vec<NodeIndex> = self.graph.node_indices().collect();
+        v.sort_by_key(|n| (self.graph[*n].index, n.index()));
+        v
+    }
+}
+
+/// One step.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Position in its region's sequence; runtime recovery keys are built from it.
+    pub index: usize,
+    pub kind: NodeKind,
+    /// The whole step, where runtime failures point.
+    pub span: Span,
+    /// The step-kind key.
+    pub kind_span: Span,
+    /// The named store the result is written to.
+    pub output: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Edge {
+    /// Sequence: the pipe flows from source to target.
+    Next,
+    /// A declared dependency (MEOW `needs`).
+    Needs,
+    /// A state-machine transition taken on this outcome label.
+    Outcome(String),
+    /// A branch taken when a condition's value equals this label.
+    Case(String),
+    /// Taken when the source fails.
+    OnError,
+}
+
+impl Edge {
+    pub fn label(&self) -> Option<&str> {
+        match self {
+            Edge::Outcome(l) | Edge::Case(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Edge::Next => "next",
+            Edge::Needs => "needs",
+            Edge::Outcome(_) => "outcome",
+            Edge::Case(_) => "case",
+            Edge::OnError => "on_error",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ArgValue {
+    Literal(Value),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone)]
+pub struct Arg {
+    pub name: String,
+    pub value: ArgValue,
+}
+
+/// A `call` (or a `match` case): a static target name and the stores handed to the callee.
+#[derive(Debug, Clone)]
+pub struct CallRef {
+    pub target: String,
+    /// `None` when no workflow in the set has that name: running it fails the step.
+    pub resolved: Option<WorkflowId>,
+    pub pass: Vec<(String, Expr)>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub label: String,
+    /// False for a YAML label typed as a non-string: it never matches.
+    pub selectable: bool,
+    pub target: CallRef,
+}
+
+#[derive(Debug, Clone)]
+pub enum ListSource {
+    Over(Expr),
+    /// A literal list (any literal; a non-list fails at run time).
+    Items(Value),
+    /// The incoming pipe.
+    Pipe,
+}
+
+#[derive(Debug, Clone)]
+pub struct BranchRegion {
+    pub name: String,
+    pub region: Region,
+}
+
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    Transform {
+        value: Expr,
+    },
+    Tool {
+        name: String,
+        args: Vec<Arg>,
+        schema: Option<String>,
+        on_error: Option<OnError>,
+    },
+    Shell {
+        command: ArgValue,
+        schema: Option<String>,
+        on_error: Option<OnError>,
+    },
+    Agent {
+        prompt: Prompt,
+        identity: Option<String>,
+        capabilities: Option<Vec<String>>,
+        schema: Option<String>,
+        model: Option<String>,
+    },
+    Call(CallRef),
+    Match {
+        on: Expr,
+        cases: Vec<Case>,
+        default: Option<CallRef>,
+    },
+    Fold {
+        source: ListSource,
+        init: Expr,
+        body: Region,
+        max_items: Option<u64>,
+    },
+    ForEach {
+        source: ListSource,
+        max_parallel: Option<u64>,
+        on_error: OnError,
+        body: Region,
+        collect: Region,
+    },
+    Parallel {
+        on_error: OnError,
+        branches: Vec<BranchRegion>,
+        collect: Region,
+    },
+    /// An approval gate: the run pauses until approved or denied.
+    Gate {
+        prompt: String,
+    },
+    /// Starts a long-lived agent session (MEOW `spawn`).
+    Spawn {
+        agent: String,
+    },
+    /// Stops a spawned session.
+    Kill {
+        target: String,
+    },
+    /// Instantiates a template workflow at run time (MEOW `expand`).
+    Expand {
+        template: String,
+    },
+    /// Ends the workflow with an outcome.
+    Exit {
+        outcome: Option<String>,
+    },
+}
+
+impl NodeKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeKind::Transform { .. } => "transform",
+            NodeKind::Tool { .. } => "tool",
+            NodeKind::Shell { .. } => "shell",
+            NodeKind::Agent { .. } => "agent",
+            NodeKind::Call(_) => "call",
+            NodeKind::Match { .. } => "match",
+            NodeKind::Fold { .. } => "fold",
+            NodeKind::ForEach { .. } => "for_each",
+            NodeKind::Parallel { .. } => "parallel",
+            NodeKind::Gate { .. } => "gate",
+            NodeKind::Spawn { .. } => "spawn",
+            NodeKind::Kill { .. } => "kill",
+            NodeKind::Expand { .. } => "expand",
+            NodeKind::Exit { .. } => "exit",
+        }
+    }
+
+    /// The nested regions with the role each plays (`do`, `collect`, `branch NAME`).
+    pub fn regions(&self) -> Vec<(String, &Region)> {
+        match self {
+            NodeKind::Fold { body, .. } => vec![("do".into(), body)],
+            NodeKind::ForEach { body, collect, .. } => vec![("do".into(), body), ("collect".into(), collect)],
+            NodeKind::Parallel { branches, collect, .. } => {
+                let mut v: Vec<(String, &Region)> = branches.iter().map(|b| (format!("branch {}", b.name), &b.region)).collect();
+                v.push(("collect".into(), collect));
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The workflows this node may run, with the case label for a match.
+    pub fn calls(&self) -> Vec<(Option<&str>, &CallRef)> {
+        match self {
+            NodeKind::Call(c) => vec![(None, c)],
+            NodeKind::Match { cases, default, .. } => {
+                let mut v: Vec<(Option<&str>, &CallRef)> = cases.iter().map(|c| (Some(c.label.as_str()), &c.target)).collect();
+                if let Some(d) = default {
+                    v.push((Some("default"), d));
+                }
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The node's error policy, if it has one (explicit or defaulted).
+    pub fn on_error(&self) -> Option<OnErrorKind> {
+        match self {
+            NodeKind::Tool { on_error, .. } | NodeKind::Shell { on_error, .. } => on_error.map(|o| o.kind),
+            NodeKind::ForEach { on_error, .. } | NodeKind::Parallel { on_error, .. } => Some(on_error.kind),
+            _ => None,
+        }
+    }
+}
+
+pub fn on_error_text(kind: OnErrorKind) -> String {
+    match kind {
+        OnErrorKind::Continue => "continue".into(),
+        OnErrorKind::Abort => "abort".into(),
+        OnErrorKind::Retry(n) => format!("retry({n})"),
+    }
+}
+
+impl Node {
+    /// A one-line description for graph labels: the expression, the tool, the first words of
+    /// the prompt, the callee.
+    pub fn summary(&self) -> String {
+        let s = match &self.kind {
+            NodeKind::Transform { value } => value.src.clone(),
+            NodeKind::Tool { name, .. } => name.clone(),
+            NodeKind::Shell { command, .. } => match command {
+                ArgValue::Literal(Value::Str(s)) => s.clone(),
+                ArgValue::Literal(v) => v.to_json_string(),
+                ArgValue::Expr(e) => format!("!expr {}", e.src),
+            },
+            NodeKind::Agent { prompt, .. } => first_words(&prompt.src, 8),
+            NodeKind::Call(c) => format!("→ {}", c.target),
+            NodeKind::Match { on, .. } => format!("on {}", on.src),
+            NodeKind::Fold { source, .. } | NodeKind::ForEach { source, .. } => match source {
+                ListSource::Over(e) => format!("over {}", e.src),
+                ListSource::Items(v) => format!("items {}", v.to_json_string()),
+                ListSource::Pipe => "over pipe".into(),
+            },
+            NodeKind::Parallel { branches, .. } => format!("{} branches", branches.len()),
+            NodeKind::Gate { prompt } => first_words(prompt, 8),
+            NodeKind::Spawn { agent } => agent.clone(),
+            NodeKind::Kill { target } => target.clone(),
+            NodeKind::Expand { template } => template.clone(),
+            NodeKind::Exit { outcome } => outcome.clone().unwrap_or_default(),
+        };
+        truncate(&collapse_ws(&s), 48)
+    }
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn first_words(s: &str, n: usize) -> String {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    if words.len() > n {
+        format!("{}…", words[..n].join(" "))
+    } else {
+        words.join(" ")
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+impl Program {
+    pub fn workflow(&self, id: WorkflowId) -> Option<&Workflow> {
+        self.workflows.get(id.0)
+    }
+
+    /// A workflow by name; `None` when absent.
+    pub fn find(&self, name: &str) -> Option<WorkflowId> {
+        self.workflows.iter().position(|w| w.name == name).map(WorkflowId)
+    }
+
+    pub fn schemas_of(&self, w: &Workflow) -> Option<&SchemaSet> {
+        self.schema_sets.get(w.schema_set)
+    }
+}

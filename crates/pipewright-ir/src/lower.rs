@@ -1,0 +1,158 @@
+//! Lowering from the typed pipeline AST. The input is expected to have passed
+//! `check_program`; lowering itself never fails: an unresolved call target stays unresolved
+//! and fails the step if it runs.
+
+use crate::ir::*;
+use pipewright_pipeline::ast::{self, StepKind};
+use pipewright_pipeline::literal::to_json;
+use pipewright_r1::Value;
+use std::collections::HashMap;
+
+/// Lowers every pipeline of the program, in file then declaration order.
+pub fn pipeline(program: &ast::Program) -> Program {
+    let mut ids: Vec<HashMap<&str, WorkflowId>> = Vec::new();
+    let mut next = 0;
+    for f in &program.files {
+        let mut m = HashMap::new();
+        for p in &f.pipelines {
+            // First declaration wins; a duplicate is a check error already.
+            m.entry(p.name.text.as_str()).or_insert(WorkflowId(next));
+            next += 1;
+        }
+        ids.push(m);
+    }
+    let resolver = Resolver { program, ids: &ids };
+    let mut out = Program::default();
+    for (fi, f) in program.files.iter().enumerate() {
+        out.schema_sets.push(SchemaSet { file: f.file, schemas: f.schemas.clone() });
+        for p in &f.pipelines {
+            let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
+            out.workflows.push(Workflow {
+                name: p.name.text.clone(),
+                dialect: Dialect::Pipeline,
+                file: f.file,
+                description: p.description.clone(),
+                params: Vec::new(),
+                body,
+                span: p.span,
+                schema_set: fi,
+            });
+        }
+    }
+    out
+}
+
+struct Resolver<'a> {
+    program: &'a ast::Program,
+    ids: &'a [HashMap<&'a str, WorkflowId>],
+}
+
+impl Resolver<'_> {
+    /// Same rule as the checker: a sibling in the same file, then `ns.name` in the file whose
+    /// namespace is `ns`, then the first file declaring the name.
+    fn resolve(&self, file: usize, name: &str) -> Option<WorkflowId> {
+        if let Some(id) = self.ids.get(file).and_then(|m| m.get(name)) {
+            return Some(*id);
+        }
+        if let Some((ns, rest)) = name.split_once('.') {
+            for (fi, f) in self.program.files.iter().enumerate() {
+                if f.namespace.as_deref() == Some(ns) {
+                    if let Some(id) = self.ids[fi].get(rest) {
+                        return Some(*id);
+                    }
+                }
+            }
+        }
+        self.ids.iter().find_map(|m| m.get(name).copied())
+    }
+}
+
+fn lower_steps(steps: &[ast::Step], resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Region {
+    let mut region = Region::default();
+    let mut prev = None;
+    for (i, s) in steps.iter().enumerate() {
+        let n = region.graph.add_node(lower_step(i, s, resolve));
+        match prev {
+            Some(p) => {
+                region.graph.add_edge(p, n, Edge::Next);
+            }
+            None => region.entry = Some(n),
+        }
+        prev = Some(n);
+    }
+    region
+}
+
+fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
+    let one = |step: &ast::Step| lower_steps(std::slice::from_ref(step), resolve);
+    let call = |t: &ast::CallTarget| CallRef {
+        target: t.pipeline.text.clone(),
+        resolved: resolve(&t.pipeline.text),
+        pass: t.pass.iter().map(|p| (p.name.text.clone(), p.value.clone())).collect(),
+        span: t.span,
+    };
+    let kind = match &s.kind {
+        StepKind::Transform { value } => NodeKind::Transform { value: value.clone() },
+        StepKind::Tool { name, args, schema, on_error } => NodeKind::Tool {
+            name: name.text.clone(),
+            args: args.iter().map(|a| Arg { name: a.name.text.clone(), value: arg(&a.value) }).collect(),
+            schema: schema.as_ref().map(|n| n.text.clone()),
+            on_error: *on_error,
+        },
+        StepKind::Shell { command, schema, on_error } => NodeKind::Shell {
+            command: arg(command),
+            schema: schema.as_ref().map(|n| n.text.clone()),
+            on_error: *on_error,
+        },
+        StepKind::Agent { prompt, identity, capabilities, schema, model } => NodeKind::Agent {
+            prompt: prompt.clone(),
+            identity: identity.as_ref().map(|n| n.text.clone()),
+            capabilities: capabilities.as_ref().map(|c| c.iter().map(|n| n.text.clone()).collect()),
+            schema: schema.as_ref().map(|n| n.text.clone()),
+            model: model.as_ref().map(|n| n.text.clone()),
+        },
+        StepKind::Call(t) => NodeKind::Call(call(t)),
+        StepKind::Match { on, cases, default } => NodeKind::Match {
+            on: on.clone(),
+            cases: cases
+                .iter()
+                .map(|c| Case { label: c.label.text.clone(), selectable: c.label_is_string, target: call(&c.target) })
+                .collect(),
+            default: default.as_ref().map(call),
+        },
+        StepKind::Fold { source, init, body, max_items } => NodeKind::Fold {
+            source: list_source(source),
+            init: init.clone(),
+            body: one(body),
+            max_items: *max_items,
+        },
+        StepKind::ForEach { source, max_parallel, on_error, body, collect } => NodeKind::ForEach {
+            source: list_source(source),
+            max_parallel: *max_parallel,
+            on_error: *on_error,
+            body: one(body),
+            collect: one(collect),
+        },
+        StepKind::Parallel { on_error, branches, collect } => NodeKind::Parallel {
+            on_error: *on_error,
+            branches: branches.iter().map(|b| BranchRegion { name: b.name.text.clone(), region: one(&b.step) }).collect(),
+            collect: one(collect),
+        },
+    };
+    Node { index, kind, span: s.span, kind_span: s.kind_span, output: s.output.as_ref().map(|n| n.text.clone()) }
+}
+
+fn arg(v: &ast::ArgValue) -> ArgValue {
+    match v {
+        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(node))),
+        ast::ArgValue::Expr(e) => ArgValue::Expr(e.clone()),
+    }
+}
+
+fn list_source(s: &ast::ListSource) -> ListSource {
+    match s {
+        ast::ListSource::Over(e) => ListSource::Over(e.clone()),
+        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(node))),
+        ast::ListSource::Pipe => ListSource::Pipe,
+    }
+}
