@@ -18,6 +18,8 @@ pub struct Cst<'a> {
     pub src: &'a str,
     pub docs: Vec<CstDoc>,
     pub trivia: Trivia,
+    /// How many of `docs` the loader produced (a comment-only file gets one more).
+    pub loaded: usize,
 }
 
 /// What the source says about a node beyond the loader's tree: its anchor, whether it is an
@@ -140,16 +142,29 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         .with_label("directive")
         .with_help("remove the directive; pipewright files never need one")]);
     }
-    let (trivia, trailing) = trivia::collect(src, &docs);
-    let docs = docs
+    let (trivia, mut trailing) = trivia::collect(src, &docs);
+    let mut docs: Vec<CstDoc> = docs
         .into_iter()
-        .zip(trailing)
-        .map(|(d, trailing)| CstDoc {
+        .zip(trailing.iter_mut())
+        .map(|(d, t)| CstDoc {
             root: d.root,
-            trailing,
+            trailing: std::mem::take(t),
         })
         .collect();
-    Ok(Cst { src, docs, trivia })
+    let loaded = docs.len();
+    if docs.is_empty() {
+        // A file of comments only has no document to hang them on.
+        docs.push(CstDoc {
+            root: None,
+            trailing: trailing.into_iter().flatten().collect(),
+        });
+    }
+    Ok(Cst {
+        src,
+        docs,
+        trivia,
+        loaded,
+    })
 }
 
 fn directive_line(src: &str) -> Option<usize> {

@@ -111,8 +111,12 @@ pub fn format_yaml(
     comments.extend(cst.trivia.trailing.values().flatten().cloned());
     comments.sort();
     let out = print::print(&mut cst, rules);
-    let roots: Vec<Option<&pipewright_yaml::Node>> =
-        cst.docs.iter().map(|d| d.root.as_ref()).collect();
+    let roots: Vec<Option<&pipewright_yaml::Node>> = cst
+        .docs
+        .iter()
+        .take(cst.loaded)
+        .map(|d| d.root.as_ref())
+        .collect();
     verify::check(file, &roots, &comments, &out, rules)
         .map_err(|why| vec![internal_error(file, why)])?;
     Ok(format!("{bom}{out}"))

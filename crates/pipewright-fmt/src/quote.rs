@@ -122,8 +122,9 @@ mod tests {
         assert_eq!(render("a: b", false, false), "\"a: b\"");
         assert_eq!(render("a #b", false, false), "\"a #b\"");
         assert_eq!(render("'x' + y", false, false), "\"'x' + y\"");
-        assert_eq!(render("say \"hi\"", false, false), "'say \"hi\"'");
-        assert_eq!(render("it's \"x\"", false, false), "\"it's \\\"x\\\"\"");
+        assert_eq!(render("say \"hi\"", false, false), "say \"hi\"");
+        assert_eq!(render("\"hi\" said", false, false), "'\"hi\" said'");
+        assert_eq!(render("'it's \"x\"", false, false), "\"'it's \\\"x\\\"\"");
         assert_eq!(render("a, b", true, false), "\"a, b\"");
         assert_eq!(render("a, b", false, false), "a, b");
         assert_eq!(render("line\nnext", false, false), "\"line\\nnext\"");

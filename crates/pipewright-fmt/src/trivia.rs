@@ -48,6 +48,8 @@ struct Token {
     start: usize,
     end: usize,
     scalar: bool,
+    /// A `|+`/`>+` scalar whose value ends in blank lines: they are content, not trivia.
+    keep: bool,
 }
 
 /// Every token of a document: non-empty scalars, aliases and flow collections. Aliases are not
@@ -56,30 +58,35 @@ fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         let p = props(src, n);
+        let (start, end) = (n.span.start as usize, n.span.end as usize);
         if p.alias {
             out.push(Token {
-                start: n.span.start as usize,
-                end: n.span.end as usize,
+                start,
+                end,
                 scalar: true,
+                keep: false,
             });
             continue;
         }
         match &n.kind {
-            NodeKind::Scalar(_) => {
+            NodeKind::Scalar(sc) => {
                 if !n.span.is_empty() {
+                    let keep = crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n");
                     out.push(Token {
-                        start: n.span.start as usize,
-                        end: n.span.end as usize,
+                        start,
+                        end,
                         scalar: true,
+                        keep,
                     });
                 }
             }
             NodeKind::Seq(items) => {
                 if p.flow {
                     out.push(Token {
-                        start: n.span.start as usize,
+                        start,
                         end: flow_end(src, n, &p),
                         scalar: false,
+                        keep: false,
                     });
                 }
                 stack.extend(items.iter());
@@ -87,9 +94,10 @@ fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
             NodeKind::Map(entries) => {
                 if p.flow {
                     out.push(Token {
-                        start: n.span.start as usize,
+                        start,
                         end: flow_end(src, n, &p),
                         scalar: false,
+                        keep: false,
                     });
                 }
                 for e in entries {
@@ -126,7 +134,16 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
     let scalars: Vec<(usize, usize)> = toks
         .iter()
         .filter(|t| t.scalar)
-        .map(|t| (t.start, t.end))
+        .map(|t| {
+            (
+                t.start,
+                if t.keep {
+                    after_blank_lines(src, t.end)
+                } else {
+                    t.end
+                },
+            )
+        })
         .collect();
     let mut by_end: Vec<Token> = toks.clone();
     by_end.sort_by_key(|t| (t.end, t.start));
@@ -182,6 +199,19 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
         }
     }
     (trivia, trailing)
+}
+
+/// The end of the blank lines that follow `at`'s line.
+fn after_blank_lines(src: &str, at: usize) -> usize {
+    let mut pos = src[at..].find('\n').map_or(src.len(), |i| at + i + 1);
+    while pos < src.len() {
+        let line_end = src[pos..].find('\n').map_or(src.len(), |i| pos + i + 1);
+        if !src[pos..line_end].trim().is_empty() {
+            break;
+        }
+        pos = line_end;
+    }
+    pos
 }
 
 fn inside(scalars: &[(usize, usize)], p: usize) -> bool {

@@ -1,0 +1,260 @@
+//! Golden files and the formatter's guarantees (idempotence, comment and value preservation)
+//! over testdata/fmt and the shared corpus.
+
+use pipewright_fmt::{format_source, trivia, verify, Dialect};
+use pipewright_syntax::FileId;
+use pipewright_yaml::Limits;
+use std::path::{Path, PathBuf};
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fmt")
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            yaml_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(p);
+        }
+    }
+}
+
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    yaml_files(dir, &mut v);
+    v.retain(|p| !p.to_string_lossy().ends_with(".expected.yaml"));
+    v
+}
+
+fn corpus() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    yaml_files(Path::new("/work/shared/corpus/reyn"), &mut v);
+    v
+}
+
+/// Every guarantee of the issue, for one text.
+fn check_guarantees(name: &str, text: &str) {
+    let first = match format_source(FileId(0), text, Dialect::Pipeline) {
+        Ok(f) => f,
+        Err(d) => panic!("{name}: formatting failed: {d:#?}"),
+    };
+    let second = format_source(FileId(0), &first.output, Dialect::Pipeline)
+        .unwrap_or_else(|d| panic!("{name}: formatting the output failed: {d:#?}"));
+    assert_eq!(second.output, first.output, "{name}: not idempotent");
+    assert!(!second.changed, "{name}: second run reports a change");
+
+    let (before, _) = pipewright_yaml::load(FileId(0), text, Limits::default());
+    let (after, diags) = pipewright_yaml::load(FileId(0), &first.output, Limits::default());
+    assert!(
+        diags.iter().all(|d| !d.is_error() || d.code == "PW0005"),
+        "{name}: output does not load: {diags:?}"
+    );
+    assert_eq!(
+        trivia::comment_texts(text, &before),
+        trivia::comment_texts(&first.output, &after),
+        "{name}: comments changed"
+    );
+    let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
+    let rules = pipewright_fmt::rules::pipeline::PipelineRules;
+    verify::same_docs(&roots, &after, &rules)
+        .unwrap_or_else(|e| panic!("{name}: values changed: {e}"));
+    for line in first.output.lines() {
+        assert_eq!(
+            line,
+            line.trim_end(),
+            "{name}: trailing whitespace in {line:?}"
+        );
+    }
+}
+
+#[test]
+fn golden_files() {
+    let update = std::env::var_os("UPDATE_EXPECT").is_some();
+    let files = inputs(&testdata().join("pipeline"));
+    assert!(files.len() >= 6, "fixtures missing");
+    let mut failures = Vec::new();
+    for input in files {
+        let text = std::fs::read_to_string(&input).expect("fixture is readable");
+        let got = format_source(FileId(0), &text, Dialect::Pipeline)
+            .map(|f| f.output)
+            .unwrap_or_else(|d| format!("ERROR {d:#?}"));
+        let expected_path = input.with_extension("expected.yaml");
+        if update {
+            std::fs::write(&expected_path, &got).expect("expected file is writable");
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if got != expected {
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}\n--- got\n{got}",
+                input.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "golden mismatches (UPDATE_EXPECT=1 to accept):\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn guarantees_hold_on_fixtures() {
+    for input in inputs(&testdata().join("pipeline")) {
+        let text = std::fs::read_to_string(&input).expect("fixture is readable");
+        check_guarantees(&input.display().to_string(), &text);
+    }
+}
+
+#[test]
+fn guarantees_hold_on_expected_outputs() {
+    // The expected files are canonical: formatting them changes nothing.
+    let mut files = Vec::new();
+    yaml_files(&testdata().join("pipeline"), &mut files);
+    for p in files
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".expected.yaml"))
+    {
+        let text = std::fs::read_to_string(&p).expect("readable");
+        let f = format_source(FileId(0), &text, Dialect::Pipeline).expect("canonical file formats");
+        assert!(!f.changed, "{} is not canonical", p.display());
+    }
+}
+
+#[test]
+fn guarantees_hold_on_corpus() {
+    let files = corpus();
+    if files.is_empty() {
+        eprintln!("corpus absent: skipped");
+        return;
+    }
+    for p in files {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        check_guarantees(&p.display().to_string(), &text);
+    }
+}
+
+#[test]
+fn invalid_yaml_is_reported_not_formatted() {
+    let text = "pipeline: p\nsteps:\n  - transform: {value: \"a\"\n";
+    let err = format_source(FileId(3), text, Dialect::Pipeline).expect_err("does not parse");
+    assert_eq!(err[0].code, "PW0001");
+    assert_eq!(err[0].span().file, FileId(3));
+}
+
+#[test]
+fn deep_nesting_is_rejected_without_overflow() {
+    let deep = format!("a: {}1{}\n", "[".repeat(5000), "]".repeat(5000));
+    let err = format_source(FileId(0), &deep, Dialect::Pipeline).expect_err("too deep");
+    assert_eq!(err[0].code, "PW0003");
+    let mut block = String::new();
+    for i in 0..300 {
+        block.push_str(&" ".repeat(i * 2));
+        block.push_str("k:\n");
+    }
+    let err = format_source(FileId(0), &block, Dialect::Pipeline).expect_err("too deep");
+    assert_eq!(err[0].code, "PW0003");
+}
+
+#[test]
+fn directives_are_left_alone() {
+    let err = format_source(
+        FileId(0),
+        "%YAML 1.2\n---\npipeline: p\n",
+        Dialect::Pipeline,
+    )
+    .expect_err("directive");
+    assert_eq!(err[0].code, "PW0901");
+}
+
+#[test]
+fn empty_and_comment_only_files() {
+    assert_eq!(
+        format_source(FileId(0), "", Dialect::Pipeline).map(|f| f.output),
+        Ok(String::new())
+    );
+    let f =
+        format_source(FileId(0), "# only\n\n#  comments   \n", Dialect::Pipeline).expect("formats");
+    assert_eq!(f.output, "# only\n\n#  comments\n");
+    let f = format_source(FileId(0), "\u{feff}a:   1\n", Dialect::Pipeline).expect("formats");
+    assert_eq!(f.output, "\u{feff}a: 1\n");
+}
+
+#[test]
+fn crlf_is_normalised() {
+    let f = format_source(
+        FileId(0),
+        "pipeline: p\r\n# c\r\nsteps:\r\n  - transform: {value: \"a+b\"}\r\n",
+        Dialect::Pipeline,
+    )
+    .expect("formats");
+    assert_eq!(
+        f.output,
+        "pipeline: p\n# c\nsteps:\n  - transform: {value: a + b}\n"
+    );
+}
+
+#[test]
+fn json_is_pretty_printed_in_order() {
+    let f = format_source(
+        FileId(0),
+        "{\"b\":1,\"a\":[1,2,{\"c\":null}]}",
+        Dialect::StateMachine,
+    )
+    .expect("formats");
+    assert_eq!(
+        f.output,
+        "{\n  \"b\": 1,\n  \"a\": [\n    1,\n    2,\n    {\n      \"c\": null\n    }\n  ]\n}\n"
+    );
+    assert!(f.changed);
+    let again = format_source(FileId(0), &f.output, Dialect::StateMachine).expect("formats");
+    assert!(!again.changed);
+    assert_eq!(
+        format_source(FileId(0), "{", Dialect::StateMachine).expect_err("invalid")[0].code,
+        "PW0001"
+    );
+}
+
+#[test]
+fn toml_keeps_comments_and_normalises_spacing() {
+    let src = "# top\n[meow]   \nname=\"x\"   # trailing\n\n# above\ncount   =    3\n[[steps]]\nid=\"a\"\n";
+    let f = format_source(FileId(0), src, Dialect::Meow).expect("formats");
+    assert_eq!(
+        f.output,
+        "# top\n[meow]\nname = \"x\"   # trailing\n\n# above\ncount = 3\n[[steps]]\nid = \"a\"\n"
+    );
+    assert!(
+        !format_source(FileId(0), &f.output, Dialect::Meow)
+            .expect("formats")
+            .changed
+    );
+    assert_eq!(
+        format_source(FileId(0), "a = ", Dialect::Meow).expect_err("invalid")[0].code,
+        "PW0001"
+    );
+}
+
+#[test]
+fn diff_names_the_file() {
+    let d = pipewright_fmt::unified_diff("p.yaml", "a:   1\n", "a: 1\n");
+    assert!(
+        d.starts_with("--- a/p.yaml\n+++ b/p.yaml\n@@ -1,1 +1,1 @@\n-a:   1\n+a: 1\n"),
+        "{d}"
+    );
+}
+
+#[test]
+fn codes_are_documented() {
+    for c in pipewright_fmt::CODES {
+        assert!(c.code.starts_with("PW09"));
+        assert!(c.explanation.contains(c.code));
+    }
+}
