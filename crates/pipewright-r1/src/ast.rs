@@ -153,7 +153,11 @@ impl Combinator {
     pub fn takes_lambda(self) -> bool {
         matches!(
             self,
-            Combinator::Map | Combinator::Filter | Combinator::All | Combinator::Any | Combinator::Find
+            Combinator::Map
+                | Combinator::Filter
+                | Combinator::All
+                | Combinator::Any
+                | Combinator::Find
         )
     }
 
@@ -209,8 +213,14 @@ impl Expr {
                     }
                 }
                 (
-                    ExprKind::Path { root: r1, segments: s1 },
-                    ExprKind::Path { root: r2, segments: s2 },
+                    ExprKind::Path {
+                        root: r1,
+                        segments: s1,
+                    },
+                    ExprKind::Path {
+                        root: r2,
+                        segments: s2,
+                    },
                 ) if r1 == r2
                     && s1.len() == s2.len()
                     && s1.iter().zip(s2).all(|(a, b)| a.0 == b.0) => {}
@@ -218,8 +228,16 @@ impl Expr {
                     stack.push((x, y));
                 }
                 (
-                    ExprKind::Binary { op: o1, lhs: l1, rhs: r1 },
-                    ExprKind::Binary { op: o2, lhs: l2, rhs: r2 },
+                    ExprKind::Binary {
+                        op: o1,
+                        lhs: l1,
+                        rhs: r1,
+                    },
+                    ExprKind::Binary {
+                        op: o2,
+                        lhs: l2,
+                        rhs: r2,
+                    },
                 ) if o1 == o2 => {
                     stack.push((l1, l2));
                     stack.push((r1, r2));
@@ -230,8 +248,16 @@ impl Expr {
                     stack.extend(a1.iter().zip(a2));
                 }
                 (
-                    ExprKind::Lambda { param: p1, body: b1, .. },
-                    ExprKind::Lambda { param: p2, body: b2, .. },
+                    ExprKind::Lambda {
+                        param: p1,
+                        body: b1,
+                        ..
+                    },
+                    ExprKind::Lambda {
+                        param: p2,
+                        body: b2,
+                        ..
+                    },
                 ) if p1 == p2 => stack.push((b1, b2)),
                 _ => return false,
             }
@@ -251,7 +277,9 @@ impl Expr {
     /// Children in reverse source order (so a stack pops them in source order).
     pub(crate) fn for_each_child_rev<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
         match &self.kind {
-            ExprKind::List(items) | ExprKind::Call { args: items, .. } => items.iter().rev().for_each(f),
+            ExprKind::List(items) | ExprKind::Call { args: items, .. } => {
+                items.iter().rev().for_each(f)
+            }
             ExprKind::Object(fields) => fields.iter().rev().for_each(|(_, _, v)| f(v)),
             ExprKind::Not(e) | ExprKind::Neg(e) | ExprKind::Lambda { body: e, .. } => f(e),
             ExprKind::Binary { lhs, rhs, .. } => {
@@ -268,7 +296,9 @@ impl Expr {
         while let Some(e) = stack.pop() {
             e.span = e.span.start + offset..e.span.end + offset;
             match &mut e.kind {
-                ExprKind::List(items) | ExprKind::Call { args: items, .. } => stack.extend(items.iter_mut()),
+                ExprKind::List(items) | ExprKind::Call { args: items, .. } => {
+                    stack.extend(items.iter_mut())
+                }
                 ExprKind::Object(fields) => {
                     for (_, r, v) in fields.iter_mut() {
                         *r = r.start + offset..r.end + offset;
@@ -280,7 +310,9 @@ impl Expr {
                         *r = r.start + offset..r.end + offset;
                     }
                 }
-                ExprKind::Lambda { param_span, body, .. } => {
+                ExprKind::Lambda {
+                    param_span, body, ..
+                } => {
                     *param_span = param_span.start + offset..param_span.end + offset;
                     stack.push(body);
                 }
@@ -306,6 +338,8 @@ impl Drop for Expr {
     }
 }
 
+// Guards would not make the match clearer: leaves are simply not moved.
+#[allow(clippy::collapsible_match)]
 fn take_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
     match kind {
         ExprKind::Binary { lhs, rhs, .. } => {
@@ -342,6 +376,9 @@ fn has_children(kind: &ExprKind) -> bool {
 
 impl Expr {
     fn leaf() -> Expr {
-        Expr { kind: ExprKind::Null, span: 0..0 }
+        Expr {
+            kind: ExprKind::Null,
+            span: 0..0,
+        }
     }
 }

@@ -26,20 +26,33 @@ pub const PATH_INTO_SCALAR: &str = "PW0125";
 
 macro_rules! code {
     ($code:literal, $title:literal) => {
-        CodeInfo { code: $code, title: $title, explanation: include_str!(concat!("../explain/", $code, ".md")) }
+        CodeInfo {
+            code: $code,
+            title: $title,
+            explanation: include_str!(concat!("../explain/", $code, ".md")),
+        }
     };
 }
 
 pub const CODES: &[CodeInfo] = &[
     code!("PW0100", "unexpected character in an R1 expression"),
     code!("PW0101", "R1 syntax error"),
-    code!("PW0102", "operator spelt as in another language (`&&`, `||`, `!`, `=`)"),
+    code!(
+        "PW0102",
+        "operator spelt as in another language (`&&`, `||`, `!`, `=`)"
+    ),
     code!("PW0103", "R1 has no indexing"),
     code!("PW0104", "R1 has no conditional operator `? :`"),
     code!("PW0105", "call of a function that is not an R1 combinator"),
     code!("PW0106", "wrong number of arguments to a combinator"),
-    code!("PW0107", "lambda in the wrong place, or missing where required"),
-    code!("PW0108", "the path argument of `get` is not a string literal"),
+    code!(
+        "PW0107",
+        "lambda in the wrong place, or missing where required"
+    ),
+    code!(
+        "PW0108",
+        "the path argument of `get` is not a string literal"
+    ),
     code!("PW0109", "empty expression"),
     code!("PW0110", "chained comparison"),
     code!("PW0111", "integer literal too large"),
@@ -49,7 +62,10 @@ pub const CODES: &[CodeInfo] = &[
     code!("PW0120", "no such field in the schema"),
     code!("PW0121", "arithmetic on incompatible types"),
     code!("PW0122", "ordering comparison of incompatible types"),
-    code!("PW0123", "combinator applied to something that is not a list"),
+    code!(
+        "PW0123",
+        "combinator applied to something that is not a list"
+    ),
     code!("PW0124", "combinator argument of the wrong type"),
     code!("PW0125", "field access on a value that is not an object"),
 ];
@@ -79,13 +95,20 @@ mod tests {
                 rest = &rest[i + 3..];
                 if code.len() == 6 && code[2..].bytes().all(|b| b.is_ascii_digit()) {
                     seen += 1;
-                    assert!(CODES.iter().any(|c| c.code == code), "{code} is not in CODES");
+                    assert!(
+                        CODES.iter().any(|c| c.code == code),
+                        "{code} is not in CODES"
+                    );
                 }
             }
         }
         assert!(seen >= CODES.len());
         for c in CODES {
-            assert!(c.explanation.contains("**Wrong:**") && c.explanation.contains("**Right:**"), "{}", c.code);
+            assert!(
+                c.explanation.contains("**Wrong:**") && c.explanation.contains("**Right:**"),
+                "{}",
+                c.code
+            );
             assert!(c.code.starts_with("PW01"));
         }
     }

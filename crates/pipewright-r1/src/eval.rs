@@ -25,7 +25,10 @@ impl fmt::Display for EvalError {
 impl std::error::Error for EvalError {}
 
 fn err<T>(range: &Range<usize>, message: impl Into<String>) -> Result<T, EvalError> {
-    Err(EvalError { range: range.clone(), message: message.into() })
+    Err(EvalError {
+        range: range.clone(),
+        message: message.into(),
+    })
 }
 
 /// The top-level names an expression can see (`ctx`, `pipe`, `item`, `acc`, …). Values may be
@@ -71,7 +74,11 @@ impl<'a> Scope<'a> {
 
 /// Evaluates `expr` against `scope`.
 pub fn eval(expr: &Expr, scope: &Scope<'_>) -> Result<Value, EvalError> {
-    let env = Env { scope, bind: None, parent: None };
+    let env = Env {
+        scope,
+        bind: None,
+        parent: None,
+    };
     eval_in(expr, &env).map(Cow::into_owned)
 }
 
@@ -93,10 +100,14 @@ impl<'a> Env<'a> {
             }
             env = e.parent;
         }
-        self.scope.vars.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
-            Cow::Borrowed(b) => *b,
-            Cow::Owned(o) => o,
-        })
+        self.scope
+            .vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| match v {
+                Cow::Borrowed(b) => *b,
+                Cow::Owned(o) => o,
+            })
     }
 }
 
@@ -136,7 +147,10 @@ fn eval_in<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
                     None => err(&expr.span, "integer overflow in unary '-'"),
                 },
                 Value::Float(x) => owned(Value::Float(-x)),
-                other => err(&expr.span, format!("unary '-' requires a number, got {}", other.type_name())),
+                other => err(
+                    &expr.span,
+                    format!("unary '-' requires a number, got {}", other.type_name()),
+                ),
             }
         }
         ExprKind::Binary { .. } => eval_chain(expr, env),
@@ -183,11 +197,11 @@ fn apply(op: BinOp, l: &Value, r: &Value, span: &Range<usize>) -> Result<Value, 
                         return err(
                             span,
                             format!(
-                                "comparison '{}' requires two numbers or two strings, got {} and {}",
-                                op.as_str(),
-                                l.type_name(),
-                                r.type_name()
-                            ),
+                            "comparison '{}' requires two numbers or two strings, got {} and {}",
+                            op.as_str(),
+                            l.type_name(),
+                            r.type_name()
+                        ),
                         )
                     }
                 },
@@ -263,7 +277,12 @@ fn arith(op: BinOp, a: Number, b: Number, span: &Range<usize>) -> Result<Value, 
     }
 }
 
-fn eval_path<'a>(root: &str, segments: &[(String, Range<usize>)], span: &Range<usize>, env: &Env<'a>) -> Out<'a> {
+fn eval_path<'a>(
+    root: &str,
+    segments: &[(String, Range<usize>)],
+    span: &Range<usize>,
+    env: &Env<'a>,
+) -> Out<'a> {
     let full = || {
         let mut s = root.to_string();
         for (seg, _) in segments {
@@ -274,9 +293,14 @@ fn eval_path<'a>(root: &str, segments: &[(String, Range<usize>)], span: &Range<u
     };
     let Some(mut cur) = env.lookup(root) else {
         let mut msg = format!("path '{}' is absent: no field '{root}' in context", full());
-        let in_ctx = env.lookup("ctx").and_then(Value::as_object).is_some_and(|o| o.contains_key(root));
+        let in_ctx = env
+            .lookup("ctx")
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.contains_key(root));
         if in_ctx {
-            msg.push_str(&format!(" (named stores are read through ctx: write 'ctx.{root}')"));
+            msg.push_str(&format!(
+                " (named stores are read through ctx: write 'ctx.{root}')"
+            ));
         }
         return err(span, msg);
     };
@@ -293,7 +317,11 @@ fn eval_path<'a>(root: &str, segments: &[(String, Range<usize>)], span: &Range<u
             Value::Object(o) => match o.get(seg) {
                 Some(v) => cur = v,
                 None => {
-                    let mut msg = format!("path '{}' is absent: no field '{}.{seg}' in context", full(), prefix());
+                    let mut msg = format!(
+                        "path '{}' is absent: no field '{}.{seg}' in context",
+                        full(),
+                        prefix()
+                    );
                     if seg == "structured" && o.contains_key("text") {
                         msg.push_str(&format!(
                             "; a tool result has no 'structured' field when the tool returned no structured \
@@ -309,11 +337,11 @@ fn eval_path<'a>(root: &str, segments: &[(String, Range<usize>)], span: &Range<u
                 return err(
                     span,
                     format!(
-                        "path '{}' is absent: {} is not an object (it is {}), cannot access '{seg}'",
-                        full(),
-                        prefix(),
-                        other.type_name()
-                    ),
+                    "path '{}' is absent: {} is not an object (it is {}), cannot access '{seg}'",
+                    full(),
+                    prefix(),
+                    other.type_name()
+                ),
                 )
             }
         }
@@ -328,7 +356,12 @@ fn lambda_parts(e: &Expr) -> Result<(&str, &Expr), EvalError> {
     }
 }
 
-fn arg<'e>(args: &'e [Expr], i: usize, span: &Range<usize>, func: Combinator) -> Result<&'e Expr, EvalError> {
+fn arg<'e>(
+    args: &'e [Expr],
+    i: usize,
+    span: &Range<usize>,
+    func: Combinator,
+) -> Result<&'e Expr, EvalError> {
     match args.get(i) {
         Some(a) => Ok(a),
         None => err(span, format!("{}() is missing an argument", func.name())),
@@ -338,7 +371,11 @@ fn arg<'e>(args: &'e [Expr], i: usize, span: &Range<usize>, func: Combinator) ->
 fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env<'a>) -> Out<'a> {
     let first = arg(args, 0, span, func)?;
     match func {
-        Combinator::Map | Combinator::Filter | Combinator::All | Combinator::Any | Combinator::Find => {
+        Combinator::Map
+        | Combinator::Filter
+        | Combinator::All
+        | Combinator::Any
+        | Combinator::Find => {
             let (param, body) = lambda_parts(arg(args, 1, span, func)?)?;
             let list = eval_in(first, env)?;
             match list {
@@ -361,7 +398,9 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
         Combinator::Count => {
             let v = eval_in(first, env)?;
             let items = require_list(&v, func, &first.span)?;
-            Ok(Cow::Owned(Value::Int(i64::try_from(items.len()).unwrap_or(i64::MAX))))
+            Ok(Cow::Owned(Value::Int(
+                i64::try_from(items.len()).unwrap_or(i64::MAX),
+            )))
         }
         Combinator::Sum => {
             let v = eval_in(first, env)?;
@@ -369,7 +408,13 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let mut acc = Number::Int(0);
             for item in items {
                 let Some(n) = item.as_number() else {
-                    return err(&first.span, format!("sum() requires a list of numbers, found {}", item.type_name()));
+                    return err(
+                        &first.span,
+                        format!(
+                            "sum() requires a list of numbers, found {}",
+                            item.type_name()
+                        ),
+                    );
                 };
                 acc = match arith(BinOp::Add, acc, n, span)? {
                     Value::Int(i) => Number::Int(i),
@@ -388,12 +433,21 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let sep_expr = arg(args, 1, span, func)?;
             let sep = eval_in(sep_expr, env)?;
             let Value::Str(sep) = &*sep else {
-                return err(&sep_expr.span, format!("join() separator must be a string, got {}", sep.type_name()));
+                return err(
+                    &sep_expr.span,
+                    format!("join() separator must be a string, got {}", sep.type_name()),
+                );
             };
             let mut out = String::new();
             for (i, item) in items.iter().enumerate() {
                 let Value::Str(s) = item else {
-                    return err(&first.span, format!("join() requires a list of strings, found {}", item.type_name()));
+                    return err(
+                        &first.span,
+                        format!(
+                            "join() requires a list of strings, found {}",
+                            item.type_name()
+                        ),
+                    );
                 };
                 if i > 0 {
                     out.push_str(sep);
@@ -428,7 +482,10 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
         Combinator::ParseJson => {
             let v = eval_in(first, env)?;
             let Value::Str(s) = &*v else {
-                return err(&first.span, format!("parse_json() requires a string, got {}", v.type_name()));
+                return err(
+                    &first.span,
+                    format!("parse_json() requires a string, got {}", v.type_name()),
+                );
             };
             match serde_json::from_str::<serde_json::Value>(s) {
                 Ok(j) => Ok(Cow::Owned(Value::from_json(&j))),
@@ -447,10 +504,21 @@ fn get_path<'v>(base: &'v Value, path: &str) -> Option<&'v Value> {
     Some(cur)
 }
 
-fn require_list<'v>(v: &'v Value, func: Combinator, span: &Range<usize>) -> Result<&'v [Value], EvalError> {
+fn require_list<'v>(
+    v: &'v Value,
+    func: Combinator,
+    span: &Range<usize>,
+) -> Result<&'v [Value], EvalError> {
     match v {
         Value::List(l) => Ok(l),
-        other => err(span, format!("{}() requires a list, got {}", func.name(), other.type_name())),
+        other => err(
+            span,
+            format!(
+                "{}() requires a list, got {}",
+                func.name(),
+                other.type_name()
+            ),
+        ),
     }
 }
 
@@ -459,13 +527,27 @@ enum Found<'l> {
     Item(&'l Value),
 }
 
-fn iterate<'l>(func: Combinator, items: &'l [Value], param: &str, body: &Expr, env: &Env<'l>) -> Result<Found<'l>, EvalError> {
+fn iterate<'l>(
+    func: Combinator,
+    items: &'l [Value],
+    param: &str,
+    body: &Expr,
+    env: &Env<'l>,
+) -> Result<Found<'l>, EvalError> {
     let run = |item: &'l Value| -> Result<Cow<'_, Value>, EvalError> {
-        let child = Env { scope: env.scope, bind: Some((param, item)), parent: Some(env) };
+        let child = Env {
+            scope: env.scope,
+            bind: Some((param, item)),
+            parent: Some(env),
+        };
         eval_in(body, &child).map(|c| Cow::Owned(c.into_owned()))
     };
     let test = |item: &'l Value| -> Result<bool, EvalError> {
-        let child = Env { scope: env.scope, bind: Some((param, item)), parent: Some(env) };
+        let child = Env {
+            scope: env.scope,
+            bind: Some((param, item)),
+            parent: Some(env),
+        };
         eval_in(body, &child).map(|c| c.truthy())
     };
     Ok(match func {

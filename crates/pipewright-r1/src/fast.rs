@@ -10,7 +10,10 @@ use std::ops::Range;
 
 /// Names and strings are moved out of `tokens`, which must be re-lexed if this fails.
 pub(crate) fn parse(tokens: &mut [Spanned]) -> Option<Expr> {
-    let mut p = Fast { toks: tokens, pos: 0 };
+    let mut p = Fast {
+        toks: tokens,
+        pos: 0,
+    };
     let e = p.expr()?;
     (p.pos == tokens.len()).then_some(e)
 }
@@ -22,7 +25,14 @@ struct Fast<'t> {
 
 fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
     let span = lhs.span.start..rhs.span.end;
-    Expr::new(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span)
+    Expr::new(
+        ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        span,
+    )
 }
 
 fn keyword_name(t: &Token) -> Option<&'static str> {
@@ -113,7 +123,9 @@ impl Fast<'_> {
 
     fn comparison(&mut self) -> Option<Expr> {
         let l = self.sum()?;
-        let Some(op) = self.cmp_op() else { return Some(l) };
+        let Some(op) = self.cmp_op() else {
+            return Some(l);
+        };
         self.pos += 1;
         let r = self.sum()?;
         if self.cmp_op().is_some() {
@@ -235,7 +247,10 @@ impl Fast<'_> {
             segments.push((name, r));
         }
         let end = segments.last().map_or(range.end, |(_, r)| r.end);
-        Some(Expr::new(ExprKind::Path { root, segments }, range.start..end))
+        Some(Expr::new(
+            ExprKind::Path { root, segments },
+            range.start..end,
+        ))
     }
 
     fn call(&mut self, name: &str, range: &Range<usize>) -> Option<Expr> {
@@ -246,11 +261,20 @@ impl Fast<'_> {
             loop {
                 let arg = match (self.peek(), self.peek_at(1)) {
                     (Some(Token::Ident(_)), Some(Token::Arrow)) => {
-                        let (Token::Ident(param), pr) = self.next()? else { return None };
+                        let (Token::Ident(param), pr) = self.next()? else {
+                            return None;
+                        };
                         self.pos += 1;
                         let body = self.expr()?;
                         let span = pr.start..body.span.end;
-                        Expr::new(ExprKind::Lambda { param, param_span: pr, body: Box::new(body) }, span)
+                        Expr::new(
+                            ExprKind::Lambda {
+                                param,
+                                param_span: pr,
+                                body: Box::new(body),
+                            },
+                            span,
+                        )
                     }
                     _ => self.expr()?,
                 };
@@ -271,9 +295,14 @@ impl Fast<'_> {
                 return None;
             }
         }
-        if func == Combinator::Get && !matches!(args.get(1).map(|a| &a.kind), Some(ExprKind::Str(_))) {
+        if func == Combinator::Get
+            && !matches!(args.get(1).map(|a| &a.kind), Some(ExprKind::Str(_)))
+        {
             return None;
         }
-        Some(Expr::new(ExprKind::Call { func, args }, range.start..close.end))
+        Some(Expr::new(
+            ExprKind::Call { func, args },
+            range.start..close.end,
+        ))
     }
 }

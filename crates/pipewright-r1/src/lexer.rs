@@ -188,13 +188,18 @@ pub fn lex(src: &str) -> (Vec<Spanned>, Vec<ParseError>) {
         let tok = match raw {
             Ok(raw) => raw,
             Err(()) => {
-                let Some(e) = bad_char(src, range.start) else { continue };
+                let Some(e) = bad_char(src, range.start) else {
+                    continue;
+                };
                 let unterminated = e.code == codes::UNTERMINATED;
                 let bad = e.range.clone();
                 // Several bad characters in a row are one gap and one error.
-                let joined = matches!(tokens.last(), Some((Token::Invalid, r)) if r.end == range.start);
+                let joined =
+                    matches!(tokens.last(), Some((Token::Invalid, r)) if r.end == range.start);
                 match errors.last_mut() {
-                    Some(last) if joined && last.range.end == range.start => last.range.end = bad.end,
+                    Some(last) if joined && last.range.end == range.start => {
+                        last.range.end = bad.end
+                    }
                     _ => errors.push(e),
                 }
                 match tokens.last_mut() {
@@ -342,8 +347,15 @@ fn bad_char(src: &str, at: usize) -> Option<ParseError> {
             _ => "unterminated string literal",
         };
         return Some(
-            ParseError::new(at..src.len(), codes::UNTERMINATED, message, "this string is never closed")
-                .with_help(format!("close the string with `{c}`; write `\\{c}` for a quote inside it")),
+            ParseError::new(
+                at..src.len(),
+                codes::UNTERMINATED,
+                message,
+                "this string is never closed",
+            )
+            .with_help(format!(
+                "close the string with `{c}`; write `\\{c}` for a quote inside it"
+            )),
         );
     }
     let label = if c.is_alphabetic() {
@@ -397,13 +409,31 @@ mod tests {
 
     #[test]
     fn numbers_and_names() {
-        assert_eq!(toks("007 1.50 1e3"), vec![Token::Int(7), Token::Float(1.5), Token::Int(1), Token::Ident("e3".into())]);
-        assert_eq!(toks("a->b"), vec![Token::Ident("a".into()), Token::Arrow, Token::Ident("b".into())]);
+        assert_eq!(
+            toks("007 1.50 1e3"),
+            vec![
+                Token::Int(7),
+                Token::Float(1.5),
+                Token::Int(1),
+                Token::Ident("e3".into())
+            ]
+        );
+        assert_eq!(
+            toks("a->b"),
+            vec![
+                Token::Ident("a".into()),
+                Token::Arrow,
+                Token::Ident("b".into())
+            ]
+        );
     }
 
     #[test]
     fn escapes_drop_the_backslash() {
-        assert_eq!(toks(r#"'\r\u0041\n' "it\"s""#), vec![Token::Str("ru0041\n".into()), Token::Str("it\"s".into())]);
+        assert_eq!(
+            toks(r#"'\r\u0041\n' "it\"s""#),
+            vec![Token::Str("ru0041\n".into()), Token::Str("it\"s".into())]
+        );
     }
 
     #[test]
@@ -422,7 +452,10 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].range, 4..8);
         let (_, e) = lex("'a\\\nb'");
-        assert_eq!(e[0].message, "a backslash cannot be followed by a line break");
+        assert_eq!(
+            e[0].message,
+            "a backslash cannot be followed by a line break"
+        );
     }
 
     #[test]

@@ -31,6 +31,8 @@ impl fmt::Display for Custom {
     }
 }
 
+type CmpRest = Vec<((BinOp, Range<usize>), Expr)>;
+
 type Err<'t> = extra::Err<Rich<'t, Token, SimpleSpan, Custom>>;
 
 fn custom<'t>(
@@ -42,7 +44,12 @@ fn custom<'t>(
 ) -> Rich<'t, Token, SimpleSpan, Custom> {
     Rich::custom(
         SimpleSpan::from(range),
-        Custom { code, message: message.into(), label: label.into(), help },
+        Custom {
+            code,
+            message: message.into(),
+            label: label.into(),
+            help,
+        },
     )
 }
 
@@ -83,18 +90,32 @@ pub fn parse_slow(src: &str) -> Result<Expr, Vec<ParseError>> {
     parse_with_chumsky(src, tokens, errors)
 }
 
-fn parse_with_chumsky(src: &str, tokens: Vec<Spanned>, mut errors: Vec<ParseError>) -> Result<Expr, Vec<ParseError>> {
+fn parse_with_chumsky(
+    src: &str,
+    tokens: Vec<Spanned>,
+    mut errors: Vec<ParseError>,
+) -> Result<Expr, Vec<ParseError>> {
     let eoi = SimpleSpan::from(src.len()..src.len());
-    let tokens: Vec<(Token, SimpleSpan)> =
-        tokens.into_iter().map(|(t, r)| (t, SimpleSpan::from(r))).collect();
+    let tokens: Vec<(Token, SimpleSpan)> = tokens
+        .into_iter()
+        .map(|(t, r)| (t, SimpleSpan::from(r)))
+        .collect();
     let input = tokens.as_slice().map(eoi, |(t, s)| (t, s));
-    let (out, errs) = expr_parser().then_ignore(end()).parse(input).into_output_errors();
+    let (out, errs) = expr_parser()
+        .then_ignore(end())
+        .parse(input)
+        .into_output_errors();
     errors.extend(errs.into_iter().filter_map(convert));
     if errors.is_empty() {
         if let Some(e) = out {
             return Ok(e);
         }
-        errors.push(ParseError::new(0..src.len(), codes::SYNTAX, "malformed expression", ""));
+        errors.push(ParseError::new(
+            0..src.len(),
+            codes::SYNTAX,
+            "malformed expression",
+            "",
+        ));
     }
     errors.sort_by_key(|e| (e.range.start, e.range.end));
     errors.dedup();
@@ -254,6 +275,10 @@ fn is_operator(t: &Token) -> bool {
 
 fn hint_for(found: &Token) -> Option<String> {
     match found {
+        Token::Dot => Some(
+            "only a name can start a path: read a field of a computed value with `get(value, \"field\")`"
+                .to_string(),
+        ),
         Token::Arrow => Some(
             "a lambda `x -> …` is only allowed as the second argument of map, filter, all, any or find"
                 .to_string(),
@@ -273,7 +298,10 @@ fn combinators_help(name: &str) -> String {
     let names = Combinator::ALL.map(Combinator::name);
     match pipewright_syntax::suggest::did_you_mean(name, names) {
         Some(c) => format!("did you mean `{c}`?"),
-        None => format!("the combinators are {}", names.map(|n| format!("`{n}`")).join(", ")),
+        None => format!(
+            "the combinators are {}",
+            names.map(|n| format!("`{n}`")).join(", ")
+        ),
     }
 }
 
@@ -305,8 +333,12 @@ where
             ));
             s
         });
-        let segment = just(Token::Dot)
-            .ignore_then(seg_name.or(number_seg).map_with(|s, e| (s, span_of(e.span()))).labelled("field name"));
+        let segment = just(Token::Dot).ignore_then(
+            seg_name
+                .or(number_seg)
+                .map_with(|s, e| (s, span_of(e.span())))
+                .labelled("field name"),
+        );
 
         let literal = select! {
             Token::Int(n) => ExprKind::Int(n),
@@ -332,19 +364,30 @@ where
         let lambda = param
             .then_ignore(just(Token::Arrow))
             .then(expr.clone())
-            .validate(|(((name, is_kw), pspan), body): (((String, bool), Range<usize>), Expr), _, emitter| {
-                if is_kw {
-                    emitter.emit(custom(
-                        pspan.clone(),
-                        codes::KEYWORD,
-                        format!("lambda parameter cannot be keyword `{name}`"),
-                        "a keyword",
-                        Some("pick another name, such as `x`".to_string()),
-                    ));
-                }
-                let span = pspan.start..body.span.end;
-                Expr::new(ExprKind::Lambda { param: name, param_span: pspan, body: Box::new(body) }, span)
-            });
+            .validate(
+                |(((name, is_kw), pspan), body): (((String, bool), Range<usize>), Expr),
+                 _,
+                 emitter| {
+                    if is_kw {
+                        emitter.emit(custom(
+                            pspan.clone(),
+                            codes::KEYWORD,
+                            format!("lambda parameter cannot be keyword `{name}`"),
+                            "a keyword",
+                            Some("pick another name, such as `x`".to_string()),
+                        ));
+                    }
+                    let span = pspan.start..body.span.end;
+                    Expr::new(
+                        ExprKind::Lambda {
+                            param: name,
+                            param_span: pspan,
+                            body: Box::new(body),
+                        },
+                        span,
+                    )
+                },
+            );
 
         let list = expr
             .clone()
@@ -362,16 +405,18 @@ where
             Token::Or => "or".to_string(),
             Token::Not => "not".to_string(),
         }
-        .or(select! { Token::Str(s) => s }.validate(|s: String, e, emitter| {
-            emitter.emit(custom(
-                span_of(e.span()),
-                codes::SYNTAX,
-                "object keys must be bare names, not quoted strings",
-                "quoted key",
-                Some(format!("write `{s}: …` without quotes")),
-            ));
-            s
-        }))
+        .or(
+            select! { Token::Str(s) => s }.validate(|s: String, e, emitter| {
+                emitter.emit(custom(
+                    span_of(e.span()),
+                    codes::SYNTAX,
+                    "object keys must be bare names, not quoted strings",
+                    "quoted key",
+                    Some(format!("write `{s}: …` without quotes")),
+                ));
+                s
+            }),
+        )
         .map_with(|k, e| (k, span_of(e.span())))
         .labelled("object key");
         let object = key
@@ -394,7 +439,10 @@ where
                     .recover_with(via_parser(nested_delimiters(
                         Token::LParen,
                         Token::RParen,
-                        [(Token::LBracket, Token::RBracket), (Token::LBrace, Token::RBrace)],
+                        [
+                            (Token::LBracket, Token::RBracket),
+                            (Token::LBrace, Token::RBrace),
+                        ],
                         |_| None,
                     ))),
             )
@@ -410,7 +458,9 @@ where
             .map_with(|s, e| (s, span_of(e.span())))
             .then(segment.repeated().collect::<Vec<_>>())
             .map(|((root, rspan), segments)| {
-                let end = segments.last().map_or(rspan.end, |(_, r): &(String, Range<usize>)| r.end);
+                let end = segments
+                    .last()
+                    .map_or(rspan.end, |(_, r): &(String, Range<usize>)| r.end);
                 Expr::new(ExprKind::Path { root, segments }, rspan.start..end)
             });
 
@@ -425,21 +475,24 @@ where
                 codes::LAMBDA,
                 "a lambda is only allowed as the second argument of map, filter, all, any or find",
                 "lambda used as a value",
-                Some("lambdas are not values: write e.g. `map(ctx.items, x -> x.name)`".to_string()),
+                Some(
+                    "lambdas are not values: write e.g. `map(ctx.items, x -> x.name)`".to_string(),
+                ),
             ));
             Expr::new(ExprKind::Error, l.span.clone())
         });
 
-        let bad_keyword = select! { Token::And => "and", Token::Or => "or" }.validate(|k, e, emitter| {
-            emitter.emit(custom(
-                span_of(e.span()),
-                codes::KEYWORD,
-                format!("keyword `{k}` used as an expression"),
-                "an operator, not a value",
-                Some(format!("`{k}` needs an operand on each side: `a {k} b`")),
-            ));
-            Expr::new(ExprKind::Error, span_of(e.span()))
-        });
+        let bad_keyword =
+            select! { Token::And => "and", Token::Or => "or" }.validate(|k, e, emitter| {
+                emitter.emit(custom(
+                    span_of(e.span()),
+                    codes::KEYWORD,
+                    format!("keyword `{k}` used as an expression"),
+                    "an operator, not a value",
+                    Some(format!("`{k}` needs an operand on each side: `a {k} b`")),
+                ));
+                Expr::new(ExprKind::Error, span_of(e.span()))
+            });
 
         let base = choice((
             literal,
@@ -450,18 +503,25 @@ where
             call,
             path,
             bad_keyword,
-            select! { Token::Invalid => () }.map_with(|_, e| Expr::new(ExprKind::Error, span_of(e.span()))),
+            select! { Token::Invalid => () }
+                .map_with(|_, e| Expr::new(ExprKind::Error, span_of(e.span()))),
         ))
         .recover_with(via_parser(nested_delimiters(
             Token::LParen,
             Token::RParen,
-            [(Token::LBracket, Token::RBracket), (Token::LBrace, Token::RBrace)],
+            [
+                (Token::LBracket, Token::RBracket),
+                (Token::LBrace, Token::RBrace),
+            ],
             |s| Expr::new(ExprKind::Error, span_of(s)),
         )))
         .recover_with(via_parser(nested_delimiters(
             Token::LBracket,
             Token::RBracket,
-            [(Token::LParen, Token::RParen), (Token::LBrace, Token::RBrace)],
+            [
+                (Token::LParen, Token::RParen),
+                (Token::LBrace, Token::RBrace),
+            ],
             |s| Expr::new(ExprKind::Error, span_of(s)),
         )))
         .boxed();
@@ -515,12 +575,16 @@ where
         let mul_op = select! { Token::Star => BinOp::Mul, Token::Slash => BinOp::Div };
         let product = unary
             .clone()
-            .foldl_with(mul_op.then(unary).repeated(), |l, (op, r), _| binary(op, l, r))
+            .foldl_with(mul_op.then(unary).repeated(), |l, (op, r), _| {
+                binary(op, l, r)
+            })
             .boxed();
         let add_op = select! { Token::Plus => BinOp::Add, Token::Minus => BinOp::Sub };
         let sum = product
             .clone()
-            .foldl_with(add_op.then(product).repeated(), |l, (op, r), _| binary(op, l, r))
+            .foldl_with(add_op.then(product).repeated(), |l, (op, r), _| {
+                binary(op, l, r)
+            })
             .boxed();
         let cmp_op = select! {
             Token::EqEq => BinOp::Eq,
@@ -534,7 +598,7 @@ where
         let comparison = sum
             .clone()
             .then(cmp_op.then(sum).repeated().collect::<Vec<_>>())
-            .validate(|(first, rest): (Expr, Vec<((BinOp, Range<usize>), Expr)>), _, emitter| {
+            .validate(|(first, rest): (Expr, CmpRest), _, emitter| {
                 let mut acc = first;
                 for (i, ((op, op_span), r)) in rest.into_iter().enumerate() {
                     if i == 1 {
@@ -543,7 +607,10 @@ where
                             codes::CHAINED_COMPARISON,
                             "comparison operators cannot be chained",
                             "second comparison",
-                            Some("R1 comparisons are non-associative: write `a < b and b < c`".to_string()),
+                            Some(
+                                "R1 comparisons are non-associative: write `a < b and b < c`"
+                                    .to_string(),
+                            ),
                         ));
                     }
                     acc = binary(op, acc, r);
@@ -561,17 +628,28 @@ where
             .boxed();
         let conj = not
             .clone()
-            .foldl_with(just(Token::And).ignore_then(not).repeated(), |l, r, _| binary(BinOp::And, l, r))
+            .foldl_with(just(Token::And).ignore_then(not).repeated(), |l, r, _| {
+                binary(BinOp::And, l, r)
+            })
             .boxed();
         conj.clone()
-            .foldl_with(just(Token::Or).ignore_then(conj).repeated(), |l, r, _| binary(BinOp::Or, l, r))
+            .foldl_with(just(Token::Or).ignore_then(conj).repeated(), |l, r, _| {
+                binary(BinOp::Or, l, r)
+            })
             .labelled("expression")
     })
 }
 
 fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
     let span = lhs.span.start..rhs.span.end;
-    Expr::new(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span)
+    Expr::new(
+        ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        span,
+    )
 }
 
 fn indexing_help() -> String {
@@ -603,7 +681,11 @@ fn build_call(
     let (min, max) = func.arity();
     let mut ok = true;
     if args.len() < min || args.len() > max {
-        let expected = if min == max { format!("{min}") } else { format!("{min} or {max}") };
+        let expected = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min} or {max}")
+        };
         let range = if args.len() > max {
             args[max].span.start..args[args.len() - 1].span.end
         } else {
@@ -619,7 +701,11 @@ fn build_call(
                 args.len(),
                 if args.len() == 1 { "was" } else { "were" }
             ),
-            if args.len() > max { "extra arguments" } else { "missing arguments" },
+            if args.len() > max {
+                "extra arguments"
+            } else {
+                "missing arguments"
+            },
             Some(format!("usage: {}", func.signature())),
         ));
         ok = false;
@@ -642,20 +728,28 @@ fn build_call(
                 codes::LAMBDA,
                 format!("the second argument of `{}` must be a lambda", func.name()),
                 "expected `x -> …`",
-                Some(format!("usage: {}; lambdas are written inline, they are not values", func.signature())),
+                Some(format!(
+                    "usage: {}; lambdas are written inline, they are not values",
+                    func.signature()
+                )),
             ));
             ok = false;
         }
     }
     if func == Combinator::Get {
         if let Some(p) = args.get(1) {
-            if !matches!(p.kind, ExprKind::Str(_) | ExprKind::Lambda { .. } | ExprKind::Error) {
+            if !matches!(
+                p.kind,
+                ExprKind::Str(_) | ExprKind::Lambda { .. } | ExprKind::Error
+            ) {
                 emitter.emit(custom(
                     p.span.clone(),
                     codes::GET_PATH,
                     "the path argument of `get` must be a string literal",
                     "not a string literal",
-                    Some("write the dotted path literally: `get(ctx, \"a.b\", default)`".to_string()),
+                    Some(
+                        "write the dotted path literally: `get(ctx, \"a.b\", default)`".to_string(),
+                    ),
                 ));
                 ok = false;
             }

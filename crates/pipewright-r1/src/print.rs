@@ -156,7 +156,11 @@ fn float_literal(x: f64) -> String {
 
 /// Quotes a string with single quotes, or double quotes when that avoids escaping.
 pub fn quote(s: &str) -> String {
-    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let q = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(q);
     for c in s.chars() {

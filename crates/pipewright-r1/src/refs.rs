@@ -16,6 +16,7 @@ pub struct PathRef {
 
 /// Every path whose root is not a lambda parameter, in source order; for `get(p, "x.y", …)`
 /// with `p` a free path, also `p.x.y` marked `via_get`.
+#[allow(clippy::collapsible_match)]
 pub fn free_paths(expr: &Expr) -> Vec<PathRef> {
     let mut out = Vec::new();
     let mut stack: Vec<(&Expr, Rc<Vec<&str>>)> = vec![(expr, Rc::new(Vec::new()))];
@@ -37,9 +38,14 @@ pub fn free_paths(expr: &Expr) -> Vec<PathRef> {
                 stack.push((body, Rc::new(inner)));
                 continue;
             }
-            ExprKind::Call { func: Combinator::Get, args } => {
+            ExprKind::Call {
+                func: Combinator::Get,
+                args,
+            } => {
                 if let (Some(base), Some(path)) = (args.first(), args.get(1)) {
-                    if let (ExprKind::Path { root, segments }, ExprKind::Str(p)) = (&base.kind, &path.kind) {
+                    if let (ExprKind::Path { root, segments }, ExprKind::Str(p)) =
+                        (&base.kind, &path.kind)
+                    {
                         if !bound.contains(&root.as_str()) {
                             out.push(PathRef {
                                 root: root.clone(),
@@ -70,11 +76,22 @@ mod tests {
 
     #[test]
     fn lambda_params_are_bound() {
-        let e = parse("map(ctx.xs, x -> x.a + item.b) and get(ctx, 'r.s', 1)").unwrap_or_else(|e| panic!("{e:?}"));
+        let e = parse("map(ctx.xs, x -> x.a + item.b) and get(ctx, 'r.s', 1)")
+            .unwrap_or_else(|e| panic!("{e:?}"));
         let refs: Vec<String> = free_paths(&e)
             .iter()
-            .map(|p| format!("{}.{}{}", p.root, p.segments.join("."), if p.via_get { " (get)" } else { "" }))
+            .map(|p| {
+                format!(
+                    "{}.{}{}",
+                    p.root,
+                    p.segments.join("."),
+                    if p.via_get { " (get)" } else { "" }
+                )
+            })
             .collect();
-        assert_eq!(refs, ["ctx.xs", "item.b", "ctx. ", "ctx.r.s (get)"].map(|s| s.replace(". ", ".")));
+        assert_eq!(
+            refs,
+            ["ctx.xs", "item.b", "ctx. ", "ctx.r.s (get)"].map(|s| s.replace(". ", "."))
+        );
     }
 }

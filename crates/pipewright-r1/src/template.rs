@@ -18,7 +18,11 @@ pub enum TemplatePart {
     Text(String),
     /// A `{…}` reference. `range` is the interior of the braces and `expr`'s spans are relative
     /// to the template source; `source` is the interior without surrounding whitespace.
-    Expr { expr: Expr, range: Range<usize>, source: String },
+    Expr {
+        expr: Expr,
+        range: Range<usize>,
+        source: String,
+    },
 }
 
 /// Splits a template into text and references; every reference that does not parse is
@@ -73,7 +77,11 @@ pub fn parse_template(src: &str) -> Result<Template, Vec<ParseError>> {
                     if !text.is_empty() {
                         parts.push(TemplatePart::Text(std::mem::take(&mut text)));
                     }
-                    parts.push(TemplatePart::Expr { expr, range: after..close, source: trimmed.to_string() });
+                    parts.push(TemplatePart::Expr {
+                        expr,
+                        range: after..close,
+                        source: trimmed.to_string(),
+                    });
                 }
                 Err(es) => errors.extend(es.into_iter().map(|e| e.shifted(after))),
             }
@@ -102,7 +110,10 @@ pub fn render(template: &Template, scope: &Scope<'_>) -> Result<String, EvalErro
                 Err(e) => {
                     return Err(EvalError {
                         range: e.range,
-                        message: format!("prompt template reference {{{source}}} could not be resolved: {}", e.message),
+                        message: format!(
+                            "prompt template reference {{{source}}} could not be resolved: {}",
+                            e.message
+                        ),
                     })
                 }
             },
@@ -116,7 +127,9 @@ mod tests {
     use super::*;
 
     fn run(src: &str) -> Result<String, String> {
-        let ctx = Value::from_json(&serde_json::json!({"s": "hi", "n": 3, "f": 3.0, "l": [1, "a"], "o": {"k": 1}, "b": true, "z": null}));
+        let ctx = Value::from_json(
+            &serde_json::json!({"s": "hi", "n": 3, "f": 3.0, "l": [1, "a"], "o": {"k": 1}, "b": true, "z": null}),
+        );
         let t = parse_template(src).map_err(|e| format!("{e:?}"))?;
         render(&t, &Scope::new().with("ctx", &ctx)).map_err(|e| e.message)
     }
@@ -127,7 +140,10 @@ mod tests {
         assert_eq!(run("{{ctx.s}}").as_deref(), Ok("{hi}"));
         assert_eq!(run("{} {ctx.s").as_deref(), Ok("{} {ctx.s"));
         assert_eq!(run("ctx.s}").as_deref(), Ok("ctx.s}"));
-        assert_eq!(run("{ctx.n + 1}|{ctx.f}|{ctx.l}|{ctx.o}|{ctx.b}|{ctx.z}").as_deref(), Ok("4|3.0|[1,\"a\"]|{\"k\":1}|true|null"));
+        assert_eq!(
+            run("{ctx.n + 1}|{ctx.f}|{ctx.l}|{ctx.o}|{ctx.b}|{ctx.z}").as_deref(),
+            Ok("4|3.0|[1,\"a\"]|{\"k\":1}|true|null")
+        );
         assert!(run("{ }").is_err());
         assert!(run("{ctx.}").is_err());
         assert_eq!(

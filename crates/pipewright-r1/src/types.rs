@@ -46,16 +46,27 @@ pub struct FieldType {
 impl ObjectType {
     /// A closed object type with no fields yet.
     pub fn closed(name: Option<&str>) -> ObjectType {
-        ObjectType { name: name.map(str::to_string), fields: IndexMap::new(), open: false, origin: None }
+        ObjectType {
+            name: name.map(str::to_string),
+            fields: IndexMap::new(),
+            open: false,
+            origin: None,
+        }
     }
 
     /// An object whose fields are unknown.
     pub fn open() -> ObjectType {
-        ObjectType { name: None, fields: IndexMap::new(), open: true, origin: None }
+        ObjectType {
+            name: None,
+            fields: IndexMap::new(),
+            open: true,
+            origin: None,
+        }
     }
 
     pub fn with_field(mut self, name: impl Into<String>, ty: Type) -> ObjectType {
-        self.fields.insert(name.into(), FieldType { ty, origin: None });
+        self.fields
+            .insert(name.into(), FieldType { ty, origin: None });
         self
     }
 
@@ -206,7 +217,12 @@ pub struct TypeIssue {
 }
 
 impl TypeIssue {
-    fn error(range: Range<usize>, code: &'static str, message: String, label: impl Into<String>) -> TypeIssue {
+    fn error(
+        range: Range<usize>,
+        code: &'static str,
+        message: String,
+        label: impl Into<String>,
+    ) -> TypeIssue {
         TypeIssue {
             range,
             code,
@@ -224,9 +240,14 @@ impl TypeIssue {
     }
 
     pub fn to_diagnostic(&self, map: impl Fn(Range<usize>) -> Span) -> Diagnostic {
-        let mut d = Diagnostic::new(self.severity, self.code, map(self.range.clone()), self.message.clone())
-            .with_label(self.label.clone())
-            .with_optional_help(self.help.clone());
+        let mut d = Diagnostic::new(
+            self.severity,
+            self.code,
+            map(self.range.clone()),
+            self.message.clone(),
+        )
+        .with_label(self.label.clone())
+        .with_optional_help(self.help.clone());
         for (span, msg) in &self.secondary {
             d = d.with_secondary(*span, msg.clone());
         }
@@ -236,7 +257,11 @@ impl TypeIssue {
 
 /// Infers the type of `expr` and reports every conflict between known types.
 pub fn check_types(expr: &Expr, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
-    let mut cx = Checker { env, locals: Vec::new(), issues: Vec::new() };
+    let mut cx = Checker {
+        env,
+        locals: Vec::new(),
+        issues: Vec::new(),
+    };
     let ty = cx.infer(expr);
     let mut issues = cx.issues;
     issues.sort_by_key(|i| (i.range.start, i.range.end));
@@ -273,7 +298,13 @@ impl Checker<'_> {
                 let mut o = ObjectType::closed(None);
                 for (k, _, v) in fields {
                     let t = self.infer(v);
-                    o.fields.insert(k.clone(), FieldType { ty: t, origin: None });
+                    o.fields.insert(
+                        k.clone(),
+                        FieldType {
+                            ty: t,
+                            origin: None,
+                        },
+                    );
                 }
                 Type::Object(o)
             }
@@ -318,7 +349,12 @@ impl Checker<'_> {
         self.env.get(name).cloned().unwrap_or(Type::Any)
     }
 
-    fn path(&mut self, root: &str, segments: &[(String, Range<usize>)], span: &Range<usize>) -> Type {
+    fn path(
+        &mut self,
+        root: &str,
+        segments: &[(String, Range<usize>)],
+        span: &Range<usize>,
+    ) -> Type {
         let mut cur = self.lookup(root);
         let mut prefix = root.to_string();
         for (seg, seg_range) in segments {
@@ -334,16 +370,25 @@ impl Checker<'_> {
                             format!("not a field of {}", o.describe()),
                         );
                         let names = o.fields.keys().map(String::as_str);
-                        issue.help = Some(match pipewright_syntax::suggest::did_you_mean(seg, names.clone()) {
-                            Some(c) => format!("did you mean `{prefix}.{c}`?"),
-                            None if o.fields.is_empty() => format!("{} declares no fields", o.describe()),
-                            None => format!(
-                                "the fields are {}",
-                                names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                            ),
-                        });
+                        issue.help = Some(
+                            match pipewright_syntax::suggest::did_you_mean(seg, names.clone()) {
+                                Some(c) => format!("did you mean `{prefix}.{c}`?"),
+                                None if o.fields.is_empty() => {
+                                    format!("{} declares no fields", o.describe())
+                                }
+                                None => format!(
+                                    "the fields are {}",
+                                    names
+                                        .map(|n| format!("`{n}`"))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            },
+                        );
                         if let Some(origin) = o.origin {
-                            issue.secondary.push((origin, format!("{} is declared here", o.describe())));
+                            issue
+                                .secondary
+                                .push((origin, format!("{} is declared here", o.describe())));
                         }
                         self.issues.push(issue);
                         return Type::Any;
@@ -413,13 +458,19 @@ impl Checker<'_> {
                 Type::Bool
             }
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
-                let never = |t: &Type| t.surely(&|t| matches!(t, Type::Null | Type::Bool | Type::Object(_)));
+                let never = |t: &Type| {
+                    t.surely(&|t| matches!(t, Type::Null | Type::Bool | Type::Object(_)))
+                };
                 let plus = op == BinOp::Add;
                 let known_bad = never(&l)
                     || never(&r)
                     || (l.surely_not_number()
                         && r.surely_not_number()
-                        && !(plus && matches!((&l, &r), (Type::Str, Type::Str) | (Type::List(_), Type::List(_)))))
+                        && !(plus
+                            && matches!(
+                                (&l, &r),
+                                (Type::Str, Type::Str) | (Type::List(_), Type::List(_))
+                            )))
                     || (l.surely_not_number() && !matches!(r, Type::Any) && !r.surely_not_number())
                     || (r.surely_not_number() && !matches!(l, Type::Any) && !l.surely_not_number());
                 if known_bad {
@@ -462,7 +513,9 @@ impl Checker<'_> {
     }
 
     fn call(&mut self, func: Combinator, args: &[Expr], span: &Range<usize>) -> Type {
-        let Some(first) = args.first() else { return Type::Any };
+        let Some(first) = args.first() else {
+            return Type::Any;
+        };
         let t = self.infer(first);
         let list_arg = !matches!(func, Combinator::Get | Combinator::ParseJson);
         if list_arg && t.surely_not_list() {
@@ -470,7 +523,11 @@ impl Checker<'_> {
         }
         let elem = t.element();
         match func {
-            Combinator::Map | Combinator::Filter | Combinator::All | Combinator::Any | Combinator::Find => {
+            Combinator::Map
+            | Combinator::Filter
+            | Combinator::All
+            | Combinator::Any
+            | Combinator::Find => {
                 let body_ty = match args.get(1).map(|a| &a.kind) {
                     Some(ExprKind::Lambda { param, body, .. }) => {
                         self.locals.push((param.clone(), elem.clone()));
@@ -531,7 +588,9 @@ impl Checker<'_> {
                             TypeIssue::error(
                                 sep.span.clone(),
                                 codes::ARG_TYPE,
-                                format!("the separator of `join` must be a string, but this is {st}"),
+                                format!(
+                                    "the separator of `join` must be a string, but this is {st}"
+                                ),
                                 format!("{st}, not a string"),
                             )
                             .help("write the separator as a string, e.g. `\", \"`"),

@@ -111,9 +111,11 @@ impl Value {
             },
             serde_json::Value::String(s) => Value::Str(s.clone()),
             serde_json::Value::Array(a) => Value::List(a.iter().map(Value::from_json).collect()),
-            serde_json::Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect())
-            }
+            serde_json::Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 
@@ -287,14 +289,20 @@ mod tests {
     fn json_keeps_int_and_float_apart() {
         let v = Value::from_json(&serde_json::json!({"a": 3, "b": 3.0, "c": [1.5, "x", null]}));
         assert_eq!(v.to_json_string(), r#"{"a":3,"b":3.0,"c":[1.5,"x",null]}"#);
-        assert!(matches!(v.as_object().and_then(|o| o.get("b")), Some(Value::Float(_))));
+        assert!(matches!(
+            v.as_object().and_then(|o| o.get("b")),
+            Some(Value::Float(_))
+        ));
     }
 
     #[test]
     fn equality_rules() {
         assert_eq!(Value::Int(1), Value::Float(1.0));
         assert_ne!(Value::Bool(true), Value::Int(1));
-        assert_ne!(Value::Int(i64::MAX), Value::Float(9_223_372_036_854_775_807.0));
+        assert_ne!(
+            Value::Int(i64::MAX),
+            Value::Float(9_223_372_036_854_775_807.0)
+        );
     }
 
     #[test]

@@ -169,7 +169,9 @@ fn context() -> Value {
 fn conformance_table() {
     assert!(CASES.len() >= 80);
     let ctx = context();
-    let scope = Scope::new().with("ctx", &ctx).with_owned("pipe", Value::Null);
+    let scope = Scope::new()
+        .with("ctx", &ctx)
+        .with_owned("pipe", Value::Null);
     let mut failures = Vec::new();
     for (src, expected) in CASES {
         let got = match parse(src) {
@@ -187,5 +189,10 @@ fn conformance_table() {
             failures.push(format!("{src}\n   expected {expected}\n   got      {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

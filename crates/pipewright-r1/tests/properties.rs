@@ -33,10 +33,12 @@ fn leaf() -> impl Strategy<Value = Expr> {
         (0i64..i64::MAX).prop_map(|n| e(ExprKind::Int(n))),
         (0.0f64..1e20).prop_map(|x| e(ExprKind::Float(x))),
         "[a-z'\"\\\\\n\t é{}]{0,6}".prop_map(|s| e(ExprKind::Str(s))),
-        (name(), prop::collection::vec(segment(), 0..3)).prop_map(|(root, segs)| e(ExprKind::Path {
-            root,
-            segments: segs.into_iter().map(|s| (s, 0..0)).collect()
-        })),
+        (name(), prop::collection::vec(segment(), 0..3)).prop_map(|(root, segs)| e(
+            ExprKind::Path {
+                root,
+                segments: segs.into_iter().map(|s| (s, 0..0)).collect()
+            }
+        )),
     ]
 }
 
@@ -61,8 +63,9 @@ fn expr() -> impl Strategy<Value = Expr> {
     leaf().prop_recursive(5, 48, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(|v| e(ExprKind::List(v))),
-            prop::collection::vec((segment(), inner.clone()), 0..3)
-                .prop_map(|v| e(ExprKind::Object(v.into_iter().map(|(k, x)| (k, 0..0, x)).collect()))),
+            prop::collection::vec((segment(), inner.clone()), 0..3).prop_map(|v| e(
+                ExprKind::Object(v.into_iter().map(|(k, x)| (k, 0..0, x)).collect())
+            )),
             inner.clone().prop_map(|x| e(ExprKind::Not(Box::new(x)))),
             inner.clone().prop_map(|x| e(ExprKind::Neg(Box::new(x)))),
             (binop(), inner.clone(), inner.clone()).prop_map(|(op, l, r)| e(ExprKind::Binary {
@@ -86,29 +89,50 @@ fn expr() -> impl Strategy<Value = Expr> {
                     func,
                     args: vec![
                         list,
-                        e(ExprKind::Lambda { param, param_span: 0..0, body: Box::new(body) })
+                        e(ExprKind::Lambda {
+                            param,
+                            param_span: 0..0,
+                            body: Box::new(body)
+                        })
                     ]
                 })),
             (
-                prop::sample::select(vec![Combinator::Count, Combinator::Sum, Combinator::ParseJson]),
+                prop::sample::select(vec![
+                    Combinator::Count,
+                    Combinator::Sum,
+                    Combinator::ParseJson
+                ]),
                 inner.clone()
             )
-                .prop_map(|(func, a)| e(ExprKind::Call { func, args: vec![a] })),
+                .prop_map(|(func, a)| e(ExprKind::Call {
+                    func,
+                    args: vec![a]
+                })),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| e(ExprKind::Call {
                 func: Combinator::Join,
                 args: vec![a, b]
             })),
-            (inner.clone(), "[a-z.]{0,5}", prop::option::of(inner.clone())).prop_map(|(a, p, d)| {
-                let mut args = vec![a, e(ExprKind::Str(p))];
-                args.extend(d);
-                e(ExprKind::Call { func: Combinator::Get, args })
-            }),
+            (
+                inner.clone(),
+                "[a-z.]{0,5}",
+                prop::option::of(inner.clone())
+            )
+                .prop_map(|(a, p, d)| {
+                    let mut args = vec![a, e(ExprKind::Str(p))];
+                    args.extend(d);
+                    e(ExprKind::Call {
+                        func: Combinator::Get,
+                        args,
+                    })
+                }),
         ]
     })
 }
 
 fn scope_value() -> Value {
-    Value::from_json(&serde_json::json!({"a": 1, "l": [1, 2.5, "x", null, {"k": true}], "o": {"and": [], "true": 0}}))
+    Value::from_json(
+        &serde_json::json!({"a": 1, "l": [1, 2.5, "x", null, {"k": true}], "o": {"and": [], "true": 0}}),
+    )
 }
 
 proptest! {
