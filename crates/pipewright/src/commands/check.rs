@@ -4,6 +4,7 @@ use crate::cli::{CheckArgs, Deny};
 use crate::dialect::{self, Dialect};
 use crate::discover;
 use pipewright_pipeline::ast::Program;
+use pipewright_pipeline::project::Project;
 use pipewright_pipeline::CheckOptions;
 use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
@@ -78,6 +79,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         }
     }
     // Registered pipelines that targets may name; their own problems are not this check's.
+    let mut included: Vec<FileId> = Vec::new();
     for dir in &args.include {
         let Ok(found) = discover::expand(std::slice::from_ref(dir)) else {
             eprintln!("error: cannot read include directory `{}`", dir.display());
@@ -91,6 +93,7 @@ pub fn run(args: &CheckArgs) -> u8 {
                 continue;
             }
             let id = sources.add(discover::display(&input.path), text.as_str());
+            included.push(id);
             let mut ignored = Vec::new();
             let mut file = pipewright_pipeline::load_source(id, &text, &mut ignored);
             file.namespace = input
@@ -101,21 +104,31 @@ pub fn run(args: &CheckArgs) -> u8 {
         }
     }
     if !program.files.is_empty() {
-        let opts = CheckOptions {
-            inline: args.inline,
-            invoker: args.invoker.clone(),
-            ..CheckOptions::default()
+        let config = args
+            .config
+            .clone()
+            .or_else(|| args.paths.first().and_then(|p| Project::find(p)));
+        let project = match config {
+            Some(path) => match Project::load(&path, &mut sources, &mut diags) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            },
+            None => Project::default(),
         };
-        let included: Vec<FileId> = program.files.iter().map(|f| f.file).collect();
-        let checked_ids: Vec<FileId> = included
-            .iter()
-            .copied()
-            .filter(|id| sources.get(*id).is_some())
-            .collect();
-        let _ = checked_ids;
-        diags.extend(pipewright_pipeline::check_program(
-            &program, &sources, &opts,
-        ));
+        let opts = CheckOptions {
+            tools: project.catalogue(),
+            inline: args.inline,
+            invoker: args.invoker.clone().or(project.invoker.clone()),
+        };
+        let found = pipewright_pipeline::check_program(&program, &sources, &opts);
+        diags.extend(
+            found
+                .into_iter()
+                .filter(|d| !included.contains(&d.span().file)),
+        );
     }
     diagnostic::sort(&mut diags);
     diags.dedup();
