@@ -200,10 +200,10 @@ impl Validator {
 
     fn version(&mut self, v: &Text) {
         let s = v.value.as_str();
-        let problem = if s.starts_with('v') {
+        let problem = if let Some(rest) = s.strip_prefix('v') {
             Some((
                 "a version has no `v` prefix",
-                format!("write `{}`", pad_version(&s[1..])),
+                format!("write `{}`", pad_version(rest)),
             ))
         } else if s.contains('-') || s.contains('+') {
             Some((
@@ -1090,9 +1090,11 @@ fn is_iso8601(s: &str) -> bool {
     if b.len() == 10 {
         return true;
     }
-    if !matches!(b.get(10), Some(b'T' | b't' | b' '))
-        || !(digits(11..13) && b.get(13) == Some(&b':') && digits(14..16))
-    {
+    let time_starts = matches!(b.get(10), Some(b'T' | b't' | b' '))
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16);
+    if !time_starts {
         return false;
     }
     let mut i = 16;
