@@ -137,7 +137,7 @@ fn details(kind: &NodeKind) -> Value {
 fn span(sources: &SourceMap, s: Span) -> Value {
     match sources.get(s.file) {
         Some(f) => {
-            let lc = f.line_col(s.start);
+            let lc = f.line_col(s.start as usize);
             json!({"file": f.name, "start": s.start, "end": s.end, "line": lc.line, "column": lc.col})
         }
         None => json!({"file": null, "start": s.start, "end": s.end, "line": null, "column": null}),

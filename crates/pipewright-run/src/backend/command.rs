@@ -1,0 +1,98 @@
+//! Runs a CLI agent per turn. Profiles: `claude` (`claude -p --output-format json`, prompt on
+//! stdin, the reply in the JSON `result` field) and a generic argv template where `{prompt}`,
+//! `{schema}`, `{step}` and `{identity}` are substituted as whole arguments' parts (never
+//! through a shell). Output is captured through temporary files; the child is killed on timeout.
+
+use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
+use crate::tools::process;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Profile {
+    Claude,
+    /// `argv` with placeholders; the prompt also goes to stdin when `stdin_prompt`.
+    Generic { argv: Vec<String>, stdin_prompt: bool },
+}
+
+#[derive(Debug, Clone)]
+pub struct CommandBackend {
+    pub profile: Profile,
+    /// Overrides the program of the claude profile (tests use a fake agent).
+    pub program: Option<String>,
+    pub timeout: Duration,
+    pub workdir: PathBuf,
+}
+
+impl CommandBackend {
+    fn argv_and_stdin(&self, req: &AgentRequest) -> (Vec<String>, Option<Vec<u8>>) {
+        match &self.profile {
+            Profile::Claude => {
+                let mut argv = vec![self.program.clone().unwrap_or_else(|| "claude".into()), "-p".into(), "--output-format".into(), "json".into()];
+                if !req.tools.is_empty() {
+                    argv.push("--allowedTools".into());
+                    argv.push(req.tools.join(","));
+                }
+                if let Some(m) = &req.model {
+                    argv.push("--model".into());
+                    argv.push(m.clone());
+                }
+                (argv, Some(prompt_with_schema(req).into_bytes()))
+            }
+            Profile::Generic { argv, stdin_prompt } => {
+                let schema = req.schema.as_ref().map(|s| s.to_string()).unwrap_or_default();
+                let argv = argv
+                    .iter()
+                    .map(|a| a.replace("{prompt}", &req.prompt).replace("{schema}", &schema).replace("{step}", &req.step).replace("{identity}", &req.identity))
+                    .collect();
+                (argv, stdin_prompt.then(|| prompt_with_schema(req).into_bytes()))
+            }
+        }
+    }
+}
+
+/// The prompt, plus the schema the reply must follow when the step has one: CLI agents have no
+/// structured-output switch, so the contract travels in the text.
+fn prompt_with_schema(req: &AgentRequest) -> String {
+    match &req.schema {
+        Some(s) => format!("{}\n\nReply with only a JSON value that satisfies this JSON Schema:\n{s}", req.prompt),
+        None => req.prompt.clone(),
+    }
+}
+
+impl AgentBackend for CommandBackend {
+    fn name(&self) -> &str {
+        "command"
+    }
+
+    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
+        Box::pin(async move {
+            let (argv, stdin) = self.argv_and_stdin(req);
+            let env = vec![("PIPEWRIGHT_STEP".to_string(), req.step.clone()), ("PIPEWRIGHT_RUN_ID".to_string(), req.run_id.clone())];
+            let out = process::run(process::Spec { argv: &argv, stdin, cwd: &self.workdir, timeout: self.timeout, env: &env })
+                .await
+                .map_err(BackendError::new)?;
+            if out.code != Some(0) {
+                return Err(BackendError::new(format!("the agent command exited with {:?}: {}", out.code, out.stderr.trim_end())));
+            }
+            match self.profile {
+                Profile::Claude => claude_result(&out.stdout),
+                Profile::Generic { .. } => Ok(out.stdout.trim_end().to_string()),
+            }
+        })
+    }
+}
+
+/// `claude -p --output-format json` prints one object: `{"type":"result","is_error":…,"result":…}`.
+fn claude_result(stdout: &str) -> Result<String, BackendError> {
+    let v: serde_json::Value = serde_json::from_str(stdout.trim())
+        .map_err(|e| BackendError::new(format!("the agent's output is not the expected JSON ({e})")))?;
+    if v.get("is_error").and_then(serde_json::Value::as_bool) == Some(true) {
+        return Err(BackendError::new(format!("the agent reported an error: {}", v.get("result").map(|r| r.to_string()).unwrap_or_default())));
+    }
+    match v.get("result") {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(other) => Ok(other.to_string()),
+        None => Err(BackendError::new("the agent's JSON output has no `result` field")),
+    }
+}

@@ -1,0 +1,29 @@
+//! Runtime diagnostic codes (`PW08xx`): a failed run is reported like a compile error.
+
+use pipewright_syntax::CodeInfo;
+
+pub const CODES: &[CodeInfo] = &[
+    CodeInfo { code: "PW0800", title: "an expression failed at run time", explanation: include_str!("../explain/PW0800.md") },
+    CodeInfo { code: "PW0801", title: "a tool step failed", explanation: include_str!("../explain/PW0801.md") },
+    CodeInfo { code: "PW0802", title: "a result does not conform to its schema", explanation: include_str!("../explain/PW0802.md") },
+    CodeInfo { code: "PW0803", title: "an agent step failed", explanation: include_str!("../explain/PW0803.md") },
+    CodeInfo { code: "PW0804", title: "a call or match could not select or run its target", explanation: include_str!("../explain/PW0804.md") },
+    CodeInfo { code: "PW0805", title: "a list source is not a list", explanation: include_str!("../explain/PW0805.md") },
+    CodeInfo { code: "PW0806", title: "a fan-out item or branch failed", explanation: include_str!("../explain/PW0806.md") },
+    CodeInfo { code: "PW0807", title: "fan-out nesting exceeds the depth cap", explanation: include_str!("../explain/PW0807.md") },
+    CodeInfo { code: "PW0808", title: "the run's agent spawn budget is spent", explanation: include_str!("../explain/PW0808.md") },
+    CodeInfo { code: "PW0809", title: "a step this interpreter cannot run", explanation: include_str!("../explain/PW0809.md") },
+    CodeInfo { code: "PW0810", title: "the run was cancelled", explanation: include_str!("../explain/PW0810.md") },
+];
+
+pub const EVAL: &str = "PW0800";
+pub const TOOL: &str = "PW0801";
+pub const SCHEMA: &str = "PW0802";
+pub const AGENT: &str = "PW0803";
+pub const CALL: &str = "PW0804";
+pub const LIST: &str = "PW0805";
+pub const FAN_OUT: &str = "PW0806";
+pub const DEPTH: &str = "PW0807";
+pub const SPAWNS: &str = "PW0808";
+pub const UNSUPPORTED: &str = "PW0809";
+pub const CANCELLED: &str = "PW0810";

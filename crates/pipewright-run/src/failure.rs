@@ -1,0 +1,86 @@
+//! Step failures. Each carries the failing step's span and the value that caused it, and
+//! becomes a [`Diagnostic`] rendered exactly like a compile error.
+
+use pipewright_r1::Value;
+use pipewright_syntax::{Diagnostic, Span};
+
+/// Why a run stopped early.
+#[derive(Debug, Clone)]
+pub enum Failure {
+    Step(Box<RunError>),
+    Cancelled { key: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct RunError {
+    pub code: &'static str,
+    /// Recovery key of the failing step (`2.for_each.3`).
+    pub key: String,
+    pub step_kind: &'static str,
+    pub message: String,
+    /// The step.
+    pub span: Span,
+    /// A narrower place (the sub-expression that failed), when known.
+    pub detail_span: Option<Span>,
+    /// The value that caused the failure, if one did.
+    pub value: Option<Value>,
+    /// Enclosing steps, innermost first (`for_each item 3 of step 2`).
+    pub context: Vec<(Span, String)>,
+}
+
+impl RunError {
+    pub fn new(code: &'static str, key: &str, step_kind: &'static str, span: Span, message: impl Into<String>) -> RunError {
+        RunError {
+            code,
+            key: key.to_string(),
+            step_kind,
+            message: message.into(),
+            span,
+            detail_span: None,
+            value: None,
+            context: Vec::new(),
+        }
+    }
+
+    pub fn with_value(mut self, v: Value) -> RunError {
+        self.value = Some(v);
+        self
+    }
+
+    pub fn at(mut self, span: Span) -> RunError {
+        self.detail_span = Some(span);
+        self
+    }
+
+    pub fn diagnostic(&self) -> Diagnostic {
+        let primary = self.detail_span.unwrap_or(self.span);
+        let mut d = Diagnostic::error(self.code, primary, format!("step {} ({}) failed: {}", self.key, self.step_kind, self.message))
+            .with_label("failed here at run time");
+        if self.detail_span.is_some() {
+            d = d.with_secondary(self.span, format!("in this {} step", self.step_kind));
+        }
+        for (span, what) in &self.context {
+            d = d.with_secondary(*span, what.clone());
+        }
+        if let Some(v) = &self.value {
+            d = d.with_note(format!("the value was: {}", crate::value::preview(v, 300)));
+        }
+        d
+    }
+}
+
+impl From<RunError> for Failure {
+    fn from(e: RunError) -> Failure {
+        Failure::Step(Box::new(e))
+    }
+}
+
+impl Failure {
+    /// The failure text (for `continue` error envelopes and fan-out markers).
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Step(e) => format!("step {} ({}) failed: {}", e.key, e.step_kind, e.message),
+            Failure::Cancelled { key } => format!("cancelled at step {key}"),
+        }
+    }
+}

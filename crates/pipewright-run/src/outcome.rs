@@ -1,0 +1,95 @@
+//! The result of a run and its `--format json` shape:
+//! `{"status": "ok"|"failed"|"cancelled", "run_id", "output", "stores", "error"?}`.
+
+use crate::failure::RunError;
+use pipewright_r1::Value;
+use pipewright_syntax::{Diagnostic, SourceMap};
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Ok,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub status: RunStatus,
+    pub run_id: String,
+    /// The final pipe.
+    pub output: Value,
+    /// The final top-level named stores.
+    pub stores: Value,
+    pub error: Option<RunError>,
+    /// The step key at which a cancelled run stopped.
+    pub cancelled_at: Option<String>,
+    /// `.pipewright/runs/<run-id>` when the run had a store.
+    pub run_dir: Option<PathBuf>,
+    /// The store could not be written (the run itself may have succeeded).
+    pub store_error: Option<String>,
+}
+
+impl RunOutcome {
+    pub(crate) fn new(status: RunStatus, run_id: String, output: Value, stores: Value) -> RunOutcome {
+        RunOutcome { status, run_id, output, stores, error: None, cancelled_at: None, run_dir: None, store_error: None }
+    }
+
+    /// 0 ok, 1 failed, 130 cancelled (the shell convention for SIGINT).
+    pub fn exit_code(&self) -> i32 {
+        match self.status {
+            RunStatus::Ok => 0,
+            RunStatus::Failed => 1,
+            RunStatus::Cancelled => 130,
+        }
+    }
+
+    /// The failure as a diagnostic, for the same renderers `check` uses.
+    pub fn diagnostic(&self) -> Option<Diagnostic> {
+        self.error.as_ref().map(RunError::diagnostic)
+    }
+
+    pub fn to_json(&self, sources: &SourceMap) -> serde_json::Value {
+        let mut o = json!({
+            "status": self.status.name(),
+            "run_id": self.run_id,
+            "output": self.output.to_json(),
+            "stores": self.stores.to_json(),
+        });
+        if let Some(e) = &self.error {
+            let span = e.detail_span.unwrap_or(e.span);
+            let (file, line, column) = match sources.get(span.file) {
+                Some(f) => {
+                    let lc = f.line_col(span.start as usize);
+                    (json!(f.name), json!(lc.line), json!(lc.col))
+                }
+                None => (json!(null), json!(null), json!(null)),
+            };
+            o["error"] = json!({
+                "code": e.code,
+                "message": e.message,
+                "step": e.key,
+                "step_kind": e.step_kind,
+                "file": file,
+                "line": line,
+                "column": column,
+                "value": e.value.as_ref().map(Value::to_json),
+            });
+        }
+        if let Some(k) = &self.cancelled_at {
+            o["cancelled_at"] = json!(k);
+        }
+        o
+    }
+}

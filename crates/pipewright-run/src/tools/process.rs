@@ -1,0 +1,93 @@
+//! Child processes for shell steps, project tools and the command backend. Output goes to
+//! temporary files, never pipes, so a chatty child cannot block on a full pipe; every child
+//! runs in its own process group under a timeout and the whole group is killed on expiry.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// More than this much output is cut (and says so) to keep memory bounded.
+pub const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug)]
+pub struct ProcOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub struct Spec<'a> {
+    pub argv: &'a [String],
+    pub stdin: Option<Vec<u8>>,
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+    pub env: &'a [(String, String)],
+}
+
+pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
+    let (prog, args) = spec.argv.split_first().ok_or("empty command")?;
+    let out_file = tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    let err_file = tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    let (out_w, err_w) = match (out_file.try_clone(), err_file.try_clone()) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return Err("cannot duplicate a temporary file handle".into()),
+    };
+    let mut cmd = tokio::process::Command::new(prog);
+    cmd.args(args)
+        .current_dir(spec.cwd)
+        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::from(err_w))
+        .kill_on_drop(true)
+        .process_group(0);
+    for (k, v) in spec.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start `{prog}`: {e}"))?;
+    let pid = child.id();
+    if let (Some(data), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
+        // Written from a task so a child that never reads stdin cannot stall us; a child that
+        // exits early makes the write fail, which is fine.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&data).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let status = match tokio::time::timeout(spec.timeout, child.wait()).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("waiting for `{prog}` failed: {e}")),
+        Err(_) => {
+            kill_group(pid);
+            let _ = child.kill().await;
+            return Err(format!("`{prog}` timed out after {}s and was killed", spec.timeout.as_secs_f64()));
+        }
+    };
+    // The group may still hold children that inherited the output files; they are not ours
+    // to wait for.
+    kill_group(pid);
+    Ok(ProcOutput { code: status.code(), stdout: read_capped(out_file)?, stderr: read_capped(err_file)? })
+}
+
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) with a negative pid signals the process group we created with
+        // process_group(0); it has no memory-safety preconditions.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn read_capped(mut f: std::fs::File) -> Result<String, String> {
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(0)).map_err(|e| format!("cannot read captured output: {e}"))?;
+    let mut buf = Vec::new();
+    (&mut f).take(MAX_OUTPUT).read_to_end(&mut buf).map_err(|e| format!("cannot read captured output: {e}"))?;
+    let mut s = String::from_utf8_lossy(&buf).into_owned();
+    if buf.len() as u64 == MAX_OUTPUT {
+        s.push_str("\n[output truncated]");
+    }
+    Ok(s)
+}

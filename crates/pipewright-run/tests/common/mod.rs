@@ -1,0 +1,44 @@
+#![allow(dead_code)]
+
+use pipewright_run::{run, RunOptions, RunOutcome};
+use pipewright_syntax::SourceMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
+    let mut sources = SourceMap::new();
+    let file = sources.add("test.yaml", text);
+    let mut diags = Vec::new();
+    let f = pipewright_pipeline::load_source(file, text, &mut diags);
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
+    let ast = pipewright_pipeline::ast::Program { files: vec![f] };
+    (Arc::new(pipewright_ir::lower::pipeline(&ast)), sources)
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
+}
+
+pub fn opts(dir: &Path) -> RunOptions {
+    RunOptions::new(dir.to_path_buf())
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("runtime: {e}"))
+}
+
+pub fn exec(text: &str, o: RunOptions) -> (RunOutcome, SourceMap) {
+    let (p, s) = load(text);
+    let out = rt().block_on(run(p, &s, o)).unwrap_or_else(|e| panic!("setup: {e}"));
+    (out, s)
+}
+
+/// Runs and returns `--format json`.
+pub fn run_json(text: &str, o: RunOptions) -> serde_json::Value {
+    let (out, s) = exec(text, o);
+    out.to_json(&s)
+}
+
+pub fn runs_root(dir: &Path) -> PathBuf {
+    dir.join(".pipewright/runs")
+}
