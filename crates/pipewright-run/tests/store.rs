@@ -1,0 +1,126 @@
+mod common;
+use common::*;
+use pipewright_run::{CancelToken, Event, EventKind, EventSink};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const FAN: &str = "pipeline: fan\nsteps:\n  - transform: {value: \"[1, 2, 3, 4, 5, 6, 7, 8]\", output: xs}\n  - for_each:\n      over: ctx.xs\n      max_parallel: 2\n      on_error: abort\n      do: {shell: {command: !expr \"'sleep 0.3; echo ' + join(map([item], i -> 'run'), '') + ' >> log; echo done'\"}}\n      collect: {transform: {value: \"map(pipe, r -> r.text)\"}}\n      output: results\n  - transform: {value: \"count(ctx.results)\"}\n";
+
+fn state(dir: &std::path::Path) -> Option<(String, serde_json::Value)> {
+    let runs = runs_root(dir);
+    let entry = std::fs::read_dir(&runs).ok()?.flatten().next()?;
+    let id = entry.file_name().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(entry.path().join("state.json")).ok()?;
+    Some((id, serde_json::from_str(&text).ok()?))
+}
+
+#[test]
+fn store_records_every_landing_and_events() {
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.file_label = "fan.yaml".into();
+    let v = run_json(FAN, o);
+    assert_eq!(v["output"], 8, "{v}");
+    let (id, s) = state(d.path()).unwrap_or_else(|| panic!("no state"));
+    assert_eq!(s["status"], "ok");
+    assert_eq!(s["run_id"], id.as_str());
+    assert_eq!(s["file"], "fan.yaml");
+    let completed = s["completed"].as_object().map(|m| m.len()).unwrap_or(0);
+    assert_eq!(completed, 3 + 8 + 1, "{s}");
+    let events = std::fs::read_to_string(runs_root(d.path()).join(&id).join("events.jsonl")).unwrap_or_default();
+    let kinds: Vec<serde_json::Value> = events.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(kinds.iter().any(|e| e["event"] == "step_started" && e["key"] == "1.for_each.7"));
+    assert!(kinds.iter().all(|e| e["event"] != "step_completed" || e["elapsed_ms"].is_number()));
+}
+
+struct CancelAt(CancelToken, &'static str);
+impl EventSink for CancelAt {
+    fn event(&self, e: &Event) {
+        if e.kind == EventKind::Started && e.key == self.1 {
+            self.0.cancel();
+        }
+    }
+}
+
+#[test]
+fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.sinks = vec![Arc::new(CancelAt(o.cancel.clone(), "1.for_each.2"))];
+    let (out, _) = exec(FAN, o);
+    assert_eq!(out.status.name(), "cancelled");
+    assert_eq!(out.exit_code(), 130);
+    let (id, s) = state(d.path()).unwrap_or_else(|| panic!("no state"));
+    assert_eq!(s["status"], "cancelled");
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.resume = Some(id.clone());
+    let v = run_json(FAN, o);
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["run_id"], id.as_str());
+    assert_eq!(v["output"], 8);
+    let ran = std::fs::read_to_string(d.path().join("log")).map(|s| s.lines().count()).unwrap_or(0);
+    assert_eq!(ran, 8, "completed items are replayed, not re-run");
+}
+
+/// The child half of `kill_9_mid_fan_out_then_resume`: runs only when the parent sets
+/// PW_KILL_TEST_DIR.
+#[test]
+fn child_run_for_kill_test() {
+    let Ok(dir) = std::env::var("PW_KILL_TEST_DIR") else { return };
+    let dir = std::path::PathBuf::from(dir);
+    let mut o = opts(&dir);
+    o.store_root = Some(runs_root(&dir));
+    let _ = run_json(FAN, o);
+}
+
+#[test]
+fn kill_9_mid_fan_out_then_resume() {
+    let d = tempdir();
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(exe)
+        .args(["--exact", "child_run_for_kill_test", "--nocapture", "--test-threads=1"])
+        .env("PW_KILL_TEST_DIR", d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        assert!(Instant::now() < deadline, "the child never landed two items");
+        if let Some((id, s)) = state(d.path()) {
+            let items = s["completed"].as_object().map(|m| m.keys().filter(|k| k.starts_with("1.for_each.")).count()).unwrap_or(0);
+            if items >= 2 {
+                break id;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    let (_, s) = state(d.path()).unwrap_or_else(|| panic!("no state"));
+    assert_eq!(s["status"], "running", "killed mid-run: {s}");
+    let landed_before = s["completed"].as_object().map(|m| m.len()).unwrap_or(0);
+    assert!(landed_before < 12, "killed before the end");
+
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.resume = Some(id);
+    let resumed = run_json(FAN, o);
+    let uninterrupted = {
+        let d2 = tempdir();
+        run_json(FAN, opts(d2.path()))
+    };
+    assert_eq!(resumed["status"], "ok", "{resumed}");
+    assert_eq!(resumed["output"], uninterrupted["output"]);
+    assert_eq!(resumed["stores"], uninterrupted["stores"]);
+    assert_eq!(resumed["stores"]["results"], json!(vec!["done\n"; 8]));
+    // Items that landed before the kill were not run again: at most the two in flight (and
+    // their orphaned shells) ran twice.
+    std::thread::sleep(Duration::from_millis(400));
+    let ran = std::fs::read_to_string(d.path().join("log")).map(|s| s.lines().count()).unwrap_or(0);
+    assert!((8..=12).contains(&ran), "{ran} executions");
+}
