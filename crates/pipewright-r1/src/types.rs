@@ -138,6 +138,14 @@ impl Type {
         self.surely(&|t| !matches!(t, Type::Str))
     }
 
+    /// The types a value of this type may have.
+    fn members(&self) -> Vec<&Type> {
+        match self {
+            Type::Union(ms) => ms.iter().collect(),
+            t => vec![t],
+        }
+    }
+
     fn surely_not_number(&self) -> bool {
         self.surely(&|t| !t.is_number())
     }
@@ -458,21 +466,20 @@ impl Checker<'_> {
                 Type::Bool
             }
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
-                let never = |t: &Type| {
-                    t.surely(&|t| matches!(t, Type::Null | Type::Bool | Type::Object(_)))
-                };
+                // An error only when no combination of the operands' possible types is
+                // valid: `ctx.ok and 'A' or 'B'` is typed bool-or-string, yet every value it
+                // really takes is a string, so a possible mismatch must not be reported.
                 let plus = op == BinOp::Add;
-                let known_bad = never(&l)
-                    || never(&r)
-                    || (l.surely_not_number()
-                        && r.surely_not_number()
-                        && !(plus
-                            && matches!(
-                                (&l, &r),
-                                (Type::Str, Type::Str) | (Type::List(_), Type::List(_))
-                            )))
-                    || (l.surely_not_number() && !matches!(r, Type::Any) && !r.surely_not_number())
-                    || (r.surely_not_number() && !matches!(l, Type::Any) && !l.surely_not_number());
+                let valid = |a: &Type, b: &Type| match (a, b) {
+                    (Type::Any, _) | (_, Type::Any) => true,
+                    (x, y) if x.is_number() && y.is_number() => true,
+                    (Type::Str, Type::Str) | (Type::List(_), Type::List(_)) => plus,
+                    _ => false,
+                };
+                let known_bad = !l
+                    .members()
+                    .iter()
+                    .any(|a| r.members().iter().any(|b| valid(a, b)));
                 if known_bad {
                     self.issues.push(
                         TypeIssue::error(
@@ -621,5 +628,25 @@ impl Checker<'_> {
                 Type::Any
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod union_tests {
+    use super::*;
+
+    fn issues(src: &str, env: &TypeEnv) -> Vec<&'static str> {
+        let e = crate::parse(src).expect("parses");
+        check_types(&e, env).1.iter().map(|i| i.code).collect()
+    }
+
+    #[test]
+    fn a_possible_mismatch_in_a_union_is_not_an_error() {
+        let env = TypeEnv::new().with("ok", Type::Bool);
+        assert!(issues("(ok and 'A' or 'B') + '!'", &env).is_empty());
+        assert_eq!(
+            issues("(ok and 'A' or 'B') * 2", &env),
+            vec![codes::ARITH_TYPES]
+        );
     }
 }
