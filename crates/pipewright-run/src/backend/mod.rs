@@ -1,6 +1,8 @@
 //! Agent backends: where an `agent` step's prompt goes.
 
 pub mod command;
+mod http;
+pub mod openai;
 pub mod mock;
 pub mod script;
 
