@@ -21,7 +21,7 @@ const STAGE_FIELDS: &[&str] = &["name", "index"];
 #[derive(Debug, Clone)]
 enum Def {
     /// A `context:` value known statically (paths into it can be checked).
-    Context(Node),
+    Context(usize),
     /// Set by a step; `conditional` holds the step id and its condition when it may be skipped.
     Output { conditional: Option<(String, Span)> },
     /// Set by the runner with a fixed set of fields.
@@ -57,6 +57,9 @@ pub struct Variables<'a> {
     pub diags: Vec<Diagnostic>,
     /// Every variable some step sets, with that step's id (for "defined later" hints).
     setters: HashMap<String, String>,
+    /// The recipe's `context` values, indexed by `Def::Context` (scopes are cloned per step, so
+    /// they must not own node trees).
+    context_nodes: Vec<Node>,
 }
 
 fn issue_to_diag(src: &str, text: &Text, issue: Issue) -> Diagnostic {
@@ -72,6 +75,7 @@ impl<'a> Variables<'a> {
             src,
             diags: Vec::new(),
             setters: HashMap::new(),
+            context_nodes: Vec::new(),
         }
     }
 
@@ -83,7 +87,8 @@ impl<'a> Variables<'a> {
         for c in &r.context {
             scope
                 .vars
-                .insert(c.key.value.clone(), Def::Context(c.value.clone()));
+                .insert(c.key.value.clone(), Def::Context(self.context_nodes.len()));
+            self.context_nodes.push(c.value.clone());
         }
         scope
             .vars
@@ -325,10 +330,11 @@ impl<'a> Variables<'a> {
 
     fn reference(&mut self, v: &VarRef, t: &Text, scope: &Scope) {
         let root = v.path[0].as_str();
-        let span = t.sub_span(self.src, v.path_range.clone());
+        // Mapping into block scalars is linear in their length: only done for a diagnostic.
+        let span = || t.sub_span(self.src, v.path_range.clone());
         match scope.vars.get(root) {
             None => {
-                let mut d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span, format!("undefined variable `{root}`"))
+                let mut d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span(), format!("undefined variable `{root}`"))
                     .with_label("not defined at this point");
                 let mut names: Vec<&str> = scope.vars.keys().map(String::as_str).filter(|k| !k.starts_with('_')).collect();
                 names.sort_unstable();
@@ -344,7 +350,7 @@ impl<'a> Variables<'a> {
                 self.diags.push(d);
             }
             Some(Def::Output { conditional: Some((step, cond)) }) => self.diags.push(
-                Diagnostic::warning(codes::CONDITIONALLY_DEFINED, span, format!("`{root}` may be undefined here"))
+                Diagnostic::warning(codes::CONDITIONALLY_DEFINED, span(), format!("`{root}` may be undefined here"))
                     .with_label("only set when an earlier conditional step runs")
                     .with_secondary(*cond, format!("step `{step}` is skipped when this is false"))
                     .with_help(format!("give `{root}` a default in `context:`, or guard this step with the same condition")),
@@ -354,19 +360,23 @@ impl<'a> Variables<'a> {
                     if !fields.contains(&field.as_str()) || v.path.len() > 2 {
                         let bad = if fields.contains(&field.as_str()) { v.dotted() } else { format!("{root}.{field}") };
                         self.diags.push(
-                            Diagnostic::error(codes::UNKNOWN_RESERVED_FIELD, span, format!("`{{{{{bad}}}}}` is not set by the runner"))
+                            Diagnostic::error(codes::UNKNOWN_RESERVED_FIELD, span(), format!("`{{{{{bad}}}}}` is not set by the runner"))
                                 .with_label(format!("`{root}` has only {}", fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")))
                                 .with_optional_help(help_for_unknown(field, fields.iter().copied())),
                         );
                     }
                 }
             }
-            Some(Def::Context(node)) => self.static_path(v, node, span),
+            Some(Def::Context(i)) if v.path.len() > 1 => {
+                if let Some(node) = self.context_nodes.get(*i).cloned() {
+                    self.static_path(v, &node, span);
+                }
+            }
             Some(_) => {}
         }
     }
 
-    fn static_path(&mut self, v: &VarRef, node: &Node, span: Span) {
+    fn static_path(&mut self, v: &VarRef, node: &Node, span: impl Fn() -> Span) {
         let mut cur = node;
         for (i, part) in v.path.iter().enumerate().skip(1) {
             let parent = v.path[..i].join(".");
@@ -383,7 +393,7 @@ impl<'a> Variables<'a> {
                         self.diags.push(
                             Diagnostic::warning(
                                 codes::STATIC_PATH,
-                                span,
+                                span(),
                                 format!("`{parent}` in `context` has no key `{part}`"),
                             )
                             .with_label(
@@ -397,7 +407,7 @@ impl<'a> Variables<'a> {
                 },
                 _ => {
                     self.diags.push(
-                        Diagnostic::warning(codes::STATIC_PATH, span, format!("`{parent}` is {} in `context`, so `.{part}` cannot be read from it", cur.describe()))
+                        Diagnostic::warning(codes::STATIC_PATH, span(), format!("`{parent}` is {} in `context`, so `.{part}` cannot be read from it", cur.describe()))
                             .with_label("unless the caller passes a mapping, this is undefined")
                             .with_secondary(cur.span, format!("`{parent}` is defined here"))
                             .with_help(format!("declare `{parent}` as a mapping with a `{part}` key in `context:`")),
