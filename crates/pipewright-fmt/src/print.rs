@@ -390,7 +390,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             NodeKind::Seq(i) => i.is_empty(),
             NodeKind::Scalar(_) => false,
         };
-        if !empty && !(p.flow || self.rules.prefer_flow(path)) {
+        if !(empty || p.flow || self.rules.prefer_flow(path)) {
             return None;
         }
         if !empty && self.has_inner_comments(v) {
