@@ -45,3 +45,44 @@ pub trait AgentBackend: Send + Sync {
     fn name(&self) -> &str;
     fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>>;
 }
+
+/// Builds the backend `--backend NAME` asks for from the project configuration.
+/// `script` needs `script_file` (`--script FILE`).
+pub fn from_config(
+    name: &str,
+    cfg: &crate::config::ProjectConfig,
+    workdir: &std::path::Path,
+    script_file: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<dyn AgentBackend>, String> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    match name {
+        "mock" => Ok(Arc::new(mock::MockBackend)),
+        "script" => {
+            let path = script_file.ok_or("the script backend needs a reply file (--script FILE)")?;
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Ok(Arc::new(script::ScriptBackend::from_text(&path.display().to_string(), &text)?))
+        }
+        "command" => {
+            let c = cfg.command.clone().unwrap_or(crate::config::CommandConfig { profile: Some("claude".into()), argv: None, timeout_secs: 600 });
+            let profile = match (&c.argv, c.profile.as_deref()) {
+                (Some(argv), _) if !argv.is_empty() => command::Profile::Generic { argv: argv.clone(), stdin_prompt: !argv.iter().any(|a| a.contains("{prompt}")) },
+                (_, None | Some("claude")) => command::Profile::Claude,
+                (_, Some(other)) => return Err(format!("unknown command backend profile `{other}` (known: claude; or set `argv`)")),
+            };
+            Ok(Arc::new(command::CommandBackend { profile, program: None, timeout: Duration::from_secs(c.timeout_secs.max(1)), workdir: workdir.to_path_buf() }))
+        }
+        "openai" => {
+            let o = cfg.openai.clone().ok_or("the openai backend needs [backend.openai] url = \"…\" in pipewright.toml")?;
+            Ok(Arc::new(openai::OpenAiBackend {
+                url: o.url,
+                model: o.model,
+                api_key: std::env::var(&o.api_key_env).ok(),
+                timeout: Duration::from_secs(o.timeout_secs.max(1)),
+                max_retries: o.max_retries,
+                base_delay: Duration::from_millis(500),
+            }))
+        }
+        other => Err(format!("unknown backend `{other}` (known: mock, script, command, openai)")),
+    }
+}
