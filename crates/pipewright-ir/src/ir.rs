@@ -98,7 +98,10 @@ impl Region {
 
     /// The `Next` successor of a node.
     pub fn next(&self, n: NodeIndex) -> Option<NodeIndex> {
-        self.graph.edges(n).find(|e| matches!(e.weight(), Edge::Next)).map(|e| e.target())
+        self.graph
+            .edges(n)
+            .find(|e| matches!(e.weight(), Edge::Next))
+            .map(|e| e.target())
     }
 
     pub fn node(&self, n: NodeIndex) -> Option<&Node> {
@@ -298,9 +301,16 @@ impl NodeKind {
     pub fn regions(&self) -> Vec<(String, &Region)> {
         match self {
             NodeKind::Fold { body, .. } => vec![("do".into(), body)],
-            NodeKind::ForEach { body, collect, .. } => vec![("do".into(), body), ("collect".into(), collect)],
-            NodeKind::Parallel { branches, collect, .. } => {
-                let mut v: Vec<(String, &Region)> = branches.iter().map(|b| (format!("branch {}", b.name), &b.region)).collect();
+            NodeKind::ForEach { body, collect, .. } => {
+                vec![("do".into(), body), ("collect".into(), collect)]
+            }
+            NodeKind::Parallel {
+                branches, collect, ..
+            } => {
+                let mut v: Vec<(String, &Region)> = branches
+                    .iter()
+                    .map(|b| (format!("branch {}", b.name), &b.region))
+                    .collect();
                 v.push(("collect".into(), collect));
                 v
             }
@@ -313,7 +323,10 @@ impl NodeKind {
         match self {
             NodeKind::Call(c) => vec![(None, c)],
             NodeKind::Match { cases, default, .. } => {
-                let mut v: Vec<(Option<&str>, &CallRef)> = cases.iter().map(|c| (Some(c.label.as_str()), &c.target)).collect();
+                let mut v: Vec<(Option<&str>, &CallRef)> = cases
+                    .iter()
+                    .map(|c| (Some(c.label.as_str()), &c.target))
+                    .collect();
                 if let Some(d) = default {
                     v.push((Some("default"), d));
                 }
@@ -326,8 +339,12 @@ impl NodeKind {
     /// The node's error policy, if it has one (explicit or defaulted).
     pub fn on_error(&self) -> Option<OnErrorKind> {
         match self {
-            NodeKind::Tool { on_error, .. } | NodeKind::Shell { on_error, .. } => on_error.map(|o| o.kind),
-            NodeKind::ForEach { on_error, .. } | NodeKind::Parallel { on_error, .. } => Some(on_error.kind),
+            NodeKind::Tool { on_error, .. } | NodeKind::Shell { on_error, .. } => {
+                on_error.map(|o| o.kind)
+            }
+            NodeKind::ForEach { on_error, .. } | NodeKind::Parallel { on_error, .. } => {
+                Some(on_error.kind)
+            }
             _ => None,
         }
     }
@@ -400,7 +417,10 @@ impl Program {
 
     /// A workflow by name; `None` when absent.
     pub fn find(&self, name: &str) -> Option<WorkflowId> {
-        self.workflows.iter().position(|w| w.name == name).map(WorkflowId)
+        self.workflows
+            .iter()
+            .position(|w| w.name == name)
+            .map(WorkflowId)
     }
 
     pub fn schemas_of(&self, w: &Workflow) -> Option<&SchemaSet> {

@@ -24,7 +24,10 @@ pub fn pipeline(program: &ast::Program) -> Program {
     let resolver = Resolver { program, ids: &ids };
     let mut out = Program::default();
     for (fi, f) in program.files.iter().enumerate() {
-        out.schema_sets.push(SchemaSet { file: f.file, schemas: f.schemas.clone() });
+        out.schema_sets.push(SchemaSet {
+            file: f.file,
+            schemas: f.schemas.clone(),
+        });
         for p in &f.pipelines {
             let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
             out.workflows.push(Workflow {
@@ -88,26 +91,55 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
     let call = |t: &ast::CallTarget| CallRef {
         target: t.pipeline.text.clone(),
         resolved: resolve(&t.pipeline.text),
-        pass: t.pass.iter().map(|p| (p.name.text.clone(), p.value.clone())).collect(),
+        pass: t
+            .pass
+            .iter()
+            .map(|p| (p.name.text.clone(), p.value.clone()))
+            .collect(),
         span: t.span,
     };
     let kind = match &s.kind {
-        StepKind::Transform { value } => NodeKind::Transform { value: value.clone() },
-        StepKind::Tool { name, args, schema, on_error } => NodeKind::Tool {
+        StepKind::Transform { value } => NodeKind::Transform {
+            value: value.clone(),
+        },
+        StepKind::Tool {
+            name,
+            args,
+            schema,
+            on_error,
+        } => NodeKind::Tool {
             name: name.text.clone(),
-            args: args.iter().map(|a| Arg { name: a.name.text.clone(), value: arg(&a.value) }).collect(),
+            args: args
+                .iter()
+                .map(|a| Arg {
+                    name: a.name.text.clone(),
+                    value: arg(&a.value),
+                })
+                .collect(),
             schema: schema.as_ref().map(|n| n.text.clone()),
             on_error: *on_error,
         },
-        StepKind::Shell { command, schema, on_error } => NodeKind::Shell {
+        StepKind::Shell {
+            command,
+            schema,
+            on_error,
+        } => NodeKind::Shell {
             command: arg(command),
             schema: schema.as_ref().map(|n| n.text.clone()),
             on_error: *on_error,
         },
-        StepKind::Agent { prompt, identity, capabilities, schema, model } => NodeKind::Agent {
+        StepKind::Agent {
+            prompt,
+            identity,
+            capabilities,
+            schema,
+            model,
+        } => NodeKind::Agent {
             prompt: prompt.clone(),
             identity: identity.as_ref().map(|n| n.text.clone()),
-            capabilities: capabilities.as_ref().map(|c| c.iter().map(|n| n.text.clone()).collect()),
+            capabilities: capabilities
+                .as_ref()
+                .map(|c| c.iter().map(|n| n.text.clone()).collect()),
             schema: schema.as_ref().map(|n| n.text.clone()),
             model: model.as_ref().map(|n| n.text.clone()),
         },
@@ -116,30 +148,61 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
             on: on.clone(),
             cases: cases
                 .iter()
-                .map(|c| Case { label: c.label.text.clone(), selectable: c.label_is_string, target: call(&c.target) })
+                .map(|c| Case {
+                    label: c.label.text.clone(),
+                    selectable: c.label_is_string,
+                    target: call(&c.target),
+                })
                 .collect(),
             default: default.as_ref().map(call),
         },
-        StepKind::Fold { source, init, body, max_items } => NodeKind::Fold {
+        StepKind::Fold {
+            source,
+            init,
+            body,
+            max_items,
+        } => NodeKind::Fold {
             source: list_source(source),
             init: init.clone(),
             body: one(body),
             max_items: *max_items,
         },
-        StepKind::ForEach { source, max_parallel, on_error, body, collect } => NodeKind::ForEach {
+        StepKind::ForEach {
+            source,
+            max_parallel,
+            on_error,
+            body,
+            collect,
+        } => NodeKind::ForEach {
             source: list_source(source),
             max_parallel: *max_parallel,
             on_error: *on_error,
             body: one(body),
             collect: one(collect),
         },
-        StepKind::Parallel { on_error, branches, collect } => NodeKind::Parallel {
+        StepKind::Parallel {
+            on_error,
+            branches,
+            collect,
+        } => NodeKind::Parallel {
             on_error: *on_error,
-            branches: branches.iter().map(|b| BranchRegion { name: b.name.text.clone(), region: one(&b.step) }).collect(),
+            branches: branches
+                .iter()
+                .map(|b| BranchRegion {
+                    name: b.name.text.clone(),
+                    region: one(&b.step),
+                })
+                .collect(),
             collect: one(collect),
         },
     };
-    Node { index, kind, span: s.span, kind_span: s.kind_span, output: s.output.as_ref().map(|n| n.text.clone()) }
+    Node {
+        index,
+        kind,
+        span: s.span,
+        kind_span: s.kind_span,
+        output: s.output.as_ref().map(|n| n.text.clone()),
+    }
 }
 
 fn arg(v: &ast::ArgValue) -> ArgValue {

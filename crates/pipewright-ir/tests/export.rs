@@ -4,7 +4,9 @@ use pipewright_syntax::SourceMap;
 use std::path::Path;
 
 fn load(name: &str) -> (Program, SourceMap) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/run").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/run")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut sources = SourceMap::new();
     let file = sources.add(format!("testdata/run/{name}"), text.as_str());
@@ -25,7 +27,18 @@ fn lowering_builds_nested_regions_and_resolves_calls() {
     let seq = w.body.sequence();
     assert_eq!(seq.len(), 7);
     let kinds: Vec<&str> = seq.iter().map(|n| w.body.graph[*n].kind.name()).collect();
-    assert_eq!(kinds, ["transform", "tool", "shell", "for_each", "fold", "parallel", "match"]);
+    assert_eq!(
+        kinds,
+        [
+            "transform",
+            "tool",
+            "shell",
+            "for_each",
+            "fold",
+            "parallel",
+            "match"
+        ]
+    );
     let m = &w.body.graph[seq[6]];
     let calls = m.kind.calls();
     assert_eq!(calls.len(), 2);
@@ -57,10 +70,21 @@ fn json_snapshot() {
 #[test]
 fn root_option_limits_to_reachable_workflows() {
     let (p, s) = load("graph_all_kinds.yaml");
-    let v = json::json(&p, &s, &ExportOptions { root: Some(WorkflowId(1)) });
+    let v = json::json(
+        &p,
+        &s,
+        &ExportOptions {
+            root: Some(WorkflowId(1)),
+        },
+    );
     assert_eq!(v["workflows"].as_array().map(Vec::len), Some(1));
     assert_eq!(v["workflows"][0]["name"], "report");
-    let d = dot::dot(&p, &ExportOptions { root: Some(WorkflowId(0)) });
+    let d = dot::dot(
+        &p,
+        &ExportOptions {
+            root: Some(WorkflowId(0)),
+        },
+    );
     assert!(d.contains("cluster_w1") && d.contains("cluster_w2"));
 }
 
@@ -68,8 +92,14 @@ fn root_option_limits_to_reachable_workflows() {
 fn output_is_deterministic() {
     let (p, s) = load("graph_all_kinds.yaml");
     let (q, _) = load("graph_all_kinds.yaml");
-    assert_eq!(dot::dot(&p, &ExportOptions::default()), dot::dot(&q, &ExportOptions::default()));
-    assert_eq!(json::json(&p, &s, &ExportOptions::default()).to_string(), json::json(&q, &s, &ExportOptions::default()).to_string());
+    assert_eq!(
+        dot::dot(&p, &ExportOptions::default()),
+        dot::dot(&q, &ExportOptions::default())
+    );
+    assert_eq!(
+        json::json(&p, &s, &ExportOptions::default()).to_string(),
+        json::json(&q, &s, &ExportOptions::default()).to_string()
+    );
 }
 
 /// `dot -Tsvg` accepts the output. CI installs graphviz; locally the test is skipped when
@@ -92,12 +122,19 @@ fn dot_renders_with_graphviz() {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn dot: {e}"));
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(text.as_bytes()).unwrap_or_else(|e| panic!("write: {e}"));
+        stdin
+            .write_all(text.as_bytes())
+            .unwrap_or_else(|e| panic!("write: {e}"));
     }
-    let out = child.wait_with_output().unwrap_or_else(|e| panic!("dot: {e}"));
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("dot: {e}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "dot failed: {stderr}\n{text}");
-    assert!(!stderr.contains("Warning") && !stderr.contains("Error"), "{stderr}");
+    assert!(
+        !stderr.contains("Warning") && !stderr.contains("Error"),
+        "{stderr}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("<svg"));
 }
 

@@ -16,7 +16,10 @@ fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut text = String::from("pipeline: p\nsteps:\n  - transform: {value: \"0\"}\n");
     for _ in 0..999 {
         text.push_str("  - transform: {value: \"pipe + 1\"}\n");

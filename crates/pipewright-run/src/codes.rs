@@ -3,17 +3,61 @@
 use pipewright_syntax::CodeInfo;
 
 pub const CODES: &[CodeInfo] = &[
-    CodeInfo { code: "PW0800", title: "an expression failed at run time", explanation: include_str!("../explain/PW0800.md") },
-    CodeInfo { code: "PW0801", title: "a tool step failed", explanation: include_str!("../explain/PW0801.md") },
-    CodeInfo { code: "PW0802", title: "a result does not conform to its schema", explanation: include_str!("../explain/PW0802.md") },
-    CodeInfo { code: "PW0803", title: "an agent step failed", explanation: include_str!("../explain/PW0803.md") },
-    CodeInfo { code: "PW0804", title: "a call or match could not select or run its target", explanation: include_str!("../explain/PW0804.md") },
-    CodeInfo { code: "PW0805", title: "a list source is not a list", explanation: include_str!("../explain/PW0805.md") },
-    CodeInfo { code: "PW0806", title: "a fan-out item or branch failed", explanation: include_str!("../explain/PW0806.md") },
-    CodeInfo { code: "PW0807", title: "fan-out nesting exceeds the depth cap", explanation: include_str!("../explain/PW0807.md") },
-    CodeInfo { code: "PW0808", title: "the run's agent spawn budget is spent", explanation: include_str!("../explain/PW0808.md") },
-    CodeInfo { code: "PW0809", title: "a step this interpreter cannot run", explanation: include_str!("../explain/PW0809.md") },
-    CodeInfo { code: "PW0810", title: "the run was cancelled", explanation: include_str!("../explain/PW0810.md") },
+    CodeInfo {
+        code: "PW0800",
+        title: "an expression failed at run time",
+        explanation: include_str!("../explain/PW0800.md"),
+    },
+    CodeInfo {
+        code: "PW0801",
+        title: "a tool step failed",
+        explanation: include_str!("../explain/PW0801.md"),
+    },
+    CodeInfo {
+        code: "PW0802",
+        title: "a result does not conform to its schema",
+        explanation: include_str!("../explain/PW0802.md"),
+    },
+    CodeInfo {
+        code: "PW0803",
+        title: "an agent step failed",
+        explanation: include_str!("../explain/PW0803.md"),
+    },
+    CodeInfo {
+        code: "PW0804",
+        title: "a call or match could not select or run its target",
+        explanation: include_str!("../explain/PW0804.md"),
+    },
+    CodeInfo {
+        code: "PW0805",
+        title: "a list source is not a list",
+        explanation: include_str!("../explain/PW0805.md"),
+    },
+    CodeInfo {
+        code: "PW0806",
+        title: "a fan-out item or branch failed",
+        explanation: include_str!("../explain/PW0806.md"),
+    },
+    CodeInfo {
+        code: "PW0807",
+        title: "fan-out nesting exceeds the depth cap",
+        explanation: include_str!("../explain/PW0807.md"),
+    },
+    CodeInfo {
+        code: "PW0808",
+        title: "the run's agent spawn budget is spent",
+        explanation: include_str!("../explain/PW0808.md"),
+    },
+    CodeInfo {
+        code: "PW0809",
+        title: "a step this interpreter cannot run",
+        explanation: include_str!("../explain/PW0809.md"),
+    },
+    CodeInfo {
+        code: "PW0810",
+        title: "the run was cancelled",
+        explanation: include_str!("../explain/PW0810.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";

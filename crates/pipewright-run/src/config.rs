@@ -58,7 +58,13 @@ pub struct CommandConfig {
 
 impl Default for ProjectConfig {
     fn default() -> ProjectConfig {
-        ProjectConfig { tools: BTreeMap::new(), max_fan_out_depth: 5, max_spawns: 100, openai: None, command: None }
+        ProjectConfig {
+            tools: BTreeMap::new(),
+            max_fan_out_depth: 5,
+            max_spawns: 100,
+            openai: None,
+            command: None,
+        }
     }
 }
 
@@ -76,24 +82,47 @@ impl ProjectConfig {
     }
 
     pub fn parse(text: &str) -> Result<ProjectConfig, String> {
-        let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string().trim().to_string())?;
+        let doc: DocumentMut = text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| e.to_string().trim().to_string())?;
         let mut cfg = ProjectConfig::default();
         if let Some(tools) = table(doc.as_table(), "tools")? {
             for (name, item) in tools.iter() {
-                let t = item.as_table_like().ok_or_else(|| format!("[tools.{name}] must be a table"))?;
-                let command = strings(t.get("command"), &format!("tools.{name}.command"))?.ok_or_else(|| format!("[tools.{name}] needs `command = [\"prog\", …]`"))?;
+                let t = item
+                    .as_table_like()
+                    .ok_or_else(|| format!("[tools.{name}] must be a table"))?;
+                let command = strings(t.get("command"), &format!("tools.{name}.command"))?
+                    .ok_or_else(|| format!("[tools.{name}] needs `command = [\"prog\", …]`"))?;
                 if command.is_empty() {
                     return Err(format!("tools.{name}.command is empty"));
                 }
-                let timeout_secs = uint(t.get("timeout_secs"), &format!("tools.{name}.timeout_secs"))?.unwrap_or(60);
-                cfg.tools.insert(name.to_string(), ProjectToolConfig { command, timeout_secs });
+                let timeout_secs =
+                    uint(t.get("timeout_secs"), &format!("tools.{name}.timeout_secs"))?
+                        .unwrap_or(60);
+                cfg.tools.insert(
+                    name.to_string(),
+                    ProjectToolConfig {
+                        command,
+                        timeout_secs,
+                    },
+                );
             }
         }
-        if let Some(spawn) = table(doc.as_table(), "safety")?.map(|s| table(s, "spawn")).transpose()?.flatten() {
-            if let Some(n) = uint(spawn.get("max_pipeline_fan_out_depth"), "safety.spawn.max_pipeline_fan_out_depth")? {
+        if let Some(spawn) = table(doc.as_table(), "safety")?
+            .map(|s| table(s, "spawn"))
+            .transpose()?
+            .flatten()
+        {
+            if let Some(n) = uint(
+                spawn.get("max_pipeline_fan_out_depth"),
+                "safety.spawn.max_pipeline_fan_out_depth",
+            )? {
                 cfg.max_fan_out_depth = n;
             }
-            if let Some(n) = uint(spawn.get("max_pipeline_spawns"), "safety.spawn.max_pipeline_spawns")? {
+            if let Some(n) = uint(
+                spawn.get("max_pipeline_spawns"),
+                "safety.spawn.max_pipeline_spawns",
+            )? {
                 cfg.max_spawns = n;
             }
         }
@@ -104,15 +133,19 @@ impl ProjectConfig {
                     url: s("url").ok_or("[backend.openai] needs `url`")?,
                     api_key_env: s("api_key_env").unwrap_or_else(|| "OPENAI_API_KEY".into()),
                     model: s("model").unwrap_or_else(|| "gpt-4o-mini".into()),
-                    timeout_secs: uint(o.get("timeout_secs"), "backend.openai.timeout_secs")?.unwrap_or(120),
-                    max_retries: uint(o.get("max_retries"), "backend.openai.max_retries")?.unwrap_or(5).min(20) as u32,
+                    timeout_secs: uint(o.get("timeout_secs"), "backend.openai.timeout_secs")?
+                        .unwrap_or(120),
+                    max_retries: uint(o.get("max_retries"), "backend.openai.max_retries")?
+                        .unwrap_or(5)
+                        .min(20) as u32,
                 });
             }
             if let Some(c) = table(backend, "command")? {
                 cfg.command = Some(CommandConfig {
                     profile: c.get("profile").and_then(Item::as_str).map(str::to_string),
                     argv: strings(c.get("argv"), "backend.command.argv")?,
-                    timeout_secs: uint(c.get("timeout_secs"), "backend.command.timeout_secs")?.unwrap_or(600),
+                    timeout_secs: uint(c.get("timeout_secs"), "backend.command.timeout_secs")?
+                        .unwrap_or(600),
                 });
             }
         }
@@ -122,7 +155,15 @@ impl ProjectConfig {
     pub fn project_tools(&self) -> BTreeMap<String, ProjectTool> {
         self.tools
             .iter()
-            .map(|(k, t)| (k.clone(), ProjectTool { command: t.command.clone(), timeout: Duration::from_secs(t.timeout_secs.max(1)) }))
+            .map(|(k, t)| {
+                (
+                    k.clone(),
+                    ProjectTool {
+                        command: t.command.clone(),
+                        timeout: Duration::from_secs(t.timeout_secs.max(1)),
+                    },
+                )
+            })
             .collect()
     }
 }
@@ -130,7 +171,10 @@ impl ProjectConfig {
 fn table<'a>(item: &'a Table, key: &str) -> Result<Option<&'a Table>, String> {
     match item.get(key) {
         None => Ok(None),
-        Some(i) => i.as_table().map(Some).ok_or_else(|| format!("`{key}` must be a table")),
+        Some(i) => i
+            .as_table()
+            .map(Some)
+            .ok_or_else(|| format!("`{key}` must be a table")),
     }
 }
 
@@ -148,8 +192,17 @@ fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, Strin
     match item {
         None => Ok(None),
         Some(i) => {
-            let arr = i.as_array().ok_or_else(|| format!("`{what}` must be an array of strings"))?;
-            arr.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("`{what}` must be an array of strings"))).collect::<Result<Vec<_>, _>>().map(Some)
+            let arr = i
+                .as_array()
+                .ok_or_else(|| format!("`{what}` must be an array of strings"))?;
+            arr.iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("`{what}` must be an array of strings"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
         }
     }
 }
@@ -166,14 +219,24 @@ mod tests {
         let cfg = cfg.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cfg.tools["lint"].command, ["python3", "lint.py"]);
         assert_eq!((cfg.max_fan_out_depth, cfg.max_spawns), (2, 0));
-        assert_eq!(cfg.openai.map(|o| o.api_key_env), Some("OPENAI_API_KEY".into()));
-        assert_eq!(cfg.command.and_then(|c| c.argv), Some(vec!["agent".into(), "{prompt}".into()]));
+        assert_eq!(
+            cfg.openai.map(|o| o.api_key_env),
+            Some("OPENAI_API_KEY".into())
+        );
+        assert_eq!(
+            cfg.command.and_then(|c| c.argv),
+            Some(vec!["agent".into(), "{prompt}".into()])
+        );
     }
 
     #[test]
     fn defaults_are_finite_and_errors_are_clear() {
-        assert_eq!(ProjectConfig::parse("").map(|c| (c.max_fan_out_depth, c.max_spawns)), Ok((5, 100)));
-        assert!(ProjectConfig::parse("[tools.x]\ncommand = 3").is_err_and(|e| e.contains("array of strings")));
+        assert_eq!(
+            ProjectConfig::parse("").map(|c| (c.max_fan_out_depth, c.max_spawns)),
+            Ok((5, 100))
+        );
+        assert!(ProjectConfig::parse("[tools.x]\ncommand = 3")
+            .is_err_and(|e| e.contains("array of strings")));
         assert!(ProjectConfig::parse("[safety.spawn]\nmax_pipeline_spawns = -1").is_err());
         assert!(ProjectConfig::parse("not toml =").is_err());
     }

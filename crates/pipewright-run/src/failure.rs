@@ -29,7 +29,13 @@ pub struct RunError {
 }
 
 impl RunError {
-    pub fn new(code: &'static str, key: &str, step_kind: &'static str, span: Span, message: impl Into<String>) -> RunError {
+    pub fn new(
+        code: &'static str,
+        key: &str,
+        step_kind: &'static str,
+        span: Span,
+        message: impl Into<String>,
+    ) -> RunError {
         RunError {
             code,
             key: key.to_string(),
@@ -54,8 +60,15 @@ impl RunError {
 
     pub fn diagnostic(&self) -> Diagnostic {
         let primary = self.detail_span.unwrap_or(self.span);
-        let mut d = Diagnostic::error(self.code, primary, format!("step {} ({}) failed: {}", self.key, self.step_kind, self.message))
-            .with_label("failed here at run time");
+        let mut d = Diagnostic::error(
+            self.code,
+            primary,
+            format!(
+                "step {} ({}) failed: {}",
+                self.key, self.step_kind, self.message
+            ),
+        )
+        .with_label("failed here at run time");
         if self.detail_span.is_some() {
             d = d.with_secondary(self.span, format!("in this {} step", self.step_kind));
         }

@@ -42,8 +42,22 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    pub(crate) fn new(status: RunStatus, run_id: String, output: Value, stores: Value) -> RunOutcome {
-        RunOutcome { status, run_id, output, stores, error: None, cancelled_at: None, run_dir: None, store_error: None }
+    pub(crate) fn new(
+        status: RunStatus,
+        run_id: String,
+        output: Value,
+        stores: Value,
+    ) -> RunOutcome {
+        RunOutcome {
+            status,
+            run_id,
+            output,
+            stores,
+            error: None,
+            cancelled_at: None,
+            run_dir: None,
+            store_error: None,
+        }
     }
 
     /// 0 ok, 1 failed, 130 cancelled (the shell convention for SIGINT).

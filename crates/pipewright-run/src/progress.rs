@@ -18,7 +18,10 @@ impl Progress {
         if !std::io::stderr().is_terminal() {
             return None;
         }
-        Some(Progress { multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()), bars: Mutex::new(HashMap::new()) })
+        Some(Progress {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            bars: Mutex::new(HashMap::new()),
+        })
     }
 }
 
@@ -30,15 +33,25 @@ impl EventSink for Progress {
         match e.kind {
             EventKind::Started if is_top => {
                 let pb = self.multi.add(ProgressBar::new_spinner());
-                pb.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+                pb.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
                 pb.enable_steady_tick(Duration::from_millis(120));
                 pb.set_message(format!("step {} {} {}", e.key, e.step_kind, e.summary));
                 bars.insert(top, (pb, 0));
             }
             EventKind::Completed | EventKind::Failed | EventKind::Replayed if is_top => {
                 if let Some((pb, _)) = bars.remove(&top) {
-                    let mark = if e.kind == EventKind::Failed { "✗" } else { "✓" };
-                    pb.finish_with_message(format!("{mark} step {} {} {}", e.key, e.step_kind, e.summary));
+                    let mark = if e.kind == EventKind::Failed {
+                        "✗"
+                    } else {
+                        "✓"
+                    };
+                    pb.finish_with_message(format!(
+                        "{mark} step {} {} {}",
+                        e.key, e.step_kind, e.summary
+                    ));
                 }
             }
             EventKind::Completed => {

@@ -22,9 +22,20 @@ pub fn validate(value: &Value, schema: &Schema, set: &SchemaSet) -> Vec<String> 
     errors
 }
 
-fn fields(o: &IndexMap<String, Value>, fs: &[Field], set: &SchemaSet, prefix: &str, errors: &mut Vec<String>, depth: usize) {
+fn fields(
+    o: &IndexMap<String, Value>,
+    fs: &[Field],
+    set: &SchemaSet,
+    prefix: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     for f in fs {
-        let path = if prefix.is_empty() { f.name.text.clone() } else { format!("{prefix}.{}", f.name.text) };
+        let path = if prefix.is_empty() {
+            f.name.text.clone()
+        } else {
+            format!("{prefix}.{}", f.name.text)
+        };
         match o.get(&f.name.text) {
             None if f.required => errors.push(format!("{path}: required field is missing")),
             None => {}
@@ -33,12 +44,21 @@ fn fields(o: &IndexMap<String, Value>, fs: &[Field], set: &SchemaSet, prefix: &s
     }
 }
 
-fn check(v: &Value, ty: &FieldType, set: &SchemaSet, path: &str, errors: &mut Vec<String>, depth: usize) {
+fn check(
+    v: &Value,
+    ty: &FieldType,
+    set: &SchemaSet,
+    path: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         errors.push(format!("{path}: nesting deeper than {MAX_DEPTH}"));
         return;
     }
-    let mismatch = |errors: &mut Vec<String>, want: &str| errors.push(format!("{path}: expected {want}, got {}", v.type_name()));
+    let mismatch = |errors: &mut Vec<String>, want: &str| {
+        errors.push(format!("{path}: expected {want}, got {}", v.type_name()))
+    };
     match &ty.kind {
         FieldKind::Bool => {
             if !matches!(v, Value::Bool(_)) {

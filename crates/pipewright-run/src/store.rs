@@ -95,7 +95,9 @@ pub struct RunRecord {
 /// A new run id: the start time (seconds) and a few bits that tell apart runs started in the
 /// same second.
 pub fn new_run_id() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let salt = (now.subsec_nanos() ^ (std::process::id() << 8)) & 0xffff;
     format!("{}-{salt:04x}", now.as_secs())
 }
@@ -110,11 +112,21 @@ pub fn load_run(root: &Path, run_id: &str) -> Result<RunRecord, String> {
         return Err(format!("`{run_id}` is not a run id"));
     }
     let path = run_dir(root, run_id).join("state.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let v: Json = serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
-    let s = |k: &str| v.get(k).and_then(Json::as_str).unwrap_or_default().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let v: Json = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     if v.get("version").and_then(Json::as_u64) != Some(u64::from(STATE_VERSION)) {
-        return Err(format!("{} has an unsupported state version", path.display()));
+        return Err(format!(
+            "{} has an unsupported state version",
+            path.display()
+        ));
     }
     let completed = match v.get("completed") {
         Some(Json::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -157,10 +169,24 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 
 impl RunStore {
     /// Creates (or, for a resume, reopens) the run directory and starts the writer.
-    pub fn open(dir: PathBuf, run_id: &str, meta: IndexMap<String, Json>, completed: IndexMap<String, Json>) -> Result<RunStore, String> {
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    pub fn open(
+        dir: PathBuf,
+        run_id: &str,
+        meta: IndexMap<String, Json>,
+        completed: IndexMap<String, Json>,
+    ) -> Result<RunStore, String> {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let inner = Arc::new((
-            Mutex::new(Inner { meta, completed, events: Vec::new(), generation: 1, written: 0, closing: false, error: None }),
+            Mutex::new(Inner {
+                meta,
+                completed,
+                events: Vec::new(),
+                generation: 1,
+                written: 0,
+                closing: false,
+                error: None,
+            }),
             Condvar::new(),
         ));
         let writer = {
@@ -171,7 +197,13 @@ impl RunStore {
                 .spawn(move || writer_loop(&dir, &inner))
                 .map_err(|e| format!("cannot start the store writer: {e}"))?
         };
-        Ok(RunStore { dir, run_id: run_id.to_string(), inner, writer: Mutex::new(Some(writer)), started: Instant::now() })
+        Ok(RunStore {
+            dir,
+            run_id: run_id.to_string(),
+            inner,
+            writer: Mutex::new(Some(writer)),
+            started: Instant::now(),
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -249,10 +281,24 @@ fn writer_loop(dir: &Path, inner: &(Mutex<Inner>, Condvar)) {
             for (k, v) in &g.meta {
                 state.insert(k.clone(), v.clone());
             }
-            state.insert("completed".into(), Json::Object(g.completed.iter().map(|(k, v)| (k.clone(), v.clone())).collect()));
-            (Json::Object(state), std::mem::take(&mut g.events), g.generation, g.closing)
+            state.insert(
+                "completed".into(),
+                Json::Object(
+                    g.completed
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+            );
+            (
+                Json::Object(state),
+                std::mem::take(&mut g.events),
+                g.generation,
+                g.closing,
+            )
         };
-        let result = append_events(dir, &events).and_then(|_| write_atomic(&dir.join("state.json"), &state));
+        let result =
+            append_events(dir, &events).and_then(|_| write_atomic(&dir.join("state.json"), &state));
         let mut g = lock(m);
         if let Err(e) = result {
             g.error.get_or_insert(e);
@@ -279,7 +325,8 @@ fn append_events(dir: &Path, events: &[String]) -> Result<(), String> {
         buf.push_str(e);
         buf.push('\n');
     }
-    f.write_all(buf.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    f.write_all(buf.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Write to a temporary file in the same directory, fsync, then rename over the target: a
@@ -287,11 +334,15 @@ fn append_events(dir: &Path, events: &[String]) -> Result<(), String> {
 pub fn write_atomic(path: &Path, value: &Json) -> Result<(), String> {
     let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_vec_pretty(value).map_err(|e| e.to_string())?;
-    let mut f = std::fs::File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    f.write_all(&text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    f.sync_all().map_err(|e| format!("cannot sync {}: {e}", tmp.display()))?;
+    let mut f =
+        std::fs::File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    f.write_all(&text)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    f.sync_all()
+        .map_err(|e| format!("cannot sync {}: {e}", tmp.display()))?;
     drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path)
+        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
 }
 
 /// A stable hash of the source texts (FNV-1a), to warn when a resumed run's files changed.

@@ -20,7 +20,13 @@ fn python_repr(v: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Int(n) => n.to_string(),
         Value::Float(x) if x.is_nan() => "nan".into(),
-        Value::Float(x) if x.is_infinite() => if *x > 0.0 { "inf".into() } else { "-inf".into() },
+        Value::Float(x) if x.is_infinite() => {
+            if *x > 0.0 {
+                "inf".into()
+            } else {
+                "-inf".into()
+            }
+        }
         Value::Float(x) => {
             let s = format_float(*x);
             // Python writes exponents with a sign and at least two digits: 1e+16.
@@ -31,7 +37,11 @@ fn python_repr(v: &Value) -> String {
             }
         }
         Value::Str(s) => {
-            let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+            let q = if s.contains('\'') && !s.contains('"') {
+                '"'
+            } else {
+                '\''
+            };
             let mut o = String::new();
             o.push(q);
             for c in s.chars() {
@@ -50,16 +60,31 @@ fn python_repr(v: &Value) -> String {
             o.push(q);
             o
         }
-        Value::List(l) => format!("[{}]", l.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
+        Value::List(l) => format!(
+            "[{}]",
+            l.iter().map(python_repr).collect::<Vec<_>>().join(", ")
+        ),
         Value::Object(m) => format!(
             "{{{}}}",
-            m.iter().map(|(k, v)| format!("{}: {}", python_repr(&Value::Str(k.clone())), python_repr(v))).collect::<Vec<_>>().join(", ")
+            m.iter()
+                .map(|(k, v)| format!(
+                    "{}: {}",
+                    python_repr(&Value::Str(k.clone())),
+                    python_repr(v)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
 
 pub fn obj(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<IndexMap<_, _>>())
+    Value::Object(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<IndexMap<_, _>>(),
+    )
 }
 
 /// A short rendering of a value for a diagnostic: compact JSON cut at `max` characters.
@@ -82,6 +107,9 @@ mod tests {
         assert_eq!(python_str(&Value::Null), "None");
         assert_eq!(python_str(&Value::Float(1.0)), "1.0");
         assert_eq!(python_str(&Value::Float(1e16)), "1e+16");
-        assert_eq!(python_str(&Value::from_json(&serde_json::json!(["a", 1, {"k": null}]))), "['a', 1, {'k': None}]");
+        assert_eq!(
+            python_str(&Value::from_json(&serde_json::json!(["a", 1, {"k": null}]))),
+            "['a', 1, {'k': None}]"
+        );
     }
 }

@@ -10,7 +10,8 @@ const REVIEW: &str = "schema: R\nfields:\n  passed: {type: bool, required: true}
 #[test]
 fn script_backend_matches_step_and_prompt_with_sequences() {
     let script = "replies:\n  - contains: Review\n    replies: [\"not json\", {passed: false}]\n  - step: \"1\"\n    reply: summary text\n";
-    let backend = Arc::new(ScriptBackend::from_text("s.yaml", script).unwrap_or_else(|e| panic!("{e}")));
+    let backend =
+        Arc::new(ScriptBackend::from_text("s.yaml", script).unwrap_or_else(|e| panic!("{e}")));
     let d = tempdir();
     let mut o = opts(d.path());
     o.backend = backend.clone();
@@ -30,7 +31,8 @@ fn fake_agent(dir: &std::path::Path, body: &str) -> String {
     let path = dir.join("fake-agent.sh");
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{e}"));
     path.to_string_lossy().into_owned()
 }
 
@@ -44,7 +46,12 @@ fn command_backend_claude_profile_with_a_fake_agent() {
         "prompt=$(cat)\nhead -c 200000 /dev/zero | tr '\\0' x >&2\ncase \"$prompt\" in *Review*) r='{\\\"passed\\\": true}';; *) r='plain';; esac\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"%s\"}' \"$r\"",
     );
     let mut o = opts(d.path());
-    o.backend = Arc::new(CommandBackend { profile: Profile::Claude, program: Some(prog), timeout: Duration::from_secs(20), workdir: d.path().to_path_buf() });
+    o.backend = Arc::new(CommandBackend {
+        profile: Profile::Claude,
+        program: Some(prog),
+        timeout: Duration::from_secs(20),
+        workdir: d.path().to_path_buf(),
+    });
     o.input = serde_json::json!({"doc": "a"});
     let v = run_json(REVIEW, o);
     assert_eq!(v["stores"]["r"]["passed"], true, "{v}");
@@ -56,19 +63,39 @@ fn command_backend_generic_template_timeout_and_failure() {
     let d = tempdir();
     let mut o = opts(d.path());
     o.backend = Arc::new(CommandBackend {
-        profile: Profile::Generic { argv: vec!["sh".into(), "-c".into(), "echo \"$0 for $1\"".into(), "{prompt}".into(), "{step}".into()], stdin_prompt: false },
+        profile: Profile::Generic {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo \"$0 for $1\"".into(),
+                "{prompt}".into(),
+                "{step}".into(),
+            ],
+            stdin_prompt: false,
+        },
         program: None,
         timeout: Duration::from_secs(20),
         workdir: d.path().to_path_buf(),
     });
-    let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"it's $(not run)\"}\n", o);
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - agent: {prompt: \"it's $(not run)\"}\n",
+        o,
+    );
     assert_eq!(v["output"], "it's $(not run) for 0", "{v}");
     let prog = fake_agent(d.path(), "sleep 30");
     let mut o = opts(d.path());
-    o.backend = Arc::new(CommandBackend { profile: Profile::Claude, program: Some(prog), timeout: Duration::from_millis(300), workdir: d.path().to_path_buf() });
+    o.backend = Arc::new(CommandBackend {
+        profile: Profile::Claude,
+        program: Some(prog),
+        timeout: Duration::from_millis(300),
+        workdir: d.path().to_path_buf(),
+    });
     let t0 = std::time::Instant::now();
     let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"x\"}\n", o);
     assert_eq!(v["error"]["code"], "PW0803", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("timed out"));
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("timed out"));
     assert!(t0.elapsed() < Duration::from_secs(10));
 }

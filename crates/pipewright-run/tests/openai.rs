@@ -8,13 +8,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A local mock server: answers the first `fail_first` requests with 429/503, then replies
 /// with `content`. It stops after `total` connections.
-async fn serve(fail_first: usize, content: &'static str, seen: Arc<Mutex<Vec<String>>>) -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+async fn serve(
+    fail_first: usize,
+    content: &'static str,
+    seen: Arc<Mutex<Vec<String>>>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let count = Arc::new(AtomicUsize::new(0));
     let handle = tokio::spawn(async move {
         for _ in 0..fail_first + 1 {
-            let Ok(Ok((mut sock, _))) = tokio::time::timeout(Duration::from_secs(10), listener.accept()).await else { return };
+            let Ok(Ok((mut sock, _))) =
+                tokio::time::timeout(Duration::from_secs(10), listener.accept()).await
+            else {
+                return;
+            };
             let mut buf = vec![0u8; 65536];
             let mut got = Vec::new();
             // Read headers and the announced body.
@@ -26,16 +36,26 @@ async fn serve(fail_first: usize, content: &'static str, seen: Arc<Mutex<Vec<Str
                 got.extend_from_slice(&buf[..n]);
                 let text = String::from_utf8_lossy(&got);
                 if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|n| n.trim().parse::<usize>().ok()).unwrap_or(0);
+                    let len = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .and_then(|n| n.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
                     if got.len() >= end + 4 + len {
                         break;
                     }
                 }
             }
-            seen.lock().unwrap_or_else(|p| p.into_inner()).push(String::from_utf8_lossy(&got).into_owned());
+            seen.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(String::from_utf8_lossy(&got).into_owned());
             let i = count.fetch_add(1, Ordering::SeqCst);
             let resp = if i < fail_first {
-                let status = if i % 2 == 0 { "429 Too Many Requests" } else { "503 Service Unavailable" };
+                let status = if i.is_multiple_of(2) {
+                    "429 Too Many Requests"
+                } else {
+                    "503 Service Unavailable"
+                };
                 format!("HTTP/1.1 {status}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
             } else {
                 let body = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string();
@@ -50,7 +70,14 @@ async fn serve(fail_first: usize, content: &'static str, seen: Arc<Mutex<Vec<Str
 }
 
 fn backend(url: String, retries: u32) -> OpenAiBackend {
-    OpenAiBackend { url, model: "test-model".into(), api_key: Some("sk-test".into()), timeout: Duration::from_secs(10), max_retries: retries, base_delay: Duration::from_millis(5) }
+    OpenAiBackend {
+        url,
+        model: "test-model".into(),
+        api_key: Some("sk-test".into()),
+        timeout: Duration::from_secs(10),
+        max_retries: retries,
+        base_delay: Duration::from_millis(5),
+    }
 }
 
 #[test]
@@ -62,7 +89,9 @@ fn openai_backend_json_mode_and_back_off() {
     let d = tempdir();
     let mut o = opts(d.path());
     o.backend = Arc::new(backend(url, 3));
-    let out = rt.block_on(pipewright_run::run(p, &s, o)).unwrap_or_else(|e| panic!("{e}"));
+    let out = rt
+        .block_on(pipewright_run::run(p, &s, o))
+        .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["output"]["passed"], true, "{v}");
     let _ = rt.block_on(server);
@@ -82,9 +111,17 @@ fn openai_backend_gives_up_after_retries() {
     let d = tempdir();
     let mut o = opts(d.path());
     o.backend = Arc::new(backend(url, 1));
-    let out = rt.block_on(pipewright_run::run(p, &s, o)).unwrap_or_else(|e| panic!("{e}"));
+    let out = rt
+        .block_on(pipewright_run::run(p, &s, o))
+        .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["error"]["code"], "PW0803", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("HTTP 503 after 2 attempt(s)"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HTTP 503 after 2 attempt(s)"),
+        "{v}"
+    );
     server.abort();
 }

@@ -13,7 +13,10 @@ fn transform_pipe_and_named_stores() {
     );
     assert_eq!(v["status"], "ok");
     assert_eq!(v["output"], "Hello, Reyn! Hello, Reyn!");
-    assert_eq!(v["stores"], json!({"name": "Reyn", "greeting": "Hello, Reyn!"}));
+    assert_eq!(
+        v["stores"],
+        json!({"name": "Reyn", "greeting": "Hello, Reyn!"})
+    );
 }
 
 #[test]
@@ -26,7 +29,9 @@ fn failure_points_at_the_expression_and_names_the_value() {
     assert_eq!(v["error"]["step"], "1");
     assert_eq!(v["error"]["line"], 4);
     let diag = out.diagnostic().unwrap_or_else(|| panic!("no diagnostic"));
-    let file = s.get(diag.primary.span.file).unwrap_or_else(|| panic!("file"));
+    let file = s
+        .get(diag.primary.span.file)
+        .unwrap_or_else(|| panic!("file"));
     assert_eq!(file.slice(diag.primary.span), "ctx.xs + 1");
     assert!(diag.message.contains("arithmetic"), "{}", diag.message);
     assert_eq!(out.exit_code(), 1);
@@ -44,14 +49,21 @@ fn file_tools_and_literal_vs_expr_args() {
     assert_eq!(v["status"], "ok", "{v}");
     assert_eq!(v["stores"]["r"], json!({"text": "hi {ctx.body}"}));
     assert_eq!(v["stores"]["w"]["structured"]["bytes"], 13);
-    assert_eq!(std::fs::read_to_string(d.path().join("b.txt")).ok().as_deref(), Some("ctx.body"));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("b.txt"))
+            .ok()
+            .as_deref(),
+        Some("ctx.body")
+    );
 }
 
 #[test]
 fn file_tools_refuse_paths_that_escape() {
     let d = tempdir();
     for path in ["../x.txt", "/etc/passwd", "a/../../x"] {
-        let text = format!("pipeline: p\nsteps:\n  - tool: {{name: file__read, args: {{path: \"{path}\"}}}}\n");
+        let text = format!(
+            "pipeline: p\nsteps:\n  - tool: {{name: file__read, args: {{path: \"{path}\"}}}}\n"
+        );
         let v = run_json(&text, opts(d.path()));
         assert_eq!(v["status"], "failed", "{path}");
         assert_eq!(v["error"]["code"], "PW0801");
@@ -68,16 +80,30 @@ fn tool_on_error_policies() {
     let v = run_json("pipeline: p\nsteps:\n  - shell: {command: \"echo oops >&2; exit 3\"}\n  - transform: {value: \"pipe.structured.exit_code\"}\n", opts(d.path()));
     assert_eq!(v["output"], 3, "{v}");
     // abort: an error-flagged result fails the step.
-    let v = run_json("pipeline: p\nsteps:\n  - shell: {command: \"exit 3\", on_error: abort}\n", opts(d.path()));
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - shell: {command: \"exit 3\", on_error: abort}\n",
+        opts(d.path()),
+    );
     assert_eq!(v["status"], "failed");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("on_error='abort'"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("on_error='abort'"),
+        "{v}"
+    );
     // retry(2): three attempts, the third succeeds.
     let v = run_json(
         "pipeline: p\nsteps:\n  - shell: {command: \"echo x >> tries; test $(wc -l < tries) -ge 3\", on_error: \"retry(2)\"}\n",
         opts(d.path()),
     );
     assert_eq!(v["status"], "ok", "{v}");
-    assert_eq!(std::fs::read_to_string(d.path().join("tries")).map(|s| s.lines().count()).ok(), Some(3));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("tries"))
+            .map(|s| s.lines().count())
+            .ok(),
+        Some(3)
+    );
 }
 
 #[test]
@@ -85,14 +111,26 @@ fn shell_gets_values_only_through_expr_and_times_out() {
     let d = tempdir();
     let mut o = opts(d.path());
     o.input = json!({"word": "$(echo injected)"});
-    let v = run_json("pipeline: p\nsteps:\n  - shell: {command: \"echo '{ctx.word}'\"}\n", o);
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - shell: {command: \"echo '{ctx.word}'\"}\n",
+        o,
+    );
     assert_eq!(v["output"]["text"], "{ctx.word}\n");
     let mut o = opts(d.path());
     o.tools.shell_timeout = std::time::Duration::from_millis(300);
     let t0 = std::time::Instant::now();
-    let v = run_json("pipeline: p\nsteps:\n  - shell: {command: \"sleep 30\"}\n", o);
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - shell: {command: \"sleep 30\"}\n",
+        o,
+    );
     assert_eq!(v["status"], "failed");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("timed out"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("timed out"),
+        "{v}"
+    );
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
 }
 
@@ -107,7 +145,8 @@ fn tool_and_agent_schema_verification() {
     let v = run_json(&bad, opts(d.path()));
     assert_eq!(v["error"]["code"], "PW0802", "{v}");
     // The mock backend satisfies the schema.
-    let agent = format!("{schema}pipeline: p\nsteps:\n  - agent: {{prompt: \"Count\", schema: S}}\n");
+    let agent =
+        format!("{schema}pipeline: p\nsteps:\n  - agent: {{prompt: \"Count\", schema: S}}\n");
     let v = run_json(&agent, opts(d.path()));
     assert_eq!(v["output"], json!({"n": 1}), "{v}");
 }
@@ -121,8 +160,14 @@ fn agent_prompt_renders_json_and_mock_names_the_step() {
         fn name(&self) -> &str {
             "rec"
         }
-        fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).push(req.clone());
+        fn complete<'a>(
+            &'a self,
+            req: &'a AgentRequest,
+        ) -> BoxFuture<'a, Result<String, BackendError>> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(req.clone());
             Box::pin(async { Ok("done".to_string()) })
         }
     }
@@ -141,7 +186,10 @@ fn agent_prompt_renders_json_and_mock_names_the_step() {
     assert_eq!(reqs[0].prompt, "L=[1,\"a\"] F=3.0 O={\"k\":null}");
     assert_eq!(reqs[0].identity, "reviewer");
     assert_eq!(reqs[0].tools, ["file__read"]);
-    let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"hi\"}\n", opts(d.path()));
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - agent: {prompt: \"hi\"}\n",
+        opts(d.path()),
+    );
     assert_eq!(v["output"], "mock reply for step 0 of p");
 }
 
@@ -152,11 +200,21 @@ fn call_and_match_isolate_stores_with_pass() {
     o.input = json!({"a": 1, "secret": 2});
     let text = "pipeline: main\nsteps:\n  - transform: {value: \"10\"}\n  - call: {pipeline: sub, pass: [a], output: r}\n  - match:\n      on: \"ctx.r.seen > 0\"\n      cases:\n        \"True\": {pipeline: yes}\n        \"False\": {pipeline: no}\n---\npipeline: sub\nsteps:\n  - transform: {value: \"{seen: ctx.a + pipe, keys: count(map([ctx], c -> c)), has_secret: get(ctx, 'secret', 'absent')}\"}\n---\npipeline: yes\nsteps:\n  - transform: {value: \"'took yes'\"}\n---\npipeline: no\nsteps:\n  - transform: {value: \"'took no'\"}\n";
     let v = run_json(text, o);
-    assert_eq!(v["stores"]["r"], json!({"seen": 11, "keys": 1, "has_secret": "absent"}), "{v}");
+    assert_eq!(
+        v["stores"]["r"],
+        json!({"seen": 11, "keys": 1, "has_secret": "absent"}),
+        "{v}"
+    );
     assert_eq!(v["output"], "took yes");
-    let v = run_json("pipeline: main\nsteps:\n  - match: {on: \"3\", cases: {\"1\": {pipeline: main}}}\n", opts(d.path()));
+    let v = run_json(
+        "pipeline: main\nsteps:\n  - match: {on: \"3\", cases: {\"1\": {pipeline: main}}}\n",
+        opts(d.path()),
+    );
     assert_eq!(v["error"]["code"], "PW0804", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("matched no case"));
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("matched no case"));
 }
 
 #[test]
@@ -175,18 +233,29 @@ fn for_each_keeps_item_order_and_isolates_items() {
         "pipeline: p\nsteps:\n  - for_each:\n      items: [3, 1, 2]\n      on_error: abort\n      do: {shell: {command: !expr \"'sleep 0.' + join(map([item], i -> 'x'), '') + '; echo ok'\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n  - for_each:\n      items: [30, 10, 20]\n      max_parallel: 3\n      on_error: abort\n      do: {transform: {value: \"item * 2\", output: leaked}}\n      collect: {transform: {value: \"{r: pipe, leaked: get(ctx, 'leaked', 'no')}\"}}\n",
         opts(d.path()),
     );
-    assert_eq!(v["output"], json!({"r": [60, 20, 40], "leaked": "no"}), "{v}");
+    assert_eq!(
+        v["output"],
+        json!({"r": [60, 20, 40], "leaked": "no"}),
+        "{v}"
+    );
 }
 
 #[test]
 fn for_each_on_error_policies() {
     let d = tempdir();
-    let body = "do: {transform: {value: \"10 / item\"}}\n      collect: {transform: {value: \"pipe\"}}";
+    let body =
+        "do: {transform: {value: \"10 / item\"}}\n      collect: {transform: {value: \"pipe\"}}";
     let v = run_json(&format!("pipeline: p\nsteps:\n  - for_each:\n      items: [1, 0, 2]\n      on_error: continue\n      {body}\n"), opts(d.path()));
     assert_eq!(v["output"], json!([10, 5]), "{v}");
     let v = run_json(&format!("pipeline: p\nsteps:\n  - for_each:\n      items: [1, 0, 2]\n      on_error: abort\n      {body}\n"), opts(d.path()));
     assert_eq!(v["error"]["code"], "PW0806", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("item 1 failed (on_error='abort')"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("item 1 failed (on_error='abort')"),
+        "{v}"
+    );
     // retry(2): the shell body fails twice per item, then succeeds.
     let v = run_json(
         "pipeline: p\nsteps:\n  - for_each:\n      items: [a, b]\n      on_error: \"retry(2)\"\n      do: {shell: {command: !expr \"'echo x >> t_' + item + '; test $(wc -l < t_' + item + ') -ge 3 && echo ' + item\"}}\n      collect: {transform: {value: \"map(pipe, r -> r.text)\"}}\n",
@@ -197,7 +266,10 @@ fn for_each_on_error_policies() {
         "pipeline: p\nsteps:\n  - for_each:\n      items: [a]\n      on_error: \"retry(1)\"\n      do: {shell: {command: \"exit 1\", on_error: continue}}\n      collect: {transform: {value: \"pipe\"}}\n",
         opts(d.path()),
     );
-    assert_eq!(v["status"], "failed", "an error-flagged tool result fails the item: {v}");
+    assert_eq!(
+        v["status"], "failed",
+        "an error-flagged tool result fails the item: {v}"
+    );
 }
 
 #[test]
@@ -207,9 +279,19 @@ fn parallel_branches_and_errors() {
         "pipeline: p\nsteps:\n  - transform: {value: \"7\"}\n  - parallel:\n      on_error: continue\n      branches:\n        a: {transform: {value: \"pipe + 1\"}}\n        b: {transform: {value: \"pipe / 0\"}}\n        c: {agent: {prompt: \"hi\"}}\n      collect: {transform: {value: \"{a: pipe.a, c: pipe.c, err: get(pipe, '__branch_errors__.b', '') != ''}\"}}\n",
         opts(d.path()),
     );
-    assert_eq!(v["output"], json!({"a": 8, "c": "mock reply for step 1.parallel.c of p", "err": true}), "{v}");
+    assert_eq!(
+        v["output"],
+        json!({"a": 8, "c": "mock reply for step 1.parallel.c of p", "err": true}),
+        "{v}"
+    );
     let v = run_json("pipeline: p\nsteps:\n  - parallel:\n      branches:\n        b: {transform: {value: \"1 / 0\"}}\n      collect: {transform: {value: \"pipe\"}}\n", opts(d.path()));
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("branch 'b' failed (on_error='abort')"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("branch 'b' failed (on_error='abort')"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -220,7 +302,13 @@ fn caps_depth_and_spawn_budget() {
     o.caps.max_fan_out_depth = 1;
     let v = run_json(nested, o);
     assert_eq!(v["error"]["code"], "PW0806", "{v}");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("fan-out depth 2 exceeds the operator cap 1"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("fan-out depth 2 exceeds the operator cap 1"),
+        "{v}"
+    );
     let mut o = opts(d.path());
     o.caps.max_fan_out_depth = 2;
     assert_eq!(run_json(nested, o)["output"], json!([[1]]));
@@ -231,7 +319,13 @@ fn caps_depth_and_spawn_budget() {
     // The default budget (100) is finite.
     let big = "pipeline: p\nsteps:\n  - for_each:\n      over: \"map([1,2,3,4,5,6,7,8,9,10,11], x -> x)\"\n      on_error: abort\n      do:\n        for_each:\n          items: [1,2,3,4,5,6,7,8,9,10]\n          on_error: abort\n          do: {agent: {prompt: \"x\"}}\n          collect: {transform: {value: \"pipe\"}}\n      collect: {transform: {value: \"pipe\"}}\n";
     let v = run_json(big, opts(d.path()));
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("spawn cap (100)"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("spawn cap (100)"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -29,10 +29,18 @@ fn store_records_every_landing_and_events() {
     assert_eq!(s["file"], "fan.yaml");
     let completed = s["completed"].as_object().map(|m| m.len()).unwrap_or(0);
     assert_eq!(completed, 3 + 8 + 1, "{s}");
-    let events = std::fs::read_to_string(runs_root(d.path()).join(&id).join("events.jsonl")).unwrap_or_default();
-    let kinds: Vec<serde_json::Value> = events.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(kinds.iter().any(|e| e["event"] == "step_started" && e["key"] == "1.for_each.7"));
-    assert!(kinds.iter().all(|e| e["event"] != "step_completed" || e["elapsed_ms"].is_number()));
+    let events = std::fs::read_to_string(runs_root(d.path()).join(&id).join("events.jsonl"))
+        .unwrap_or_default();
+    let kinds: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(kinds
+        .iter()
+        .any(|e| e["event"] == "step_started" && e["key"] == "1.for_each.7"));
+    assert!(kinds
+        .iter()
+        .all(|e| e["event"] != "step_completed" || e["elapsed_ms"].is_number()));
 }
 
 struct CancelAt(CancelToken, &'static str);
@@ -62,7 +70,9 @@ fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
     assert_eq!(v["status"], "ok", "{v}");
     assert_eq!(v["run_id"], id.as_str());
     assert_eq!(v["output"], 8);
-    let ran = std::fs::read_to_string(d.path().join("log")).map(|s| s.lines().count()).unwrap_or(0);
+    let ran = std::fs::read_to_string(d.path().join("log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0);
     assert_eq!(ran, 8, "completed items are replayed, not re-run");
 }
 
@@ -70,7 +80,9 @@ fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
 /// PW_KILL_TEST_DIR.
 #[test]
 fn child_run_for_kill_test() {
-    let Ok(dir) = std::env::var("PW_KILL_TEST_DIR") else { return };
+    let Ok(dir) = std::env::var("PW_KILL_TEST_DIR") else {
+        return;
+    };
     let dir = std::path::PathBuf::from(dir);
     let mut o = opts(&dir);
     o.store_root = Some(runs_root(&dir));
@@ -82,7 +94,12 @@ fn kill_9_mid_fan_out_then_resume() {
     let d = tempdir();
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     let mut child = std::process::Command::new(exe)
-        .args(["--exact", "child_run_for_kill_test", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_run_for_kill_test",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("PW_KILL_TEST_DIR", d.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -90,9 +107,15 @@ fn kill_9_mid_fan_out_then_resume() {
         .unwrap_or_else(|e| panic!("spawn: {e}"));
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
-        assert!(Instant::now() < deadline, "the child never landed two items");
+        assert!(
+            Instant::now() < deadline,
+            "the child never landed two items"
+        );
         if let Some((id, s)) = state(d.path()) {
-            let items = s["completed"].as_object().map(|m| m.keys().filter(|k| k.starts_with("1.for_each.")).count()).unwrap_or(0);
+            let items = s["completed"]
+                .as_object()
+                .map(|m| m.keys().filter(|k| k.starts_with("1.for_each.")).count())
+                .unwrap_or(0);
             if items >= 2 {
                 break id;
             }
@@ -121,6 +144,8 @@ fn kill_9_mid_fan_out_then_resume() {
     // Items that landed before the kill were not run again: at most the two in flight (and
     // their orphaned shells) ran twice.
     std::thread::sleep(Duration::from_millis(400));
-    let ran = std::fs::read_to_string(d.path().join("log")).map(|s| s.lines().count()).unwrap_or(0);
+    let ran = std::fs::read_to_string(d.path().join("log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0);
     assert!((8..=12).contains(&ran), "{ran} executions");
 }

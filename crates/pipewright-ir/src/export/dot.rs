@@ -15,7 +15,12 @@ pub fn dot(program: &Program, opts: &ExportOptions) -> String {
     out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
     for w in &view.workflows {
         let _ = writeln!(out, "  subgraph cluster_w{} {{", w.id.0);
-        let _ = writeln!(out, "    label=\"{} {}\";", w.workflow.dialect.name(), esc(&w.workflow.name));
+        let _ = writeln!(
+            out,
+            "    label=\"{} {}\";",
+            w.workflow.dialect.name(),
+            esc(&w.workflow.name)
+        );
         out.push_str("    style=rounded;\n");
         region(&mut out, &w.body, 2);
         out.push_str("  }\n");
@@ -64,12 +69,26 @@ fn region(out: &mut String, r: &RegionView, depth: usize) {
 
 fn node(out: &mut String, n: &NodeView, depth: usize) {
     let pad = "  ".repeat(depth);
-    let label = label_lines(n.node).iter().map(|l| esc(l)).collect::<Vec<_>>().join("\\n");
-    let _ = writeln!(out, "{pad}n{} [label=\"{label}\"{}];", n.number, style(&n.node.kind));
+    let label = label_lines(n.node)
+        .iter()
+        .map(|l| esc(l))
+        .collect::<Vec<_>>()
+        .join("\\n");
+    let _ = writeln!(
+        out,
+        "{pad}n{} [label=\"{label}\"{}];",
+        n.number,
+        style(&n.node.kind)
+    );
     for (role, sub) in &n.regions {
         let cluster = format!("cluster_{}", ident(&sub.path));
         let _ = writeln!(out, "{pad}subgraph {cluster} {{");
-        let _ = writeln!(out, "{pad}  label=\"{} {}\";", n.node.kind.name(), esc(role));
+        let _ = writeln!(
+            out,
+            "{pad}  label=\"{} {}\";",
+            n.node.kind.name(),
+            esc(role)
+        );
         let _ = writeln!(out, "{pad}  style=dashed;");
         region(out, sub, depth + 1);
         let _ = writeln!(out, "{pad}}}");
@@ -85,7 +104,9 @@ fn style(kind: &NodeKind) -> &'static str {
         NodeKind::Tool { .. } | NodeKind::Shell { .. } => ", style=filled, fillcolor=\"#fdf3d8\"",
         NodeKind::Call(_) => ", shape=component",
         NodeKind::Match { .. } => ", shape=hexagon",
-        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => ", shape=box3d",
+        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => {
+            ", shape=box3d"
+        }
         NodeKind::Gate { .. } => ", shape=octagon",
         NodeKind::Exit { .. } => ", shape=doublecircle",
         _ => "",
@@ -94,7 +115,9 @@ fn style(kind: &NodeKind) -> &'static str {
 
 /// A DOT identifier fragment: everything but ASCII alphanumerics becomes `_`.
 fn ident(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 /// Escapes text for a double-quoted DOT string.

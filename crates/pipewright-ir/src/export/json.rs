@@ -57,11 +57,18 @@ fn find_path(view: &View, number: usize) -> Option<String> {
             }
         })
     }
-    view.workflows.iter().find_map(|w| in_region(&w.body, number))
+    view.workflows
+        .iter()
+        .find_map(|w| in_region(&w.body, number))
 }
 
 fn region(sources: &SourceMap, r: &RegionView) -> Value {
-    let path_of = |num: usize| r.nodes.iter().find(|n| n.number == num).map(|n| n.path.clone());
+    let path_of = |num: usize| {
+        r.nodes
+            .iter()
+            .find(|n| n.number == num)
+            .map(|n| n.path.clone())
+    };
     json!({
         "id": r.path,
         "entry": r.entry.and_then(path_of),
@@ -83,11 +90,19 @@ fn node(sources: &SourceMap, n: &NodeView) -> Value {
     o.insert("summary".into(), json!(node.summary()));
     o.insert("span".into(), span(sources, node.span));
     o.insert("output".into(), json!(node.output));
-    o.insert("on_error".into(), json!(node.kind.on_error().map(on_error_text)));
+    o.insert(
+        "on_error".into(),
+        json!(node.kind.on_error().map(on_error_text)),
+    );
     o.insert("details".into(), details(&node.kind));
     o.insert(
         "regions".into(),
-        Value::Array(n.regions.iter().map(|(role, r)| json!({"role": role, "region": region(sources, r)})).collect()),
+        Value::Array(
+            n.regions
+                .iter()
+                .map(|(role, r)| json!({"role": role, "region": region(sources, r)}))
+                .collect(),
+        ),
     );
     Value::Object(o)
 }
@@ -104,28 +119,51 @@ fn details(kind: &NodeKind) -> Value {
     };
     match kind {
         NodeKind::Transform { value } => json!({"value": value.src}),
-        NodeKind::Tool { name, args, schema, .. } => json!({
+        NodeKind::Tool {
+            name, args, schema, ..
+        } => json!({
             "name": name,
             "args": args.iter().map(|a| json!({"name": a.name, "value": arg(&a.value)})).collect::<Vec<_>>(),
             "schema": schema,
         }),
-        NodeKind::Shell { command, schema, .. } => json!({"command": arg(command), "schema": schema}),
-        NodeKind::Agent { prompt, identity, capabilities, schema, model } => json!({
+        NodeKind::Shell {
+            command, schema, ..
+        } => json!({"command": arg(command), "schema": schema}),
+        NodeKind::Agent {
+            prompt,
+            identity,
+            capabilities,
+            schema,
+            model,
+        } => json!({
             "prompt": prompt.src,
             "identity": identity,
             "capabilities": capabilities,
             "schema": schema,
             "model": model,
         }),
-        NodeKind::Call(c) => json!({"pipeline": c.target, "pass": c.pass.iter().map(|(n, e)| json!({"name": n, "expr": e.src})).collect::<Vec<_>>()}),
+        NodeKind::Call(c) => {
+            json!({"pipeline": c.target, "pass": c.pass.iter().map(|(n, e)| json!({"name": n, "expr": e.src})).collect::<Vec<_>>()})
+        }
         NodeKind::Match { on, cases, default } => json!({
             "on": on.src,
             "cases": cases.iter().map(|c| json!({"label": c.label, "selectable": c.selectable, "pipeline": c.target.target})).collect::<Vec<_>>(),
             "default": default.as_ref().map(|d| d.target.clone()),
         }),
-        NodeKind::Fold { source: s, init, max_items, .. } => json!({"source": source(s), "init": init.src, "max_items": max_items}),
-        NodeKind::ForEach { source: s, max_parallel, .. } => json!({"source": source(s), "max_parallel": max_parallel}),
-        NodeKind::Parallel { branches, .. } => json!({"branches": branches.iter().map(|b| b.name.clone()).collect::<Vec<_>>()}),
+        NodeKind::Fold {
+            source: s,
+            init,
+            max_items,
+            ..
+        } => json!({"source": source(s), "init": init.src, "max_items": max_items}),
+        NodeKind::ForEach {
+            source: s,
+            max_parallel,
+            ..
+        } => json!({"source": source(s), "max_parallel": max_parallel}),
+        NodeKind::Parallel { branches, .. } => {
+            json!({"branches": branches.iter().map(|b| b.name.clone()).collect::<Vec<_>>()})
+        }
         NodeKind::Gate { prompt } => json!({"prompt": prompt}),
         NodeKind::Spawn { agent } => json!({"agent": agent}),
         NodeKind::Kill { target } => json!({"target": target}),

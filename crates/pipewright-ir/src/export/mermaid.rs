@@ -10,7 +10,13 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
     let view = View::new(program, opts);
     let mut out = String::from("flowchart TD\n");
     for w in &view.workflows {
-        let _ = writeln!(out, "  subgraph w{}[\"{} {}\"]", w.id.0, w.workflow.dialect.name(), esc(&w.workflow.name));
+        let _ = writeln!(
+            out,
+            "  subgraph w{}[\"{} {}\"]",
+            w.id.0,
+            w.workflow.dialect.name(),
+            esc(&w.workflow.name)
+        );
         out.push_str("    direction TB\n");
         region(&mut out, &w.body, 2);
         out.push_str("  end\n");
@@ -26,7 +32,11 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
                 let _ = writeln!(out, "  n{from} -.->|\"{edge_label}\"| w{}", id.0);
             }
             None => {
-                let _ = writeln!(out, "  missing{unresolved}>\"{} (not shown)\"]", esc(target));
+                let _ = writeln!(
+                    out,
+                    "  missing{unresolved}>\"{} (not shown)\"]",
+                    esc(target)
+                );
                 let _ = writeln!(out, "  n{from} -.->|\"{edge_label}\"| missing{unresolved}");
                 unresolved += 1;
             }
@@ -54,12 +64,21 @@ fn region(out: &mut String, r: &RegionView, depth: usize) {
 
 fn node(out: &mut String, n: &NodeView, depth: usize) {
     let pad = "  ".repeat(depth);
-    let label = label_lines(n.node).iter().map(|l| esc(l)).collect::<Vec<_>>().join("<br/>");
+    let label = label_lines(n.node)
+        .iter()
+        .map(|l| esc(l))
+        .collect::<Vec<_>>()
+        .join("<br/>");
     let (open, close) = shape(&n.node.kind);
     let _ = writeln!(out, "{pad}n{}{open}\"{label}\"{close}", n.number);
     for (role, sub) in &n.regions {
         let id = ident(&sub.path);
-        let _ = writeln!(out, "{pad}subgraph {id}[\"{} {}\"]", n.node.kind.name(), esc(role));
+        let _ = writeln!(
+            out,
+            "{pad}subgraph {id}[\"{} {}\"]",
+            n.node.kind.name(),
+            esc(role)
+        );
         let _ = writeln!(out, "{pad}  direction TB");
         region(out, sub, depth + 1);
         let _ = writeln!(out, "{pad}end");
@@ -73,13 +92,17 @@ fn shape(kind: &NodeKind) -> (&'static str, &'static str) {
         NodeKind::Call(_) => ("[[", "]]"),
         NodeKind::Match { .. } => ("{{", "}}"),
         NodeKind::Tool { .. } | NodeKind::Shell { .. } => ("[/", "/]"),
-        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => ("[(", ")]"),
+        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => {
+            ("[(", ")]")
+        }
         _ => ("[", "]"),
     }
 }
 
 fn ident(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 /// Escapes text for a quoted Mermaid label with entity codes, so quotes, `#`, angle brackets

@@ -17,7 +17,11 @@ pub(crate) fn label_lines(node: &Node) -> Vec<String> {
     if !summary.is_empty() {
         lines.push(summary);
     }
-    if let NodeKind::ForEach { max_parallel: Some(n), .. } = &node.kind {
+    if let NodeKind::ForEach {
+        max_parallel: Some(n),
+        ..
+    } = &node.kind
+    {
         lines.push(format!("max_parallel: {n}"));
     }
     if let Some(k) = node.kind.on_error() {

@@ -51,8 +51,18 @@ impl<'a> View<'a> {
             .iter()
             .filter_map(|id| {
                 let w = program.workflow(*id)?;
-                let body = region(&w.body, format!("w{}", id.0), &mut counter, &mut calls, &shown);
-                Some(WorkflowView { id: *id, workflow: w, body })
+                let body = region(
+                    &w.body,
+                    format!("w{}", id.0),
+                    &mut counter,
+                    &mut calls,
+                    &shown,
+                );
+                Some(WorkflowView {
+                    id: *id,
+                    workflow: w,
+                    body,
+                })
             })
             .collect();
         View { workflows, calls }
@@ -60,7 +70,10 @@ impl<'a> View<'a> {
 
     /// The entry node number of a shown workflow.
     pub fn entry_of(&self, id: WorkflowId) -> Option<usize> {
-        self.workflows.iter().find(|w| w.id == id).and_then(|w| w.body.entry)
+        self.workflows
+            .iter()
+            .find(|w| w.id == id)
+            .and_then(|w| w.body.entry)
     }
 }
 
@@ -71,7 +84,9 @@ fn shown(program: &Program, opts: &ExportOptions) -> Vec<WorkflowId> {
     let mut seen = BTreeSet::new();
     let mut stack = vec![root];
     while let Some(id) = stack.pop() {
-        let Some(w) = program.workflow(id) else { continue };
+        let Some(w) = program.workflow(id) else {
+            continue;
+        };
         if !seen.insert(id) {
             continue;
         }
@@ -114,16 +129,37 @@ fn region<'a>(
             })
             .collect();
         for (label, c) in node.kind.calls() {
-            calls.push((number, label, c.target.as_str(), c.resolved.filter(|id| shown.contains(id))));
+            calls.push((
+                number,
+                label,
+                c.target.as_str(),
+                c.resolved.filter(|id| shown.contains(id)),
+            ));
         }
-        nodes.push(NodeView { number, path: npath, node, regions });
+        nodes.push(NodeView {
+            number,
+            path: npath,
+            node,
+            regions,
+        });
     }
     let mut edges: Vec<(usize, usize, &Edge)> = r
         .graph
         .edge_references()
-        .filter_map(|e| Some((*numbers.get(&e.source())?, *numbers.get(&e.target())?, e.weight())))
+        .filter_map(|e| {
+            Some((
+                *numbers.get(&e.source())?,
+                *numbers.get(&e.target())?,
+                e.weight(),
+            ))
+        })
         .collect();
     edges.sort_by_key(|(a, b, _)| (*a, *b));
     let entry = r.entry.and_then(|e| numbers.get(&e).copied());
-    RegionView { path, nodes, edges, entry }
+    RegionView {
+        path,
+        nodes,
+        edges,
+        entry,
+    }
 }

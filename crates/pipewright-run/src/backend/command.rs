@@ -12,7 +12,10 @@ use std::time::Duration;
 pub enum Profile {
     Claude,
     /// `argv` with placeholders; the prompt also goes to stdin when `stdin_prompt`.
-    Generic { argv: Vec<String>, stdin_prompt: bool },
+    Generic {
+        argv: Vec<String>,
+        stdin_prompt: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -28,7 +31,12 @@ impl CommandBackend {
     fn argv_and_stdin(&self, req: &AgentRequest) -> (Vec<String>, Option<Vec<u8>>) {
         match &self.profile {
             Profile::Claude => {
-                let mut argv = vec![self.program.clone().unwrap_or_else(|| "claude".into()), "-p".into(), "--output-format".into(), "json".into()];
+                let mut argv = vec![
+                    self.program.clone().unwrap_or_else(|| "claude".into()),
+                    "-p".into(),
+                    "--output-format".into(),
+                    "json".into(),
+                ];
                 if !req.tools.is_empty() {
                     argv.push("--allowedTools".into());
                     argv.push(req.tools.join(","));
@@ -40,12 +48,24 @@ impl CommandBackend {
                 (argv, Some(prompt_with_schema(req).into_bytes()))
             }
             Profile::Generic { argv, stdin_prompt } => {
-                let schema = req.schema.as_ref().map(|s| s.to_string()).unwrap_or_default();
+                let schema = req
+                    .schema
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
                 let argv = argv
                     .iter()
-                    .map(|a| a.replace("{prompt}", &req.prompt).replace("{schema}", &schema).replace("{step}", &req.step).replace("{identity}", &req.identity))
+                    .map(|a| {
+                        a.replace("{prompt}", &req.prompt)
+                            .replace("{schema}", &schema)
+                            .replace("{step}", &req.step)
+                            .replace("{identity}", &req.identity)
+                    })
                     .collect();
-                (argv, stdin_prompt.then(|| prompt_with_schema(req).into_bytes()))
+                (
+                    argv,
+                    stdin_prompt.then(|| prompt_with_schema(req).into_bytes()),
+                )
             }
         }
     }
@@ -55,7 +75,10 @@ impl CommandBackend {
 /// structured-output switch, so the contract travels in the text.
 fn prompt_with_schema(req: &AgentRequest) -> String {
     match &req.schema {
-        Some(s) => format!("{}\n\nReply with only a JSON value that satisfies this JSON Schema:\n{s}", req.prompt),
+        Some(s) => format!(
+            "{}\n\nReply with only a JSON value that satisfies this JSON Schema:\n{s}",
+            req.prompt
+        ),
         None => req.prompt.clone(),
     }
 }
@@ -65,15 +88,31 @@ impl AgentBackend for CommandBackend {
         "command"
     }
 
-    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
+    fn complete<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
             let (argv, stdin) = self.argv_and_stdin(req);
-            let env = vec![("PIPEWRIGHT_STEP".to_string(), req.step.clone()), ("PIPEWRIGHT_RUN_ID".to_string(), req.run_id.clone())];
-            let out = process::run(process::Spec { argv: &argv, stdin, cwd: &self.workdir, timeout: self.timeout, env: &env })
-                .await
-                .map_err(BackendError::new)?;
+            let env = vec![
+                ("PIPEWRIGHT_STEP".to_string(), req.step.clone()),
+                ("PIPEWRIGHT_RUN_ID".to_string(), req.run_id.clone()),
+            ];
+            let out = process::run(process::Spec {
+                argv: &argv,
+                stdin,
+                cwd: &self.workdir,
+                timeout: self.timeout,
+                env: &env,
+            })
+            .await
+            .map_err(BackendError::new)?;
             if out.code != Some(0) {
-                return Err(BackendError::new(format!("the agent command exited with {:?}: {}", out.code, out.stderr.trim_end())));
+                return Err(BackendError::new(format!(
+                    "the agent command exited with {:?}: {}",
+                    out.code,
+                    out.stderr.trim_end()
+                )));
             }
             match self.profile {
                 Profile::Claude => claude_result(&out.stdout),
@@ -85,14 +124,20 @@ impl AgentBackend for CommandBackend {
 
 /// `claude -p --output-format json` prints one object: `{"type":"result","is_error":…,"result":…}`.
 fn claude_result(stdout: &str) -> Result<String, BackendError> {
-    let v: serde_json::Value = serde_json::from_str(stdout.trim())
-        .map_err(|e| BackendError::new(format!("the agent's output is not the expected JSON ({e})")))?;
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).map_err(|e| {
+        BackendError::new(format!("the agent's output is not the expected JSON ({e})"))
+    })?;
     if v.get("is_error").and_then(serde_json::Value::as_bool) == Some(true) {
-        return Err(BackendError::new(format!("the agent reported an error: {}", v.get("result").map(|r| r.to_string()).unwrap_or_default())));
+        return Err(BackendError::new(format!(
+            "the agent reported an error: {}",
+            v.get("result").map(|r| r.to_string()).unwrap_or_default()
+        )));
     }
     match v.get("result") {
         Some(serde_json::Value::String(s)) => Ok(s.clone()),
         Some(other) => Ok(other.to_string()),
-        None => Err(BackendError::new("the agent's JSON output has no `result` field")),
+        None => Err(BackendError::new(
+            "the agent's JSON output has no `result` field",
+        )),
     }
 }

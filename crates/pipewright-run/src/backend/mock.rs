@@ -12,7 +12,10 @@ impl AgentBackend for MockBackend {
         "mock"
     }
 
-    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
+    fn complete<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
             Ok(match &req.schema {
                 Some(s) => synthesize(s, &req.step, 0).to_string(),
@@ -34,14 +37,22 @@ pub fn synthesize(schema: &Value, seed: &str, depth: usize) -> Value {
         Some("boolean") => json!(true),
         Some("string") => json!(format!("mock {seed}")),
         Some("number") => {
-            let x = schema.get("minimum").or_else(|| schema.get("maximum")).and_then(Value::as_f64).unwrap_or(1.0);
+            let x = schema
+                .get("minimum")
+                .or_else(|| schema.get("maximum"))
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0);
             if x.fract() == 0.0 && x.abs() < 1e15 {
                 json!(x as i64)
             } else {
                 json!(x)
             }
         }
-        Some("array") => json!([synthesize(schema.get("items").unwrap_or(&Value::Null), &format!("{seed}[0]"), depth + 1)]),
+        Some("array") => json!([synthesize(
+            schema.get("items").unwrap_or(&Value::Null),
+            &format!("{seed}[0]"),
+            depth + 1
+        )]),
         Some("object") => {
             let mut o = serde_json::Map::new();
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {

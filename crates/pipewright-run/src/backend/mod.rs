@@ -2,8 +2,8 @@
 
 pub mod command;
 mod http;
-pub mod openai;
 pub mod mock;
+pub mod openai;
 pub mod script;
 
 use std::future::Future;
@@ -35,7 +35,9 @@ pub struct BackendError {
 
 impl BackendError {
     pub fn new(message: impl Into<String>) -> BackendError {
-        BackendError { message: message.into() }
+        BackendError {
+            message: message.into(),
+        }
     }
 }
 
@@ -43,7 +45,8 @@ impl BackendError {
 /// has a schema.
 pub trait AgentBackend: Send + Sync {
     fn name(&self) -> &str;
-    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>>;
+    fn complete<'a>(&'a self, req: &'a AgentRequest)
+        -> BoxFuture<'a, Result<String, BackendError>>;
 }
 
 /// Builds the backend `--backend NAME` asks for from the project configuration.
@@ -59,21 +62,44 @@ pub fn from_config(
     match name {
         "mock" => Ok(Arc::new(mock::MockBackend)),
         "script" => {
-            let path = script_file.ok_or("the script backend needs a reply file (--script FILE)")?;
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Ok(Arc::new(script::ScriptBackend::from_text(&path.display().to_string(), &text)?))
+            let path =
+                script_file.ok_or("the script backend needs a reply file (--script FILE)")?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Ok(Arc::new(script::ScriptBackend::from_text(
+                &path.display().to_string(),
+                &text,
+            )?))
         }
         "command" => {
-            let c = cfg.command.clone().unwrap_or(crate::config::CommandConfig { profile: Some("claude".into()), argv: None, timeout_secs: 600 });
+            let c = cfg.command.clone().unwrap_or(crate::config::CommandConfig {
+                profile: Some("claude".into()),
+                argv: None,
+                timeout_secs: 600,
+            });
             let profile = match (&c.argv, c.profile.as_deref()) {
-                (Some(argv), _) if !argv.is_empty() => command::Profile::Generic { argv: argv.clone(), stdin_prompt: !argv.iter().any(|a| a.contains("{prompt}")) },
+                (Some(argv), _) if !argv.is_empty() => command::Profile::Generic {
+                    argv: argv.clone(),
+                    stdin_prompt: !argv.iter().any(|a| a.contains("{prompt}")),
+                },
                 (_, None | Some("claude")) => command::Profile::Claude,
-                (_, Some(other)) => return Err(format!("unknown command backend profile `{other}` (known: claude; or set `argv`)")),
+                (_, Some(other)) => {
+                    return Err(format!(
+                        "unknown command backend profile `{other}` (known: claude; or set `argv`)"
+                    ))
+                }
             };
-            Ok(Arc::new(command::CommandBackend { profile, program: None, timeout: Duration::from_secs(c.timeout_secs.max(1)), workdir: workdir.to_path_buf() }))
+            Ok(Arc::new(command::CommandBackend {
+                profile,
+                program: None,
+                timeout: Duration::from_secs(c.timeout_secs.max(1)),
+                workdir: workdir.to_path_buf(),
+            }))
         }
         "openai" => {
-            let o = cfg.openai.clone().ok_or("the openai backend needs [backend.openai] url = \"…\" in pipewright.toml")?;
+            let o = cfg.openai.clone().ok_or(
+                "the openai backend needs [backend.openai] url = \"…\" in pipewright.toml",
+            )?;
             Ok(Arc::new(openai::OpenAiBackend {
                 url: o.url,
                 model: o.model,
@@ -83,6 +109,8 @@ pub fn from_config(
                 base_delay: Duration::from_millis(500),
             }))
         }
-        other => Err(format!("unknown backend `{other}` (known: mock, script, command, openai)")),
+        other => Err(format!(
+            "unknown backend `{other}` (known: mock, script, command, openai)"
+        )),
     }
 }

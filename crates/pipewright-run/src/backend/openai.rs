@@ -21,9 +21,14 @@ pub struct OpenAiBackend {
 
 impl OpenAiBackend {
     fn body(&self, req: &AgentRequest) -> Value {
-        let mut system = format!("You are `{}`, running one step of a pipewright pipeline.", req.identity);
+        let mut system = format!(
+            "You are `{}`, running one step of a pipewright pipeline.",
+            req.identity
+        );
         if let Some(s) = &req.schema {
-            system.push_str(&format!(" Reply with only a JSON object that satisfies this JSON Schema: {s}"));
+            system.push_str(&format!(
+                " Reply with only a JSON object that satisfies this JSON Schema: {s}"
+            ));
         }
         let mut body = json!({
             "model": req.model.clone().unwrap_or_else(|| self.model.clone()),
@@ -42,7 +47,10 @@ impl OpenAiBackend {
 /// Full jitter: a delay uniformly spread over [d/2, d], without a random-number dependency.
 fn jittered(base: Duration, attempt: u32) -> Duration {
     let d = base.saturating_mul(1u32 << attempt.min(16));
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|t| t.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.subsec_nanos())
+        .unwrap_or(0);
     let frac = 0.5 + f64::from(nanos % 1000) / 2000.0;
     d.mul_f64(frac).min(Duration::from_secs(60))
 }
@@ -52,7 +60,10 @@ impl AgentBackend for OpenAiBackend {
         "openai"
     }
 
-    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
+    fn complete<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
             let url = http::parse_url(&self.url).map_err(BackendError::new)?;
             let body = self.body(req).to_string().into_bytes();
@@ -62,30 +73,52 @@ impl AgentBackend for OpenAiBackend {
             }
             let mut attempt = 0;
             loop {
-                let resp = tokio::time::timeout(self.timeout, http::post_json(&url, &headers, &body))
-                    .await
-                    .map_err(|_| BackendError::new(format!("no response within {}s", self.timeout.as_secs_f64())))?;
+                let resp =
+                    tokio::time::timeout(self.timeout, http::post_json(&url, &headers, &body))
+                        .await
+                        .map_err(|_| {
+                            BackendError::new(format!(
+                                "no response within {}s",
+                                self.timeout.as_secs_f64()
+                            ))
+                        })?;
                 let retryable = match &resp {
                     Ok(r) => r.status == 429 || r.status >= 500,
                     Err(_) => true,
                 };
                 if retryable && attempt < self.max_retries {
-                    let hinted = resp.as_ref().ok().and_then(|r| r.header("retry-after")).and_then(|s| s.parse::<u64>().ok()).map(|s| Duration::from_secs(s.min(60)));
-                    tokio::time::sleep(hinted.unwrap_or_else(|| jittered(self.base_delay, attempt))).await;
+                    let hinted = resp
+                        .as_ref()
+                        .ok()
+                        .and_then(|r| r.header("retry-after"))
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .map(|s| Duration::from_secs(s.min(60)));
+                    tokio::time::sleep(
+                        hinted.unwrap_or_else(|| jittered(self.base_delay, attempt)),
+                    )
+                    .await;
                     attempt += 1;
                     continue;
                 }
                 let resp = resp.map_err(BackendError::new)?;
                 let text = String::from_utf8_lossy(&resp.body).into_owned();
                 if resp.status != 200 {
-                    return Err(BackendError::new(format!("HTTP {} after {} attempt(s): {}", resp.status, attempt + 1, text.chars().take(300).collect::<String>())));
+                    return Err(BackendError::new(format!(
+                        "HTTP {} after {} attempt(s): {}",
+                        resp.status,
+                        attempt + 1,
+                        text.chars().take(300).collect::<String>()
+                    )));
                 }
-                let v: Value = serde_json::from_str(&text).map_err(|e| BackendError::new(format!("the response is not JSON: {e}")))?;
+                let v: Value = serde_json::from_str(&text)
+                    .map_err(|e| BackendError::new(format!("the response is not JSON: {e}")))?;
                 return v
                     .pointer("/choices/0/message/content")
                     .and_then(Value::as_str)
                     .map(str::to_string)
-                    .ok_or_else(|| BackendError::new("the response has no choices[0].message.content"));
+                    .ok_or_else(|| {
+                        BackendError::new("the response has no choices[0].message.content")
+                    });
             }
         })
     }

@@ -36,12 +36,19 @@ impl ScriptBackend {
         if let Some(d) = diags.iter().find(|d| d.is_error()) {
             return Err(format!("{name}: {}", d.message));
         }
-        let root = docs.first().and_then(|d| d.root.as_ref()).map(pipewright_pipeline::literal::to_json).unwrap_or(Value::Null);
+        let root = docs
+            .first()
+            .and_then(|d| d.root.as_ref())
+            .map(pipewright_pipeline::literal::to_json)
+            .unwrap_or(Value::Null);
         Self::from_json(name, &root)
     }
 
     pub fn from_json(name: &str, root: &Value) -> Result<ScriptBackend, String> {
-        let list = root.get("replies").and_then(Value::as_array).ok_or_else(|| format!("{name}: expected a `replies:` list"))?;
+        let list = root
+            .get("replies")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{name}: expected a `replies:` list"))?;
         let mut rules = Vec::new();
         for (i, r) in list.iter().enumerate() {
             let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
@@ -52,14 +59,24 @@ impl ScriptBackend {
             } else if let Some(v) = r.get("reply") {
                 vec![Ok(v.clone())]
             } else {
-                return Err(format!("{name}: reply {i} has none of `reply`, `replies`, `error`"));
+                return Err(format!(
+                    "{name}: reply {i} has none of `reply`, `replies`, `error`"
+                ));
             };
             if replies.is_empty() {
                 return Err(format!("{name}: reply {i} has an empty `replies` list"));
             }
-            rules.push(Rule { step: s("step"), contains: s("contains"), replies, calls: AtomicUsize::new(0) });
+            rules.push(Rule {
+                step: s("step"),
+                contains: s("contains"),
+                replies,
+                calls: AtomicUsize::new(0),
+            });
         }
-        Ok(ScriptBackend { rules, default: root.get("default").cloned() })
+        Ok(ScriptBackend {
+            rules,
+            default: root.get("default").cloned(),
+        })
     }
 }
 
@@ -75,10 +92,14 @@ impl AgentBackend for ScriptBackend {
         "script"
     }
 
-    fn complete<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<String, BackendError>> {
+    fn complete<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
             let rule = self.rules.iter().find(|r| {
-                r.step.as_deref().is_none_or(|s| s == req.step) && r.contains.as_deref().is_none_or(|c| req.prompt.contains(c))
+                r.step.as_deref().is_none_or(|s| s == req.step)
+                    && r.contains.as_deref().is_none_or(|c| req.prompt.contains(c))
             });
             match rule {
                 Some(r) => {
@@ -90,7 +111,10 @@ impl AgentBackend for ScriptBackend {
                 }
                 None => match &self.default {
                     Some(v) => Ok(text_of(v)),
-                    None => Err(BackendError::new(format!("the script has no reply for step {} (prompt: {:?})", req.step, req.prompt))),
+                    None => Err(BackendError::new(format!(
+                        "the script has no reply for step {} (prompt: {:?})",
+                        req.step, req.prompt
+                    ))),
                 },
             }
         })

@@ -8,7 +8,9 @@ use crate::failure::Failure;
 use crate::tools;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use indexmap::IndexMap;
-use pipewright_ir::{on_error_text, BranchRegion, ListSource, Node, NodeKind, OnError, OnErrorKind, Region};
+use pipewright_ir::{
+    on_error_text, BranchRegion, ListSource, Node, NodeKind, OnError, OnErrorKind, Region,
+};
 use pipewright_r1::Value;
 use std::sync::Arc;
 
@@ -26,8 +28,19 @@ impl Interp {
 
     /// Runs one item or branch with retries. `Ok(None)`: dropped in an earlier attempt of the
     /// run (replayed from the store).
-    async fn run_member(&self, body: &Region, frame: &Frame, key: String, attempts: usize) -> Result<Option<Value>, Failure> {
-        if let Some(v) = self.journal.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+    async fn run_member(
+        &self,
+        body: &Region,
+        frame: &Frame,
+        key: String,
+        attempts: usize,
+    ) -> Result<Option<Value>, Failure> {
+        if let Some(v) = self
+            .journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             if is_dropped_marker(v).is_some() {
                 return Ok(None);
             }
@@ -44,8 +57,23 @@ impl Interp {
                 Ok((v, _)) if body_is_tool && tools::is_error(&v) => {
                     self.forget(&key);
                     let node = body.entry.and_then(|n| body.node(n));
-                    let text = v.as_object().and_then(|o| o.get("text")).and_then(Value::as_str).unwrap_or("error").to_string();
-                    last = node.map(|n| Failure::from(self.fail(codes::TOOL, &key, n, format!("the tool reported an error: {text}")).with_value(v)));
+                    let text = v
+                        .as_object()
+                        .and_then(|o| o.get("text"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("error")
+                        .to_string();
+                    last = node.map(|n| {
+                        Failure::from(
+                            self.fail(
+                                codes::TOOL,
+                                &key,
+                                n,
+                                format!("the tool reported an error: {text}"),
+                            )
+                            .with_value(v),
+                        )
+                    });
                 }
                 Ok((v, _)) => return Ok(Some(v)),
                 Err(Failure::Cancelled { key }) => return Err(Failure::Cancelled { key }),
@@ -76,24 +104,40 @@ impl Interp {
         }
         .max(1);
         let attempts = attempts(on_error);
-        let base = Frame { item: None, acc: None, depth, ..frame.clone() };
+        let base = Frame {
+            item: None,
+            acc: None,
+            depth,
+            ..frame.clone()
+        };
         let mut results: Vec<Option<Value>> = Vec::with_capacity(n);
         results.resize_with(n, || None);
         let mut pending = items.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
         loop {
             while running.len() < limit {
-                let Some((k, item)) = pending.next() else { break };
-                let f = Frame { item: Some(Arc::new(item)), ..base.clone() };
+                let Some((k, item)) = pending.next() else {
+                    break;
+                };
+                let f = Frame {
+                    item: Some(Arc::new(item)),
+                    ..base.clone()
+                };
                 let item_key = format!("{key}.for_each.{k}");
-                running.push(async move { (k, self.run_member(body, &f, item_key, attempts).await) });
+                running
+                    .push(async move { (k, self.run_member(body, &f, item_key, attempts).await) });
             }
-            let Some((k, r)) = running.next().await else { break };
+            let Some((k, r)) = running.next().await else {
+                break;
+            };
             match r {
                 Ok(v) => results[k] = v,
                 Err(Failure::Cancelled { key }) => return Err(Failure::Cancelled { key }),
                 Err(e) => match on_error.kind {
-                    OnErrorKind::Continue => self.land(&format!("{key}.for_each.{k}"), &dropped_marker(&e.message())),
+                    OnErrorKind::Continue => self.land(
+                        &format!("{key}.for_each.{k}"),
+                        &dropped_marker(&e.message()),
+                    ),
                     policy => {
                         // Returning drops `running`: the still-pending items are cancelled.
                         return Err(self.member_failed(node, key, &format!("item {k}"), policy, e));
@@ -103,15 +147,37 @@ impl Interp {
         }
         drop(running);
         let list = Value::List(results.into_iter().flatten().collect());
-        let cf = Frame { pipe: Arc::new(list), item: None, acc: None, depth, ..frame.clone() };
-        let (v, _) = self.exec_body(collect, &cf, format!("{key}.for_each.collect")).await.map_err(|f| add_context(f, node, "in collect"))?;
+        let cf = Frame {
+            pipe: Arc::new(list),
+            item: None,
+            acc: None,
+            depth,
+            ..frame.clone()
+        };
+        let (v, _) = self
+            .exec_body(collect, &cf, format!("{key}.for_each.collect"))
+            .await
+            .map_err(|f| add_context(f, node, "in collect"))?;
         Ok(v)
     }
 
-    pub(crate) async fn parallel(&self, node: &Node, frame: &Frame, key: &str, on_error: OnError, branches: &[BranchRegion], collect: &Region) -> Result<Value, Failure> {
+    pub(crate) async fn parallel(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        on_error: OnError,
+        branches: &[BranchRegion],
+        collect: &Region,
+    ) -> Result<Value, Failure> {
         let depth = self.enter_fan_out(node, frame, key)?;
         let attempts = attempts(on_error);
-        let base = Frame { item: None, acc: None, depth, ..frame.clone() };
+        let base = Frame {
+            item: None,
+            acc: None,
+            depth,
+            ..frame.clone()
+        };
         let mut running: FuturesUnordered<_> = branches
             .iter()
             .enumerate()
@@ -129,10 +195,21 @@ impl Interp {
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => {
                         let msg = e.message();
-                        self.land(&format!("{key}.parallel.{}", branches[i].name), &dropped_marker(&msg));
+                        self.land(
+                            &format!("{key}.parallel.{}", branches[i].name),
+                            &dropped_marker(&msg),
+                        );
                         results[i] = Some(Err(msg));
                     }
-                    policy => return Err(self.member_failed(node, key, &format!("branch '{}'", branches[i].name), policy, e)),
+                    policy => {
+                        return Err(self.member_failed(
+                            node,
+                            key,
+                            &format!("branch '{}'", branches[i].name),
+                            policy,
+                            e,
+                        ))
+                    }
                 },
             }
         }
@@ -149,7 +226,13 @@ impl Interp {
                 }
                 // Dropped in an earlier attempt: the reason is in the store's marker.
                 Some(Ok(None)) | None => {
-                    let msg = self.journal.lock().unwrap_or_else(|p| p.into_inner()).get(&format!("{key}.parallel.{}", b.name)).and_then(is_dropped_marker).unwrap_or_default();
+                    let msg = self
+                        .journal
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&format!("{key}.parallel.{}", b.name))
+                        .and_then(is_dropped_marker)
+                        .unwrap_or_default();
                     errors.insert(b.name.clone(), Value::Str(msg));
                 }
             }
@@ -157,16 +240,44 @@ impl Interp {
         if !errors.is_empty() {
             map.insert("__branch_errors__".into(), Value::Object(errors));
         }
-        let cf = Frame { pipe: Arc::new(Value::Object(map)), item: None, acc: None, depth, ..frame.clone() };
-        let (v, _) = self.exec_body(collect, &cf, format!("{key}.parallel.collect")).await.map_err(|f| add_context(f, node, "in collect"))?;
+        let cf = Frame {
+            pipe: Arc::new(Value::Object(map)),
+            item: None,
+            acc: None,
+            depth,
+            ..frame.clone()
+        };
+        let (v, _) = self
+            .exec_body(collect, &cf, format!("{key}.parallel.collect"))
+            .await
+            .map_err(|f| add_context(f, node, "in collect"))?;
         Ok(v)
     }
 
-    fn member_failed(&self, node: &Node, key: &str, what: &str, policy: OnErrorKind, cause: Failure) -> Failure {
-        let mut e = self.fail(codes::FAN_OUT, key, node, format!("{what} failed (on_error='{}'): {}", on_error_text(policy), cause.message()));
+    fn member_failed(
+        &self,
+        node: &Node,
+        key: &str,
+        what: &str,
+        policy: OnErrorKind,
+        cause: Failure,
+    ) -> Failure {
+        let mut e = self.fail(
+            codes::FAN_OUT,
+            key,
+            node,
+            format!(
+                "{what} failed (on_error='{}'): {}",
+                on_error_text(policy),
+                cause.message()
+            ),
+        );
         if let Failure::Step(inner) = cause {
             e.value = inner.value.clone();
-            e.context.push((inner.detail_span.unwrap_or(inner.span), format!("{what} failed here: {}", inner.message)));
+            e.context.push((
+                inner.detail_span.unwrap_or(inner.span),
+                format!("{what} failed here: {}", inner.message),
+            ));
             e.context.extend(inner.context.iter().cloned());
         }
         e.into()

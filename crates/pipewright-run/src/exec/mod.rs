@@ -33,7 +33,10 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Caps {
-        Caps { max_fan_out_depth: 5, max_spawns: 100 }
+        Caps {
+            max_fan_out_depth: 5,
+            max_spawns: 100,
+        }
     }
 }
 
@@ -104,15 +107,26 @@ pub(crate) struct Interp {
 
 /// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
 /// store) reported before anything runs; everything after that is in the [`RunOutcome`].
-pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -> Result<RunOutcome, String> {
+pub async fn run(
+    program: Arc<Program>,
+    sources: &SourceMap,
+    opts: RunOptions,
+) -> Result<RunOutcome, String> {
     let mut input = opts.input;
     let mut journal = HashMap::new();
     let run_id = match &opts.resume {
         Some(id) => {
-            let root = opts.store_root.as_ref().ok_or("--resume needs a run store")?;
+            let root = opts
+                .store_root
+                .as_ref()
+                .ok_or("--resume needs a run store")?;
             let rec = store::load_run(root, id)?;
             input = rec.input;
-            journal = rec.completed.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect();
+            journal = rec
+                .completed
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                .collect();
             rec.run_id
         }
         None => store::new_run_id(),
@@ -120,7 +134,10 @@ pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -
     let wid = match &opts.workflow {
         Some(name) => program.find(name).ok_or_else(|| {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
-            format!("no pipeline named `{name}` (this file declares: {})", names.join(", "))
+            format!(
+                "no pipeline named `{name}` (this file declares: {})",
+                names.join(", ")
+            )
         })?,
         None if program.workflows.is_empty() => return Err("the file declares no pipeline".into()),
         None => WorkflowId(0),
@@ -128,9 +145,15 @@ pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -
     let stores = match &input {
         serde_json::Value::Null => Value::Object(IndexMap::new()),
         v @ serde_json::Value::Object(_) => Value::from_json(v),
-        other => return Err(format!("the input must be a JSON object (its keys become named stores), got {other}")),
+        other => {
+            return Err(format!(
+                "the input must be a JSON object (its keys become named stores), got {other}"
+            ))
+        }
     };
-    let workflow = program.workflow(wid).ok_or("internal: workflow index out of range")?;
+    let workflow = program
+        .workflow(wid)
+        .ok_or("internal: workflow index out of range")?;
     let wf_name = workflow.name.clone();
     let store = match &opts.store_root {
         Some(root) => {
@@ -141,9 +164,20 @@ pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -
             meta.insert("file".into(), json!(opts.file_label));
             meta.insert("workflow".into(), json!(wf_name));
             meta.insert("input".into(), input.clone());
-            meta.insert("source_hash".into(), json!(store::source_hash(sources.files().map(|f| &*f.text))));
-            let completed = journal.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
-            Some(Arc::new(RunStore::open(store::run_dir(root, &run_id), &run_id, meta, completed)?))
+            meta.insert(
+                "source_hash".into(),
+                json!(store::source_hash(sources.files().map(|f| &*f.text))),
+            );
+            let completed = journal
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect();
+            Some(Arc::new(RunStore::open(
+                store::run_dir(root, &run_id),
+                &run_id,
+                meta,
+                completed,
+            )?))
         }
         None => None,
     };
@@ -164,17 +198,30 @@ pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -
         default_max_parallel: opts.default_max_parallel.max(1),
         started: Instant::now(),
     };
-    let frame = Frame { ctx: Arc::new(stores), pipe: Arc::new(Value::Null), item: None, acc: None, depth: 0, workflow: wid };
+    let frame = Frame {
+        ctx: Arc::new(stores),
+        pipe: Arc::new(Value::Null),
+        item: None,
+        acc: None,
+        depth: 0,
+        workflow: wid,
+    };
     let result = interp.exec_region(&workflow.body, frame.clone(), "").await;
     let mut outcome = match result {
         Ok(f) => RunOutcome::new(RunStatus::Ok, run_id, (*f.pipe).clone(), (*f.ctx).clone()),
         Err(Failure::Step(e)) => {
-            let mut o = RunOutcome::new(RunStatus::Failed, run_id, Value::Null, (*frame.ctx).clone());
+            let mut o =
+                RunOutcome::new(RunStatus::Failed, run_id, Value::Null, (*frame.ctx).clone());
             o.error = Some(*e);
             o
         }
         Err(Failure::Cancelled { key }) => {
-            let mut o = RunOutcome::new(RunStatus::Cancelled, run_id, Value::Null, (*frame.ctx).clone());
+            let mut o = RunOutcome::new(
+                RunStatus::Cancelled,
+                run_id,
+                Value::Null,
+                (*frame.ctx).clone(),
+            );
             o.cancelled_at = Some(key);
             o
         }
@@ -184,7 +231,10 @@ pub async fn run(program: Arc<Program>, sources: &SourceMap, opts: RunOptions) -
         s.set_meta("output", outcome.output.to_json());
         s.set_meta("stores", outcome.stores.to_json());
         if let Some(e) = &outcome.error {
-            s.set_meta("error", json!({"code": e.code, "key": e.key, "message": e.message}));
+            s.set_meta(
+                "error",
+                json!({"code": e.code, "key": e.key, "message": e.message}),
+            );
         }
         if let Some(k) = &outcome.cancelled_at {
             s.set_meta("cancelled_at", json!(k));
@@ -208,7 +258,12 @@ pub(crate) fn child_key(prefix: &str, j: usize) -> String {
 impl Interp {
     /// Runs a region's nodes in `Next` order; the returned frame holds the final pipe and
     /// stores.
-    pub(crate) fn exec_region<'a>(&'a self, region: &'a Region, mut frame: Frame, prefix: &'a str) -> BoxFuture<'a, Result<Frame, Failure>> {
+    pub(crate) fn exec_region<'a>(
+        &'a self,
+        region: &'a Region,
+        mut frame: Frame,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Frame, Failure>> {
         Box::pin(async move {
             let mut cur = region.entry;
             let mut j = 0;
@@ -226,7 +281,12 @@ impl Interp {
     }
 
     /// Runs the body of a fold/for_each/parallel, whose single step has the recovery key `key`.
-    pub(crate) async fn exec_body(&self, region: &Region, frame: &Frame, key: String) -> Result<(Value, Option<String>), Failure> {
+    pub(crate) async fn exec_body(
+        &self,
+        region: &Region,
+        frame: &Frame,
+        key: String,
+    ) -> Result<(Value, Option<String>), Failure> {
         let seq = region.sequence();
         match seq.as_slice() {
             [one] => {
@@ -240,7 +300,12 @@ impl Interp {
         }
     }
 
-    pub(crate) fn exec_node<'a>(&'a self, node: &'a Node, frame: &'a Frame, key: String) -> BoxFuture<'a, Result<Value, Failure>> {
+    pub(crate) fn exec_node<'a>(
+        &'a self,
+        node: &'a Node,
+        frame: &'a Frame,
+        key: String,
+    ) -> BoxFuture<'a, Result<Value, Failure>> {
         Box::pin(async move {
             if self.cancel.is_cancelled() {
                 return Err(Failure::Cancelled { key });
@@ -258,7 +323,14 @@ impl Interp {
                     self.land(&key, v);
                     self.emit(EventKind::Completed, &key, node, frame, elapsed, None);
                 }
-                Err(Failure::Step(e)) => self.emit(EventKind::Failed, &key, node, frame, elapsed, Some(e.message.clone())),
+                Err(Failure::Step(e)) => self.emit(
+                    EventKind::Failed,
+                    &key,
+                    node,
+                    frame,
+                    elapsed,
+                    Some(e.message.clone()),
+                ),
                 Err(Failure::Cancelled { .. }) => {}
             }
             r
@@ -266,11 +338,18 @@ impl Interp {
     }
 
     fn replayed(&self, key: &str) -> Option<Value> {
-        self.journal.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
     }
 
     pub(crate) fn land(&self, key: &str, v: &Value) {
-        self.journal.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), v.clone());
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), v.clone());
         if let Some(s) = &self.store {
             s.land(key, v.to_json());
         }
@@ -279,10 +358,21 @@ impl Interp {
     /// Drops a landing so a retry runs the step again (an error-flagged tool result landed
     /// as a value but fails its fan-out item).
     pub(crate) fn forget(&self, key: &str) {
-        self.journal.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
     }
 
-    fn emit(&self, kind: EventKind, key: &str, node: &Node, frame: &Frame, elapsed_ms: Option<f64>, error: Option<String>) {
+    fn emit(
+        &self,
+        kind: EventKind,
+        key: &str,
+        node: &Node,
+        frame: &Frame,
+        elapsed_ms: Option<f64>,
+        error: Option<String>,
+    ) {
         if self.sinks.is_empty() && self.store.is_none() {
             return;
         }
@@ -290,7 +380,11 @@ impl Interp {
             kind,
             key: key.to_string(),
             step_kind: node.kind.name(),
-            workflow: self.program.workflow(frame.workflow).map(|w| w.name.clone()).unwrap_or_default(),
+            workflow: self
+                .program
+                .workflow(frame.workflow)
+                .map(|w| w.name.clone())
+                .unwrap_or_default(),
             at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             elapsed_ms,
             error,
@@ -305,14 +399,24 @@ impl Interp {
     }
 
     /// Maps a byte range of an expression to a file span.
-    pub(crate) fn expr_span(&self, e: &pipewright_ir::Expr, range: std::ops::Range<usize>) -> pipewright_syntax::Span {
+    pub(crate) fn expr_span(
+        &self,
+        e: &pipewright_ir::Expr,
+        range: std::ops::Range<usize>,
+    ) -> pipewright_syntax::Span {
         match self.sources.get(e.span.file) {
             Some(f) => e.span_of(&f.text, range),
             None => e.span,
         }
     }
 
-    pub(crate) fn fail(&self, code: &'static str, key: &str, node: &Node, message: impl Into<String>) -> RunError {
+    pub(crate) fn fail(
+        &self,
+        code: &'static str,
+        key: &str,
+        node: &Node,
+        message: impl Into<String>,
+    ) -> RunError {
         RunError::new(code, key, node.kind.name(), node.span, message)
     }
 }

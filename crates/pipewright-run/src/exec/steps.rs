@@ -7,33 +7,85 @@ use crate::failure::{Failure, RunError};
 use crate::tools;
 use crate::value::{obj, python_str};
 use indexmap::IndexMap;
-use pipewright_ir::{ArgValue, Arg, CallRef, Expr, ListSource, Node, NodeKind, OnError, OnErrorKind, Region};
+use pipewright_ir::{
+    Arg, ArgValue, CallRef, Expr, ListSource, Node, NodeKind, OnError, OnErrorKind, Region,
+};
 use pipewright_r1::{eval, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Interp {
-    pub(crate) async fn dispatch(&self, node: &Node, frame: &Frame, key: &str) -> Result<Value, Failure> {
+    pub(crate) async fn dispatch(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+    ) -> Result<Value, Failure> {
         match &node.kind {
             NodeKind::Transform { value } => self.eval(node, key, frame, value, None),
-            NodeKind::Tool { name, args, schema, on_error } => self.tool(node, frame, key, name, ToolArgs::Named(args), schema.as_deref(), *on_error).await,
-            NodeKind::Shell { command, schema, on_error } => self.tool(node, frame, key, "shell", ToolArgs::Command(command), schema.as_deref(), *on_error).await,
-            NodeKind::Agent { prompt, identity, capabilities, schema, model } => {
-                let identity = identity.clone().filter(|i| !i.is_empty()).unwrap_or_else(|| self.identity.clone());
+            NodeKind::Tool {
+                name,
+                args,
+                schema,
+                on_error,
+            } => {
+                self.tool(
+                    node,
+                    frame,
+                    key,
+                    name,
+                    ToolArgs::Named(args),
+                    schema.as_deref(),
+                    *on_error,
+                )
+                .await
+            }
+            NodeKind::Shell {
+                command,
+                schema,
+                on_error,
+            } => {
+                self.tool(
+                    node,
+                    frame,
+                    key,
+                    "shell",
+                    ToolArgs::Command(command),
+                    schema.as_deref(),
+                    *on_error,
+                )
+                .await
+            }
+            NodeKind::Agent {
+                prompt,
+                identity,
+                capabilities,
+                schema,
+                model,
+            } => {
+                let identity = identity
+                    .clone()
+                    .filter(|i| !i.is_empty())
+                    .unwrap_or_else(|| self.identity.clone());
                 let prev = self.spawns.fetch_add(1, Ordering::SeqCst);
                 if self.caps.max_spawns > 0 && prev >= self.caps.max_spawns {
                     return Err(self
                         .fail(codes::SPAWNS, key, node, format!("would exceed the per-run agent spawn cap ({0}): {0} agent session(s) already spawned this run", self.caps.max_spawns))
                         .into());
                 }
-                let text = pipewright_r1::render(&prompt.template, &frame.scope()).map_err(|e| {
-                    let span = match self.sources.get(prompt.span.file) {
-                        Some(f) => prompt.span_of(&f.text, e.range.clone()),
-                        None => prompt.span,
-                    };
-                    self.fail(codes::EVAL, key, node, e.message).at(span)
-                })?;
-                let tools = narrow(capabilities.as_deref(), self.envelope.as_deref(), &self.tools.names());
+                let text =
+                    pipewright_r1::render(&prompt.template, &frame.scope()).map_err(|e| {
+                        let span = match self.sources.get(prompt.span.file) {
+                            Some(f) => prompt.span_of(&f.text, e.range.clone()),
+                            None => prompt.span,
+                        };
+                        self.fail(codes::EVAL, key, node, e.message).at(span)
+                    })?;
+                let tools = narrow(
+                    capabilities.as_deref(),
+                    self.envelope.as_deref(),
+                    &self.tools.names(),
+                );
                 let schema_def = match schema {
                     Some(name) => Some(self.schema(node, key, frame, name)?),
                     None => None,
@@ -41,19 +93,28 @@ impl Interp {
                 let req = AgentRequest {
                     run_id: self.run_id.clone(),
                     step: key.to_string(),
-                    workflow: self.program.workflow(frame.workflow).map(|w| w.name.clone()).unwrap_or_default(),
+                    workflow: self
+                        .program
+                        .workflow(frame.workflow)
+                        .map(|w| w.name.clone())
+                        .unwrap_or_default(),
                     prompt: text,
                     identity,
                     tools,
                     schema_name: schema.clone(),
-                    schema: schema_def.as_ref().map(|(s, set)| crate::schema::json_schema(s, set)),
+                    schema: schema_def
+                        .as_ref()
+                        .map(|(s, set)| crate::schema::json_schema(s, set)),
                     model: model.clone(),
                 };
-                let reply = self
-                    .backend
-                    .complete(&req)
-                    .await
-                    .map_err(|e| self.fail(codes::AGENT, key, node, format!("the {} backend failed: {}", self.backend.name(), e.message)))?;
+                let reply = self.backend.complete(&req).await.map_err(|e| {
+                    self.fail(
+                        codes::AGENT,
+                        key,
+                        node,
+                        format!("the {} backend failed: {}", self.backend.name(), e.message),
+                    )
+                })?;
                 match schema_def {
                     None => Ok(Value::Str(reply)),
                     Some((s, set)) => {
@@ -65,7 +126,19 @@ impl Interp {
                         if errors.is_empty() {
                             Ok(v)
                         } else {
-                            Err(self.fail(codes::SCHEMA, key, node, format!("the reply does not conform to schema `{}`: {}", s.name.text, errors.join("; "))).with_value(v).into())
+                            Err(self
+                                .fail(
+                                    codes::SCHEMA,
+                                    key,
+                                    node,
+                                    format!(
+                                        "the reply does not conform to schema `{}`: {}",
+                                        s.name.text,
+                                        errors.join("; ")
+                                    ),
+                                )
+                                .with_value(v)
+                                .into())
                         }
                     }
                 }
@@ -74,11 +147,16 @@ impl Interp {
             NodeKind::Match { on, cases, default } => {
                 let v = self.eval(node, key, frame, on, Some("'on'"))?;
                 let label = python_str(&v);
-                let target = cases.iter().find(|c| c.selectable && c.label == label).map(|c| &c.target).or(default.as_ref());
+                let target = cases
+                    .iter()
+                    .find(|c| c.selectable && c.label == label)
+                    .map(|c| &c.target)
+                    .or(default.as_ref());
                 match target {
                     Some(t) => self.call(node, frame, key, t, "match").await,
                     None => {
-                        let labels: Vec<String> = cases.iter().map(|c| format!("'{}'", c.label)).collect();
+                        let labels: Vec<String> =
+                            cases.iter().map(|c| format!("'{}'", c.label)).collect();
                         Err(self
                             .fail(codes::CALL, key, node, format!("value {} (label '{label}') matched no case in [{}] and no 'default' was given", v.to_json_string(), labels.join(", ")))
                             .at(on.span)
@@ -87,38 +165,111 @@ impl Interp {
                     }
                 }
             }
-            NodeKind::Fold { source, init, body, max_items } => self.fold(node, frame, key, source, init, body, *max_items).await,
-            NodeKind::ForEach { source, max_parallel, on_error, body, collect } => {
-                self.for_each(node, frame, key, source, *max_parallel, *on_error, body, collect).await
+            NodeKind::Fold {
+                source,
+                init,
+                body,
+                max_items,
+            } => {
+                self.fold(node, frame, key, source, init, body, *max_items)
+                    .await
             }
-            NodeKind::Parallel { on_error, branches, collect } => self.parallel(node, frame, key, *on_error, branches, collect).await,
+            NodeKind::ForEach {
+                source,
+                max_parallel,
+                on_error,
+                body,
+                collect,
+            } => {
+                self.for_each(
+                    node,
+                    frame,
+                    key,
+                    source,
+                    *max_parallel,
+                    *on_error,
+                    body,
+                    collect,
+                )
+                .await
+            }
+            NodeKind::Parallel {
+                on_error,
+                branches,
+                collect,
+            } => {
+                self.parallel(node, frame, key, *on_error, branches, collect)
+                    .await
+            }
             other => Err(self
-                .fail(codes::UNSUPPORTED, key, node, format!("`{}` nodes belong to a dialect whose runtime is not implemented yet", other.name()))
+                .fail(
+                    codes::UNSUPPORTED,
+                    key,
+                    node,
+                    format!(
+                        "`{}` nodes belong to a dialect whose runtime is not implemented yet",
+                        other.name()
+                    ),
+                )
                 .into()),
         }
     }
 
     /// Evaluates an expression; failures point at the failing sub-expression.
-    pub(crate) fn eval(&self, node: &Node, key: &str, frame: &Frame, e: &Expr, what: Option<&str>) -> Result<Value, Failure> {
+    pub(crate) fn eval(
+        &self,
+        node: &Node,
+        key: &str,
+        frame: &Frame,
+        e: &Expr,
+        what: Option<&str>,
+    ) -> Result<Value, Failure> {
         eval(&e.ast, &frame.scope()).map_err(|err| {
             let msg = match what {
                 Some(w) => format!("{w} failed: {}", err.message),
                 None => err.message.clone(),
             };
-            self.fail(codes::EVAL, key, node, msg).at(self.expr_span(e, err.range)).into()
+            self.fail(codes::EVAL, key, node, msg)
+                .at(self.expr_span(e, err.range))
+                .into()
         })
     }
 
-    fn schema<'p>(&'p self, node: &Node, key: &str, frame: &Frame, name: &str) -> Result<(&'p pipewright_ir::Schema, &'p pipewright_ir::SchemaSet), Failure> {
-        let set = self.program.workflow(frame.workflow).and_then(|w| self.program.schemas_of(w));
+    fn schema<'p>(
+        &'p self,
+        node: &Node,
+        key: &str,
+        frame: &Frame,
+        name: &str,
+    ) -> Result<(&'p pipewright_ir::Schema, &'p pipewright_ir::SchemaSet), Failure> {
+        let set = self
+            .program
+            .workflow(frame.workflow)
+            .and_then(|w| self.program.schemas_of(w));
         match set.and_then(|set| set.get(name).map(|s| (s, set))) {
             Some(found) => Ok(found),
-            None => Err(self.fail(codes::SCHEMA, key, node, format!("schema `{name}` is not declared in this file")).into()),
+            None => Err(self
+                .fail(
+                    codes::SCHEMA,
+                    key,
+                    node,
+                    format!("schema `{name}` is not declared in this file"),
+                )
+                .into()),
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn tool(&self, node: &Node, frame: &Frame, key: &str, name: &str, args: ToolArgs<'_>, schema: Option<&str>, on_error: Option<OnError>) -> Result<Value, Failure> {
+    async fn tool(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        name: &str,
+        args: ToolArgs<'_>,
+        schema: Option<&str>,
+        on_error: Option<OnError>,
+    ) -> Result<Value, Failure> {
         let policy = on_error.map(|o| o.kind);
         let attempts = match policy {
             Some(OnErrorKind::Retry(n)) => n as usize + 1,
@@ -127,38 +278,74 @@ impl Interp {
         let mut last = None;
         for _ in 0..attempts {
             if self.cancel.is_cancelled() {
-                return Err(Failure::Cancelled { key: key.to_string() });
+                return Err(Failure::Cancelled {
+                    key: key.to_string(),
+                });
             }
             match self.tool_once(node, frame, key, name, &args, schema).await {
-                Ok(v) if tools::is_error(&v) && matches!(policy, Some(OnErrorKind::Abort | OnErrorKind::Retry(_))) => {
-                    let text = v.as_object().and_then(|o| o.get("text")).and_then(Value::as_str).unwrap_or("error").to_string();
-                    last = Some(self.fail(codes::TOOL, key, node, format!("tool `{name}` reported an error: {text}")).with_value(v));
+                Ok(v)
+                    if tools::is_error(&v)
+                        && matches!(policy, Some(OnErrorKind::Abort | OnErrorKind::Retry(_))) =>
+                {
+                    let text = v
+                        .as_object()
+                        .and_then(|o| o.get("text"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("error")
+                        .to_string();
+                    last = Some(
+                        self.fail(
+                            codes::TOOL,
+                            key,
+                            node,
+                            format!("tool `{name}` reported an error: {text}"),
+                        )
+                        .with_value(v),
+                    );
                 }
                 Ok(v) => return Ok(v),
-                Err(e) => last = Some(e),
+                Err(e) => last = Some(*e),
             }
         }
-        let mut e = last.unwrap_or_else(|| self.fail(codes::TOOL, key, node, "the tool did not run"));
+        let mut e =
+            last.unwrap_or_else(|| self.fail(codes::TOOL, key, node, "the tool did not run"));
         match policy {
-            Some(OnErrorKind::Continue) => Ok(tools::error_envelope(&format!("step {} (tool '{name}') failed: {}", key, e.message))),
+            Some(OnErrorKind::Continue) => Ok(tools::error_envelope(&format!(
+                "step {} (tool '{name}') failed: {}",
+                key, e.message
+            ))),
             Some(p) => {
-                e.message = format!("{} (on_error='{}')", e.message, pipewright_ir::on_error_text(p));
+                e.message = format!(
+                    "{} (on_error='{}')",
+                    e.message,
+                    pipewright_ir::on_error_text(p)
+                );
                 Err(e.into())
             }
             None => Err(e.into()),
         }
     }
 
-    async fn tool_once(&self, node: &Node, frame: &Frame, key: &str, name: &str, args: &ToolArgs<'_>, schema: Option<&str>) -> Result<Value, RunError> {
+    async fn tool_once(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        name: &str,
+        args: &ToolArgs<'_>,
+        schema: Option<&str>,
+    ) -> Result<Value, Box<RunError>> {
         let unwrap = |f: Failure| match f {
-            Failure::Step(e) => *e,
-            Failure::Cancelled { .. } => self.fail(codes::TOOL, key, node, "cancelled"),
+            Failure::Step(e) => e,
+            Failure::Cancelled { .. } => Box::new(self.fail(codes::TOOL, key, node, "cancelled")),
         };
         let mut resolved = IndexMap::new();
-        let mut put = |n: &str, v: &ArgValue| -> Result<(), RunError> {
+        let mut put = |n: &str, v: &ArgValue| -> Result<(), Box<RunError>> {
             let value = match v {
                 ArgValue::Literal(l) => l.clone(),
-                ArgValue::Expr(e) => self.eval(node, key, frame, e, Some(&format!("argument `{n}`"))).map_err(unwrap)?,
+                ArgValue::Expr(e) => self
+                    .eval(node, key, frame, e, Some(&format!("argument `{n}`")))
+                    .map_err(unwrap)?,
             };
             resolved.insert(n.to_string(), value);
             Ok(())
@@ -171,7 +358,10 @@ impl Interp {
             }
             ToolArgs::Command(c) => put("command", c)?,
         }
-        let mut raw = self.tools.dispatch(name, &resolved).await.map_err(|e| self.fail(codes::TOOL, key, node, e).with_value(Value::Object(resolved.clone())))?;
+        let mut raw = self.tools.dispatch(name, &resolved).await.map_err(|e| {
+            self.fail(codes::TOOL, key, node, e)
+                .with_value(Value::Object(resolved.clone()))
+        })?;
         if let Some(sname) = schema {
             let (s, set) = self.schema(node, key, frame, sname).map_err(unwrap)?;
             // Shell output is text; with a schema it is expected to be JSON.
@@ -182,37 +372,101 @@ impl Interp {
             }
             let errors = crate::schema::validate(&raw, s, set);
             if !errors.is_empty() {
-                return Err(self.fail(codes::SCHEMA, key, node, format!("tool `{name}` output failed schema `{sname}`: {}", errors.join("; "))).with_value(raw));
+                return Err(self
+                    .fail(
+                        codes::SCHEMA,
+                        key,
+                        node,
+                        format!(
+                            "tool `{name}` output failed schema `{sname}`: {}",
+                            errors.join("; ")
+                        ),
+                    )
+                    .with_value(raw)
+                    .into());
             }
         }
         Ok(tools::normalise(raw))
     }
 
-    async fn call(&self, node: &Node, frame: &Frame, key: &str, c: &CallRef, how: &str) -> Result<Value, Failure> {
-        let Some((wid, wf)) = c.resolved.and_then(|id| self.program.workflow(id).map(|w| (id, w))) else {
-            return Err(self.fail(codes::CALL, key, node, format!("target pipeline '{}' is not in the loaded files", c.target)).at(c.span).into());
+    async fn call(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        c: &CallRef,
+        how: &str,
+    ) -> Result<Value, Failure> {
+        let Some((wid, wf)) = c
+            .resolved
+            .and_then(|id| self.program.workflow(id).map(|w| (id, w)))
+        else {
+            return Err(self
+                .fail(
+                    codes::CALL,
+                    key,
+                    node,
+                    format!("target pipeline '{}' is not in the loaded files", c.target),
+                )
+                .at(c.span)
+                .into());
         };
         let mut stores = IndexMap::new();
         for (name, e) in &c.pass {
-            let v = self.eval(node, key, frame, e, Some(&format!("pass: '{name}' = '{}'", e.src)))?;
+            let v = self.eval(
+                node,
+                key,
+                frame,
+                e,
+                Some(&format!("pass: '{name}' = '{}'", e.src)),
+            )?;
             stores.insert(name.clone(), v);
         }
-        let callee = Frame { ctx: Arc::new(Value::Object(stores)), pipe: frame.pipe.clone(), item: None, acc: None, depth: frame.depth, workflow: wid };
+        let callee = Frame {
+            ctx: Arc::new(Value::Object(stores)),
+            pipe: frame.pipe.clone(),
+            item: None,
+            acc: None,
+            depth: frame.depth,
+            workflow: wid,
+        };
         let prefix = format!("{key}.{how}");
-        let f = self.exec_region(&wf.body, callee, &prefix).await.map_err(|f| add_context(f, node, &format!("in {how} of `{}`", c.target)))?;
+        let f = self
+            .exec_region(&wf.body, callee, &prefix)
+            .await
+            .map_err(|f| add_context(f, node, &format!("in {how} of `{}`", c.target)))?;
         Ok((*f.pipe).clone())
     }
 
-    pub(crate) fn list(&self, node: &Node, frame: &Frame, key: &str, source: &ListSource) -> Result<Vec<Value>, Failure> {
+    pub(crate) fn list(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        source: &ListSource,
+    ) -> Result<Vec<Value>, Failure> {
         let (v, span) = match source {
-            ListSource::Over(e) => (self.eval(node, key, frame, e, Some("'over'"))?, Some(e.span)),
+            ListSource::Over(e) => (
+                self.eval(node, key, frame, e, Some("'over'"))?,
+                Some(e.span),
+            ),
             ListSource::Items(v) => (v.clone(), None),
             ListSource::Pipe => ((*frame.pipe).clone(), None),
         };
         match v {
             Value::List(l) => Ok(l),
             other => {
-                let mut e = self.fail(codes::LIST, key, node, format!("list source resolved to a {}, not a list", other.type_name())).with_value(other);
+                let mut e = self
+                    .fail(
+                        codes::LIST,
+                        key,
+                        node,
+                        format!(
+                            "list source resolved to a {}, not a list",
+                            other.type_name()
+                        ),
+                    )
+                    .with_value(other);
                 if let Some(s) = span {
                     e = e.at(s);
                 }
@@ -222,7 +476,16 @@ impl Interp {
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn fold(&self, node: &Node, frame: &Frame, key: &str, source: &ListSource, init: &Expr, body: &Region, max_items: Option<u64>) -> Result<Value, Failure> {
+    async fn fold(
+        &self,
+        node: &Node,
+        frame: &Frame,
+        key: &str,
+        source: &ListSource,
+        init: &Expr,
+        body: &Region,
+        max_items: Option<u64>,
+    ) -> Result<Value, Failure> {
         let mut items = self.list(node, frame, key, source)?;
         if let Some(m) = max_items {
             items.truncate(usize::try_from(m).unwrap_or(usize::MAX));
@@ -232,7 +495,10 @@ impl Interp {
         for (k, item) in items.into_iter().enumerate() {
             local.item = Some(Arc::new(item));
             local.acc = Some(Arc::new(acc));
-            let (v, out) = self.exec_body(body, &local, format!("{key}.fold.{k}")).await.map_err(|f| add_context(f, node, &format!("in fold iteration {k}")))?;
+            let (v, out) = self
+                .exec_body(body, &local, format!("{key}.fold.{k}"))
+                .await
+                .map_err(|f| add_context(f, node, &format!("in fold iteration {k}")))?;
             if let Some(o) = out.filter(|o| !o.is_empty()) {
                 local.write(&o, v.clone());
             }
@@ -282,13 +548,21 @@ fn parse_reply(text: &str) -> Result<serde_json::Value, String> {
 }
 
 pub(crate) fn dropped_marker(message: &str) -> Value {
-    obj(vec![("__fan_out_dropped__", Value::Bool(true)), ("error", Value::Str(message.to_string()))])
+    obj(vec![
+        ("__fan_out_dropped__", Value::Bool(true)),
+        ("error", Value::Str(message.to_string())),
+    ])
 }
 
 pub(crate) fn is_dropped_marker(v: &Value) -> Option<String> {
     let o = v.as_object()?;
     if o.get("__fan_out_dropped__").is_some_and(Value::truthy) {
-        Some(o.get("error").and_then(Value::as_str).unwrap_or("").to_string())
+        Some(
+            o.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        )
     } else {
         None
     }

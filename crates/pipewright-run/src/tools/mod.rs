@@ -27,18 +27,29 @@ pub struct Tools {
 
 impl Tools {
     pub fn new(workdir: PathBuf) -> Tools {
-        Tools { workdir, shell_timeout: Duration::from_secs(60), project: BTreeMap::new() }
+        Tools {
+            workdir,
+            shell_timeout: Duration::from_secs(60),
+            project: BTreeMap::new(),
+        }
     }
 
     pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = ["shell", "file__read", "file__write"].iter().map(|s| s.to_string()).collect();
+        let mut v: Vec<String> = ["shell", "file__read", "file__write"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         v.extend(self.project.keys().cloned());
         v
     }
 
     /// Runs a tool. `Err` is a raised error (the tool could not run); an error the tool
     /// reports itself comes back as an error-flagged result.
-    pub async fn dispatch(&self, name: &str, args: &IndexMap<String, Value>) -> Result<Value, String> {
+    pub async fn dispatch(
+        &self,
+        name: &str,
+        args: &IndexMap<String, Value>,
+    ) -> Result<Value, String> {
         if let Some(t) = self.project.get(name) {
             return self.project_tool(name, t, args).await;
         }
@@ -69,42 +80,90 @@ impl Tools {
             Some(Value::Str(s)) => vec!["sh".into(), "-c".into(), s.clone()],
             Some(Value::List(l)) if !l.is_empty() => l
                 .iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("a command list holds only strings, found {}", v.type_name())))
+                .map(|v| {
+                    v.as_str().map(str::to_string).ok_or_else(|| {
+                        format!("a command list holds only strings, found {}", v.type_name())
+                    })
+                })
                 .collect::<Result<_, _>>()?,
-            Some(v) => return Err(format!("`command` must be a string or a non-empty list of strings, got {}", v.type_name())),
+            Some(v) => {
+                return Err(format!(
+                    "`command` must be a string or a non-empty list of strings, got {}",
+                    v.type_name()
+                ))
+            }
             None => return Err("missing argument `command`".into()),
         };
-        let out = process::run(process::Spec { argv: &argv, stdin: None, cwd: &self.workdir, timeout: self.shell_timeout, env: &[] }).await?;
+        let out = process::run(process::Spec {
+            argv: &argv,
+            stdin: None,
+            cwd: &self.workdir,
+            timeout: self.shell_timeout,
+            env: &[],
+        })
+        .await?;
         if out.code == Some(0) {
             return Ok(Value::Str(out.stdout));
         }
-        let status = out.code.map_or("killed by a signal".to_string(), |c| format!("exit status {c}"));
+        let status = out.code.map_or("killed by a signal".to_string(), |c| {
+            format!("exit status {c}")
+        });
         Ok(obj(vec![
             ("isError", Value::Bool(true)),
-            ("error", Value::Str(format!("{status}: {}", out.stderr.trim_end()))),
+            (
+                "error",
+                Value::Str(format!("{status}: {}", out.stderr.trim_end())),
+            ),
             ("stdout", Value::Str(out.stdout)),
             ("stderr", Value::Str(out.stderr)),
-            ("exit_code", out.code.map_or(Value::Null, |c| Value::Int(c.into()))),
+            (
+                "exit_code",
+                out.code.map_or(Value::Null, |c| Value::Int(c.into())),
+            ),
         ]))
     }
 
-    async fn project_tool(&self, name: &str, t: &ProjectTool, args: &IndexMap<String, Value>) -> Result<Value, String> {
+    async fn project_tool(
+        &self,
+        name: &str,
+        t: &ProjectTool,
+        args: &IndexMap<String, Value>,
+    ) -> Result<Value, String> {
         let input = Value::Object(args.clone()).to_json_string().into_bytes();
-        let out = process::run(process::Spec { argv: &t.command, stdin: Some(input), cwd: &self.workdir, timeout: t.timeout, env: &[] }).await?;
+        let out = process::run(process::Spec {
+            argv: &t.command,
+            stdin: Some(input),
+            cwd: &self.workdir,
+            timeout: t.timeout,
+            env: &[],
+        })
+        .await?;
         if out.code != Some(0) {
-            return Err(format!("tool `{name}` exited with {:?}: {}", out.code, out.stderr.trim_end()));
+            return Err(format!(
+                "tool `{name}` exited with {:?}: {}",
+                out.code,
+                out.stderr.trim_end()
+            ));
         }
         let text = out.stdout.trim();
         serde_json::from_str::<serde_json::Value>(text)
             .map(|j| Value::from_json(&j))
-            .map_err(|e| format!("tool `{name}` printed something that is not JSON ({e}): {}", crate::value::preview(&Value::Str(text.to_string()), 200)))
+            .map_err(|e| {
+                format!(
+                    "tool `{name}` printed something that is not JSON ({e}): {}",
+                    crate::value::preview(&Value::Str(text.to_string()), 200)
+                )
+            })
     }
 }
 
 fn str_arg<'a>(args: &'a IndexMap<String, Value>, name: &str) -> Result<&'a str, String> {
     match args.get(name) {
         Some(Value::Str(s)) => Ok(s),
-        Some(v) => Err(format!("argument `{name}` must be a string, got {}", v.type_name())),
+        Some(v) => Err(format!(
+            "argument `{name}` must be a string, got {}",
+            v.type_name()
+        )),
         None => Err(format!("missing argument `{name}`")),
     }
 }
@@ -114,17 +173,31 @@ pub fn normalise(raw: Value) -> Value {
     match raw {
         Value::Str(s) => obj(vec![("text", Value::Str(s))]),
         Value::Object(m) => {
-            let flagged = m.get("isError").is_some_and(Value::truthy) || m.get("status").and_then(Value::as_str) == Some("error");
+            let flagged = m.get("isError").is_some_and(Value::truthy)
+                || m.get("status").and_then(Value::as_str) == Some("error");
             let mut out = IndexMap::new();
             if flagged {
                 let text = ["error_message", "error"]
                     .iter()
-                    .find_map(|k| m.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string))
-                    .or_else(|| m.get("error_kind").and_then(Value::as_str).map(|k| format!("error: {k}")))
+                    .find_map(|k| {
+                        m.get(*k)
+                            .and_then(Value::as_str)
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string)
+                    })
+                    .or_else(|| {
+                        m.get("error_kind")
+                            .and_then(Value::as_str)
+                            .map(|k| format!("error: {k}"))
+                    })
                     .unwrap_or_else(|| "error".into());
                 out.insert("text".into(), Value::Str(text));
             } else {
-                let text = m.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+                let text = m
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 out.insert("text".into(), Value::Str(text));
             }
             if !m.is_empty() {
@@ -135,20 +208,30 @@ pub fn normalise(raw: Value) -> Value {
             }
             Value::Object(out)
         }
-        other => obj(vec![("text", Value::Str(String::new())), ("structured", other)]),
+        other => obj(vec![
+            ("text", Value::Str(String::new())),
+            ("structured", other),
+        ]),
     }
 }
 
 /// True for a normalised result that signals an error.
 pub fn is_error(v: &Value) -> bool {
-    v.as_object().and_then(|o| o.get("meta")).and_then(Value::as_object).and_then(|m| m.get("isError")).is_some_and(Value::truthy)
+    v.as_object()
+        .and_then(|o| o.get("meta"))
+        .and_then(Value::as_object)
+        .and_then(|m| m.get("isError"))
+        .is_some_and(Value::truthy)
 }
 
 /// The envelope `on_error: continue` binds for a raised error.
 pub fn error_envelope(message: &str) -> Value {
     obj(vec![
         ("text", Value::Str(message.to_string())),
-        ("structured", obj(vec![("error", Value::Str(message.to_string()))])),
+        (
+            "structured",
+            obj(vec![("error", Value::Str(message.to_string()))]),
+        ),
         ("meta", obj(vec![("isError", Value::Bool(true))])),
     ])
 }

@@ -28,8 +28,10 @@ pub struct Spec<'a> {
 
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     let (prog, args) = spec.argv.split_first().ok_or("empty command")?;
-    let out_file = tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
-    let err_file = tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    let out_file =
+        tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    let err_file =
+        tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
     let (out_w, err_w) = match (out_file.try_clone(), err_file.try_clone()) {
         (Ok(a), Ok(b)) => (a, b),
         _ => return Err("cannot duplicate a temporary file handle".into()),
@@ -37,7 +39,11 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     let mut cmd = tokio::process::Command::new(prog);
     cmd.args(args)
         .current_dir(spec.cwd)
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w))
         .kill_on_drop(true)
@@ -45,7 +51,9 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start `{prog}`: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{prog}`: {e}"))?;
     let pid = child.id();
     if let (Some(data), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task so a child that never reads stdin cannot stall us; a child that
@@ -61,13 +69,20 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
         Err(_) => {
             kill_group(pid);
             let _ = child.kill().await;
-            return Err(format!("`{prog}` timed out after {}s and was killed", spec.timeout.as_secs_f64()));
+            return Err(format!(
+                "`{prog}` timed out after {}s and was killed",
+                spec.timeout.as_secs_f64()
+            ));
         }
     };
     // The group may still hold children that inherited the output files; they are not ours
     // to wait for.
     kill_group(pid);
-    Ok(ProcOutput { code: status.code(), stdout: read_capped(out_file)?, stderr: read_capped(err_file)? })
+    Ok(ProcOutput {
+        code: status.code(),
+        stdout: read_capped(out_file)?,
+        stderr: read_capped(err_file)?,
+    })
 }
 
 fn kill_group(pid: Option<u32>) {
@@ -82,9 +97,13 @@ fn kill_group(pid: Option<u32>) {
 
 fn read_capped(mut f: std::fs::File) -> Result<String, String> {
     use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(0)).map_err(|e| format!("cannot read captured output: {e}"))?;
+    f.seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| format!("cannot read captured output: {e}"))?;
     let mut buf = Vec::new();
-    (&mut f).take(MAX_OUTPUT).read_to_end(&mut buf).map_err(|e| format!("cannot read captured output: {e}"))?;
+    (&mut f)
+        .take(MAX_OUTPUT)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read captured output: {e}"))?;
     let mut s = String::from_utf8_lossy(&buf).into_owned();
     if buf.len() as u64 == MAX_OUTPUT {
         s.push_str("\n[output truncated]");

@@ -24,12 +24,18 @@ pub fn opts(dir: &Path) -> RunOptions {
 }
 
 pub fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("runtime: {e}"))
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
 }
 
 pub fn exec(text: &str, o: RunOptions) -> (RunOutcome, SourceMap) {
     let (p, s) = load(text);
-    let out = rt().block_on(run(p, &s, o)).unwrap_or_else(|e| panic!("setup: {e}"));
+    let out = rt()
+        .block_on(run(p, &s, o))
+        .unwrap_or_else(|e| panic!("setup: {e}"));
     (out, s)
 }
 
