@@ -14,26 +14,39 @@ fn generate(bytes: usize) -> String {
     );
     let mut i = 0;
     while s.len() < bytes {
-        let _ = write!(
-            s,
-            "  - agent:\n      prompt: \"Review part {i} of {{ctx.doc}} and list tags.\"\n      schema: Review\n      output: review{i}\n\
-  - transform: {{value: \"ctx.review{i}.passed and 'OK' or 'NEEDS WORK'\", output: verdict{i}}}\n\
-  - for_each:\n      over: ctx.review{i}.tags\n      max_parallel: 4\n      on_error: \"retry(2)\"\n      do: {{transform: {{value: \"item + ' (' + ctx.verdict{i} + ')'\"}}}}\n      collect: {{transform: {{value: \"join(pipe, ', ')\"}}}}\n      output: tagged{i}\n\
-  - tool: {{name: file__write, args: {{path: \"out{i}.txt\", content: !expr ctx.tagged{i}}}, output: written{i}}}\n"
-        );
+        for line in [
+            "  - agent:".to_string(),
+            format!("      prompt: \"Review part {i} of {{ctx.doc}} and list tags.\""),
+            "      schema: Review".to_string(),
+            format!("      output: review{i}"),
+            format!("  - transform: {{value: \"ctx.review{i}.passed and 'OK' or 'NEEDS WORK'\", output: verdict{i}}}"),
+            "  - for_each:".to_string(),
+            format!("      over: ctx.review{i}.tags"),
+            "      max_parallel: 4".to_string(),
+            "      on_error: \"retry(2)\"".to_string(),
+            format!("      do: {{transform: {{value: \"item + ' (' + ctx.verdict{i} + ')'\"}}}}"),
+            "      collect: {transform: {value: \"join(pipe, ', ')\"}}".to_string(),
+            format!("      output: tagged{i}"),
+            format!("  - tool: {{name: file__write, args: {{path: \"out{i}.txt\", content: !expr ctx.tagged{i}}}, output: written{i}}}"),
+        ] {
+            let _ = writeln!(s, "{line}");
+        }
         i += 1;
     }
     s
 }
 
-fn check(text: &str) -> usize {
+fn check(text: &str) -> Vec<String> {
     let mut sources = SourceMap::new();
     let id = sources.add("big.yaml", text);
     let mut diags = Vec::new();
     let file = load_source(id, text, &mut diags);
     let program = Program { files: vec![file] };
     diags.extend(check_program(&program, &sources, &CheckOptions::default()));
-    diags.len()
+    diags
+        .iter()
+        .map(|d| format!("{} {} at {}", d.code, d.message, d.span().start))
+        .collect()
 }
 
 fn bench(c: &mut Criterion) {
@@ -41,7 +54,11 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     for size in [256 * 1024, 1024 * 1024, 4 * 1024 * 1024] {
         let text = generate(size);
-        assert_eq!(check(&text), 0, "the generated pipeline must check clean");
+        let found = check(&text);
+        assert!(
+            found.is_empty(),
+            "the generated pipeline must check clean: {found:?}"
+        );
         g.throughput(Throughput::Bytes(text.len() as u64));
         g.bench_with_input(
             BenchmarkId::from_parameter(format!("{}KiB", size / 1024)),

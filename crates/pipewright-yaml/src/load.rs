@@ -88,6 +88,8 @@ impl Builder {
         )
     }
 
+    // The error ends the load, once per file; its size does not matter.
+    #[allow(clippy::result_large_err)]
     fn run(&mut self, text: &str) -> Result<Vec<Document>, Diagnostic> {
         let mut docs = Vec::new();
         let mut stack: Vec<Frame> = Vec::new();
@@ -295,6 +297,7 @@ impl Builder {
         Ok(docs)
     }
 
+    #[allow(clippy::result_large_err)]
     fn push(
         &mut self,
         stack: &mut Vec<Frame>,

@@ -22,6 +22,85 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Evaluate an expression or template against a JSON context.
     Eval(EvalArgs),
+    /// Rewrite workflow files into their canonical form, keeping every comment.
+    Fmt(FmtArgs),
+    /// Print the lowered workflow graph.
+    Graph(GraphArgs),
+    /// Execute a pipeline.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+pub struct FmtArgs {
+    /// Files or directories; `-` reads standard input and writes standard output.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Write nothing; exit 1 and name the files that would change.
+    #[arg(long, conflicts_with = "diff")]
+    pub check: bool,
+    /// Print a unified diff instead of writing.
+    #[arg(long)]
+    pub diff: bool,
+    /// Format every file as this dialect instead of detecting it.
+    #[arg(long, value_enum)]
+    pub dialect: Option<DialectArg>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Dot,
+    Mermaid,
+    Json,
+}
+
+#[derive(Args)]
+pub struct GraphArgs {
+    pub file: PathBuf,
+    /// Only this pipeline and what it calls.
+    #[arg(long)]
+    pub pipeline: Option<String>,
+    #[arg(long, value_enum, default_value = "dot")]
+    pub format: GraphFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Mock,
+    Script,
+    Command,
+    Openai,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The pipeline file (optional with --resume).
+    #[arg(required_unless_present = "resume")]
+    pub file: Option<PathBuf>,
+    /// Which pipeline of the file to run (default: the first).
+    #[arg(long)]
+    pub pipeline: Option<String>,
+    /// The initial named stores, as a JSON object.
+    #[arg(long, conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input JSON object from a file.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "mock")]
+    pub backend: Backend,
+    /// Reply file for `--backend script`.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: RunFormat,
+    /// Continue a stopped run from `.pipewright/runs/RUN_ID`.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -15,6 +15,9 @@ fn main() -> ExitCode {
         cli::Command::Check(args) => commands::check::run(&args),
         cli::Command::Explain(args) => commands::explain::run(&args),
         cli::Command::Eval(args) => commands::eval::run(&args),
+        cli::Command::Fmt(args) => commands::fmt::run(&args),
+        cli::Command::Graph(args) => commands::graph::run(&args),
+        cli::Command::Run(args) => commands::run::run(&args),
     };
     ExitCode::from(code)
 }

@@ -9,6 +9,11 @@ pub fn use_color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// The same rule for output written to stderr.
+pub fn use_color_stderr() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+}
+
 pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: usize) {
     let text = match format {
         Format::Human => {
@@ -37,6 +42,9 @@ pub fn all_codes() -> Vec<CodeInfo> {
         crate::commands::check::CLI_CODES,
         pipewright_r1::CODES,
         pipewright_pipeline::codes::CODES,
+        pipewright_recipe::CODES,
+        pipewright_run::codes::CODES,
+        pipewright_fmt::CODES,
     ];
     tables.iter().flat_map(|t| t.iter().copied()).collect()
 }

@@ -20,24 +20,39 @@ pub struct Env<'a> {
     pub opts: &'a CheckOptions,
 }
 
-/// What a step's expressions can see.
-#[derive(Clone)]
-struct Scope {
-    /// Stores written so far: where first written, and the type of their latest value.
+/// What a step's expressions can see. A nested body (for_each item, branch, fold step) sees
+/// its enclosing scope's stores through `parent` and writes only into its own layer, which is
+/// exactly the runtime's isolation rule — and costs nothing per nesting, where copying the
+/// store map made checking quadratic in the number of stores.
+struct Scope<'p> {
+    parent: Option<&'p Scope<'p>>,
+    /// Stores written in this layer: where first written, and the type of the latest value.
     stores: HashMap<String, (Span, Type)>,
     item: Option<Type>,
     acc: Option<Type>,
     pipe: Type,
 }
 
-impl Scope {
-    fn nested(&self, item: Option<Type>, acc: Option<Type>, pipe: Type) -> Scope {
+impl<'p> Scope<'p> {
+    fn nested(&'p self, item: Option<Type>, acc: Option<Type>, pipe: Type) -> Scope<'p> {
         Scope {
-            stores: self.stores.clone(),
+            parent: Some(self),
+            stores: HashMap::new(),
             item,
             acc,
             pipe,
         }
+    }
+
+    fn store(&self, name: &str) -> Option<&(Span, Type)> {
+        let mut layer = Some(self);
+        while let Some(l) = layer {
+            if let Some(s) = l.stores.get(name) {
+                return Some(s);
+            }
+            layer = l.parent;
+        }
+        None
     }
 }
 
@@ -105,6 +120,7 @@ pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
         diags,
     };
     let mut scope = Scope {
+        parent: None,
         stores: HashMap::new(),
         item: None,
         acc: None,
@@ -117,17 +133,17 @@ pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
 
 impl<'a> Walker<'a, '_> {
     /// Checks a step and returns the type of its result; records its `output` in `scope`.
-    fn step(&mut self, step: &'a Step, scope: &mut Scope) -> Type {
+    fn step(&mut self, step: &'a Step, scope: &mut Scope<'_>) -> Type {
         let ty = self.step_kind(step, scope);
         if let Some(o) = &step.output {
-            let first = scope.stores.get(&o.text).map_or(o.span, |(s, _)| *s);
+            let first = scope.store(&o.text).map_or(o.span, |(s, _)| *s);
             scope.stores.insert(o.text.clone(), (first, ty.clone()));
         }
         scope.pipe = ty.clone();
         ty
     }
 
-    fn step_kind(&mut self, step: &'a Step, scope: &mut Scope) -> Type {
+    fn step_kind(&mut self, step: &'a Step, scope: &mut Scope<'_>) -> Type {
         let leaf = super::types::leaf_result(step, self.env.registry);
         match &step.kind {
             StepKind::Transform { value } => return self.expr(value, scope),
@@ -222,7 +238,7 @@ impl<'a> Walker<'a, '_> {
         leaf.unwrap_or(Type::Any)
     }
 
-    fn expr(&mut self, e: &'a Expr, scope: &Scope) -> Type {
+    fn expr(&mut self, e: &'a Expr, scope: &Scope<'_>) -> Type {
         self.check_expr(&e.ast, scope, &|r| e.span_of(self.env.source, r))
     }
 
@@ -230,7 +246,7 @@ impl<'a> Walker<'a, '_> {
     fn check_expr(
         &mut self,
         ast: &pipewright_r1::Expr,
-        scope: &Scope,
+        scope: &Scope<'_>,
         map: &dyn Fn(std::ops::Range<usize>) -> Span,
     ) -> Type {
         let refs = free_paths(ast);
@@ -239,7 +255,7 @@ impl<'a> Walker<'a, '_> {
         let mut ctx = ObjectType::open();
         for r in &refs {
             if let (true, Some(name)) = (r.root == "ctx", r.segments.first()) {
-                if let Some((_, t)) = scope.stores.get(name) {
+                if let Some((_, t)) = scope.store(name) {
                     ctx.fields.insert(
                         name.clone(),
                         pipewright_r1::FieldType {
@@ -270,7 +286,7 @@ impl<'a> Walker<'a, '_> {
     fn paths(
         &mut self,
         refs: Vec<pipewright_r1::PathRef>,
-        scope: &Scope,
+        scope: &Scope<'_>,
         map: &dyn Fn(std::ops::Range<usize>) -> Span,
     ) {
         for r in refs {
@@ -305,7 +321,7 @@ impl<'a> Walker<'a, '_> {
                     let mut d =
                         Diagnostic::error("PW0261", span, format!("unknown name `{other}`"))
                             .with_label("not in scope");
-                    if scope.stores.contains_key(other) || self.writes.contains_key(other) {
+                    if scope.store(other).is_some() || self.writes.contains_key(other) {
                         d = d.with_help(format!(
                             "named stores are read through `ctx`: write `ctx.{}`",
                             path_text(&r)
@@ -328,8 +344,8 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    fn store_read(&mut self, name: &str, span: Span, scope: &Scope) {
-        if scope.stores.contains_key(name) {
+    fn store_read(&mut self, name: &str, span: Span, scope: &Scope<'_>) {
+        if scope.store(name).is_some() {
             return;
         }
         if let Some(&w) = self.writes.get(name) {
@@ -365,7 +381,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// Checks a list source and returns the type of its elements.
-    fn source(&mut self, s: &'a ListSource, scope: &Scope) -> Type {
+    fn source(&mut self, s: &'a ListSource, scope: &Scope<'_>) -> Type {
         let list = match s {
             ListSource::Over(e) => self.expr(e, scope),
             ListSource::Items(_) => Type::Any,
@@ -377,7 +393,7 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    fn target(&mut self, t: &'a CallTarget, scope: &Scope) {
+    fn target(&mut self, t: &'a CallTarget, scope: &Scope<'_>) {
         for p in &t.pass {
             self.expr(&p.value, scope);
         }

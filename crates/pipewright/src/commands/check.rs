@@ -73,9 +73,12 @@ pub fn run(args: &CheckArgs) -> u8 {
                 });
                 program.files.push(file);
             }
-            Dialect::Recipe | Dialect::StateMachine | Dialect::Meow => {
-                diags.push(unsupported(id, d))
-            }
+            Dialect::Recipe => diags.extend(pipewright_recipe::check_file(
+                &mut sources,
+                &input.path,
+                &text,
+            )),
+            Dialect::StateMachine | Dialect::Meow => diags.push(unsupported(id, d)),
         }
     }
     // Registered pipelines that targets may name; their own problems are not this check's.
@@ -141,7 +144,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     u8::from(failing)
 }
 
-fn read(path: &Path) -> std::io::Result<String> {
+pub fn read(path: &Path) -> std::io::Result<String> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;

@@ -52,12 +52,12 @@ pub fn run(args: &EvalArgs) -> u8 {
                 .map(|s| serde_json::Value::String(s).to_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
-        EvalLang::Condition | EvalLang::Template => Err(vec![Diagnostic::error(
-            "PW0007",
-            whole(0..0),
-            "the recipe languages are not available in this build",
-        )
-        .with_label("unsupported --lang")]),
+        EvalLang::Condition => pipewright_recipe::condition::eval(&args.expr, &ctx)
+            .map(|v| v.to_string())
+            .map_err(|i| vec![recipe_issue(&i, expr_file)]),
+        EvalLang::Template => pipewright_recipe::template::render(&args.expr, &ctx)
+            .map(|s| serde_json::Value::String(s).to_string())
+            .map_err(|i| vec![recipe_issue(&i, expr_file)]),
     };
     match result {
         Ok(json) => {
@@ -93,4 +93,15 @@ fn fail_usage(
     .with_label("invalid JSON");
     eprint!("{}", render::human(&[d], sources, false));
     2
+}
+
+fn recipe_issue(i: &pipewright_recipe::Issue, file: pipewright_syntax::FileId) -> Diagnostic {
+    Diagnostic::new(
+        i.severity,
+        i.code,
+        Span::new(file, i.range.clone()),
+        i.message.clone(),
+    )
+    .with_label(i.label.clone())
+    .with_optional_help(i.help.clone())
 }

@@ -1,3 +1,7 @@
 pub mod check;
 pub mod eval;
 pub mod explain;
+pub mod fmt;
+pub mod graph;
+pub mod load;
+pub mod run;

@@ -1,0 +1,43 @@
+//! `pipewright graph`.
+
+use crate::cli::{GraphArgs, GraphFormat};
+use pipewright_ir::export::{dot::dot, json::json, mermaid::mermaid, ExportOptions};
+use pipewright_syntax::SourceMap;
+
+pub fn run(args: &GraphArgs) -> u8 {
+    let mut sources = SourceMap::new();
+    let ast = match super::load::checked_pipeline(&args.file, &mut sources) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let program = pipewright_ir::lower::pipeline(&ast);
+    let root = match &args.pipeline {
+        None => None,
+        Some(name) => match program.find(name) {
+            Some(id) => Some(id),
+            None => {
+                let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
+                eprintln!(
+                    "error: no pipeline named `{name}` in `{}`",
+                    args.file.display()
+                );
+                eprintln!("help: the file declares: {}", names.join(", "));
+                return 2;
+            }
+        },
+    };
+    let opts = ExportOptions { root };
+    let out = match args.format {
+        GraphFormat::Dot => dot(&program, &opts),
+        GraphFormat::Mermaid => mermaid(&program, &opts),
+        GraphFormat::Json => {
+            serde_json::to_string_pretty(&json(&program, &sources, &opts)).unwrap_or_default()
+        }
+    };
+    if out.ends_with('\n') {
+        print!("{out}");
+    } else {
+        println!("{out}");
+    }
+    0
+}

@@ -1,0 +1,47 @@
+//! Loading one pipeline file for `graph` and `run`: they only work on a file that checks
+//! without errors, so the check runs first and its diagnostics are shown when it fails.
+
+use pipewright_pipeline::ast::Program;
+use pipewright_pipeline::project::Project;
+use pipewright_pipeline::CheckOptions;
+use pipewright_syntax::{diagnostic, render, SourceMap};
+use std::path::Path;
+
+/// The checked program, or the exit code to return (1: the file has errors, 2: unreadable).
+pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program, u8> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read `{}`: {e}", path.display());
+        2u8
+    })?;
+    let id = sources.add(crate::discover::display(path), text.as_str());
+    let mut diags = Vec::new();
+    let mut file = pipewright_pipeline::load_source(id, &text, &mut diags);
+    file.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
+    let program = Program { files: vec![file] };
+    let mut project = Project::default();
+    if let Some(cfg) = Project::find(path) {
+        match Project::load(&cfg, sources, &mut diags) {
+            Ok(p) => project = p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(2);
+            }
+        }
+    }
+    let opts = CheckOptions {
+        tools: project.catalogue(),
+        invoker: project.invoker.clone(),
+        ..CheckOptions::default()
+    };
+    diags.extend(pipewright_pipeline::check_program(&program, sources, &opts));
+    diagnostic::sort(&mut diags);
+    if diags.iter().any(|d| d.is_error()) {
+        eprint!(
+            "{}",
+            render::human(&diags, sources, crate::output::use_color_stderr())
+        );
+        eprintln!("{}", render::summary(&diags, 1));
+        return Err(1);
+    }
+    Ok(program)
+}

@@ -1,0 +1,170 @@
+//! `pipewright run`.
+
+use crate::cli::{Backend, RunArgs, RunFormat};
+use pipewright_run::{Caps, ProjectConfig, RunOptions};
+use pipewright_syntax::{render, SourceMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub fn run(args: &RunArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: &RunArgs) -> u8 {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: no working directory: {e}");
+            return 2;
+        }
+    };
+    let store_root = cwd.join(".pipewright/runs");
+    // A resumed run takes its file, pipeline and input from the run store.
+    let (file, workflow, stored_input) = match (&args.resume, &args.file) {
+        (Some(id), file) => match pipewright_run::store::load_run(&store_root, id) {
+            Ok(rec) => (
+                file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
+                args.pipeline.clone().or(Some(rec.workflow)),
+                Some(rec.input),
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+        (None, Some(file)) => (file.clone(), args.pipeline.clone(), None),
+        (None, None) => {
+            eprintln!("error: give a pipeline file (or --resume RUN_ID)");
+            return 2;
+        }
+    };
+    let input = match input(args) {
+        Ok(Some(v)) => v,
+        Ok(None) => stored_input.unwrap_or(serde_json::Value::Null),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    if !(input.is_object() || input.is_null()) {
+        eprintln!(
+            "error: the input must be a JSON object of named stores, e.g. '{{\"name\": \"Ada\"}}'"
+        );
+        return 2;
+    }
+    let mut sources = SourceMap::new();
+    let ast = match super::load::checked_pipeline(&file, &mut sources) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let program = pipewright_ir::lower::pipeline(&ast);
+    if let Some(name) = &workflow {
+        if program.find(name).is_none() {
+            let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
+            eprintln!("error: no pipeline named `{name}` in `{}`", file.display());
+            eprintln!("help: the file declares: {}", names.join(", "));
+            return 2;
+        }
+    }
+    let project_dir = pipewright_pipeline::project::Project::find(&file)
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_else(|| cwd.clone());
+    let cfg = match ProjectConfig::load(&project_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let backend_name = match args.backend {
+        Backend::Mock => "mock",
+        Backend::Script => "script",
+        Backend::Command => "command",
+        Backend::Openai => "openai",
+    };
+    let mut o = RunOptions::new(cwd.clone());
+    o.workflow = workflow;
+    o.input = input;
+    o.backend = match pipewright_run::backend::from_config(
+        backend_name,
+        &cfg,
+        &cwd,
+        args.script.as_deref(),
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    o.tools.project = cfg.project_tools();
+    o.caps = Caps {
+        max_fan_out_depth: cfg.max_fan_out_depth,
+        max_spawns: cfg.max_spawns,
+    };
+    o.store_root = Some(store_root);
+    o.file_label = crate::discover::display(&file);
+    o.resume = args.resume.clone();
+    o.cancel.cancel_on_ctrl_c();
+    if args.format == RunFormat::Human {
+        if let Some(p) = pipewright_run::progress::Progress::for_terminal() {
+            o.sinks.push(Arc::new(p));
+        }
+    }
+    let outcome = match pipewright_run::run(Arc::new(program), &sources, o).await {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    match args.format {
+        RunFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.to_json(&sources)).unwrap_or_default()
+        ),
+        RunFormat::Human => {
+            if let Some(d) = outcome.diagnostic() {
+                eprint!(
+                    "{}",
+                    render::human(&[d], &sources, crate::output::use_color_stderr())
+                );
+            }
+            match outcome.status {
+                pipewright_run::RunStatus::Ok => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&outcome.output.to_json()).unwrap_or_default()
+                ),
+                pipewright_run::RunStatus::Cancelled => eprintln!(
+                    "run {} cancelled; continue it with `pipewright run --resume {}`",
+                    outcome.run_id, outcome.run_id
+                ),
+                pipewright_run::RunStatus::Failed => eprintln!("run {} failed", outcome.run_id),
+            }
+        }
+    }
+    u8::try_from(outcome.exit_code()).unwrap_or(1)
+}
+
+fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
+    let text = match (&args.input, &args.input_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(f)) => {
+            std::fs::read_to_string(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?
+        }
+        (None, None) => return Ok(None),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| format!("the input is not valid JSON: {e}"))
+}
