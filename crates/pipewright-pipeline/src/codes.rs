@@ -4,11 +4,6 @@ use pipewright_syntax::CodeInfo;
 
 pub const CODES: &[CodeInfo] = &[
     CodeInfo {
-        code: "PW0008",
-        title: "invalid project config (pipewright.toml)",
-        explanation: include_str!("../explain/PW0008.md"),
-    },
-    CodeInfo {
         code: "PW0200",
         title: "a document is neither a pipeline nor a schema",
         explanation: include_str!("../explain/PW0200.md"),

@@ -8,7 +8,6 @@ pub mod check;
 pub mod codes;
 pub mod literal;
 mod load;
-pub mod project;
 mod schema_load;
 mod step_load;
 

@@ -5,6 +5,7 @@ mod commands;
 mod dialect;
 mod discover;
 mod output;
+mod project;
 
 use clap::Parser;
 use std::process::ExitCode;

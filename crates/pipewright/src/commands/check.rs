@@ -4,10 +4,9 @@ use crate::cli::{CheckArgs, Deny};
 use crate::dialect::{self, Dialect};
 use crate::discover;
 use pipewright_pipeline::ast::Program;
-use pipewright_pipeline::project::Project;
 use pipewright_pipeline::CheckOptions;
 use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap, Span};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Codes the CLI itself emits.
 pub const CLI_CODES: &[CodeInfo] = &[
@@ -25,6 +24,11 @@ pub const CLI_CODES: &[CodeInfo] = &[
         code: "PW0190",
         title: "an R1 expression failed while evaluating",
         explanation: include_str!("../../explain/PW0190.md"),
+    },
+    CodeInfo {
+        code: "PW0008",
+        title: "invalid project config (pipewright.toml)",
+        explanation: include_str!("../../explain/PW0008.md"),
     },
 ];
 
@@ -107,22 +111,20 @@ pub fn run(args: &CheckArgs) -> u8 {
         }
     }
     if !program.files.is_empty() {
-        let config = args
-            .config
-            .clone()
-            .or_else(|| args.paths.first().and_then(|p| Project::find(p)));
-        let project = match config {
-            Some(path) => match Project::load(&path, &mut sources, &mut diags) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 2;
-                }
-            },
-            None => Project::default(),
+        let project = match crate::project::load(
+            args.config.as_deref(),
+            args.paths.first().map(PathBuf::as_path),
+            &mut sources,
+            &mut diags,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
         };
         let opts = CheckOptions {
-            tools: project.catalogue(),
+            tools: crate::project::catalogue(&project),
             inline: args.inline,
             invoker: args.invoker.clone().or(project.invoker.clone()),
         };

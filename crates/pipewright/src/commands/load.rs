@@ -2,7 +2,6 @@
 //! without errors, so the check runs first and its diagnostics are shown when it fails.
 
 use pipewright_pipeline::ast::Program;
-use pipewright_pipeline::project::Project;
 use pipewright_pipeline::CheckOptions;
 use pipewright_syntax::{diagnostic, render, SourceMap};
 use std::path::Path;
@@ -18,18 +17,12 @@ pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program,
     let mut file = pipewright_pipeline::load_source(id, &text, &mut diags);
     file.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
     let program = Program { files: vec![file] };
-    let mut project = Project::default();
-    if let Some(cfg) = Project::find(path) {
-        match Project::load(&cfg, sources, &mut diags) {
-            Ok(p) => project = p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Err(2);
-            }
-        }
-    }
+    let project = crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
+        eprintln!("error: {e}");
+        2u8
+    })?;
     let opts = CheckOptions {
-        tools: project.catalogue(),
+        tools: crate::project::catalogue(&project),
         invoker: project.invoker.clone(),
         ..CheckOptions::default()
     };

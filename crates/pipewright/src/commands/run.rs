@@ -76,7 +76,7 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     }
-    let project_dir = pipewright_pipeline::project::Project::find(&file)
+    let project_dir = ProjectConfig::find(&file)
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_else(|| cwd.clone());
     let cfg = match ProjectConfig::load(&project_dir) {
@@ -107,7 +107,7 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
-    o.tools.project = cfg.project_tools();
+    o.tools.project = pipewright_run::config::project_tools(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,

@@ -1,0 +1,258 @@
+//! `pipewright.toml` (docs/config.md):
+//!
+//! ```toml
+//! [tools.lint]
+//! command = ["python3", "lint.py"]   # JSON args on stdin, a JSON result on stdout
+//! timeout_secs = 30
+//!
+//! [safety.spawn]
+//! max_pipeline_fan_out_depth = 5     # 0 = unlimited
+//! max_pipeline_spawns = 100          # 0 = unlimited
+//!
+//! [backend.openai]
+//! url = "http://127.0.0.1:8080/v1/chat/completions"
+//! api_key_env = "OPENAI_API_KEY"
+//! model = "gpt-4o-mini"
+//!
+//! [backend.command]
+//! profile = "claude"                 # or: argv = ["my-agent", "--json", "{prompt}"]
+//! timeout_secs = 600
+//!
+//! [check]
+//! invoker = "alice"                  # the identity `check --inline` compares agent steps with
+//! ```
+//!
+//! One parser for the file, used by `check` (tool names, invoker) and `run` (everything).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml_edit::{DocumentMut, Item, Table};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectConfig {
+    pub tools: BTreeMap<String, ProjectToolConfig>,
+    pub max_fan_out_depth: u64,
+    pub max_spawns: u64,
+    pub openai: Option<OpenAiConfig>,
+    pub command: Option<CommandConfig>,
+    pub invoker: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectToolConfig {
+    pub command: Vec<String>,
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiConfig {
+    pub url: String,
+    pub api_key_env: String,
+    pub model: String,
+    pub timeout_secs: u64,
+    pub max_retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandConfig {
+    pub profile: Option<String>,
+    pub argv: Option<Vec<String>>,
+    pub timeout_secs: u64,
+}
+
+impl Default for ProjectConfig {
+    fn default() -> ProjectConfig {
+        ProjectConfig {
+            tools: BTreeMap::new(),
+            max_fan_out_depth: 5,
+            max_spawns: 100,
+            openai: None,
+            command: None,
+            invoker: None,
+        }
+    }
+}
+
+pub const FILE_NAME: &str = "pipewright.toml";
+
+impl ProjectConfig {
+    /// The nearest `pipewright.toml` in `start` (a file's directory, or a directory) or above it.
+    pub fn find(start: &Path) -> Option<PathBuf> {
+        let abs = std::fs::canonicalize(start).ok()?;
+        let dir = if abs.is_file() { abs.parent()? } else { &abs };
+        dir.ancestors()
+            .map(|d| d.join(FILE_NAME))
+            .find(|p| p.is_file())
+    }
+
+    /// Reads `dir/pipewright.toml`; a missing file is the default configuration.
+    pub fn load(dir: &Path) -> Result<ProjectConfig, String> {
+        let path = dir.join(FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => ProjectConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ProjectConfig::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<ProjectConfig, String> {
+        let doc: DocumentMut = text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| e.to_string().trim().to_string())?;
+        let mut cfg = ProjectConfig::default();
+        if let Some(tools) = table(doc.as_table(), "tools")? {
+            for (name, item) in tools.iter() {
+                let t = item
+                    .as_table_like()
+                    .ok_or_else(|| format!("[tools.{name}] must be a table"))?;
+                let command = strings(t.get("command"), &format!("tools.{name}.command"))?
+                    .ok_or_else(|| format!("[tools.{name}] needs `command = [\"prog\", …]`"))?;
+                if command.is_empty() {
+                    return Err(format!("tools.{name}.command is empty"));
+                }
+                let timeout_secs =
+                    uint(t.get("timeout_secs"), &format!("tools.{name}.timeout_secs"))?
+                        .unwrap_or(60);
+                cfg.tools.insert(
+                    name.to_string(),
+                    ProjectToolConfig {
+                        command,
+                        timeout_secs,
+                    },
+                );
+            }
+        }
+        if let Some(spawn) = table(doc.as_table(), "safety")?
+            .map(|s| table(s, "spawn"))
+            .transpose()?
+            .flatten()
+        {
+            if let Some(n) = uint(
+                spawn.get("max_pipeline_fan_out_depth"),
+                "safety.spawn.max_pipeline_fan_out_depth",
+            )? {
+                cfg.max_fan_out_depth = n;
+            }
+            if let Some(n) = uint(
+                spawn.get("max_pipeline_spawns"),
+                "safety.spawn.max_pipeline_spawns",
+            )? {
+                cfg.max_spawns = n;
+            }
+        }
+        if let Some(backend) = table(doc.as_table(), "backend")? {
+            if let Some(o) = table(backend, "openai")? {
+                let s = |k: &str| o.get(k).and_then(Item::as_str).map(str::to_string);
+                cfg.openai = Some(OpenAiConfig {
+                    url: s("url").ok_or("[backend.openai] needs `url`")?,
+                    api_key_env: s("api_key_env").unwrap_or_else(|| "OPENAI_API_KEY".into()),
+                    model: s("model").unwrap_or_else(|| "gpt-4o-mini".into()),
+                    timeout_secs: uint(o.get("timeout_secs"), "backend.openai.timeout_secs")?
+                        .unwrap_or(120),
+                    max_retries: uint(o.get("max_retries"), "backend.openai.max_retries")?
+                        .unwrap_or(5)
+                        .min(20) as u32,
+                });
+            }
+            if let Some(c) = table(backend, "command")? {
+                cfg.command = Some(CommandConfig {
+                    profile: c.get("profile").and_then(Item::as_str).map(str::to_string),
+                    argv: strings(c.get("argv"), "backend.command.argv")?,
+                    timeout_secs: uint(c.get("timeout_secs"), "backend.command.timeout_secs")?
+                        .unwrap_or(600),
+                });
+            }
+        }
+        if let Some(check) = table(doc.as_table(), "check")? {
+            if let Some(inv) = check.get("invoker") {
+                cfg.invoker = Some(
+                    inv.as_str()
+                        .ok_or("`check.invoker` must be a string")?
+                        .to_string(),
+                );
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn table<'a>(item: &'a Table, key: &str) -> Result<Option<&'a Table>, String> {
+    match item.get(key) {
+        None => Ok(None),
+        Some(i) => i
+            .as_table()
+            .map(Some)
+            .ok_or_else(|| format!("`{key}` must be a table")),
+    }
+}
+
+fn uint(item: Option<&Item>, what: &str) -> Result<Option<u64>, String> {
+    match item {
+        None => Ok(None),
+        Some(i) => match i.as_integer() {
+            Some(n) if n >= 0 => Ok(Some(n as u64)),
+            _ => Err(format!("`{what}` must be a non-negative integer")),
+        },
+    }
+}
+
+fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, String> {
+    match item {
+        None => Ok(None),
+        Some(i) => {
+            let arr = i
+                .as_array()
+                .ok_or_else(|| format!("`{what}` must be an array of strings"))?;
+            arr.iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("`{what}` must be an array of strings"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_section() {
+        let cfg = ProjectConfig::parse(
+            "[tools.lint]\ncommand = [\"python3\", \"lint.py\"]\ntimeout_secs = 5\n[safety.spawn]\nmax_pipeline_fan_out_depth = 2\nmax_pipeline_spawns = 0\n[backend.openai]\nurl = \"http://127.0.0.1:1/v1/chat/completions\"\n[backend.command]\nargv = [\"agent\", \"{prompt}\"]\n",
+        );
+        let cfg = cfg.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.tools["lint"].command, ["python3", "lint.py"]);
+        assert_eq!((cfg.max_fan_out_depth, cfg.max_spawns), (2, 0));
+        assert_eq!(
+            cfg.openai.map(|o| o.api_key_env),
+            Some("OPENAI_API_KEY".into())
+        );
+        assert_eq!(
+            cfg.command.and_then(|c| c.argv),
+            Some(vec!["agent".into(), "{prompt}".into()])
+        );
+    }
+
+    #[test]
+    fn defaults_are_finite_and_errors_are_clear() {
+        assert_eq!(
+            ProjectConfig::parse("").map(|c| (c.max_fan_out_depth, c.max_spawns)),
+            Ok((5, 100))
+        );
+        assert!(ProjectConfig::parse("[tools.x]\ncommand = 3")
+            .is_err_and(|e| e.contains("array of strings")));
+        assert!(ProjectConfig::parse("[safety.spawn]\nmax_pipeline_spawns = -1").is_err());
+        assert!(ProjectConfig::parse("not toml =").is_err());
+        assert!(
+            ProjectConfig::parse("tools = [\"x\"]").is_err_and(|e| e.contains("must be a table"))
+        );
+        assert_eq!(
+            ProjectConfig::parse("[check]\ninvoker = \"alice\"").map(|c| c.invoker),
+            Ok(Some("alice".into()))
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! Finding and reading the project config for a command, reporting a broken one as a
+//! diagnostic into the file.
+
+use pipewright_pipeline::catalogue::ToolCatalogue;
+use pipewright_project::ProjectConfig;
+use pipewright_syntax::{Diagnostic, SourceMap, Span};
+use std::path::Path;
+
+/// The config given with `--config`, else the nearest `pipewright.toml` above `near`. A file
+/// that cannot be read is an I/O failure (`Err` with the message); one that does not parse
+/// is reported as PW0008 and the defaults are used, so checking goes on.
+pub fn load(
+    explicit: Option<&Path>,
+    near: Option<&Path>,
+    sources: &mut SourceMap,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<ProjectConfig, String> {
+    let Some(path) = explicit
+        .map(Path::to_path_buf)
+        .or_else(|| near.and_then(ProjectConfig::find))
+    else {
+        return Ok(ProjectConfig::default());
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    match ProjectConfig::parse(&text) {
+        Ok(cfg) => Ok(cfg),
+        Err(message) => {
+            let file = sources.add(crate::discover::display(&path), text.as_str());
+            diags.push(
+                Diagnostic::error(
+                    "PW0008",
+                    Span::new(file, 0..0),
+                    format!("invalid project config: {message}"),
+                )
+                .with_label("in this file")
+                .with_help("see `pipewright explain PW0008` for the file's shape"),
+            );
+            Ok(ProjectConfig::default())
+        }
+    }
+}
+
+/// The tools `check` accepts: the built-in catalogue plus the project's declarations.
+pub fn catalogue(cfg: &ProjectConfig) -> ToolCatalogue {
+    let mut c = ToolCatalogue::default();
+    for name in cfg.tools.keys() {
+        c.add_project_tool(name.clone(), None);
+    }
+    c
+}
