@@ -333,3 +333,55 @@ fn real_world_pipelines_check_clean() {
         assert_eq!(o.status.code(), Some(want_code), "{path}:\n{}", text(&o));
     }
 }
+
+#[test]
+fn eval_recipe_conditions_and_templates() {
+    let cond = |ctx: &str, src: &str| {
+        bin()
+            .args(["eval", "--lang", "condition", "--ctx", ctx, src])
+            .output()
+            .expect("runs")
+    };
+    let o = cond(r#"{"n": 3, "s": "ok"}"#, "{{n}} > 2 and {{s}} == 'ok'");
+    assert_eq!(
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).trim()),
+        (Some(0), "true")
+    );
+    let o = cond(r#"{"n": "10"}"#, "{{n}} < 9");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "false",
+        "numeric-aware comparison"
+    );
+    let o = cond("{}", "{{n}} >");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("EXPR:1:8"), "{}", text(&o));
+    let o = bin()
+        .args([
+            "eval",
+            "--lang",
+            "template",
+            "--ctx",
+            r#"{"a": {"b": 2}}"#,
+            "x={{a.b}}",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), r#""x=2""#);
+}
+
+#[test]
+fn recipes_are_checked_and_unbuilt_dialects_are_refused() {
+    let recipes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/recipe");
+    let o = run_in(&recipes, &["check", "ok"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("w.meow.toml"),
+        "[main]\nname = \"x\"\n[[main.steps]]\nid = \"a\"\n",
+    )
+    .expect("write");
+    let o = run_in(dir.path(), &["check", "w.meow.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("[PW0007]"), "{}", text(&o));
+}
