@@ -69,13 +69,12 @@ pub fn run(args: &CheckArgs) -> u8 {
         let id = sources.add(name, text.as_str());
         match d {
             Dialect::Pipeline => {
-                let mut file = pipewright_pipeline::load_source(id, &text, &mut diags);
-                file.namespace = input.path.file_stem().map(|s| {
-                    s.to_string_lossy()
-                        .trim_end_matches(".pipeline")
-                        .to_string()
-                });
-                program.files.push(file);
+                program.files.push(super::load::pipeline_file(
+                    &input.path,
+                    id,
+                    &text,
+                    &mut diags,
+                ));
             }
             Dialect::Recipe => diags.extend(pipewright_recipe::check_file(
                 &mut sources,
@@ -102,12 +101,12 @@ pub fn run(args: &CheckArgs) -> u8 {
             let id = sources.add(discover::display(&input.path), text.as_str());
             included.push(id);
             let mut ignored = Vec::new();
-            let mut file = pipewright_pipeline::load_source(id, &text, &mut ignored);
-            file.namespace = input
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string());
-            program.files.push(file);
+            program.files.push(super::load::pipeline_file(
+                &input.path,
+                id,
+                &text,
+                &mut ignored,
+            ));
         }
     }
     if !program.files.is_empty() {

@@ -1,10 +1,22 @@
 //! Loading one pipeline file for `graph` and `run`: they only work on a file that checks
 //! without errors, so the check runs first and its diagnostics are shown when it fails.
 
-use pipewright_pipeline::ast::Program;
+use pipewright_pipeline::ast::{PipelineFile, Program};
 use pipewright_pipeline::CheckOptions;
-use pipewright_syntax::{diagnostic, render, SourceMap};
+use pipewright_syntax::{diagnostic, render, Diagnostic, FileId, SourceMap};
 use std::path::Path;
+
+/// Loads one pipeline file; its namespace (what `ns.name` call targets use) is its file stem.
+pub fn pipeline_file(
+    path: &Path,
+    id: FileId,
+    text: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> PipelineFile {
+    let mut file = pipewright_pipeline::load_source(id, text, diags);
+    file.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
+    file
+}
 
 /// The checked program, or the exit code to return (1: the file has errors, 2: unreadable).
 pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program, u8> {
@@ -14,8 +26,7 @@ pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program,
     })?;
     let id = sources.add(crate::discover::display(path), text.as_str());
     let mut diags = Vec::new();
-    let mut file = pipewright_pipeline::load_source(id, &text, &mut diags);
-    file.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
+    let file = pipeline_file(path, id, &text, &mut diags);
     let program = Program { files: vec![file] };
     let project = crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
         eprintln!("error: {e}");
