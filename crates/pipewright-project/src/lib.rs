@@ -20,6 +20,7 @@
 //!
 //! [check]
 //! invoker = "alice"                  # the identity `check --inline` compares agent steps with
+//! include = ["lib/pipelines"]        # registered pipelines call/match targets may name
 //! ```
 //!
 //! One parser for the file, used by `check` (tool names, invoker) and `run` (everything).
@@ -36,6 +37,8 @@ pub struct ProjectConfig {
     pub openai: Option<OpenAiConfig>,
     pub command: Option<CommandConfig>,
     pub invoker: Option<String>,
+    /// Directories of registered pipelines, relative to the config file.
+    pub include: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +72,7 @@ impl Default for ProjectConfig {
             openai: None,
             command: None,
             invoker: None,
+            include: Vec::new(),
         }
     }
 }
@@ -164,6 +168,9 @@ impl ProjectConfig {
             }
         }
         if let Some(check) = table(doc.as_table(), "check")? {
+            if let Some(dirs) = strings(check.get("include"), "check.include")? {
+                cfg.include = dirs;
+            }
             if let Some(inv) = check.get("invoker") {
                 cfg.invoker = Some(
                     inv.as_str()
@@ -251,8 +258,9 @@ mod tests {
             ProjectConfig::parse("tools = [\"x\"]").is_err_and(|e| e.contains("must be a table"))
         );
         assert_eq!(
-            ProjectConfig::parse("[check]\ninvoker = \"alice\"").map(|c| c.invoker),
-            Ok(Some("alice".into()))
+            ProjectConfig::parse("[check]\ninvoker = \"alice\"\ninclude = [\"lib\"]")
+                .map(|c| (c.invoker, c.include)),
+            Ok((Some("alice".into()), vec!["lib".to_string()]))
         );
     }
 }

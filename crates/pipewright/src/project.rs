@@ -4,27 +4,29 @@
 use pipewright_pipeline::catalogue::ToolCatalogue;
 use pipewright_project::ProjectConfig;
 use pipewright_syntax::{Diagnostic, SourceMap, Span};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The config given with `--config`, else the nearest `pipewright.toml` above `near`. A file
-/// that cannot be read is an I/O failure (`Err` with the message); one that does not parse
-/// is reported as PW0008 and the defaults are used, so checking goes on.
+/// The config given with `--config`, else the nearest `pipewright.toml` above `near`, with the
+/// directory it is in (relative paths in it are relative to that). A file that cannot be read
+/// is an I/O failure (`Err` with the message); one that does not parse is reported as PW0008
+/// and the defaults are used, so checking goes on.
 pub fn load(
     explicit: Option<&Path>,
     near: Option<&Path>,
     sources: &mut SourceMap,
     diags: &mut Vec<Diagnostic>,
-) -> Result<ProjectConfig, String> {
+) -> Result<(ProjectConfig, Option<PathBuf>), String> {
     let Some(path) = explicit
         .map(Path::to_path_buf)
         .or_else(|| near.and_then(ProjectConfig::find))
     else {
-        return Ok(ProjectConfig::default());
+        return Ok((ProjectConfig::default(), None));
     };
+    let dir = path.parent().map(Path::to_path_buf);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     match ProjectConfig::parse(&text) {
-        Ok(cfg) => Ok(cfg),
+        Ok(cfg) => Ok((cfg, dir)),
         Err(message) => {
             let file = sources.add(crate::discover::display(&path), text.as_str());
             diags.push(
@@ -36,7 +38,7 @@ pub fn load(
                 .with_label("in this file")
                 .with_help("see `pipewright explain PW0008` for the file's shape"),
             );
-            Ok(ProjectConfig::default())
+            Ok((ProjectConfig::default(), dir))
         }
     }
 }

@@ -385,3 +385,27 @@ fn recipes_are_checked_and_unbuilt_dialects_are_refused() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("[PW0007]"), "{}", text(&o));
 }
+
+#[test]
+fn config_include_dirs_resolve_targets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lib = dir.path().join("lib");
+    std::fs::create_dir(&lib).expect("mkdir");
+    std::fs::write(
+        lib.join("shared.yaml"),
+        "pipeline: summarize\nsteps:\n  - transform: {value: \"pipe\"}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("main.yaml"),
+        "pipeline: main\nsteps:\n  - call: {pipeline: shared.summarize}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("pipewright.toml"),
+        "[check]\ninclude = [\"lib\"]\n",
+    )
+    .expect("write");
+    let o = run_in(dir.path(), &["check", "main.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

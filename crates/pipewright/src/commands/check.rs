@@ -84,9 +84,27 @@ pub fn run(args: &CheckArgs) -> u8 {
             Dialect::StateMachine | Dialect::Meow => diags.push(unsupported(id, d)),
         }
     }
-    // Registered pipelines that targets may name; their own problems are not this check's.
+    let (project, project_dir) = match crate::project::load(
+        args.config.as_deref(),
+        args.paths.first().map(PathBuf::as_path),
+        &mut sources,
+        &mut diags,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    // Registered pipelines that targets may name (`-I` and the config's `[check] include`);
+    // their own problems are not this check's.
+    let config_dirs = project
+        .include
+        .iter()
+        .map(|d| project_dir.clone().unwrap_or_default().join(d));
+    let include_dirs: Vec<PathBuf> = args.include.iter().cloned().chain(config_dirs).collect();
     let mut included: Vec<FileId> = Vec::new();
-    for dir in &args.include {
+    for dir in &include_dirs {
         let Ok(found) = discover::expand(std::slice::from_ref(dir)) else {
             eprintln!("error: cannot read include directory `{}`", dir.display());
             return 2;
@@ -110,18 +128,6 @@ pub fn run(args: &CheckArgs) -> u8 {
         }
     }
     if !program.files.is_empty() {
-        let project = match crate::project::load(
-            args.config.as_deref(),
-            args.paths.first().map(PathBuf::as_path),
-            &mut sources,
-            &mut diags,
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
-        };
         let opts = CheckOptions {
             tools: crate::project::catalogue(&project),
             inline: args.inline,

@@ -28,10 +28,11 @@ pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program,
     let mut diags = Vec::new();
     let file = pipeline_file(path, id, &text, &mut diags);
     let program = Program { files: vec![file] };
-    let project = crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
-        eprintln!("error: {e}");
-        2u8
-    })?;
+    let (project, _) =
+        crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
+            eprintln!("error: {e}");
+            2u8
+        })?;
     let opts = CheckOptions {
         tools: crate::project::catalogue(&project),
         invoker: project.invoker.clone(),
