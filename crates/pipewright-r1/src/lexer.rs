@@ -10,7 +10,7 @@ use std::ops::Range;
 
 #[derive(Logos, Debug, Clone, Copy, PartialEq)]
 #[logos(skip r"[ \t\r\n]+")]
-enum Raw {
+pub(crate) enum Raw {
     #[regex(r"[0-9]+")]
     Int,
     #[regex(r"[0-9]+\.[0-9]+")]
@@ -380,7 +380,7 @@ fn bad_char(src: &str, at: usize) -> Option<ParseError> {
 
 /// Decodes a quoted string literal: `\n`, `\t` are control characters, any other escaped
 /// character stands for itself (the reference runtime's rule).
-fn unescape(quoted: &str) -> String {
+pub(crate) fn unescape(quoted: &str) -> String {
     let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars();

@@ -64,19 +64,19 @@ pub fn parse(src: &str) -> Result<Expr, Vec<ParseError>> {
         )
         .with_help("write an expression such as `ctx.name` or `true`")]);
     }
-    let (mut tokens, mut errors) = lex(src);
-    if let Some(e) = check_depth(&tokens) {
-        errors.push(e);
-        return Err(errors);
+    // The fast path succeeds exactly when lexing reports nothing, nesting is within the limit
+    // and chumsky would succeed; anything else is left to the slow path.
+    if let Some(e) = crate::fast::parse(src) {
+        return Ok(e);
     }
-    if errors.is_empty() {
-        if let Some(e) = crate::fast::parse(&mut tokens) {
-            return Ok(e);
-        }
-        // The fast path moved strings out of the tokens.
-        tokens = lex(src).0;
-    }
-    parse_with_chumsky(src, tokens, errors)
+    parse_slow(src)
+}
+
+/// The fast path alone: `None` wherever `parse` falls back to the recovering parser; public for
+/// the test that well-formed input never does.
+#[doc(hidden)]
+pub fn parse_fast(src: &str) -> Option<Expr> {
+    crate::fast::parse(src)
 }
 
 /// The recovering parser alone (the fast path skipped); public for the equivalence test.
@@ -124,47 +124,18 @@ fn parse_with_chumsky(
 
 /// Refuses input whose brackets and prefix operators nest more than [`MAX_DEPTH`] deep.
 fn check_depth(tokens: &[Spanned]) -> Option<ParseError> {
-    // One entry per open bracket: how many prefix operators are pending at that level.
-    let mut levels: Vec<usize> = vec![0];
-    let mut total = 0usize;
-    let mut prev_operand = false;
+    let mut depth = Depth::new();
     for (tok, range) in tokens {
-        let prefix = matches!(tok, Token::Not) || (matches!(tok, Token::Minus) && !prev_operand);
-        match tok {
-            Token::LParen | Token::LBracket | Token::LBrace => {
-                levels.push(0);
-                total += 1;
-            }
-            Token::RParen | Token::RBracket | Token::RBrace if levels.len() > 1 => {
-                let pending = levels.pop().unwrap_or(0);
-                total = total.saturating_sub(pending + 1);
-            }
-            Token::Arrow => {
-                // A lambda body is parsed as a nested expression.
-                if let Some(l) = levels.last_mut() {
-                    *l += 1;
-                }
-                total += 1;
-            }
-            _ if prefix => {
-                if let Some(l) = levels.last_mut() {
-                    *l += 1;
-                }
-                total += 1;
-            }
-            _ if tok.ends_operand() => {
-                // The pending prefixes of this level have their operand now; they are done
-                // once the next binary operator at this level is read, which is conservative
-                // enough: we release them here.
-                if let Some(l) = levels.last_mut() {
-                    total = total.saturating_sub(*l);
-                    *l = 0;
-                }
-            }
-            _ => {}
-        }
-        prev_operand = tok.ends_operand();
-        if total > MAX_DEPTH {
+        let class = match tok {
+            Token::LParen | Token::LBracket | Token::LBrace => Nesting::Open,
+            Token::RParen | Token::RBracket | Token::RBrace => Nesting::Close,
+            Token::Arrow => Nesting::Arrow,
+            Token::Not => Nesting::Not,
+            Token::Minus => Nesting::Minus,
+            t if t.ends_operand() => Nesting::Operand,
+            _ => Nesting::Other,
+        };
+        if !depth.step(class) {
             return Some(
                 ParseError::new(
                     range.clone(),
@@ -177,6 +148,91 @@ fn check_depth(tokens: &[Spanned]) -> Option<ParseError> {
         }
     }
     None
+}
+
+/// What a token does to the nesting depth [`Depth`] tracks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nesting {
+    Open,
+    /// A closing bracket (also an operand end).
+    Close,
+    Arrow,
+    Not,
+    /// Prefix or binary, depending on the token before.
+    Minus,
+    /// Any other token that ends an operand.
+    Operand,
+    Other,
+}
+
+/// The nesting measure behind [`MAX_DEPTH`], one token at a time, so that the fast parser can
+/// apply exactly the rule `check_depth` applies while it streams tokens.
+pub(crate) struct Depth {
+    /// One entry per open bracket: how many prefix operators are pending at that level. The
+    /// total bounds both the number of levels and each entry, so a fixed array suffices and
+    /// no allocation is needed.
+    levels: [u16; MAX_DEPTH + 2],
+    open: usize,
+    total: usize,
+    prev_operand: bool,
+}
+
+impl Depth {
+    pub(crate) fn new() -> Depth {
+        Depth {
+            levels: [0; MAX_DEPTH + 2],
+            open: 0,
+            total: 0,
+            prev_operand: false,
+        }
+    }
+
+    /// Accounts for one token; `false` once the nesting exceeds [`MAX_DEPTH`].
+    pub(crate) fn step(&mut self, class: Nesting) -> bool {
+        let prefix = class == Nesting::Not || (class == Nesting::Minus && !self.prev_operand);
+        let ends_operand = matches!(class, Nesting::Close | Nesting::Operand);
+        match class {
+            Nesting::Open => {
+                self.open += 1;
+                match self.levels.get_mut(self.open) {
+                    Some(l) => *l = 0,
+                    // Unreachable while `total` stays within the limit; refusing is safe.
+                    None => return false,
+                }
+                self.total += 1;
+            }
+            Nesting::Close if self.open > 0 => {
+                let pending = self.levels.get(self.open).map_or(0, |l| usize::from(*l));
+                self.open -= 1;
+                self.total = self.total.saturating_sub(pending + 1);
+            }
+            // A lambda body is parsed as a nested expression.
+            Nesting::Arrow => return self.push_pending(ends_operand),
+            _ if prefix => return self.push_pending(ends_operand),
+            _ if ends_operand => {
+                // The pending prefixes of this level have their operand now; they are done
+                // once the next binary operator at this level is read, which is conservative
+                // enough: we release them here.
+                if let Some(l) = self.levels.get_mut(self.open) {
+                    self.total = self.total.saturating_sub(usize::from(*l));
+                    *l = 0;
+                }
+            }
+            _ => {}
+        }
+        self.prev_operand = ends_operand;
+        self.total <= MAX_DEPTH
+    }
+
+    fn push_pending(&mut self, ends_operand: bool) -> bool {
+        match self.levels.get_mut(self.open) {
+            Some(l) => *l = l.saturating_add(1),
+            None => return false,
+        }
+        self.total += 1;
+        self.prev_operand = ends_operand;
+        self.total <= MAX_DEPTH
+    }
 }
 
 /// A chumsky error as a [`ParseError`]; `None` for errors about input the lexer already

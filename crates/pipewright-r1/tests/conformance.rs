@@ -2,6 +2,7 @@
 //! documented deviations). An expected value starting with `!` is an evaluation error whose
 //! message contains the rest.
 
+use pipewright_r1::parser::parse_fast;
 use pipewright_r1::{eval, parse, Scope, Value};
 
 const CASES: &[(&str, &str)] = &[
@@ -195,4 +196,17 @@ fn conformance_table() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn well_formed_cases_take_the_fast_path() {
+    for (src, _) in CASES {
+        if let Ok(e) = parse(src) {
+            assert_eq!(
+                parse_fast(src),
+                Some(e),
+                "{src} fell back to the slow parser"
+            );
+        }
+    }
 }
