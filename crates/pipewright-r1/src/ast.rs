@@ -4,6 +4,7 @@
 //! every pass over the tree (drop included) walks the left spine iteratively instead of
 //! recursing on it.
 
+use std::cell::Cell;
 use std::ops::Range;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -327,9 +328,31 @@ impl Expr {
     }
 }
 
+thread_local! {
+    /// How many `Expr` drops are under way on this thread's stack.
+    static DROP_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Nesting up to which subtrees are dropped recursively: typical trees are shallow, and
+/// recursing spares them the work list and its allocation; deeper trees (long operator chains)
+/// continue iteratively from there, so the stack stays bounded.
+const RECURSIVE_DROP_DEPTH: usize = 64;
+
 impl Drop for Expr {
     // The derived drop would recurse once per operand of a long chain and overflow the stack.
     fn drop(&mut self) {
+        if !has_children(&self.kind) {
+            return;
+        }
+        let depth = DROP_DEPTH
+            .try_with(Cell::get)
+            .unwrap_or(RECURSIVE_DROP_DEPTH);
+        if depth < RECURSIVE_DROP_DEPTH {
+            let _ = DROP_DEPTH.try_with(|d| d.set(depth + 1));
+            drop(std::mem::replace(&mut self.kind, ExprKind::Null));
+            let _ = DROP_DEPTH.try_with(|d| d.set(depth));
+            return;
+        }
         let mut stack: Vec<Expr> = Vec::new();
         take_children(&mut self.kind, &mut stack);
         while let Some(mut e) = stack.pop() {
