@@ -162,6 +162,13 @@ fn eval_in<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
 
 /// Evaluates a left-leaning operator chain by walking its spine in a loop.
 fn eval_chain<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
+    if let ExprKind::Binary { op, lhs, rhs } = &expr.kind {
+        // Most chains have a single operator: no spine list needed.
+        if !matches!(lhs.kind, ExprKind::Binary { .. }) {
+            let acc = eval_in(lhs, env)?;
+            return chain_step(*op, acc, rhs, &expr.span, env);
+        }
+    }
     let mut spine = Vec::new();
     let mut cur = expr;
     while let ExprKind::Binary { op, lhs, rhs } = &cur.kind {
@@ -170,17 +177,38 @@ fn eval_chain<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
     }
     let mut acc = eval_in(cur, env)?;
     for (op, rhs, span) in spine.into_iter().rev() {
-        acc = match op {
-            BinOp::And if !acc.truthy() => acc,
-            BinOp::Or if acc.truthy() => acc,
-            BinOp::And | BinOp::Or => eval_in(rhs, env)?,
-            _ => {
-                let r = eval_in(rhs, env)?;
-                Cow::Owned(apply(op, &acc, &r, span)?)
-            }
-        };
+        acc = chain_step(op, acc, rhs, span, env)?;
     }
     Ok(acc)
+}
+
+/// Applies `op` to the value of the chain so far and `rhs`.
+fn chain_step<'a>(
+    op: BinOp,
+    acc: Cow<'a, Value>,
+    rhs: &Expr,
+    span: &Range<usize>,
+    env: &Env<'a>,
+) -> Out<'a> {
+    Ok(match op {
+        BinOp::And if !acc.truthy() => acc,
+        BinOp::Or if acc.truthy() => acc,
+        BinOp::And | BinOp::Or => eval_in(rhs, env)?,
+        _ => {
+            let r = eval_in(rhs, env)?;
+            Cow::Owned(apply(op, &acc, &r, span)?)
+        }
+    })
+}
+
+/// `o.get(key)`, scanning small objects instead of hashing: keys are unique, so the first
+/// match is the entry, and a few string comparisons cost less than SipHash.
+fn field<'v>(o: &'v IndexMap<String, Value>, key: &str) -> Option<&'v Value> {
+    if o.len() <= 8 {
+        o.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        o.get(key)
+    }
 }
 
 fn apply(op: BinOp, l: &Value, r: &Value, span: &Range<usize>) -> Result<Value, EvalError> {
@@ -314,7 +342,7 @@ fn eval_path<'a>(
             s
         };
         match cur {
-            Value::Object(o) => match o.get(seg) {
+            Value::Object(o) => match field(o, seg) {
                 Some(v) => cur = v,
                 None => {
                     let mut msg = format!(
@@ -499,7 +527,7 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
 fn get_path<'v>(base: &'v Value, path: &str) -> Option<&'v Value> {
     let mut cur = base;
     for seg in path.split('.') {
-        cur = cur.as_object()?.get(seg)?;
+        cur = field(cur.as_object()?, seg)?;
     }
     Some(cur)
 }
