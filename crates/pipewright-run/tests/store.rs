@@ -149,3 +149,43 @@ fn kill_9_mid_fan_out_then_resume() {
         .unwrap_or(0);
     assert!((8..=12).contains(&ran), "{ran} executions");
 }
+
+/// Item 1 writes its log line at once and then takes a while; the cancel comes when item 0
+/// completes, so item 1 is in flight with its side effect done. It must finish and land
+/// rather than be dropped, or the resume runs it a second time (the race behind a flaky
+/// `cancellation_stops_at_a_step_boundary_and_resume_finishes`).
+#[test]
+fn cancellation_lets_in_flight_items_land() {
+    const SIDE: &str = "pipeline: side\nsteps:\n  - for_each:\n      items: [a, b, c]\n      max_parallel: 2\n      on_error: continue\n      do: {shell: {command: !expr \"'echo ' + item + ' >> log; [ ' + item + ' = b ] && sleep 0.4; echo done'\"}}\n      collect: {transform: {value: \"pipe\"}}\n      output: results\n";
+    struct CancelOnDone(CancelToken);
+    impl EventSink for CancelOnDone {
+        fn event(&self, e: &Event) {
+            if e.kind == EventKind::Completed && e.key == "0.for_each.0" {
+                self.0.cancel();
+            }
+        }
+    }
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.sinks = vec![Arc::new(CancelOnDone(o.cancel.clone()))];
+    let (out, _) = exec(SIDE, o);
+    assert_eq!(out.status.name(), "cancelled");
+    let (id, s) = state(d.path()).unwrap_or_else(|| panic!("no state"));
+    assert!(
+        s["completed"].get("0.for_each.1").is_some(),
+        "the in-flight item landed: {s}"
+    );
+    let mut o = opts(d.path());
+    o.store_root = Some(runs_root(d.path()));
+    o.resume = Some(id);
+    let v = run_json(SIDE, o);
+    assert_eq!(v["status"], "ok", "{v}");
+    let mut lines: Vec<String> = std::fs::read_to_string(d.path().join("log"))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["a", "b", "c"], "every item ran exactly once");
+}

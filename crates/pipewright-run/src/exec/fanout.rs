@@ -132,7 +132,11 @@ impl Interp {
             };
             match r {
                 Ok(v) => results[k] = v,
-                Err(Failure::Cancelled { key }) => return Err(Failure::Cancelled { key }),
+                Err(Failure::Cancelled { key: at }) => {
+                    self.drain_cancelled(&mut running, on_error, |k| format!("{key}.for_each.{k}"))
+                        .await;
+                    return Err(Failure::Cancelled { key: at });
+                }
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => self.land(
                         &format!("{key}.for_each.{k}"),
@@ -191,7 +195,13 @@ impl Interp {
         while let Some((i, r)) = running.next().await {
             match r {
                 Ok(v) => results[i] = Some(Ok(v)),
-                Err(Failure::Cancelled { key }) => return Err(Failure::Cancelled { key }),
+                Err(Failure::Cancelled { key: at }) => {
+                    self.drain_cancelled(&mut running, on_error, |i| {
+                        format!("{key}.parallel.{}", branches[i].name)
+                    })
+                    .await;
+                    return Err(Failure::Cancelled { key: at });
+                }
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => {
                         let msg = e.message();
@@ -252,6 +262,26 @@ impl Interp {
             .await
             .map_err(|f| add_context(f, node, "in collect"))?;
         Ok(v)
+    }
+
+    /// Cancellation stops at a step boundary: members already running may have done their
+    /// side effects (a shell command that wrote a file), so dropping them would lose their
+    /// landing and make the resume run them a second time. They finish and land; members
+    /// not yet started see the cancel flag and return at once.
+    async fn drain_cancelled<F>(
+        &self,
+        running: &mut FuturesUnordered<F>,
+        on_error: OnError,
+        member_key: impl Fn(usize) -> String,
+    ) where
+        F: std::future::Future<Output = (usize, Result<Option<Value>, Failure>)>,
+    {
+        while let Some((i, r)) = running.next().await {
+            if let (Err(e @ Failure::Step(_)), OnErrorKind::Continue) = (r, on_error.kind) {
+                // Dropped under `continue` stays dropped on resume, as without the cancel.
+                self.land(&member_key(i), &dropped_marker(&e.message()));
+            }
+        }
     }
 
     fn member_failed(
