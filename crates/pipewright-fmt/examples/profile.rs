@@ -1,50 +1,113 @@
-//! Rough timing of the formatter's phases on a ~1 MB file (a development aid).
+//! Timing of the formatter's phases (a development aid). `profile FILE` or `profile --kib N`
+//! (a generated pipeline file like the bench's); minimum of several runs per phase, since the
+//! machine is shared.
 
 use pipewright_syntax::FileId;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-fn main() {
-    let path = std::env::args().nth(1).unwrap_or_default();
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let t = Instant::now();
-    let (docs, _) = pipewright_yaml::load(FileId(0), &text, Default::default());
-    println!("load: {:?} ({} docs)", t.elapsed(), docs.len());
-    let t = Instant::now();
-    let mut n = 0;
-    for _ in 0..2000 {
-        n += pipewright_r1::parse("ctx.x + 1")
-            .map(|e| e.to_string().len())
-            .unwrap_or(0);
-    }
-    println!("2000 r1 parses: {:?} {n}", t.elapsed());
-    let t = Instant::now();
-    let f = pipewright_fmt::format_source(FileId(0), &text, pipewright_fmt::Dialect::Pipeline);
-    println!(
-        "format: {:?} {}",
-        t.elapsed(),
-        f.map(|f| f.output.len()).unwrap_or(0)
+const STEPS: &str = r#"
+  # a commented step
+  - transform: {value: "a+b*2", output: x}   # trailing
+  - agent:
+      prompt: >-
+        Summarize {ctx.doc}
+        in two sentences.
+      output: summary
+  - tool:
+      name: very_long_tool_name_for_testing
+      args: {first_argument: "some value", second_argument: "another value", third: !expr "ctx.n+1"}
+      output: result
+  - for_each:
+      over: ctx.reviewers
+      on_error: "retry(2)"
+      do: {agent: {prompt: "Review as {item}: {ctx.doc}", schema: Review}}
+      collect: {transform: {value: "pipe"}}
+  - match:
+      on: "ctx.x>1"
+      cases:
+        "True": {pipeline: big, pass: {x: "ctx.x+1"}}
+      default: {pipeline: small}
+"#;
+
+fn generated(bytes: usize) -> String {
+    let mut s = String::from(
+        "schema: Review\nfields:\n  passed: {type: bool}\n---\npipeline: big\nsteps:\n",
     );
-    phases(&text);
+    while s.len() < bytes {
+        s.push_str(STEPS);
+    }
+    s
 }
 
-fn phases(text: &str) {
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let text = match args.first().map(String::as_str) {
+        Some("--kib") => {
+            let kib: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(1024);
+            generated(kib * 1024)
+        }
+        Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
+        None => generated(1_000_000),
+    };
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    println!("{} bytes, min of {runs} runs", text.len());
+    let mut best = [Duration::MAX; 7];
+    for _ in 0..runs {
+        let t = phases(&text);
+        for (b, t) in best.iter_mut().zip(t) {
+            *b = (*b).min(t);
+        }
+    }
+    let names = [
+        "format_source",
+        "build (load+trivia)",
+        "  of which load",
+        "print",
+        "reload",
+        "comments",
+        "compare",
+    ];
+    for (n, b) in names.iter().zip(best) {
+        println!(
+            "{n:22} {:8.2} ms  {:6.1} ns/byte",
+            b.as_secs_f64() * 1e3,
+            b.as_nanos() as f64 / text.len() as f64
+        );
+    }
+}
+
+fn phases(text: &str) -> [Duration; 7] {
     let rules = pipewright_fmt::rules::pipeline::PipelineRules;
+    let mut d = [Duration::ZERO; 7];
+    let t = Instant::now();
+    let f = pipewright_fmt::format_source(FileId(0), text, pipewright_fmt::Dialect::Pipeline);
+    d[0] = t.elapsed();
+    std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
     let t = Instant::now();
     let Ok(mut cst) = pipewright_fmt::cst::build(FileId(0), text) else {
-        return;
+        return d;
     };
-    println!("build: {:?}", t.elapsed());
+    d[1] = t.elapsed();
+    let t = Instant::now();
+    std::hint::black_box(pipewright_yaml::load(FileId(0), text, Default::default()));
+    d[2] = t.elapsed();
     let t = Instant::now();
     let out = pipewright_fmt::print::print(&mut cst, &rules);
-    println!("print: {:?}", t.elapsed());
+    d[3] = t.elapsed();
     let t = Instant::now();
     let (docs, _) = pipewright_yaml::load(FileId(0), &out, Default::default());
-    println!("reload: {:?}", t.elapsed());
+    d[4] = t.elapsed();
     let t = Instant::now();
     let c = pipewright_fmt::trivia::comment_texts(&out, &docs);
-    println!("comments: {:?} {}", t.elapsed(), c.len());
+    d[5] = t.elapsed();
+    std::hint::black_box(c.len());
     let t = Instant::now();
     let roots: Vec<_> = cst.docs.iter().map(|d| d.root.as_ref()).collect();
     let r = pipewright_fmt::verify::same_docs(&roots, &docs, &rules);
-    println!("compare: {:?} {:?}", t.elapsed(), r.is_ok());
+    d[6] = t.elapsed();
+    std::hint::black_box(r.is_ok());
+    d
 }

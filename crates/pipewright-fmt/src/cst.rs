@@ -20,6 +20,8 @@ pub struct Cst<'a> {
     pub trivia: Trivia,
     /// How many of `docs` the loader produced (a comment-only file gets one more).
     pub loaded: usize,
+    /// Every comment of the source, sorted: what the output must carry too.
+    pub comments: Vec<&'a str>,
 }
 
 /// What the source says about a node beyond the loader's tree: its anchor, whether it is an
@@ -142,7 +144,7 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         .with_label("directive")
         .with_help("remove the directive; pipewright files never need one")]);
     }
-    let (trivia, mut trailing) = trivia::collect(src, &docs);
+    let (trivia, mut trailing, comments) = trivia::collect_with_texts(src, &docs);
     let mut docs: Vec<CstDoc> = docs
         .into_iter()
         .zip(trailing.iter_mut())
@@ -164,6 +166,7 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         docs,
         trivia,
         loaded,
+        comments,
     })
 }
 

@@ -18,6 +18,8 @@ pub mod trivia;
 pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use rules::{pipeline::PipelineRules, DialectRules, GenericRules};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,35 @@ pub const CODES: &[CodeInfo] = &[
 /// The R1 canonical printer, in one place so the formatter and its verifier agree.
 pub(crate) fn canonical_expr(src: &str) -> Option<String> {
     pipewright_r1::parse(src).ok().map(|e| e.to_string())
+}
+
+/// Canonical R1 forms by source text, shared by the printer and the verifier of one file: the
+/// printer may print an expression more than once (a flow attempt that does not fit is redone
+/// in block style) and the verifier needs the input's form again, so each distinct text is
+/// parsed once.
+#[derive(Default)]
+pub struct Canon {
+    memo: RefCell<HashMap<String, Option<String>>>,
+}
+
+impl Canon {
+    pub(crate) fn with<R>(&self, src: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
+        let mut memo = self.memo.borrow_mut();
+        if let Some(c) = memo.get(src) {
+            return f(c.as_deref());
+        }
+        let c = canonical_expr(src);
+        let r = f(c.as_deref());
+        memo.insert(src.to_string(), c);
+        r
+    }
+
+    /// Whether two expression texts have the same canonical form (texts R1 cannot parse
+    /// stand for themselves).
+    pub(crate) fn same(&self, p: &str, q: &str) -> bool {
+        let cp = self.with(p, |c| c.unwrap_or(p).to_string());
+        self.with(q, |c| c.unwrap_or(q) == cp)
+    }
 }
 
 /// Formats one file's text. `Err` carries diagnostics; the caller leaves the file untouched.
@@ -97,27 +128,16 @@ pub fn format_yaml(
         None => ("", text),
     };
     let mut cst = cst::build(file, body)?;
-    let mut comments: Vec<String> = cst
-        .trivia
-        .leading
-        .values()
-        .flatten()
-        .chain(cst.docs.iter().flat_map(|d| d.trailing.iter()))
-        .filter_map(|i| match i {
-            trivia::Item::Comment(c) => Some(c.clone()),
-            trivia::Item::Blank => None,
-        })
-        .collect();
-    comments.extend(cst.trivia.trailing.values().flatten().cloned());
-    comments.sort();
-    let out = print::print(&mut cst, rules);
+    let comments = std::mem::take(&mut cst.comments);
+    let canon = Canon::default();
+    let out = print::print_with(&mut cst, rules, &canon);
     let roots: Vec<Option<&pipewright_yaml::Node>> = cst
         .docs
         .iter()
         .take(cst.loaded)
         .map(|d| d.root.as_ref())
         .collect();
-    verify::check(file, &roots, &comments, &out, rules)
+    verify::check(file, &roots, &comments, &out, rules, &canon)
         .map_err(|why| vec![internal_error(file, why)])?;
     Ok(format!("{bom}{out}"))
 }

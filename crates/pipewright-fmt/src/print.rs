@@ -4,6 +4,7 @@
 
 use crate::cst::{is_block_scalar, props, Cst, Props};
 use crate::quote;
+use crate::Canon;
 use crate::rules::{DialectRules, Seg};
 use crate::trivia::{Item, Trivia};
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarStyle, ScalarValue};
@@ -14,10 +15,16 @@ pub const WIDTH: usize = 100;
 const INDENT: usize = 2;
 
 pub fn print(cst: &mut Cst<'_>, rules: &dyn DialectRules) -> String {
+    print_with(cst, rules, &Canon::default())
+}
+
+/// [`print`] with the canonical expression forms shared with the verifier.
+pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) -> String {
     let triv = std::mem::take(&mut cst.trivia);
     let mut p = Printer {
         src: cst.src,
         rules,
+        canon,
         triv,
         out: String::with_capacity(cst.src.len() + cst.src.len() / 8),
         orphans: Vec::new(),
@@ -63,6 +70,7 @@ pub fn print(cst: &mut Cst<'_>, rules: &dyn DialectRules) -> String {
 struct Printer<'s, 'r> {
     src: &'s str,
     rules: &'r dyn DialectRules,
+    canon: &'r Canon,
     triv: Trivia,
     out: String,
     /// Comments that could not be placed where they were (printed at the document's end).
@@ -505,7 +513,7 @@ impl<'s, 'r> Printer<'s, 'r> {
                 || self.rules.is_expression(path));
         let mut text: Cow<str> = Cow::Borrowed(&sc.text);
         if is_expr {
-            match crate::canonical_expr(&sc.text) {
+            match self.canon.with(&sc.text, |c| c.map(str::to_string)) {
                 Some(c) => text = Cow::Owned(c),
                 None => {
                     // Left exactly as written when it cannot be parsed.

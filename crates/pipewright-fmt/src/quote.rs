@@ -33,6 +33,15 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     if in_flow && v.contains([',', '[', ']', '{', '}', ':']) {
         return false;
     }
+    // Every plain scalar that resolves to something other than a string (null, a boolean, a
+    // number, `.inf`, `.nan`) starts with one of these bytes; other text is a string without
+    // copying it into a `Scalar`.
+    if !matches!(
+        first,
+        '0'..='9' | '+' | '-' | '.' | '~' | 'n' | 'N' | 't' | 'T' | 'f' | 'F'
+    ) {
+        return true;
+    }
     matches!(
         Scalar {
             text: v.to_string(),

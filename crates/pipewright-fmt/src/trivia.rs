@@ -52,9 +52,9 @@ struct Token {
     keep: bool,
 }
 
-/// Every token of a document: non-empty scalars, aliases and flow collections. Aliases are not
-/// descended into: their children carry the anchored node's spans.
-fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
+/// Every token of a document: non-empty scalars, aliases and, with `flow`, flow collections.
+/// Aliases are not descended into: their children carry the anchored node's spans.
+fn tokens(src: &str, root: &Node, flow: bool, out: &mut Vec<Token>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         let p = props(src, n);
@@ -81,7 +81,7 @@ fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
                 }
             }
             NodeKind::Seq(items) => {
-                if p.flow {
+                if flow && p.flow {
                     out.push(Token {
                         start,
                         end: flow_end(src, n, &p),
@@ -92,7 +92,7 @@ fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
                 stack.extend(items.iter());
             }
             NodeKind::Map(entries) => {
-                if p.flow {
+                if flow && p.flow {
                     out.push(Token {
                         start,
                         end: flow_end(src, n, &p),
@@ -110,11 +110,11 @@ fn tokens(src: &str, root: &Node, out: &mut Vec<Token>) {
 }
 
 /// A comment or blank line found in the source.
-enum Event {
+enum Event<'a> {
     Comment {
         pos: usize,
         line_start: usize,
-        text: String,
+        text: &'a str,
         after_content: bool,
     },
     Blank {
@@ -124,15 +124,14 @@ enum Event {
 
 /// Returns the attached trivia and, per document, the trivia after its last token.
 pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
-    let mut toks = Vec::new();
-    for d in docs {
-        if let Some(r) = &d.root {
-            tokens(src, r, &mut toks);
-        }
-    }
-    toks.sort_by_key(|t| (t.start, std::cmp::Reverse(t.end)));
-    let scalars: Vec<(usize, usize)> = toks
-        .iter()
+    let (t, trailing, _) = collect_with_texts(src, docs);
+    (t, trailing)
+}
+
+/// The ranges the comment scanner must skip (scalar and alias tokens, a keeping block scalar
+/// extended over its content blank lines), sorted by start.
+fn scalar_ranges(src: &str, toks: &[Token]) -> Vec<(usize, usize)> {
+    toks.iter()
         .filter(|t| t.scalar)
         .map(|t| {
             (
@@ -144,10 +143,39 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
                 },
             )
         })
-        .collect();
+        .collect()
+}
+
+fn sorted_tokens(src: &str, docs: &[Document], flow: bool) -> Vec<Token> {
+    let mut toks = Vec::new();
+    for d in docs {
+        if let Some(r) = &d.root {
+            tokens(src, r, flow, &mut toks);
+        }
+    }
+    toks.sort_by_key(|t| (t.start, std::cmp::Reverse(t.end)));
+    toks
+}
+
+/// [`collect`], plus every comment text (borrowed from `src`, sorted) for the
+/// comment-preservation check, so the formatter need not copy them out of the trivia.
+pub fn collect_with_texts<'a>(
+    src: &'a str,
+    docs: &[Document],
+) -> (Trivia, Vec<Vec<Item>>, Vec<&'a str>) {
+    let toks = sorted_tokens(src, docs, true);
+    let scalars = scalar_ranges(src, &toks);
     let mut by_end: Vec<Token> = toks.clone();
     by_end.sort_by_key(|t| (t.end, t.start));
     let events = scan(src, &scalars);
+    let mut texts: Vec<&'a str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Comment { text, .. } => Some(*text),
+            Event::Blank { .. } => None,
+        })
+        .collect();
+    texts.sort_unstable();
 
     let doc_starts: Vec<usize> = docs
         .iter()
@@ -176,12 +204,12 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
                                 .trailing
                                 .entry(t.start as u32)
                                 .or_default()
-                                .push(text);
+                                .push(text.to_string());
                             continue;
                         }
                     }
                 }
-                (pos, Item::Comment(text))
+                (pos, Item::Comment(text.to_string()))
             }
             Event::Blank { pos } => (pos, Item::Blank),
         };
@@ -198,7 +226,7 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
             }
         }
     }
-    (trivia, trailing)
+    (trivia, trailing, texts)
 }
 
 /// The end of the blank lines that follow `at`'s line.
@@ -222,7 +250,7 @@ fn inside(scalars: &[(usize, usize)], p: usize) -> bool {
 }
 
 /// Finds comments and blank lines outside scalars.
-fn scan(src: &str, scalars: &[(usize, usize)]) -> Vec<Event> {
+fn scan<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
     let mut events = Vec::new();
     let mut line_start = 0usize;
     for line in src.split_inclusive('\n') {
@@ -250,7 +278,7 @@ fn scan(src: &str, scalars: &[(usize, usize)]) -> Vec<Event> {
                 events.push(Event::Comment {
                     pos,
                     line_start,
-                    text: body[i..].trim_end().to_string(),
+                    text: body[i..].trim_end(),
                     after_content,
                 });
                 break;
@@ -263,15 +291,25 @@ fn scan(src: &str, scalars: &[(usize, usize)]) -> Vec<Event> {
 
 /// The comment texts of a YAML source, for the comment-preservation check.
 pub fn comment_texts(src: &str, docs: &[Document]) -> Vec<String> {
-    let (t, trailing) = collect(src, docs);
-    let mut out: Vec<String> = Vec::new();
-    for v in t.leading.into_values().chain(trailing) {
-        out.extend(v.into_iter().filter_map(|i| match i {
-            Item::Comment(c) => Some(c),
-            Item::Blank => None,
-        }));
-    }
-    out.extend(t.trailing.into_values().flatten());
-    out.sort();
+    comment_slices(src, docs)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The comment texts of a YAML source, sorted, borrowed from it. Every comment the scanner
+/// finds is attached somewhere, so the multiset does not depend on attachment: this skips it
+/// (and flow collections, which only matter for trailing comments) and is one linear scan.
+pub fn comment_slices<'a>(src: &'a str, docs: &[Document]) -> Vec<&'a str> {
+    let toks = sorted_tokens(src, docs, false);
+    let scalars = scalar_ranges(src, &toks);
+    let mut out: Vec<&str> = scan(src, &scalars)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Comment { text, .. } => Some(text),
+            Event::Blank { .. } => None,
+        })
+        .collect();
+    out.sort_unstable();
     out
 }

@@ -4,22 +4,24 @@
 
 use crate::rules::{DialectRules, Seg};
 use crate::trivia;
+use crate::Canon;
 use pipewright_syntax::FileId;
-use pipewright_yaml::{Document, Limits, Node, NodeKind, ScalarValue};
+use pipewright_yaml::{Document, Entry, Limits, Node, NodeKind, ScalarValue};
 
 /// `Err` says what differs (for the internal-error diagnostic and for tests).
 pub fn check(
     file: FileId,
     before: &[Option<&Node>],
-    before_comments: &[String],
+    before_comments: &[&str],
     after: &str,
     rules: &dyn DialectRules,
+    canon: &Canon,
 ) -> Result<(), String> {
     let (docs, diags) = pipewright_yaml::load(file, after, Limits::default());
     if let Some(d) = diags.iter().find(|d| d.is_error() && d.code != "PW0005") {
         return Err(format!("the output does not load: {}", d.message));
     }
-    let after_comments = trivia::comment_texts(after, &docs);
+    let after_comments = trivia::comment_slices(after, &docs);
     if after_comments != before_comments {
         return Err(format!(
             "comments changed: {} before, {} after",
@@ -27,7 +29,7 @@ pub fn check(
             after_comments.len()
         ));
     }
-    same_docs(before, &docs, rules)
+    same_docs_with(before, &docs, rules, canon)
 }
 
 pub fn same_docs(
@@ -35,6 +37,16 @@ pub fn same_docs(
     after: &[Document],
     rules: &dyn DialectRules,
 ) -> Result<(), String> {
+    same_docs_with(before, after, rules, &Canon::default())
+}
+
+fn same_docs_with(
+    before: &[Option<&Node>],
+    after: &[Document],
+    rules: &dyn DialectRules,
+    canon: &Canon,
+) -> Result<(), String> {
+    let cx = Cx { rules, canon };
     if before.len() != after.len() {
         return Err(format!(
             "{} documents before, {} after",
@@ -47,7 +59,7 @@ pub fn same_docs(
             (None, None) => {}
             (Some(a), Some(b)) => {
                 let mut path = vec![Seg::Doc(rules.doc_kind(a))];
-                same(a, b, &mut path, rules).map_err(|e| format!("document {}: {e}", i + 1))?;
+                same(a, b, &mut path, &cx).map_err(|e| format!("document {}: {e}", i + 1))?;
             }
             _ => return Err(format!("document {} became empty or non-empty", i + 1)),
         }
@@ -70,8 +82,10 @@ fn show(path: &[Seg]) -> String {
     s
 }
 
-fn canon(s: &str) -> String {
-    crate::canonical_expr(s).unwrap_or_else(|| s.to_string())
+/// What the comparison needs besides the two trees.
+struct Cx<'r> {
+    rules: &'r dyn DialectRules,
+    canon: &'r Canon,
 }
 
 /// Loader depth limits bound the recursion.
@@ -79,20 +93,28 @@ fn same<'a>(
     a: &'a Node,
     b: &'a Node,
     path: &mut Vec<Seg<'a>>,
-    rules: &dyn DialectRules,
+    cx: &Cx,
 ) -> Result<(), String> {
     let at = || show(path);
-    if a.tag.as_ref().map(|t| t.display()) != b.tag.as_ref().map(|t| t.display()) {
+    // `Tag` equality implies equal display; only unequal tags need the (allocating) display.
+    let same_tag = match (&a.tag, &b.tag) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x == y || x.display() == y.display(),
+        _ => false,
+    };
+    if !same_tag {
         return Err(format!("tag changed at {}", at()));
     }
     match (&a.kind, &b.kind) {
         (NodeKind::Scalar(x), NodeKind::Scalar(y)) => {
             let (rx, ry) = (x.resolve(), y.resolve());
-            let expr =
-                a.tag.as_ref().is_some_and(|t| t.is_local("expr")) || rules.is_expression(path);
             let equal = match (rx, ry) {
-                (ScalarValue::Str(p), ScalarValue::Str(q)) if expr => {
-                    p == q || canon(p) == canon(q)
+                (ScalarValue::Str(p), ScalarValue::Str(q)) => {
+                    // Locating the path is only worth it when the texts differ.
+                    p == q
+                        || ((a.tag.as_ref().is_some_and(|t| t.is_local("expr"))
+                            || cx.rules.is_expression(path))
+                            && cx.canon.same(p, q))
                 }
                 (ScalarValue::Float(p), ScalarValue::Float(q)) => {
                     p == q || (p.is_nan() && q.is_nan())
@@ -114,7 +136,7 @@ fn same<'a>(
             }
             for (i, (x, y)) in xs.iter().zip(ys).enumerate() {
                 path.push(Seg::Index(i));
-                same(x, y, path, rules)?;
+                same(x, y, path, cx)?;
                 path.pop();
             }
         }
@@ -123,18 +145,41 @@ fn same<'a>(
                 return Err(format!("mapping size changed at {}", at()));
             }
             // Key order is not meaning; the relative order of duplicate keys is (last wins).
-            let mut xs: Vec<_> = xs.iter().collect();
-            let mut ys: Vec<_> = ys.iter().collect();
-            xs.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
-            ys.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
-            for (x, y) in xs.into_iter().zip(ys) {
-                same(&x.key, &y.key, path, rules)?;
-                path.push(Seg::Key(x.key.key_text().unwrap_or("")));
-                same(&x.value, &y.value, path, rules)?;
-                path.pop();
+            // When both sides list the keys in the same order, stable-sorting both would pair
+            // the same entries, so pair them directly without sorting (the usual case once a
+            // file is formatted).
+            let same_order = xs
+                .iter()
+                .zip(ys)
+                .all(|(x, y)| x.key.key_text() == y.key.key_text());
+            if same_order {
+                for (x, y) in xs.iter().zip(ys) {
+                    same_entry(x, y, path, cx)?;
+                }
+            } else {
+                let mut xs: Vec<_> = xs.iter().collect();
+                let mut ys: Vec<_> = ys.iter().collect();
+                xs.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
+                ys.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
+                for (x, y) in xs.into_iter().zip(ys) {
+                    same_entry(x, y, path, cx)?;
+                }
             }
         }
         _ => return Err(format!("node kind changed at {}", at())),
     }
+    Ok(())
+}
+
+fn same_entry<'a>(
+    x: &'a Entry,
+    y: &'a Entry,
+    path: &mut Vec<Seg<'a>>,
+    cx: &Cx,
+) -> Result<(), String> {
+    same(&x.key, &y.key, path, cx)?;
+    path.push(Seg::Key(x.key.key_text().unwrap_or("")));
+    same(&x.value, &y.value, path, cx)?;
+    path.pop();
     Ok(())
 }
