@@ -1,0 +1,94 @@
+//! Helpers shared by the end-to-end tests of `fmt`, `graph` and `run`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pipewright"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+pub fn testdata(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(sub)
+}
+
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
+}
+
+/// Copies `from` into `dir` (keeping the file name) and returns the name.
+pub fn copy_into(from: &Path, dir: &Path) -> String {
+    let name = from
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("{} has no file name", from.display()));
+    std::fs::copy(from, dir.join(&name)).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    name
+}
+
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
+}
+
+pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = bin()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"));
+    let mut input = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    input
+        .write_all(stdin)
+        .unwrap_or_else(|e| panic!("write stdin: {e}"));
+    drop(input);
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Both streams, for failure messages.
+pub fn text(o: &Output) -> String {
+    format!("--- stdout\n{}--- stderr\n{}", stdout(o), stderr(o))
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Polls `cond` every 10 ms until it holds; panics with `what` after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,230 @@
+//! End-to-end tests of `pipewright fmt` through the real binary.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    testdata("fmt/cli").join(name)
+}
+
+/// The comment texts of a YAML file (the fixtures have no `#` inside strings).
+fn comments(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.find('#').map(|i| l[i..].trim_end().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn check_passes_a_canonical_file() {
+    let o = run_in(&testdata("fmt/cli"), &["fmt", "--check", "canonical.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), "", "nothing would change");
+}
+
+#[test]
+fn check_names_a_non_canonical_file_and_writes_nothing() {
+    let d = tempdir();
+    copy_into(&fixture("messy.yaml"), d.path());
+    copy_into(&fixture("canonical.yaml"), d.path());
+    let o = run_in(
+        d.path(),
+        &["fmt", "--check", "messy.yaml", "canonical.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(stdout(&o), "would reformat messy.yaml\n", "{}", text(&o));
+    assert_eq!(
+        read(&d.path().join("messy.yaml")),
+        read(&fixture("messy.yaml"))
+    );
+}
+
+#[test]
+fn diff_prints_a_unified_diff_and_writes_nothing() {
+    let d = tempdir();
+    copy_into(&fixture("messy.yaml"), d.path());
+    let o = run_in(d.path(), &["fmt", "--diff", "messy.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let diff = stdout(&o);
+    assert!(
+        diff.starts_with("--- a/messy.yaml\n+++ b/messy.yaml\n@@ -1,"),
+        "{diff}"
+    );
+    insta::assert_snapshot!("messy_diff", diff);
+    assert_eq!(
+        read(&d.path().join("messy.yaml")),
+        read(&fixture("messy.yaml"))
+    );
+    // The diff takes the original to the formatted text: removed lines are the original's,
+    // added lines the canonical file's, context lines both.
+    let (mut old, mut new) = (String::new(), String::new());
+    for line in diff.lines().skip(2).filter(|l| !l.starts_with("@@")) {
+        match line.split_at(1) {
+            ("-", rest) => old.push_str(&format!("{rest}\n")),
+            ("+", rest) => new.push_str(&format!("{rest}\n")),
+            (_, rest) => {
+                old.push_str(&format!("{rest}\n"));
+                new.push_str(&format!("{rest}\n"));
+            }
+        }
+    }
+    assert_eq!(old, read(&fixture("messy.yaml")));
+    assert_eq!(new, read(&fixture("canonical.yaml")));
+    // Nothing to show for a canonical file.
+    copy_into(&fixture("canonical.yaml"), d.path());
+    let o = run_in(d.path(), &["fmt", "--diff", "canonical.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn rewrites_in_place_and_is_idempotent() {
+    let d = tempdir();
+    copy_into(&fixture("messy.yaml"), d.path());
+    let path = d.path().join("messy.yaml");
+    let o = run_in(d.path(), &["fmt", "messy.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), "");
+    let once = read(&path);
+    assert_eq!(once, read(&fixture("canonical.yaml")));
+    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let o = run_in(d.path(), &["fmt", "messy.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(&path), once, "a second fmt changes nothing");
+    assert_eq!(
+        std::fs::metadata(&path).and_then(|m| m.modified()).ok(),
+        modified,
+        "an unchanged file is not rewritten"
+    );
+    let o = run_in(d.path(), &["fmt", "--check", "messy.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // No temporary file is left next to it.
+    let names: Vec<String> = std::fs::read_dir(d.path())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(names, ["messy.yaml"]);
+}
+
+#[test]
+fn every_comment_survives() {
+    let original = read(&fixture("messy.yaml"));
+    let o = run_with_stdin(Path::new("."), &["fmt", "-"], original.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let formatted = stdout(&o);
+    assert_eq!(comments(&original).len(), 5);
+    assert_eq!(comments(&formatted), comments(&original), "{formatted}");
+}
+
+/// A trailing comment after a quoted scalar is dropped by the formatter, and the
+/// comment-preservation check does not notice because the scanner treats the comment as part
+/// of the scalar. Outside this crate; kept here as the reproduction.
+#[test]
+#[ignore = "pipewright-fmt drops a trailing comment after a quoted scalar"]
+fn a_comment_after_a_quoted_scalar_survives() {
+    let src = "pipeline: p\nsteps:\n  - shell:\n      command: \"echo hi\" # why\n";
+    let o = run_with_stdin(Path::new("."), &["fmt", "-"], src.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stdout(&o).contains("# why"), "{}", stdout(&o));
+}
+
+#[test]
+fn stdin_is_formatted_to_stdout() {
+    let o = run_with_stdin(
+        Path::new("."),
+        &["fmt", "-"],
+        read(&fixture("messy.yaml")).as_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), read(&fixture("canonical.yaml")));
+    assert_eq!(stderr(&o), "");
+    // Input that does not parse is echoed unchanged and reported.
+    let broken = read(&fixture("broken.yaml"));
+    let o = run_with_stdin(Path::new("."), &["fmt", "-"], broken.as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(stdout(&o), broken);
+    assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
+    assert!(stderr(&o).contains("<stdin>:4:"), "{}", text(&o));
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_left_untouched() {
+    let d = tempdir();
+    copy_into(&fixture("broken.yaml"), d.path());
+    let before = std::fs::read(d.path().join("broken.yaml")).unwrap_or_default();
+    for args in [
+        &["fmt", "broken.yaml"][..],
+        &["fmt", "--check", "broken.yaml"],
+        &["fmt", "--diff", "broken.yaml"],
+    ] {
+        let o = run_in(d.path(), args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
+        assert!(stderr(&o).contains("broken.yaml:4:29"), "{}", text(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert_eq!(
+            std::fs::read(d.path().join("broken.yaml")).unwrap_or_default(),
+            before,
+            "{args:?} changed the file"
+        );
+    }
+}
+
+#[test]
+fn directories_are_walked() {
+    let d = tempdir();
+    let deep = d.path().join("flows/deeper");
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+    let flows = d.path().join("flows");
+    copy_into(&fixture("messy.yaml"), &flows);
+    std::fs::copy(fixture("messy.yaml"), deep.join("again.yml")).unwrap_or_else(|e| panic!("{e}"));
+    copy_into(&fixture("canonical.yaml"), &deep);
+    copy_into(&fixture("broken.yaml"), &deep);
+    // Not a workflow: skipped without a complaint when found by walking.
+    let other = "some:    data\n";
+    std::fs::write(flows.join("data.yaml"), other).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(flows.join("notes.txt"), "   not yaml").unwrap_or_else(|e| panic!("{e}"));
+
+    let o = run_in(d.path(), &["fmt", "--check", "flows"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = stdout(&o);
+    let mut named: Vec<&str> = out.lines().collect();
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            "would reformat flows/deeper/again.yml",
+            "would reformat flows/messy.yaml"
+        ],
+        "{}",
+        text(&o)
+    );
+    assert!(stderr(&o).contains("broken.yaml"), "{}", text(&o));
+
+    let o = run_in(d.path(), &["fmt", "flows"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the broken file is an error: {}",
+        text(&o)
+    );
+    let canonical = read(&fixture("canonical.yaml"));
+    assert_eq!(read(&flows.join("messy.yaml")), canonical);
+    assert_eq!(read(&deep.join("again.yml")), canonical);
+    assert_eq!(read(&deep.join("canonical.yaml")), canonical);
+    assert_eq!(
+        read(&deep.join("broken.yaml")),
+        read(&fixture("broken.yaml"))
+    );
+    assert_eq!(read(&flows.join("data.yaml")), other);
+
+    std::fs::remove_file(deep.join("broken.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "--check", "flows"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
