@@ -18,9 +18,9 @@ pub mod trivia;
 pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
+use rules::{pipeline::PipelineRules, DialectRules, GenericRules};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use rules::{pipeline::PipelineRules, DialectRules, GenericRules};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

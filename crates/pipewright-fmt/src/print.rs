@@ -4,11 +4,10 @@
 
 use crate::cst::{is_block_scalar, props, Cst, Props};
 use crate::quote;
-use crate::Canon;
 use crate::rules::{DialectRules, Seg};
 use crate::trivia::{Item, Trivia};
+use crate::Canon;
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarStyle, ScalarValue};
-use std::borrow::Cow;
 
 /// The column limit for flow collections.
 pub const WIDTH: usize = 100;
@@ -235,8 +234,10 @@ impl<'s, 'r> Printer<'s, 'r> {
                 self.leading(lead, indent, i == 0);
                 self.spaces(indent);
             }
-            let key = self.scalar_text(&e.key, path, false, true);
-            self.out.push_str(&key);
+            // Written straight into the output: keys are the most numerous scalars.
+            let mut out = std::mem::take(&mut self.out);
+            self.scalar_into(&e.key, path, false, true, &mut out);
+            self.out = out;
             self.out.push(':');
             let key_trailing = self.triv.take_trailing(&e.key);
             path.push(Seg::Key(key_str(e)));
@@ -438,83 +439,119 @@ impl<'s, 'r> Printer<'s, 'r> {
     }
 
     fn flow_text(&self, v: &'s Node, path: &mut Vec<Seg<'s>>) -> Option<String> {
+        let mut s = String::new();
+        self.flow_into(v, path, &mut s).then_some(s)
+    }
+
+    /// Appends the flow text of `v` to `out`; `false` when it has none (a block scalar inside).
+    fn flow_into(&self, v: &'s Node, path: &mut Vec<Seg<'s>>, out: &mut String) -> bool {
         let p = props(self.src, v);
         if p.alias {
-            return Some(self.scalar_text(v, path, true, false));
+            self.scalar_into(v, path, true, false, out);
+            return true;
         }
-        let mut s = self.props_prefix(v, &p);
         match &v.kind {
             NodeKind::Scalar(sc) => {
                 if is_block_scalar(v) {
-                    return None;
+                    return false;
                 }
-                let t = self.scalar_text(v, path, true, false);
-                if t.is_empty() && sc.style == ScalarStyle::Plain {
-                    s.push_str("null");
-                } else {
-                    s = t;
+                let start = out.len();
+                self.scalar_into(v, path, true, false, out);
+                // Only a scalar without properties can print as nothing.
+                if out.len() == start && sc.style == ScalarStyle::Plain {
+                    out.push_str("null");
                 }
             }
             NodeKind::Map(_) => {
-                s.push('{');
+                self.props_into(v, &p, out);
+                out.push('{');
                 for (i, e) in self.ordered(v, path).into_iter().enumerate() {
                     if i > 0 {
-                        s.push_str(", ");
+                        out.push_str(", ");
                     }
-                    s.push_str(&self.scalar_text(&e.key, path, true, true));
-                    s.push_str(": ");
+                    self.scalar_into(&e.key, path, true, true, out);
+                    out.push_str(": ");
                     path.push(Seg::Key(key_str(e)));
-                    let r = self.flow_text(&e.value, path);
+                    let r = self.flow_into(&e.value, path, out);
                     path.pop();
-                    s.push_str(&r?);
+                    if !r {
+                        return false;
+                    }
                 }
-                s.push('}');
+                out.push('}');
             }
             NodeKind::Seq(items) => {
-                s.push('[');
+                self.props_into(v, &p, out);
+                out.push('[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        s.push_str(", ");
+                        out.push_str(", ");
                     }
                     path.push(Seg::Index(i));
-                    let r = self.flow_text(item, path);
+                    let r = self.flow_into(item, path, out);
                     path.pop();
-                    s.push_str(&r?);
+                    if !r {
+                        return false;
+                    }
                 }
-                s.push(']');
+                out.push(']');
             }
         }
-        Some(s)
+        true
     }
 
     /// A scalar (or alias) on one line, properties included.
     fn scalar_text(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool) -> String {
+        let mut s = String::new();
+        self.scalar_into(n, path, in_flow, is_key, &mut s);
+        s
+    }
+
+    fn props_into(&self, n: &Node, p: &Props, out: &mut String) {
+        if p.alias {
+            return;
+        }
+        if let Some(a) = p.anchor {
+            out.push('&');
+            out.push_str(a);
+            out.push(' ');
+        }
+        if let Some(t) = &n.tag {
+            out.push_str(&t.display());
+            out.push(' ');
+        }
+    }
+
+    /// [`Self::scalar_text`] appended to `out`.
+    fn scalar_into(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool, out: &mut String) {
         let p = props(self.src, n);
         let raw = self
             .src
             .get(p.content_start..(n.span.end as usize).max(p.content_start))
             .unwrap_or("");
-        if p.alias {
-            return raw.to_string();
-        }
-        let mut s = self.props_prefix(n, &p);
-        let Some(sc) = n.as_scalar() else {
-            return raw.to_string();
+        let Some(sc) = n.as_scalar().filter(|_| !p.alias) else {
+            out.push_str(raw);
+            return;
         };
+        let start = out.len();
+        self.props_into(n, &p, out);
         if !matches!(sc.resolve(), ScalarValue::Str(_)) {
             if raw.is_empty() {
-                s.truncate(s.trim_end().len());
+                let kept = out[start..].trim_end().len();
+                out.truncate(start + kept);
             }
-            s.push_str(raw);
-            return s;
+            out.push_str(raw);
+            return;
         }
         let is_expr = !is_key
             && (n.tag.as_ref().is_some_and(|t| t.is_local("expr"))
                 || self.rules.is_expression(path));
-        let mut text: Cow<str> = Cow::Borrowed(&sc.text);
         if is_expr {
-            match self.canon.with(&sc.text, |c| c.map(str::to_string)) {
-                Some(c) => text = Cow::Owned(c),
+            let done = self.canon.with(&sc.text, |c| match c {
+                Some(c) => {
+                    quote::render_into(c, in_flow, sc.style == ScalarStyle::Plain, out);
+                    true
+                }
                 None => {
                     // Left exactly as written when it cannot be parsed.
                     let quoted = matches!(
@@ -522,18 +559,18 @@ impl<'s, 'r> Printer<'s, 'r> {
                         ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
                     );
                     if quoted && !raw.contains('\n') {
-                        s.push_str(raw);
-                        return s;
+                        out.push_str(raw);
+                        true
+                    } else {
+                        false
                     }
                 }
+            });
+            if done {
+                return;
             }
         }
-        s.push_str(&quote::render(
-            &text,
-            in_flow,
-            sc.style == ScalarStyle::Plain,
-        ));
-        s
+        quote::render_into(&sc.text, in_flow, sc.style == ScalarStyle::Plain, out);
     }
 
     /// A block scalar's header (`|`, `>-`, `|2+`…) and its content lines without indentation,

@@ -33,14 +33,14 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     if in_flow && v.contains([',', '[', ']', '{', '}', ':']) {
         return false;
     }
-    // Every plain scalar that resolves to something other than a string (null, a boolean, a
-    // number, `.inf`, `.nan`) starts with one of these bytes; other text is a string without
-    // copying it into a `Scalar`.
-    if !matches!(
-        first,
-        '0'..='9' | '+' | '-' | '.' | '~' | 'n' | 'N' | 't' | 'T' | 'f' | 'F'
-    ) {
-        return true;
+    // Plain scalars that resolve to something other than a string are these keywords or start
+    // like a number (`.inf`, `.nan` included); other text is a string, known without copying
+    // it into a `Scalar`.
+    if !matches!(first, '0'..='9' | '+' | '-' | '.') {
+        return !matches!(
+            v,
+            "~" | "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
+        );
     }
     matches!(
         Scalar {
@@ -104,8 +104,16 @@ pub fn single(v: &str) -> String {
 /// that still reads back the same (YAML 1.1 look-alikes included: quoting them would change
 /// what the reference runtime sees).
 pub fn render(v: &str, in_flow: bool, was_plain: bool) -> String {
+    let mut s = String::new();
+    render_into(v, in_flow, was_plain, &mut s);
+    s
+}
+
+/// [`render`] appended to `out`, so the printer builds its lines without a string per scalar.
+pub fn render_into(v: &str, in_flow: bool, was_plain: bool, out: &mut String) {
     if plain_ok(v, in_flow) && (was_plain || !yaml11_special(v)) {
-        return v.to_string();
+        out.push_str(v);
+        return;
     }
     let needs_escape_in_double = v.contains(['"', '\\']);
     let single_ok = !v.contains('\'')
@@ -113,9 +121,9 @@ pub fn render(v: &str, in_flow: bool, was_plain: bool) -> String {
             .chars()
             .any(|c| c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}'));
     if needs_escape_in_double && single_ok {
-        single(v)
+        out.push_str(&single(v));
     } else {
-        double(v)
+        out.push_str(&double(v));
     }
 }
 

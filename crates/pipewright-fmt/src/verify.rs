@@ -89,12 +89,7 @@ struct Cx<'r> {
 }
 
 /// Loader depth limits bound the recursion.
-fn same<'a>(
-    a: &'a Node,
-    b: &'a Node,
-    path: &mut Vec<Seg<'a>>,
-    cx: &Cx,
-) -> Result<(), String> {
+fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Result<(), String> {
     let at = || show(path);
     // `Tag` equality implies equal display; only unequal tags need the (allocating) display.
     let same_tag = match (&a.tag, &b.tag) {
