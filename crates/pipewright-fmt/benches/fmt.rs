@@ -2,7 +2,7 @@
 //! fixture steps of testdata/fmt so it exercises comments, flow/block choices, expressions and
 //! block scalars.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pipewright_fmt::{format_source, Dialect};
 use pipewright_syntax::FileId;
 use std::hint::black_box;
@@ -31,25 +31,34 @@ const STEPS: &str = r#"
       default: {pipeline: small}
 "#;
 
-fn big_file() -> String {
+fn big_file(bytes: usize) -> String {
     let mut s = String::from(
         "schema: Review\nfields:\n  passed: {type: bool}\n---\npipeline: big\nsteps:\n",
     );
-    while s.len() < 1_000_000 {
+    while s.len() < bytes {
         s.push_str(STEPS);
     }
     s
 }
 
 fn bench(c: &mut Criterion) {
-    let text = big_file();
     let mut g = c.benchmark_group("fmt");
     g.sample_size(10);
-    g.bench_function("pipeline_1mb", |b| {
-        b.iter(|| {
-            format_source(FileId(0), black_box(&text), Dialect::Pipeline).map(|f| f.output.len())
-        })
-    });
+    // The 1 MB case is the target; the others show whether the cost per byte stays flat.
+    for (name, bytes) in [
+        ("pipeline_256kib", 256 * 1024),
+        ("pipeline_1mb", 1_000_000),
+        ("pipeline_4mib", 4 * 1024 * 1024),
+    ] {
+        let text = big_file(bytes);
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                format_source(FileId(0), black_box(&text), Dialect::Pipeline)
+                    .map(|f| f.output.len())
+            })
+        });
+    }
     g.finish();
 }
 
