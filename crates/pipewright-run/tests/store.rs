@@ -150,13 +150,13 @@ fn kill_9_mid_fan_out_then_resume() {
     assert!((8..=12).contains(&ran), "{ran} executions");
 }
 
-/// Item 1 writes its log line at once and then takes a while; the cancel comes when item 0
-/// completes, so item 1 is in flight with its side effect done. It must finish and land
-/// rather than be dropped, or the resume runs it a second time (the race behind a flaky
-/// `cancellation_stops_at_a_step_boundary_and_resume_finishes`).
+/// Item b writes its log line at once and then takes a while; item a completes only once b
+/// has started, and its completion cancels the run, so b is in flight with its side effect
+/// done. It must finish and land rather than be dropped, or the resume runs it a second time
+/// (the race behind a flaky `cancellation_stops_at_a_step_boundary_and_resume_finishes`).
 #[test]
 fn cancellation_lets_in_flight_items_land() {
-    const SIDE: &str = "pipeline: side\nsteps:\n  - for_each:\n      items: [a, b, c]\n      max_parallel: 2\n      on_error: continue\n      do: {shell: {command: !expr \"'echo ' + item + ' >> log; [ ' + item + ' = b ] && sleep 0.4; echo done'\"}}\n      collect: {transform: {value: \"pipe\"}}\n      output: results\n";
+    const SIDE: &str = "pipeline: side\nsteps:\n  - for_each:\n      items: [a, b, c]\n      max_parallel: 2\n      on_error: continue\n      do: {shell: {command: !expr \"'case ' + item + ' in a) i=0; while [ ! -f b-started ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; echo a >> log;; b) echo b >> log; touch b-started; sleep 0.4;; *) echo ' + item + ' >> log;; esac; echo done'\"}}\n      collect: {transform: {value: \"pipe\"}}\n      output: results\n";
     struct CancelOnDone(CancelToken);
     impl EventSink for CancelOnDone {
         fn event(&self, e: &Event) {
