@@ -324,6 +324,14 @@ impl Builder {
     fn scalar_span(&self, text: &str, s: usize, e: usize, style: ScalarStyle) -> Span {
         let start = self.offsets.byte(s);
         let mut end = self.offsets.byte(e).max(start);
+        // In block context saphyr's end for a quoted scalar can run on over a trailing
+        // comment; the scalar really ends at its closing quote.
+        if let Some(close) = text
+            .get(start..end)
+            .and_then(|slice| closing_quote(slice, style))
+        {
+            return Span::new(self.file, start..start + close);
+        }
         if let Some(slice) = text.get(start..end) {
             let trimmed = if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
                 slice.trim_end()
@@ -353,6 +361,39 @@ impl Builder {
                 seen.insert(k, en.key.span);
             }
         }
+    }
+}
+
+/// The byte just past the closing quote of a quoted scalar that starts at `slice[0]`.
+fn closing_quote(slice: &str, style: ScalarStyle) -> Option<usize> {
+    let bytes = slice.as_bytes();
+    match style {
+        ScalarStyle::DoubleQuoted if bytes.first() == Some(&b'"') => {
+            let mut i = 1;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'\\' => i += 2,
+                    b'"' => return Some(i + 1),
+                    _ => i += 1,
+                }
+            }
+            None
+        }
+        ScalarStyle::SingleQuoted if bytes.first() == Some(&b'\'') => {
+            let mut i = 1;
+            while i < bytes.len() {
+                if bytes[i] == b'\'' {
+                    if bytes.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    return Some(i + 1);
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => None,
     }
 }
 

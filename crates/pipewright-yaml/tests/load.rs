@@ -118,3 +118,15 @@ fn value_ranges_map_back_into_quoted_and_block_scalars() {
         assert_eq!(&src[span.range()], needle, "in {src:?}");
     }
 }
+
+#[test]
+fn quoted_scalars_end_at_their_closing_quote_before_a_comment() {
+    let src = "a:\n  b: \"x \\\" y\" # note\n  c: 'it''s' # other\n";
+    let (docs, diags) = load(FileId(0), src, Limits::default());
+    assert!(diags.is_empty(), "{diags:?}");
+    let a = docs[0].root.as_ref().and_then(|r| r.get("a")).expect("a");
+    let b = a.get("b").expect("b");
+    let c = a.get("c").expect("c");
+    assert_eq!(&src[b.span.range()], "\"x \\\" y\"");
+    assert_eq!(&src[c.span.range()], "'it''s'");
+}

@@ -126,7 +126,6 @@ fn every_comment_survives() {
 /// comment-preservation check does not notice because the scanner treats the comment as part
 /// of the scalar. Outside this crate; kept here as the reproduction.
 #[test]
-#[ignore = "pipewright-fmt drops a trailing comment after a quoted scalar"]
 fn a_comment_after_a_quoted_scalar_survives() {
     let src = "pipeline: p\nsteps:\n  - shell:\n      command: \"echo hi\" # why\n";
     let o = run_with_stdin(Path::new("."), &["fmt", "-"], src.as_bytes());
