@@ -54,6 +54,19 @@ pub fn detect(path: &Path, text: &str) -> Option<Dialect> {
                 .then_some(Dialect::Meow)
         }
         _ => {
+            // The full parse below costs as much as the check's own parse, so the common shape
+            // (a document opening with `pipeline:`) is recognised from the raw lines first.
+            if opens_a_document_with_pipeline_key(text) {
+                return Some(Dialect::Pipeline);
+            }
+            detect_yaml_by_parse(text)
+        }
+    }
+}
+
+fn detect_yaml_by_parse(text: &str) -> Option<Dialect> {
+    {
+        {
             let (docs, diags) =
                 pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default());
             if docs.is_empty() && diags.iter().any(Diagnostic::is_error) {
@@ -78,6 +91,42 @@ pub fn detect(path: &Path, text: &str) -> Option<Dialect> {
             }
         }
     }
+}
+
+/// True when some document's first content line is a `pipeline:` key at column 0. Only that
+/// position is trusted: nothing earlier in the document can have opened a block scalar, a quoted
+/// string or a flow collection that would make the line content rather than a root key, and a
+/// column-0 `---` ends any such construct (or is a syntax error, which the by-keys fallback of
+/// the full parse also routes to the pipeline dialect). Anything else is left to the full parse.
+fn opens_a_document_with_pipeline_key(text: &str) -> bool {
+    let mut at_document_start = true;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if is_document_marker(line) {
+            at_document_start = true;
+            continue;
+        }
+        if at_document_start {
+            if let Some(rest) = line.strip_prefix("pipeline:") {
+                if rest.is_empty() || rest.starts_with([' ', '\t', '\r']) {
+                    return true;
+                }
+            }
+        }
+        at_document_start = false;
+    }
+    false
+}
+
+/// A bare `---` line, optionally followed by blanks or a comment; `--- value` is not trusted.
+fn is_document_marker(line: &str) -> bool {
+    line.strip_prefix("---").is_some_and(|rest| {
+        let rest = rest.trim_start_matches([' ', '\t', '\r']);
+        rest.is_empty() || (rest.starts_with('#') && rest.len() < line.len() - 3)
+    })
 }
 
 fn detect_by_keys(text: &str) -> Option<Dialect> {
@@ -112,4 +161,50 @@ pub fn unrecognised(file: FileId, text: &str) -> Diagnostic {
         .with_note("a state-machine recipe is JSON with `initialStep` and `steps`")
         .with_note("a MEOW template is TOML with workflow tables such as `[main]` and `[[main.steps]]`")
         .with_help("pass `--dialect` to check it as a particular dialect")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line scan may only ever agree with the full parse; where it cannot tell, it defers.
+    #[test]
+    fn the_line_scan_agrees_with_the_full_parse() {
+        let cases = [
+            "pipeline: a\nsteps: []\n",
+            "# c\n\npipeline: a\nsteps: []\n",
+            "schema: S\nfields: {}\n---\npipeline: a\nsteps: []\n",
+            "--- # c\npipeline: a\n",
+            "---\r\npipeline: a\r\nsteps: []\r\n",
+            "pipeline:\n  a\n",
+            "pipeline:x\n",
+            "--- |\n pipeline: a\n",
+            "--- |\npipeline: a\n",
+            "a: |\n  x\n---\npipeline: a\n",
+            "a: \"x\n---\npipeline: a\"\n",
+            "a: 'x\n---\npipeline: a'\n",
+            "a: [x,\n---\npipeline: a]\n",
+            "a: b\n---#x\npipeline: a\n",
+            "---x\npipeline: a\n",
+            "- a\n---\npipeline: a\n",
+            "name: r\nsteps: []\n",
+            "pipeline: a\n  : bad\n\t- [\n",
+            "\u{feff}pipeline: a\n",
+            "%YAML 1.2\n---\npipeline: a\n",
+            "...\npipeline: a\n",
+            "pipeline: [a\n",
+        ];
+        for text in cases {
+            if opens_a_document_with_pipeline_key(text) {
+                assert_eq!(
+                    detect_yaml_by_parse(text),
+                    Some(Dialect::Pipeline),
+                    "{text:?}"
+                );
+            }
+        }
+        assert!(opens_a_document_with_pipeline_key(cases[2]));
+        assert!(!opens_a_document_with_pipeline_key("pipeline:x\n"));
+        assert!(!opens_a_document_with_pipeline_key("--- |\npipeline: a\n"));
+    }
 }
