@@ -65,31 +65,25 @@ pub fn detect(path: &Path, text: &str) -> Option<Dialect> {
 }
 
 fn detect_yaml_by_parse(text: &str) -> Option<Dialect> {
+    let (docs, diags) = pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default());
+    if docs.is_empty() && diags.iter().any(Diagnostic::is_error) {
+        // Unparseable YAML: route by the top-level keys so the user sees the real
+        // syntax error from the right dialect's loader.
+        return detect_by_keys(text);
+    }
+    let roots: Vec<&pipewright_yaml::Node> = docs.iter().filter_map(|d| d.root.as_ref()).collect();
+    let first = roots.first()?;
+    if roots
+        .iter()
+        .any(|r| pipewright_pipeline::looks_like_pipeline(r))
     {
-        {
-            let (docs, diags) =
-                pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default());
-            if docs.is_empty() && diags.iter().any(Diagnostic::is_error) {
-                // Unparseable YAML: route by the top-level keys so the user sees the real
-                // syntax error from the right dialect's loader.
-                return detect_by_keys(text);
-            }
-            let roots: Vec<&pipewright_yaml::Node> =
-                docs.iter().filter_map(|d| d.root.as_ref()).collect();
-            let first = roots.first()?;
-            if roots
-                .iter()
-                .any(|r| pipewright_pipeline::looks_like_pipeline(r))
-            {
-                Some(Dialect::Pipeline)
-            } else if first.entry("name").is_some()
-                && (first.entry("steps").is_some() || first.entry("stages").is_some())
-            {
-                Some(Dialect::Recipe)
-            } else {
-                None
-            }
-        }
+        Some(Dialect::Pipeline)
+    } else if first.entry("name").is_some()
+        && (first.entry("steps").is_some() || first.entry("stages").is_some())
+    {
+        Some(Dialect::Recipe)
+    } else {
+        None
     }
 }
 
