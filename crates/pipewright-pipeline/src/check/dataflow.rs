@@ -71,6 +71,7 @@ struct Walker<'a, 'd> {
     /// Every store written anywhere in the pipeline (first write), to tell "input" from
     /// "read before written".
     writes: HashMap<&'a str, Span>,
+    leaves: super::types::LeafResults<'a>,
     diags: &'d mut Vec<Diagnostic>,
 }
 
@@ -117,6 +118,7 @@ pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
         file_idx,
         inputs,
         writes,
+        leaves: super::types::LeafResults::default(),
         diags,
     };
     let mut scope = Scope {
@@ -144,7 +146,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn step_kind(&mut self, step: &'a Step, scope: &mut Scope<'_>) -> Type {
-        let leaf = super::types::leaf_result(step, self.env.registry);
+        let leaf = self.leaves.of(step, self.env.registry);
         match &step.kind {
             StepKind::Transform { value } => return self.expr(value, scope),
             StepKind::Tool {

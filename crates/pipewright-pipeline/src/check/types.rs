@@ -60,43 +60,60 @@ fn field(k: &FieldKind, reg: &Registry, depth: usize) -> Type {
     }
 }
 
-/// What a leaf step yields, where that is known without running it.
-pub fn leaf_result(step: &Step, reg: &Registry) -> Option<Type> {
-    let schema_obj = |s: &Option<crate::ast::Name>| {
-        s.as_ref()
-            .and_then(|n| reg.get(&n.text))
-            .map(|s| schema_type(s, reg))
-    };
-    match &step.kind {
-        StepKind::Agent { schema, .. } => Some(schema_obj(schema).unwrap_or(Type::Str)),
-        // Tool results are normalised to `{text, structured?, meta?}`. A schema verifies the
-        // raw result, and how the raw result maps onto `structured` depends on the tool, so
-        // `structured` stays unknown.
-        StepKind::Tool { .. } | StepKind::Shell { .. } => {
-            let mut o = ObjectType::closed(Some("tool result"));
-            o.fields.insert(
-                "text".into(),
-                FieldType {
-                    ty: Type::Str,
-                    origin: None,
-                },
-            );
-            o.fields.insert(
-                "structured".into(),
-                FieldType {
-                    ty: Type::Any,
-                    origin: None,
-                },
-            );
-            o.fields.insert(
-                "meta".into(),
-                FieldType {
-                    ty: Type::Any,
-                    origin: None,
-                },
-            );
-            Some(Type::Object(o))
+/// What a leaf step yields, where that is known without running it. Built once per schema name
+/// and handed out as clones: rebuilding a schema's object type for every agent step was a
+/// large share of checking a long pipeline.
+#[derive(Default)]
+pub struct LeafResults<'a> {
+    schemas: std::collections::HashMap<&'a str, Option<Type>>,
+    tool: Option<Type>,
+}
+
+impl<'a> LeafResults<'a> {
+    pub fn of(&mut self, step: &'a Step, reg: &Registry) -> Option<Type> {
+        match &step.kind {
+            StepKind::Agent { schema, .. } => {
+                let from_schema = schema.as_ref().and_then(|n| {
+                    self.schemas
+                        .entry(n.text.as_str())
+                        .or_insert_with(|| reg.get(&n.text).map(|s| schema_type(s, reg)))
+                        .clone()
+                });
+                Some(from_schema.unwrap_or(Type::Str))
+            }
+            StepKind::Tool { .. } | StepKind::Shell { .. } => {
+                Some(self.tool.get_or_insert_with(tool_result).clone())
+            }
+            _ => None,
         }
-        _ => None,
     }
+}
+
+/// Tool results are normalised to `{text, structured?, meta?}`. A schema verifies the raw
+/// result, and how the raw result maps onto `structured` depends on the tool, so `structured`
+/// stays unknown.
+fn tool_result() -> Type {
+    let mut o = ObjectType::closed(Some("tool result"));
+    o.fields.insert(
+        "text".into(),
+        FieldType {
+            ty: Type::Str,
+            origin: None,
+        },
+    );
+    o.fields.insert(
+        "structured".into(),
+        FieldType {
+            ty: Type::Any,
+            origin: None,
+        },
+    );
+    o.fields.insert(
+        "meta".into(),
+        FieldType {
+            ty: Type::Any,
+            origin: None,
+        },
+    );
+    Type::Object(o)
 }
