@@ -75,21 +75,10 @@ struct Walker<'a, 'd> {
     diags: &'d mut Vec<Diagnostic>,
 }
 
-pub fn check_pipeline(env: &Env, p: &Pipeline, diags: &mut Vec<Diagnostic>) {
-    let file_idx = env
-        .index
-        .program
-        .files
-        .iter()
-        .position(|f| std::ptr::eq(f, env.file))
-        .unwrap_or(0);
-    let pid = env
-        .file
-        .pipelines
-        .iter()
-        .position(|q| std::ptr::eq(q, p))
-        .map(|i| (file_idx, i));
-    let inputs = match pid.and_then(|id| env.index.callers.get(&id)) {
+/// `pid` is the pipeline's (file, pipeline) index in the program.
+pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut Vec<Diagnostic>) {
+    let file_idx = pid.0;
+    let inputs = match env.index.callers.get(&pid) {
         Some(sites) if !sites.is_empty() => Inputs::Passed(
             sites
                 .iter()

@@ -28,10 +28,10 @@ pub fn check_program(
 ) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let index = targets::Index::new(program, &mut diags);
-    for file in &program.files {
+    for (fi, file) in program.files.iter().enumerate() {
         let source = sources.get(file.file).map(|f| &*f.text).unwrap_or("");
         let registry = schemas::check_schemas(file, &mut diags);
-        for p in &file.pipelines {
+        for (pi, p) in file.pipelines.iter().enumerate() {
             dataflow::check_pipeline(
                 &dataflow::Env {
                     file,
@@ -40,6 +40,7 @@ pub fn check_program(
                     index: &index,
                     opts,
                 },
+                (fi, pi),
                 p,
                 &mut diags,
             );
