@@ -13,7 +13,6 @@ use pipewright_syntax::{Diagnostic, Span};
 use std::collections::{HashMap, HashSet};
 
 pub struct Env<'a> {
-    pub file: &'a PipelineFile,
     pub source: &'a str,
     pub registry: &'a Registry<'a>,
     pub index: &'a Index<'a>,

@@ -34,7 +34,6 @@ pub fn check_program(
         for (pi, p) in file.pipelines.iter().enumerate() {
             dataflow::check_pipeline(
                 &dataflow::Env {
-                    file,
                     source,
                     registry: &registry,
                     index: &index,
