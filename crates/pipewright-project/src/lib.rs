@@ -13,6 +13,7 @@
 //! url = "http://127.0.0.1:8080/v1/chat/completions"
 //! api_key_env = "OPENAI_API_KEY"
 //! model = "gpt-4o-mini"
+//! ca_file = "certs/private-ca.pem"   # optional: extra CAs for an https endpoint
 //!
 //! [backend.command]
 //! profile = "claude"                 # or: argv = ["my-agent", "--json", "{prompt}"]
@@ -54,6 +55,9 @@ pub struct OpenAiConfig {
     pub model: String,
     pub timeout_secs: u64,
     pub max_retries: u32,
+    /// A PEM file of extra CA certificates for an `https://` endpoint behind a private CA.
+    /// [`ProjectConfig::load`] resolves a relative path against the config file's directory.
+    pub ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +97,18 @@ impl ProjectConfig {
     pub fn load(dir: &Path) -> Result<ProjectConfig, String> {
         let path = dir.join(FILE_NAME);
         match std::fs::read_to_string(&path) {
-            Ok(text) => ProjectConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(text) => {
+                let mut cfg =
+                    ProjectConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                // Like `include`, a relative ca_file means "next to pipewright.toml", not the
+                // directory `run` happens to be started from.
+                if let Some(ca) = cfg.openai.as_mut().and_then(|o| o.ca_file.as_mut()) {
+                    if ca.is_relative() {
+                        *ca = dir.join(&*ca);
+                    }
+                }
+                Ok(cfg)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ProjectConfig::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
@@ -156,6 +171,13 @@ impl ProjectConfig {
                     max_retries: uint(o.get("max_retries"), "backend.openai.max_retries")?
                         .unwrap_or(5)
                         .min(20) as u32,
+                    ca_file: match o.get("ca_file") {
+                        None => None,
+                        Some(v) => Some(PathBuf::from(
+                            v.as_str()
+                                .ok_or("`backend.openai.ca_file` must be a string")?,
+                        )),
+                    },
                 });
             }
             if let Some(c) = table(backend, "command")? {
@@ -261,6 +283,32 @@ mod tests {
             ProjectConfig::parse("[check]\ninvoker = \"alice\"\ninclude = [\"lib\"]")
                 .map(|c| (c.invoker, c.include)),
             Ok((Some("alice".into()), vec!["lib".to_string()]))
+        );
+    }
+
+    #[test]
+    fn openai_ca_file_is_optional_and_resolved_next_to_the_file() {
+        let url = "[backend.openai]\nurl = \"https://llm.internal/v1/chat/completions\"\n";
+        assert_eq!(
+            ProjectConfig::parse(url).map(|c| c.openai.and_then(|o| o.ca_file)),
+            Ok(None)
+        );
+        assert!(ProjectConfig::parse(&format!("{url}ca_file = 3\n"))
+            .is_err_and(|e| e.contains("ca_file` must be a string")));
+        let dir = std::env::temp_dir().join(format!("pw-project-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            dir.join(FILE_NAME),
+            format!("{url}ca_file = \"certs/ca.pem\"\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let loaded = ProjectConfig::load(&dir).map(|c| c.openai.and_then(|o| o.ca_file));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(loaded, Ok(Some(dir.join("certs/ca.pem"))));
+        assert_eq!(
+            ProjectConfig::parse(&format!("{url}ca_file = \"/etc/ca.pem\"\n"))
+                .map(|c| c.openai.and_then(|o| o.ca_file)),
+            Ok(Some(PathBuf::from("/etc/ca.pem")))
         );
     }
 }

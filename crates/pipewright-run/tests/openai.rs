@@ -77,6 +77,7 @@ fn backend(url: String, retries: u32) -> OpenAiBackend {
         timeout: Duration::from_secs(10),
         max_retries: retries,
         base_delay: Duration::from_millis(5),
+        ca_file: None,
     }
 }
 

@@ -107,6 +107,7 @@ pub fn from_config(
                 timeout: Duration::from_secs(o.timeout_secs.max(1)),
                 max_retries: o.max_retries,
                 base_delay: Duration::from_millis(500),
+                ca_file: o.ca_file,
             }))
         }
         other => Err(format!(

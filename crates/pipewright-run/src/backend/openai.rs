@@ -5,6 +5,7 @@
 use super::http;
 use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -17,6 +18,8 @@ pub struct OpenAiBackend {
     pub max_retries: u32,
     /// The first back-off delay; doubles per retry.
     pub base_delay: Duration,
+    /// A PEM file of CA certificates trusted for `https://` in addition to webpki-roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl OpenAiBackend {
@@ -66,6 +69,14 @@ impl AgentBackend for OpenAiBackend {
     ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
             let url = http::parse_url(&self.url).map_err(BackendError::new)?;
+            // Built per call rather than cached: it costs microseconds next to a network
+            // round trip, and a fixed ca_file is picked up without restarting. Only https
+            // needs it, so a plain-http endpoint never reads the CA file.
+            let tls = if url.tls {
+                Some(http::tls_config(self.ca_file.as_deref()).map_err(BackendError::new)?)
+            } else {
+                None
+            };
             let body = self.body(req).to_string().into_bytes();
             let mut headers = Vec::new();
             if let Some(k) = &self.api_key {
@@ -73,18 +84,20 @@ impl AgentBackend for OpenAiBackend {
             }
             let mut attempt = 0;
             loop {
-                let resp =
-                    tokio::time::timeout(self.timeout, http::post_json(&url, &headers, &body))
-                        .await
-                        .map_err(|_| {
-                            BackendError::new(format!(
-                                "no response within {}s",
-                                self.timeout.as_secs_f64()
-                            ))
-                        })?;
+                let resp = tokio::time::timeout(
+                    self.timeout,
+                    http::post_json(&url, tls.as_ref(), &headers, &body),
+                )
+                .await
+                .map_err(|_| {
+                    BackendError::new(format!(
+                        "no response within {}s",
+                        self.timeout.as_secs_f64()
+                    ))
+                })?;
                 let retryable = match &resp {
                     Ok(r) => r.status == 429 || r.status >= 500,
-                    Err(_) => true,
+                    Err(e) => e.retryable,
                 };
                 if retryable && attempt < self.max_retries {
                     let hinted = resp
@@ -100,7 +113,7 @@ impl AgentBackend for OpenAiBackend {
                     attempt += 1;
                     continue;
                 }
-                let resp = resp.map_err(BackendError::new)?;
+                let resp = resp.map_err(|e| BackendError::new(e.message))?;
                 let text = String::from_utf8_lossy(&resp.body).into_owned();
                 if resp.status != 200 {
                     return Err(BackendError::new(format!(
