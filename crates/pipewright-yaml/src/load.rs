@@ -53,6 +53,19 @@ enum Frame {
 /// Parses every document of `text`. On a YAML syntax error the documents are dropped and a
 /// single `PW0001` explains where the parser gave up (the YAML layer cannot recover).
 pub fn load(file: FileId, text: &str, limits: Limits) -> (Vec<Document>, Vec<Diagnostic>) {
+    if let Some(done) = crate::fast::load(file, text, limits) {
+        return done;
+    }
+    load_reference(file, text, limits)
+}
+
+/// The `saphyr-parser` path alone: the reference the fast path is tested against.
+#[doc(hidden)]
+pub fn load_reference(
+    file: FileId,
+    text: &str,
+    limits: Limits,
+) -> (Vec<Document>, Vec<Diagnostic>) {
     let mut b = Builder {
         file,
         offsets: CharOffsets::new(text),
@@ -344,13 +357,20 @@ impl Builder {
     }
 
     fn check_duplicates(&mut self, entries: &[Entry]) {
+        duplicate_diagnostics(entries, &mut self.diags);
+    }
+}
+
+/// `PW0005` for every key of `entries` that repeats an earlier one.
+pub(crate) fn duplicate_diagnostics(entries: &[Entry], diags: &mut Vec<Diagnostic>) {
+    {
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut reported = HashSet::new();
         for en in entries {
             let Some(k) = en.key.key_text() else { continue };
             if let Some(first) = seen.get(k) {
                 if reported.insert(en.key.span) {
-                    self.diags.push(
+                    diags.push(
                         Diagnostic::error("PW0005", en.key.span, format!("duplicate key `{k}`"))
                             .with_label("this key repeats an earlier one")
                             .with_secondary(*first, "first defined here")

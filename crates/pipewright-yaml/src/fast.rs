@@ -1,0 +1,1344 @@
+//! A byte-oriented fast path for the YAML that workflow files actually use.
+//!
+//! It builds the very same tree (kinds, texts, styles, tags, byte spans, duplicate-key
+//! diagnostics) as the `saphyr-parser` path in `load.rs`, which stays the reference. Whenever
+//! the input holds anything this parser does not handle with certainty (anchors, aliases,
+//! directives, complex keys, tabs, any syntax error, unusual indentation, ...) it returns
+//! `None` and `load` runs the reference path, so errors and rare constructs behave exactly as
+//! before. The differential tests (`tests/differential.rs`) hold both paths equal.
+//!
+//! Nesting is parsed by recursion bounded by `Limits::max_depth` (capped at 128): one level
+//! per open collection; at the limit the fast path gives up and the reference path reports.
+
+use crate::load::{duplicate_diagnostics, Document, Limits};
+use crate::node::{Entry, Node, NodeKind, Tag};
+use crate::scalar::{Scalar, ScalarStyle};
+use pipewright_syntax::{Diagnostic, FileId, Span};
+
+/// The fast path cannot vouch for this input; use the reference path.
+struct Unsupported;
+
+type R<T> = Result<T, Unsupported>;
+
+/// The greatest nesting the fast path follows (also bounds its recursion).
+const MAX_FAST_DEPTH: usize = 128;
+
+/// The longest simple key (saphyr forgets a possible simple key after 1024 characters).
+const MAX_KEY_LEN: usize = 1000;
+
+/// Parses `text` like `load::load` would, or returns `None` when the reference path must.
+pub(crate) fn load(
+    file: FileId,
+    text: &str,
+    limits: Limits,
+) -> Option<(Vec<Document>, Vec<Diagnostic>)> {
+    if u32::try_from(text.len()).is_err() || !plausible(text.as_bytes()) {
+        return None;
+    }
+    let mut p = P {
+        t: text,
+        s: text.as_bytes(),
+        pos: 0,
+        ls: 0,
+        file,
+        diags: Vec::new(),
+        depth: 0,
+        max_depth: limits.max_depth.min(MAX_FAST_DEPTH),
+    };
+    let docs = p.documents().ok()?;
+    Some((docs, p.diags))
+}
+
+/// Whole-input rejections: tabs, NULs, lone carriage returns and byte order marks after the
+/// first character all need the reference path.
+fn plausible(s: &[u8]) -> bool {
+    let body = s.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(s);
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'\t' | 0 => return false,
+            b'\r' if body.get(i + 1) != Some(&b'\n') => return false,
+            0xEF if body.get(i + 1) == Some(&0xBB) && body.get(i + 2) == Some(&0xBF) => {
+                return false
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+fn is_break(b: u8) -> bool {
+    b == b'\n' || b == b'\r'
+}
+
+/// Blank, line break or end of input (`0`: NUL bytes are rejected up front).
+fn blank_or_breakz(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | 0)
+}
+
+fn is_flow(b: u8) -> bool {
+    matches!(b, b',' | b'[' | b']' | b'{' | b'}')
+}
+
+/// Where a node appears, which decides what may start there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    /// First content of a line (or after `---` on its own line).
+    NewLine,
+    /// After `- ` on the same line: compact collections may start here.
+    Entry,
+    /// After `key: ` or `--- ` on the same line: only scalars and flow collections.
+    Inline,
+}
+
+enum Plain {
+    /// A plain key ending just before `:`; `pos` is at the `:`.
+    Key(Node),
+    Value(Node),
+}
+
+struct P<'a> {
+    t: &'a str,
+    s: &'a [u8],
+    pos: usize,
+    /// Start of the line that holds `pos`.
+    ls: usize,
+    file: FileId,
+    diags: Vec<Diagnostic>,
+    depth: usize,
+    max_depth: usize,
+}
+
+impl P<'_> {
+    fn at(&self, i: usize) -> u8 {
+        self.s.get(i).copied().unwrap_or(0)
+    }
+
+    fn eof(&self) -> bool {
+        self.pos >= self.s.len()
+    }
+
+    fn col(&self, p: usize) -> isize {
+        // Only asked about positions on the current line; widths fit (checked in `load`).
+        (p - self.ls) as isize
+    }
+
+    fn span(&self, a: usize, b: usize) -> Span {
+        Span::new(self.file, a..b)
+    }
+
+    /// Steps over the line break at `pos`.
+    fn newline(&mut self) {
+        if self.at(self.pos) == b'\r' && self.at(self.pos + 1) == b'\n' {
+            self.pos += 2;
+        } else {
+            self.pos += 1;
+        }
+        self.ls = self.pos;
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.at(self.pos) == b' ' {
+            self.pos += 1;
+        }
+    }
+
+    fn skip_comment(&mut self) {
+        while !self.eof() && !is_break(self.s[self.pos]) {
+            self.pos += 1;
+        }
+    }
+
+    /// Skips blanks, comments and line breaks up to the next content (or the end).
+    fn skip_to_content(&mut self) -> R<()> {
+        loop {
+            self.skip_spaces();
+            match self.at(self.pos) {
+                b'#' => {
+                    // A comment must be separated from a preceding token.
+                    if self.pos > self.ls && self.s[self.pos - 1] != b' ' {
+                        return Err(Unsupported);
+                    }
+                    self.skip_comment();
+                }
+                b'\n' | b'\r' => self.newline(),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// `pos` is the first non-blank of its line.
+    fn first_on_line(&self) -> bool {
+        self.s[self.ls..self.pos].iter().all(|&b| b == b' ')
+    }
+
+    fn is_doc_marker(&self, p: usize) -> bool {
+        p == self.ls
+            && (self.s[p..].starts_with(b"---") || self.s[p..].starts_with(b"..."))
+            && blank_or_breakz(self.at(p + 3))
+    }
+
+    /// `---` or `...` at `p`, wherever the line starts.
+    fn is_doc_marker_at(&self, p: usize) -> bool {
+        (self.s[p..].starts_with(b"---") || self.s[p..].starts_with(b"..."))
+            && blank_or_breakz(self.at(p + 3))
+    }
+
+    fn is_seq_entry(&self, p: usize) -> bool {
+        self.at(p) == b'-' && blank_or_breakz(self.at(p + 1))
+    }
+
+    fn enter(&mut self) -> R<()> {
+        if self.depth >= self.max_depth {
+            return Err(Unsupported);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn empty(&self, a: usize, b: usize, tag: Option<Tag>) -> Node {
+        Node {
+            kind: NodeKind::Scalar(Scalar {
+                text: String::new(),
+                style: ScalarStyle::Plain,
+            }),
+            span: self.span(a, b),
+            tag,
+            flow: false,
+        }
+    }
+
+    fn documents(&mut self) -> R<Vec<Document>> {
+        let mut docs = Vec::new();
+        if self.s.starts_with(b"\xEF\xBB\xBF") {
+            // saphyr does not count the byte order mark as a column.
+            self.pos = 3;
+            self.ls = 3;
+        }
+        loop {
+            self.skip_to_content()?;
+            if self.eof() {
+                return Ok(docs);
+            }
+            if !self.first_on_line() {
+                return Err(Unsupported);
+            }
+            let p = self.pos;
+            if self.at(p) == b'%' {
+                return Err(Unsupported);
+            }
+            if self.is_doc_marker(p) && self.at(p) == b'.' {
+                self.pos += 3;
+                self.skip_to_content()?;
+                if !self.eof() && !self.first_on_line() {
+                    return Err(Unsupported);
+                }
+                continue;
+            }
+            let root = if self.is_doc_marker(p) {
+                self.pos += 3;
+                self.skip_to_content()?;
+                if self.eof() {
+                    self.empty(self.s.len(), self.s.len(), None)
+                } else if self.is_doc_marker(self.pos) {
+                    self.empty(self.pos, self.pos + 3, None)
+                } else if self.at(self.pos) == b'%' {
+                    return Err(Unsupported);
+                } else if self.first_on_line() {
+                    self.node(-1, Ctx::NewLine)?
+                } else {
+                    self.node(-1, Ctx::Inline)?
+                }
+            } else {
+                self.node(-1, Ctx::NewLine)?
+            };
+            // An implicit document starts at its first token, which for a block scalar is its
+            // first content line.
+            let p = match &root.kind {
+                NodeKind::Scalar(Scalar {
+                    style: ScalarStyle::Literal | ScalarStyle::Folded,
+                    ..
+                }) if root.tag.is_none() && !self.is_doc_marker_at(p) => root.span.start as usize,
+                _ => p,
+            };
+            self.skip_to_content()?;
+            let at_marker = self.first_on_line() && self.is_doc_marker(self.pos);
+            if !self.eof() && !at_marker {
+                return Err(Unsupported);
+            }
+            docs.push(Document {
+                root: Some(root),
+                span: self.span(p, p),
+            });
+        }
+    }
+
+    /// A node in block context starting at `pos` (which is at content). `parent` is the indent
+    /// of the enclosing block collection (-1 at the top).
+    fn node(&mut self, parent: isize, ctx: Ctx) -> R<Node> {
+        let start = self.pos;
+        if self.at(start) == b'!' {
+            let tag = self.tag()?;
+            let tag_end = self.pos;
+            self.skip_spaces();
+            let c = self.at(self.pos);
+            if c == b'#' || is_break(c) || c == 0 {
+                if c == b'#' && self.pos == tag_end {
+                    return Err(Unsupported);
+                }
+                let (sp, sl) = (tag_end, self.ls);
+                self.skip_to_content()?;
+                if !self.eof() && !self.is_doc_marker(self.pos) && self.col(self.pos) > parent {
+                    // The tagged node is on the lines below.
+                    let n = self.untagged(parent, Ctx::NewLine)?;
+                    return Ok(self.retag(n, start, tag));
+                }
+                (self.pos, self.ls) = (sp, sl);
+                return Ok(self.empty(start, tag_end, Some(tag)));
+            }
+            // A tag then content on the same line: a scalar or a flow collection only.
+            let mut n = self.untagged(parent, Ctx::Inline)?;
+            if let NodeKind::Scalar(Scalar {
+                style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
+                ..
+            }) = n.kind
+            {
+                // saphyr's span of a tagged quoted scalar runs to the end of its token, which
+                // takes in the blanks and a comment after the closing quote.
+                let mut e = self.pos;
+                while self.at(e) == b' ' {
+                    e += 1;
+                }
+                if self.at(e) == b'#' {
+                    while e < self.s.len() && !is_break(self.s[e]) {
+                        e += 1;
+                    }
+                }
+                let end = start
+                    + self.t[start..e]
+                        .trim_end_matches([' ', '\t', '\r', '\n'])
+                        .len();
+                n.span = self.span(start, end);
+                n.tag = Some(tag);
+                return Ok(n);
+            }
+            return Ok(self.retag(n, start, tag));
+        }
+        self.untagged(parent, ctx)
+    }
+
+    /// Puts `tag` (written at `start`) on `n`. A tagged collection no longer starts at its
+    /// bracket, so saphyr's builder ends it at its last child rather than at the bracket.
+    fn retag(&self, n: Node, start: usize, tag: Tag) -> Node {
+        let end = match &n.kind {
+            NodeKind::Seq(items) if n.flow => items.last().map(|i| i.span.end),
+            NodeKind::Map(entries) if n.flow => {
+                entries.last().map(|e| e.value.span.end.max(e.key.span.end))
+            }
+            _ => None,
+        }
+        .unwrap_or(n.span.end);
+        Node {
+            kind: n.kind,
+            span: self.span(start, end as usize),
+            tag: Some(tag),
+            flow: false,
+        }
+    }
+
+    fn untagged(&mut self, parent: isize, ctx: Ctx) -> R<Node> {
+        let start = self.pos;
+        let block_ok = ctx != Ctx::Inline;
+        match self.at(start) {
+            b'-' if blank_or_breakz(self.at(start + 1)) => {
+                if !block_ok {
+                    return Err(Unsupported);
+                }
+                self.block_seq(self.col(start))
+            }
+            b'[' | b'{' => {
+                let n = self.flow_node(parent)?;
+                let mut e = self.pos;
+                while self.at(e) == b' ' {
+                    e += 1;
+                }
+                if self.at(e) == b':' {
+                    // A flow collection as a key.
+                    return Err(Unsupported);
+                }
+                Ok(n)
+            }
+            b'|' | b'>' => self.block_scalar(parent),
+            b'"' | b'\'' => {
+                let (n, multiline) = self.quoted(parent)?;
+                let mut e = self.pos;
+                while self.at(e) == b' ' {
+                    e += 1;
+                }
+                if self.at(e) == b':' {
+                    if !block_ok
+                        || multiline
+                        || !blank_or_breakz(self.at(e + 1))
+                        || e - start > MAX_KEY_LEN
+                    {
+                        return Err(Unsupported);
+                    }
+                    self.pos = e;
+                    let col = self.col(start);
+                    return self.block_map(col, n);
+                }
+                Ok(n)
+            }
+            b'?' | b':' if blank_or_breakz(self.at(start + 1)) => Err(Unsupported),
+            b'&' | b'*' | b'%' | b'@' | b'`' | b',' | b']' | b'}' | b'#' | b'!' => Err(Unsupported),
+            0 | b' ' | b'\n' | b'\r' => Err(Unsupported),
+            _ => match self.plain_block(parent, block_ok)? {
+                Plain::Key(k) => {
+                    let col = self.col(start);
+                    self.block_map(col, k)
+                }
+                Plain::Value(n) => Ok(n),
+            },
+        }
+    }
+
+    /// `!name` or `!!name`, followed by a blank or the end of the line.
+    fn tag(&mut self) -> R<Tag> {
+        self.pos += 1;
+        let secondary = self.at(self.pos) == b'!';
+        if secondary {
+            self.pos += 1;
+        }
+        let from = self.pos;
+        while matches!(self.at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.')
+        {
+            self.pos += 1;
+        }
+        if self.pos == from || !blank_or_breakz(self.at(self.pos)) {
+            return Err(Unsupported);
+        }
+        Ok(Tag {
+            handle: if secondary {
+                "tag:yaml.org,2002:".to_string()
+            } else {
+                "!".to_string()
+            },
+            suffix: self.t[from..self.pos].to_string(),
+        })
+    }
+
+    /// A block mapping whose first key has been read; `pos` is at that key's `:`.
+    fn block_map(&mut self, n: isize, first_key: Node) -> R<Node> {
+        self.enter()?;
+        let start = first_key.span.start as usize;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut key = first_key;
+        loop {
+            let colon = self.pos;
+            self.pos += 1;
+            let (sp, sl) = (self.pos, self.ls);
+            self.skip_spaces();
+            let c = self.at(self.pos);
+            let value = if c == b'#' || is_break(c) || c == 0 {
+                self.skip_to_content()?;
+                if self.eof() || self.is_doc_marker(self.pos) {
+                    (self.pos, self.ls) = (sp, sl);
+                    self.empty(colon, colon, None)
+                } else {
+                    let col = self.col(self.pos);
+                    if col > n {
+                        self.node(n, Ctx::NewLine)?
+                    } else if col == n && self.is_seq_entry(self.pos) {
+                        self.indentless_seq(n)?
+                    } else {
+                        (self.pos, self.ls) = (sp, sl);
+                        self.empty(colon, colon, None)
+                    }
+                }
+            } else {
+                self.node(n, Ctx::Inline)?
+            };
+            entries.push(Entry { key, value });
+            let (sp, sl) = (self.pos, self.ls);
+            self.skip_to_content()?;
+            if self.eof() {
+                break;
+            }
+            if !self.first_on_line() {
+                return Err(Unsupported);
+            }
+            let col = self.col(self.pos);
+            if self.is_doc_marker(self.pos) || col < n {
+                (self.pos, self.ls) = (sp, sl);
+                break;
+            }
+            if col > n {
+                return Err(Unsupported);
+            }
+            key = self.block_key()?;
+        }
+        self.depth -= 1;
+        duplicate_diagnostics(&entries, &mut self.diags);
+        let end = entries
+            .last()
+            .map_or(start, |e| e.value.span.end.max(e.key.span.end) as usize);
+        Ok(Node {
+            kind: NodeKind::Map(entries),
+            span: self.span(start, end),
+            tag: None,
+            flow: false,
+        })
+    }
+
+    /// The next key of a block mapping; leaves `pos` at its `:`.
+    fn block_key(&mut self) -> R<Node> {
+        let start = self.pos;
+        match self.at(start) {
+            b'"' | b'\'' => {
+                let (k, multiline) = self.quoted(-1)?;
+                self.skip_spaces();
+                if multiline
+                    || self.at(self.pos) != b':'
+                    || !blank_or_breakz(self.at(self.pos + 1))
+                    || self.pos - start > MAX_KEY_LEN
+                {
+                    return Err(Unsupported);
+                }
+                Ok(k)
+            }
+            b'-' | b'?' | b':' if blank_or_breakz(self.at(start + 1)) => Err(Unsupported),
+            b'&' | b'*' | b'%' | b'@' | b'`' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'!'
+            | b'|' | b'>' => Err(Unsupported),
+            _ => match self.plain_block(-1, true)? {
+                Plain::Key(k) => Ok(k),
+                Plain::Value(_) => Err(Unsupported),
+            },
+        }
+    }
+
+    /// A block sequence whose first `-` is at `pos`, column `n`.
+    fn block_seq(&mut self, n: isize) -> R<Node> {
+        self.enter()?;
+        let start = self.pos;
+        let (items, _) = self.seq_items(n, false)?;
+        self.depth -= 1;
+        let end = items.last().map_or(start, |i| i.span.end as usize);
+        Ok(Node {
+            kind: NodeKind::Seq(items),
+            span: self.span(start, end),
+            tag: None,
+            flow: false,
+        })
+    }
+
+    /// A sequence at the indent of its parent mapping's keys (`key:\n- a\n- b`). saphyr starts
+    /// its span at the first entry's content.
+    fn indentless_seq(&mut self, n: isize) -> R<Node> {
+        self.enter()?;
+        let (items, start) = self.seq_items(n, true)?;
+        self.depth -= 1;
+        let end = items.last().map_or(start, |i| i.span.end as usize);
+        Ok(Node {
+            kind: NodeKind::Seq(items),
+            span: self.span(start, end),
+            tag: None,
+            flow: false,
+        })
+    }
+
+    fn seq_items(&mut self, n: isize, indentless: bool) -> R<(Vec<Node>, usize)> {
+        let mut items = Vec::new();
+        let mut first_mark = self.pos;
+        loop {
+            // At `-`.
+            self.pos += 1;
+            self.skip_spaces();
+            let c = self.at(self.pos);
+            let item = if c == b'#' || is_break(c) || c == 0 {
+                self.skip_comment();
+                let mark = self.pos;
+                if items.is_empty() {
+                    first_mark = mark;
+                }
+                let (sp, sl) = (self.pos, self.ls);
+                self.skip_to_content()?;
+                if !self.eof() && !self.is_doc_marker(self.pos) && self.col(self.pos) > n {
+                    self.node(n, Ctx::NewLine)?
+                } else {
+                    (self.pos, self.ls) = (sp, sl);
+                    self.empty(mark, mark, None)
+                }
+            } else {
+                if items.is_empty() {
+                    first_mark = self.pos;
+                    if indentless && matches!(self.at(self.pos), b'[' | b'{') {
+                        // saphyr's builder would take this sequence for a flow one.
+                        return Err(Unsupported);
+                    }
+                }
+                self.node(n, Ctx::Entry)?
+            };
+            items.push(item);
+            let (sp, sl) = (self.pos, self.ls);
+            self.skip_to_content()?;
+            if self.eof() {
+                break;
+            }
+            if !self.first_on_line() {
+                return Err(Unsupported);
+            }
+            let col = self.col(self.pos);
+            if self.is_doc_marker(self.pos) || col < n {
+                (self.pos, self.ls) = (sp, sl);
+                break;
+            }
+            if col > n {
+                return Err(Unsupported);
+            }
+            if !self.is_seq_entry(self.pos) {
+                if indentless {
+                    // The parent mapping's next key.
+                    (self.pos, self.ls) = (sp, sl);
+                    break;
+                }
+                return Err(Unsupported);
+            }
+        }
+        Ok((items, first_mark))
+    }
+
+    /// One line of a plain scalar from `from`: the end of its content (trailing blanks
+    /// dropped), and where and why it stopped.
+    fn plain_line(&self, from: usize, flow: bool) -> (usize, usize, Stop) {
+        let s = self.s;
+        let mut i = from;
+        let mut last = from;
+        loop {
+            let Some(&b) = s.get(i) else {
+                return (last, i, Stop::Eof);
+            };
+            match b {
+                b'\n' | b'\r' => return (last, i, Stop::Break),
+                b' ' => {
+                    i += 1;
+                    if self.at(i) == b'#' {
+                        return (last, i, Stop::Comment);
+                    }
+                }
+                b':' if blank_or_breakz(self.at(i + 1)) || (flow && is_flow(self.at(i + 1))) => {
+                    return (last, i, Stop::Colon)
+                }
+                b',' | b'[' | b']' | b'{' | b'}' if flow => return (last, i, Stop::Flow),
+                _ => {
+                    i += 1;
+                    last = i;
+                }
+            }
+        }
+    }
+
+    /// A plain scalar in block context (maybe several lines), or a plain key when it is
+    /// followed by `: ` on its first line and `key_ok`.
+    fn plain_block(&mut self, parent: isize, key_ok: bool) -> R<Plain> {
+        let start = self.pos;
+        let (mut end, mut stop_at, mut stop) = self.plain_line(start, false);
+        if end == start {
+            return Err(Unsupported);
+        }
+        if stop == Stop::Colon {
+            if !key_ok || stop_at - start > MAX_KEY_LEN {
+                return Err(Unsupported);
+            }
+            self.pos = stop_at;
+            return Ok(Plain::Key(Node {
+                kind: NodeKind::Scalar(Scalar {
+                    text: self.t[start..end].to_string(),
+                    style: ScalarStyle::Plain,
+                }),
+                span: self.span(start, end),
+                tag: None,
+                flow: false,
+            }));
+        }
+        let mut owned: Option<String> = None;
+        while stop == Stop::Break {
+            // Look for a continuation line.
+            let mut q = stop_at;
+            let mut breaks = 0usize;
+            let mut line = self.ls;
+            loop {
+                match self.at(q) {
+                    b'\r' => {
+                        q += 2;
+                        breaks += 1;
+                        line = q;
+                    }
+                    b'\n' => {
+                        q += 1;
+                        breaks += 1;
+                        line = q;
+                    }
+                    b' ' => q += 1,
+                    _ => break,
+                }
+            }
+            let col = (q - line) as isize;
+            let doc_marker = q == line
+                && (self.s[q..].starts_with(b"---") || self.s[q..].starts_with(b"..."))
+                && blank_or_breakz(self.at(q + 3));
+            if q >= self.s.len() || col <= parent || self.at(q) == b'#' || doc_marker {
+                break;
+            }
+            let (e2, at2, stop2) = self.plain_line(q, false);
+            if stop2 == Stop::Colon || e2 == q {
+                return Err(Unsupported);
+            }
+            let o = owned.get_or_insert_with(|| self.t[start..end].to_string());
+            if breaks == 1 {
+                o.push(' ');
+            } else {
+                for _ in 1..breaks {
+                    o.push('\n');
+                }
+            }
+            o.push_str(&self.t[q..e2]);
+            self.ls = line;
+            end = e2;
+            stop_at = at2;
+            stop = stop2;
+        }
+        self.pos = end;
+        Ok(Plain::Value(Node {
+            kind: NodeKind::Scalar(Scalar {
+                text: owned.unwrap_or_else(|| self.t[start..end].to_string()),
+                style: ScalarStyle::Plain,
+            }),
+            span: self.span(start, end),
+            tag: None,
+            flow: false,
+        }))
+    }
+
+    /// A single- or double-quoted scalar at `pos`; continuation lines must be indented past
+    /// `parent`. Returns the node and whether it spans lines.
+    fn quoted(&mut self, parent: isize) -> R<(Node, bool)> {
+        let start = self.pos;
+        let q = self.s[start];
+        let single = q == b'\'';
+        self.pos += 1;
+        let mut out = String::new();
+        let mut leading_break = false;
+        let mut trailing = 0usize;
+        let mut whitespaces = 0usize;
+        let mut multiline = false;
+        loop {
+            if self.is_doc_marker(self.pos) {
+                return Err(Unsupported);
+            }
+            let mut leading_blanks = false;
+            // Non-blank characters.
+            loop {
+                let run = self.pos;
+                while let Some(&b) = self.s.get(self.pos) {
+                    if matches!(b, b' ' | b'\n' | b'\r' | b'\'' | b'"' | b'\\') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                out.push_str(&self.t[run..self.pos]);
+                match self.at(self.pos) {
+                    b'\'' if single => {
+                        if self.at(self.pos + 1) == b'\'' {
+                            out.push('\'');
+                            self.pos += 2;
+                        } else {
+                            break;
+                        }
+                    }
+                    b'"' if !single => break,
+                    b'\\' if !single => {
+                        if is_break(self.at(self.pos + 1)) {
+                            self.pos += 1;
+                            self.newline();
+                            multiline = true;
+                            leading_blanks = true;
+                            break;
+                        }
+                        out.push(self.escape()?);
+                    }
+                    b'\'' | b'"' | b'\\' => {
+                        out.push(char::from(self.s[self.pos]));
+                        self.pos += 1;
+                    }
+                    _ => break,
+                }
+            }
+            let c = self.at(self.pos);
+            if c == q {
+                self.pos += 1;
+                break;
+            }
+            if c == 0 {
+                return Err(Unsupported);
+            }
+            // Blanks and line breaks.
+            let ws_from = self.pos;
+            loop {
+                match self.at(self.pos) {
+                    b' ' => {
+                        if !leading_blanks {
+                            whitespaces += 1;
+                        }
+                        self.pos += 1;
+                    }
+                    b'\n' | b'\r' => {
+                        if leading_blanks {
+                            trailing += 1;
+                        } else {
+                            whitespaces = 0;
+                            leading_break = true;
+                            leading_blanks = true;
+                        }
+                        multiline = true;
+                        self.newline();
+                    }
+                    _ => break,
+                }
+            }
+            if leading_blanks && self.col(self.pos) <= parent {
+                return Err(Unsupported);
+            }
+            if leading_blanks {
+                if !leading_break {
+                    for _ in 0..trailing {
+                        out.push('\n');
+                    }
+                } else {
+                    if trailing == 0 {
+                        out.push(' ');
+                    } else {
+                        for _ in 0..trailing {
+                            out.push('\n');
+                        }
+                    }
+                    leading_break = false;
+                }
+                trailing = 0;
+            } else {
+                out.push_str(&self.t[ws_from..ws_from + whitespaces]);
+                whitespaces = 0;
+            }
+        }
+        Ok((
+            Node {
+                kind: NodeKind::Scalar(Scalar {
+                    text: out,
+                    style: if single {
+                        ScalarStyle::SingleQuoted
+                    } else {
+                        ScalarStyle::DoubleQuoted
+                    },
+                }),
+                span: self.span(start, self.pos),
+                tag: None,
+                flow: false,
+            },
+            multiline,
+        ))
+    }
+
+    /// The escape sequence at `pos` (a `\` inside a double-quoted scalar).
+    fn escape(&mut self) -> R<char> {
+        let e = self.at(self.pos + 1);
+        let len = match e {
+            b'x' => 2,
+            b'u' => 4,
+            b'U' => 8,
+            _ => 0,
+        };
+        let c = match e {
+            b'0' => '\0',
+            b'a' => '\x07',
+            b'b' => '\x08',
+            b't' => '\t',
+            b'n' => '\n',
+            b'v' => '\x0b',
+            b'f' => '\x0c',
+            b'r' => '\r',
+            b'e' => '\x1b',
+            b' ' => ' ',
+            b'"' => '"',
+            b'/' => '/',
+            b'\\' => '\\',
+            b'N' => '\u{85}',
+            b'_' => '\u{a0}',
+            b'L' => '\u{2028}',
+            b'P' => '\u{2029}',
+            b'x' | b'u' | b'U' => {
+                let digits = self
+                    .s
+                    .get(self.pos + 2..self.pos + 2 + len)
+                    .ok_or(Unsupported)?;
+                let mut v = 0u32;
+                for &d in digits {
+                    let h = char::from(d).to_digit(16).ok_or(Unsupported)?;
+                    v = (v << 4) | h;
+                }
+                char::from_u32(v).ok_or(Unsupported)?
+            }
+            _ => return Err(Unsupported),
+        };
+        self.pos += 2 + len;
+        Ok(c)
+    }
+
+    /// `|` or `>` with its header at `pos`; `parent` is the enclosing block indent.
+    fn block_scalar(&mut self, parent: isize) -> R<Node> {
+        let literal = self.s[self.pos] == b'|';
+        self.pos += 1;
+        let mut chomp = 0i8; // -1 strip, 0 clip, 1 keep
+        let mut increment = 0usize;
+        for _ in 0..2 {
+            match self.at(self.pos) {
+                b'-' if chomp == 0 => chomp = -1,
+                b'+' if chomp == 0 => chomp = 1,
+                d @ b'1'..=b'9' if increment == 0 => increment = usize::from(d - b'0'),
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        let header_end = self.pos;
+        self.skip_spaces();
+        if self.at(self.pos) == b'#' {
+            if self.pos == header_end {
+                return Err(Unsupported);
+            }
+            self.skip_comment();
+        }
+        if !is_break(self.at(self.pos)) {
+            return Err(Unsupported);
+        }
+        self.newline();
+        let mut trailing = 0usize;
+        let indent: usize = if increment > 0 {
+            let i = if parent >= 0 {
+                parent as usize + increment
+            } else {
+                increment
+            };
+            // Leading empty lines, then the first content line must reach the indent.
+            loop {
+                while self.col(self.pos) < i as isize && self.at(self.pos) == b' ' {
+                    self.pos += 1;
+                }
+                if is_break(self.at(self.pos)) {
+                    trailing += 1;
+                    self.newline();
+                } else {
+                    break;
+                }
+            }
+            if self.col(self.pos) != i as isize {
+                return Err(Unsupported);
+            }
+            i
+        } else {
+            let mut max = 0usize;
+            loop {
+                self.skip_spaces();
+                max = max.max(self.pos - self.ls);
+                if is_break(self.at(self.pos)) {
+                    trailing += 1;
+                    self.newline();
+                } else {
+                    break;
+                }
+            }
+            let i = max.max(usize::try_from(parent + 1).unwrap_or(0));
+            if self.pos - self.ls != i {
+                return Err(Unsupported);
+            }
+            i
+        };
+        if indent == 0 || self.eof() {
+            return Err(Unsupported);
+        }
+        let content_start = self.pos;
+        let mut out = String::new();
+        let mut leading_break = false;
+        let mut leading_blank = false;
+        while self.col(self.pos) == indent as isize && !self.eof() && !is_break(self.s[self.pos]) {
+            let trailing_blank = self.s[self.pos] == b' ';
+            if !literal && leading_break && !leading_blank && !trailing_blank {
+                if trailing == 0 {
+                    out.push(' ');
+                } else {
+                    for _ in 0..trailing {
+                        out.push('\n');
+                    }
+                }
+            } else {
+                if leading_break {
+                    out.push('\n');
+                }
+                for _ in 0..trailing {
+                    out.push('\n');
+                }
+            }
+            leading_break = false;
+            trailing = 0;
+            leading_blank = trailing_blank;
+            let from = self.pos;
+            while !self.eof() && !is_break(self.s[self.pos]) {
+                self.pos += 1;
+            }
+            out.push_str(&self.t[from..self.pos]);
+            if self.eof() {
+                break;
+            }
+            self.newline();
+            leading_break = true;
+            loop {
+                while self.col(self.pos) < indent as isize && self.at(self.pos) == b' ' {
+                    self.pos += 1;
+                }
+                if is_break(self.at(self.pos)) {
+                    trailing += 1;
+                    self.newline();
+                } else {
+                    break;
+                }
+            }
+        }
+        if chomp >= 0 {
+            if leading_break {
+                out.push('\n');
+            }
+            if self.eof() && self.pos - self.ls >= indent.max(1) {
+                out.push('\n');
+            }
+        }
+        if chomp > 0 {
+            for _ in 0..trailing {
+                out.push('\n');
+            }
+        }
+        let end = content_start + self.t[content_start..self.pos].trim_end().len();
+        Ok(Node {
+            kind: NodeKind::Scalar(Scalar {
+                text: out,
+                style: if literal {
+                    ScalarStyle::Literal
+                } else {
+                    ScalarStyle::Folded
+                },
+            }),
+            span: self.span(content_start, end),
+            tag: None,
+            flow: false,
+        })
+    }
+
+    // ---- flow context ------------------------------------------------------------------
+
+    /// Blanks, comments and line breaks inside a flow collection. Content on a new line must
+    /// be indented past `parent`, except a closing bracket.
+    fn flow_ws(&mut self, parent: isize) -> R<()> {
+        let line = self.ls;
+        self.skip_to_content()?;
+        if self.ls != line {
+            if self.is_doc_marker(self.pos) {
+                return Err(Unsupported);
+            }
+            if !matches!(self.at(self.pos), b']' | b'}') && self.col(self.pos) <= parent {
+                return Err(Unsupported);
+            }
+        }
+        Ok(())
+    }
+
+    /// A node inside a flow collection.
+    fn flow_node(&mut self, parent: isize) -> R<Node> {
+        let start = self.pos;
+        match self.at(start) {
+            b'[' => self.flow_seq(parent),
+            b'{' => self.flow_map(parent),
+            b'!' => {
+                let tag = self.tag()?;
+                let tag_end = self.pos;
+                self.skip_spaces();
+                match self.at(self.pos) {
+                    b',' | b']' | b'}' => Ok(self.empty(start, tag_end, Some(tag))),
+                    b'!' => Err(Unsupported),
+                    b'"' | b'\'' => {
+                        let mut n = self.flow_node(parent)?;
+                        // The token runs over blanks and a comment after the quote.
+                        let mut e = self.pos;
+                        while self.at(e) == b' ' {
+                            e += 1;
+                        }
+                        if self.at(e) == b'#' {
+                            return Err(Unsupported);
+                        }
+                        n.span = self.span(start, n.span.end as usize);
+                        n.tag = Some(tag);
+                        Ok(n)
+                    }
+                    c if c == b'#' || is_break(c) || c == 0 => Err(Unsupported),
+                    _ => {
+                        let n = self.flow_node(parent)?;
+                        Ok(self.retag(n, start, tag))
+                    }
+                }
+            }
+            b'"' | b'\'' => Ok(self.quoted(parent)?.0),
+            b'&' | b'*' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' | b',' | b']' | b'}' => {
+                Err(Unsupported)
+            }
+            b'-' | b'?' | b':'
+                if blank_or_breakz(self.at(start + 1)) || is_flow(self.at(start + 1)) =>
+            {
+                Err(Unsupported)
+            }
+            0 | b' ' | b'\n' | b'\r' => Err(Unsupported),
+            _ => {
+                let (end, stop_at, stop) = self.plain_line(start, true);
+                if end == start {
+                    return Err(Unsupported);
+                }
+                if stop == Stop::Break {
+                    // Would the scalar continue on the next line?
+                    let mut q = stop_at;
+                    let mut line = self.ls;
+                    loop {
+                        match self.at(q) {
+                            b'\r' => {
+                                q += 2;
+                                line = q;
+                            }
+                            b'\n' => {
+                                q += 1;
+                                line = q;
+                            }
+                            b' ' => q += 1,
+                            _ => break,
+                        }
+                    }
+                    let c = self.at(q);
+                    let ends = c == 0
+                        || c == b'#'
+                        || is_flow(c)
+                        || (c == b':'
+                            && (blank_or_breakz(self.at(q + 1)) || is_flow(self.at(q + 1))))
+                        || (q == line
+                            && (self.s[q..].starts_with(b"---")
+                                || self.s[q..].starts_with(b"...")));
+                    if !ends {
+                        return Err(Unsupported);
+                    }
+                }
+                self.pos = end;
+                Ok(Node {
+                    kind: NodeKind::Scalar(Scalar {
+                        text: self.t[start..end].to_string(),
+                        style: ScalarStyle::Plain,
+                    }),
+                    span: self.span(start, end),
+                    tag: None,
+                    flow: false,
+                })
+            }
+        }
+    }
+
+    fn flow_seq(&mut self, parent: isize) -> R<Node> {
+        self.enter()?;
+        let start = self.pos;
+        self.pos += 1;
+        let mut items: Vec<Node> = Vec::new();
+        let mut need_sep = false;
+        loop {
+            self.flow_ws(parent)?;
+            let c = self.at(self.pos);
+            if c == b']' {
+                self.pos += 1;
+                break;
+            }
+            if need_sep {
+                if c != b',' {
+                    return Err(Unsupported);
+                }
+                self.pos += 1;
+                need_sep = false;
+                continue;
+            }
+            let item_start = self.pos;
+            let item = self.flow_node(parent)?;
+            let mut e = self.pos;
+            while self.at(e) == b' ' {
+                e += 1;
+            }
+            if self.at(e) == b':' {
+                // A single-pair mapping, `[a: 1]`.
+                let quoted_key = matches!(
+                    &item.kind,
+                    NodeKind::Scalar(Scalar {
+                        style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
+                        ..
+                    })
+                );
+                if !matches!(item.kind, NodeKind::Scalar(_))
+                    || item.tag.is_some()
+                    || quoted_key
+                    || !blank_or_breakz(self.at(e + 1))
+                    || self.at(item_start) == b'!'
+                {
+                    return Err(Unsupported);
+                }
+                self.pos = e + 1;
+                self.skip_spaces();
+                if matches!(self.at(self.pos), b',' | b']' | b'#' | b'\n' | b'\r' | 0) {
+                    return Err(Unsupported);
+                }
+                self.enter()?;
+                let value = self.flow_node(parent)?;
+                self.depth -= 1;
+                if matches!(
+                    &value.kind,
+                    NodeKind::Scalar(Scalar {
+                        style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
+                        ..
+                    })
+                ) && !matches!(self.at(self.pos), b',' | b']')
+                {
+                    return Err(Unsupported);
+                }
+                let span = self.span(item_start, value.span.end.max(item.span.end) as usize);
+                let entries = vec![Entry { key: item, value }];
+                duplicate_diagnostics(&entries, &mut self.diags);
+                items.push(Node {
+                    kind: NodeKind::Map(entries),
+                    span,
+                    tag: None,
+                    flow: false,
+                });
+            } else {
+                items.push(item);
+            }
+            need_sep = true;
+        }
+        self.depth -= 1;
+        // The `]` token runs over the blanks and a comment after it.
+        let end = self.comma_token_end_from(self.pos);
+        Ok(Node {
+            kind: NodeKind::Seq(items),
+            span: self.span(start, end),
+            tag: None,
+            flow: true,
+        })
+    }
+
+    fn flow_map(&mut self, parent: isize) -> R<Node> {
+        self.enter()?;
+        let start = self.pos;
+        self.pos += 1;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut need_sep = false;
+        // End of the last `,` token (it runs over blanks and a comment), if it came last.
+        let mut comma_end: Option<usize> = None;
+        let event_end;
+        loop {
+            self.flow_ws(parent)?;
+            let c = self.at(self.pos);
+            if c == b'}' {
+                event_end = comma_end.unwrap_or_else(|| self.comma_token_end_from(self.pos + 1));
+                self.pos += 1;
+                break;
+            }
+            if need_sep {
+                if c != b',' {
+                    return Err(Unsupported);
+                }
+                self.pos += 1;
+                comma_end = Some(self.comma_token_end());
+                need_sep = false;
+                continue;
+            }
+            if c == b',' {
+                return Err(Unsupported);
+            }
+            comma_end = None;
+            let key = self.flow_node(parent)?;
+            if !matches!(key.kind, NodeKind::Scalar(_)) {
+                return Err(Unsupported);
+            }
+            self.skip_spaces();
+            let value = match self.at(self.pos) {
+                b':' => {
+                    let nc = self.at(self.pos + 1);
+                    if !(blank_or_breakz(nc) || nc == b',' || nc == b'}') {
+                        return Err(Unsupported);
+                    }
+                    let colon = self.pos;
+                    self.pos += 1;
+                    self.flow_ws(parent)?;
+                    match self.at(self.pos) {
+                        b',' | b'}' => self.empty(colon, colon, None),
+                        _ => self.flow_node(parent)?,
+                    }
+                }
+                b',' | b'}' => {
+                    let e = self.comma_token_end_from(self.pos + 1);
+                    let end = self.pos
+                        + self.t[self.pos..e]
+                            .trim_end_matches([' ', '\t', '\r', '\n'])
+                            .len();
+                    self.empty(self.pos, end, None)
+                }
+                _ => return Err(Unsupported),
+            };
+            entries.push(Entry { key, value });
+            need_sep = true;
+        }
+        self.depth -= 1;
+        duplicate_diagnostics(&entries, &mut self.diags);
+        let end = entries
+            .last()
+            .map_or(0, |e| e.value.span.end.max(e.key.span.end) as usize)
+            .max(event_end);
+        Ok(Node {
+            kind: NodeKind::Map(entries),
+            span: self.span(start, end),
+            tag: None,
+            flow: true,
+        })
+    }
+
+    /// Where a `,` token that ended just before `pos` ends: saphyr runs it over the blanks
+    /// and a comment that follow on its line.
+    fn comma_token_end(&self) -> usize {
+        self.comma_token_end_from(self.pos)
+    }
+
+    fn comma_token_end_from(&self, mut e: usize) -> usize {
+        while self.at(e) == b' ' {
+            e += 1;
+        }
+        if self.at(e) == b'#' {
+            while e < self.s.len() && !is_break(self.s[e]) {
+                e += 1;
+            }
+        }
+        e
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Eof,
+    Break,
+    Comment,
+    Colon,
+    Flow,
+}
