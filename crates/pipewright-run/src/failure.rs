@@ -22,8 +22,12 @@ pub struct RunError {
     pub span: Span,
     /// A narrower place (the sub-expression that failed), when known.
     pub detail_span: Option<Span>,
-    /// The value that caused the failure, if one did.
+    /// The value that caused the failure, if one did. For an expression failure: an object of
+    /// the values the failing sub-expression read, by path (`{"ctx.n": 0}`).
     pub value: Option<Value>,
+    /// For an expression failure: the paths the failing sub-expression read and their values
+    /// (also in `value`), shown one per note.
+    pub reads: Vec<(String, Value)>,
     /// Enclosing steps, innermost first (`for_each item 3 of step 2`).
     pub context: Vec<(Span, String)>,
 }
@@ -44,8 +48,18 @@ impl RunError {
             span,
             detail_span: None,
             value: None,
+            reads: Vec::new(),
             context: Vec::new(),
         }
+    }
+
+    /// Records what a failing expression read; `value` becomes `{path: value, …}`.
+    pub fn with_reads(mut self, reads: Vec<(String, Value)>) -> RunError {
+        if !reads.is_empty() {
+            self.value = Some(Value::Object(reads.iter().cloned().collect()));
+            self.reads = reads;
+        }
+        self
     }
 
     pub fn with_value(mut self, v: Value) -> RunError {
@@ -75,7 +89,11 @@ impl RunError {
         for (span, what) in &self.context {
             d = d.with_secondary(*span, what.clone());
         }
-        if let Some(v) = &self.value {
+        if !self.reads.is_empty() {
+            for (path, v) in &self.reads {
+                d = d.with_note(format!("{path} was: {}", crate::value::preview(v, 300)));
+            }
+        } else if let Some(v) = &self.value {
             d = d.with_note(format!("the value was: {}", crate::value::preview(v, 300)));
         }
         d

@@ -28,9 +28,11 @@ impl RunStatus {
 pub struct RunOutcome {
     pub status: RunStatus,
     pub run_id: String,
-    /// The final pipe.
+    /// The final pipe. For a failed or cancelled run: the top-level pipe when the run stopped,
+    /// i.e. the result of the last top-level step that completed (null if none did).
     pub output: Value,
-    /// The final top-level named stores.
+    /// The top-level named stores when the run ended: for a failed or cancelled run, the
+    /// input plus everything written by the top-level steps that completed.
     pub stores: Value,
     pub error: Option<RunError>,
     /// The step key at which a cancelled run stopped.

@@ -22,6 +22,9 @@ pub enum EventKind {
     Failed,
     /// A landed step replayed from the store on resume.
     Replayed,
+    /// A started step that stopped because the run was cancelled (a fan-out whose pending
+    /// items were not started).
+    Cancelled,
 }
 
 impl EventKind {
@@ -31,6 +34,7 @@ impl EventKind {
             EventKind::Completed => "step_completed",
             EventKind::Failed => "step_failed",
             EventKind::Replayed => "step_replayed",
+            EventKind::Cancelled => "step_cancelled",
         }
     }
 }

@@ -28,12 +28,18 @@ fn failure_points_at_the_expression_and_names_the_value() {
     assert_eq!(v["error"]["code"], "PW0800");
     assert_eq!(v["error"]["step"], "1");
     assert_eq!(v["error"]["line"], 4);
+    assert_eq!(v["error"]["value"], json!({"ctx.xs": [1, 2]}), "{v}");
     let diag = out.diagnostic().unwrap_or_else(|| panic!("no diagnostic"));
     let file = s
         .get(diag.primary.span.file)
         .unwrap_or_else(|| panic!("file"));
     assert_eq!(file.slice(diag.primary.span), "ctx.xs + 1");
     assert!(diag.message.contains("arithmetic"), "{}", diag.message);
+    assert!(
+        diag.notes.iter().any(|n| n == "ctx.xs was: [1,2]"),
+        "{:?}",
+        diag.notes
+    );
     assert_eq!(out.exit_code(), 1);
 }
 

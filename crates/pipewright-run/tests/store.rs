@@ -189,3 +189,48 @@ fn cancellation_lets_in_flight_items_land() {
     lines.sort();
     assert_eq!(lines, ["a", "b", "c"], "every item ran exactly once");
 }
+
+/// Items that land slower than the disk are each persisted before the next one lands: a
+/// reader polling `state.json` sees 1, 2, 3, 4 landed items in turn, and every read parses
+/// (the file is replaced atomically, never torn).
+#[test]
+fn state_json_is_written_after_each_for_each_item() {
+    const ITEMS: &str = "pipeline: items\nsteps:\n  - for_each:\n      items: [a, b, c, d]\n      max_parallel: 1\n      on_error: abort\n      do: {shell: {command: \"sleep 0.25; echo x\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n";
+    let d = tempdir();
+    let root = d.path().to_path_buf();
+    let worker = std::thread::spawn(move || {
+        let mut o = opts(&root);
+        o.store_root = Some(runs_root(&root));
+        run_json(ITEMS, o)
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    let mut reads = 0;
+    while !worker.is_finished() {
+        let path = std::fs::read_dir(runs_root(d.path()))
+            .ok()
+            .and_then(|mut rd| rd.next())
+            .and_then(Result::ok)
+            .map(|e| e.path().join("state.json"));
+        if let Some(text) = path.and_then(|p| std::fs::read_to_string(p).ok()) {
+            let s: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("a torn state.json ({e}): {text}"));
+            reads += 1;
+            let items = s["completed"]
+                .as_object()
+                .map(|m| {
+                    m.keys()
+                        .filter(|k| k.starts_with("0.for_each.") && *k != "0.for_each.collect")
+                        .count()
+                })
+                .unwrap_or(0);
+            seen.insert(items);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let v = worker.join().unwrap_or_else(|_| panic!("the run panicked"));
+    assert_eq!(v["output"], 4, "{v}");
+    assert!(reads > 10, "{reads} reads");
+    for n in 1..=3 {
+        assert!(seen.contains(&n), "never saw {n} landed item(s): {seen:?}");
+    }
+}

@@ -304,6 +304,7 @@ impl Interp {
         );
         if let Failure::Step(inner) = cause {
             e.value = inner.value.clone();
+            e.reads = inner.reads.clone();
             e.context.push((
                 inner.detail_span.unwrap_or(inner.span),
                 format!("{what} failed here: {}", inner.message),

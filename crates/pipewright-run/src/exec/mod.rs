@@ -198,7 +198,7 @@ pub async fn run(
         default_max_parallel: opts.default_max_parallel.max(1),
         started: Instant::now(),
     };
-    let frame = Frame {
+    let mut frame = Frame {
         ctx: Arc::new(stores),
         pipe: Arc::new(Value::Null),
         item: None,
@@ -206,22 +206,21 @@ pub async fn run(
         depth: 0,
         workflow: wid,
     };
-    let result = interp.exec_region(&workflow.body, frame.clone(), "").await;
+    let result = interp.exec_region_in(&workflow.body, &mut frame, "").await;
+    // Failed or not, `frame` holds the top-level stores and pipe as they were when the run
+    // stopped: everything the steps before the failing (or cancelled) one wrote. Nested
+    // frames (calls, fan-out items) are isolated and never write the caller's stores.
+    let output = (*frame.pipe).clone();
+    let stores = (*frame.ctx).clone();
     let mut outcome = match result {
-        Ok(f) => RunOutcome::new(RunStatus::Ok, run_id, (*f.pipe).clone(), (*f.ctx).clone()),
+        Ok(()) => RunOutcome::new(RunStatus::Ok, run_id, output, stores),
         Err(Failure::Step(e)) => {
-            let mut o =
-                RunOutcome::new(RunStatus::Failed, run_id, Value::Null, (*frame.ctx).clone());
+            let mut o = RunOutcome::new(RunStatus::Failed, run_id, output, stores);
             o.error = Some(*e);
             o
         }
         Err(Failure::Cancelled { key }) => {
-            let mut o = RunOutcome::new(
-                RunStatus::Cancelled,
-                run_id,
-                Value::Null,
-                (*frame.ctx).clone(),
-            );
+            let mut o = RunOutcome::new(RunStatus::Cancelled, run_id, output, stores);
             o.cancelled_at = Some(key);
             o
         }
@@ -265,19 +264,31 @@ impl Interp {
         prefix: &'a str,
     ) -> BoxFuture<'a, Result<Frame, Failure>> {
         Box::pin(async move {
-            let mut cur = region.entry;
-            let mut j = 0;
-            // A pipeline region is a chain; the bound keeps a cyclic region (a future dialect)
-            // from looping here before its interpreter exists.
-            while let Some(n) = cur.filter(|_| j <= region.graph.node_count()) {
-                let node = &region.graph[n];
-                let v = self.exec_node(node, &frame, child_key(prefix, j)).await?;
-                frame.land(node.output.as_deref(), v);
-                cur = region.next(n);
-                j += 1;
-            }
+            self.exec_region_in(region, &mut frame, prefix).await?;
             Ok(frame)
         })
+    }
+
+    /// [`Interp::exec_region`] on a frame the caller keeps: when a step fails (or the run is
+    /// cancelled) the frame still holds the stores and the pipe as they were at that point.
+    pub(crate) async fn exec_region_in(
+        &self,
+        region: &Region,
+        frame: &mut Frame,
+        prefix: &str,
+    ) -> Result<(), Failure> {
+        let mut cur = region.entry;
+        let mut j = 0;
+        // A pipeline region is a chain; the bound keeps a cyclic region (a future dialect)
+        // from looping here before its interpreter exists.
+        while let Some(n) = cur.filter(|_| j <= region.graph.node_count()) {
+            let node = &region.graph[n];
+            let v = self.exec_node(node, frame, child_key(prefix, j)).await?;
+            frame.land(node.output.as_deref(), v);
+            cur = region.next(n);
+            j += 1;
+        }
+        Ok(())
     }
 
     /// Runs the body of a fold/for_each/parallel, whose single step has the recovery key `key`.
@@ -331,7 +342,9 @@ impl Interp {
                     elapsed,
                     Some(e.message.clone()),
                 ),
-                Err(Failure::Cancelled { .. }) => {}
+                Err(Failure::Cancelled { .. }) => {
+                    self.emit(EventKind::Cancelled, &key, node, frame, elapsed, None)
+                }
             }
             r
         })

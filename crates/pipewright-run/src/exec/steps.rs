@@ -224,13 +224,16 @@ impl Interp {
         e: &Expr,
         what: Option<&str>,
     ) -> Result<Value, Failure> {
-        eval(&e.ast, &frame.scope()).map_err(|err| {
+        let scope = frame.scope();
+        eval(&e.ast, &scope).map_err(|err| {
             let msg = match what {
                 Some(w) => format!("{w} failed: {}", err.message),
                 None => err.message.clone(),
             };
+            let reads = reads_within(&e.ast, &err.range, &scope);
             self.fail(codes::EVAL, key, node, msg)
                 .at(self.expr_span(e, err.range))
+                .with_reads(reads)
                 .into()
         })
     }
@@ -506,6 +509,51 @@ impl Interp {
         }
         Ok(acc)
     }
+}
+
+/// The scope paths read inside `range` of an expression (the part that failed), each with
+/// its current value; paths that do not resolve are left out. At most 8, first read first.
+fn reads_within(
+    ast: &pipewright_r1::Expr,
+    range: &std::ops::Range<usize>,
+    scope: &pipewright_r1::Scope<'_>,
+) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for p in pipewright_r1::free_paths(ast) {
+        if p.range.start < range.start || p.range.end > range.end {
+            continue;
+        }
+        let Some(mut v) = scope.get(&p.root) else {
+            continue;
+        };
+        let mut found = true;
+        for seg in &p.segments {
+            match v.as_object().and_then(|o| o.get(seg)) {
+                Some(inner) => v = inner,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        let name = std::iter::once(p.root.as_str())
+            .chain(p.segments.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(".");
+        if found && !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, v.clone()));
+        }
+    }
+    // `get(ctx, 'a.b', …)` reads `ctx` and `ctx.a.b`: keep the more precise one.
+    let names: Vec<String> = out.iter().map(|(n, _)| format!("{n}.")).collect();
+    out.retain(|(n, _)| {
+        let prefix = format!("{n}.");
+        !names
+            .iter()
+            .any(|m| m.len() > prefix.len() && m.starts_with(&prefix))
+    });
+    out.truncate(8);
+    out
 }
 
 pub(crate) enum ToolArgs<'a> {
