@@ -152,6 +152,11 @@ fn a_failing_transform_points_at_its_step() {
     assert!(err.contains("division by zero"), "{err}");
     assert!(err.contains("divide.yaml:5:25"), "{err}");
     assert!(err.contains(" failed\n"), "{err}");
+    assert!(err.contains("ctx.n was: 0"), "the offending value: {err}");
+    assert!(
+        err.contains("stores when it stopped:\n  n = 0\n"),
+        "the stores written before the failure: {err}"
+    );
 
     let (code, v) = run_json(d.path(), &["divide.yaml"]);
     assert_eq!(code, Some(1));
@@ -161,9 +166,16 @@ fn a_failing_transform_points_at_its_step() {
         "{v}"
     );
     assert_eq!(v["status"], "failed");
-    assert_eq!(v["output"], Value::Null);
+    // The pipe and stores as they were when the run stopped: step 0 had written `n`.
+    assert_eq!(v["output"], 0, "{v}");
+    assert_eq!(v["stores"], json!({"n": 0}), "{v}");
     let e = &v["error"];
     assert_eq!(e["code"], "PW0800");
+    assert_eq!(
+        e["value"],
+        json!({"ctx.n": 0}),
+        "what the expression read: {v}"
+    );
     assert_eq!(e["step"], "1");
     assert_eq!(e["step_kind"], "transform");
     assert_eq!(
@@ -433,10 +445,16 @@ fn sigint_cancels_at_a_step_boundary_and_resume_finishes() {
         v["cancelled_at"], "1",
         "the running step finished, the next did not start"
     );
+    // The stores and pipe as they were at the boundary: step 0's `a`, not the empty input.
+    assert_eq!(keys(&v["stores"]), ["a"], "{v}");
+    assert_eq!(v["stores"]["a"]["text"], "one\n", "{v}");
+    assert_eq!(v["output"], v["stores"]["a"], "{v}");
     let id = v["run_id"].as_str().unwrap_or("?").to_string();
     let s = state(d.path(), &id);
     assert_eq!(s["status"], "cancelled");
     assert_eq!(s["completed"]["0"]["text"], "one\n", "{s}");
+    assert_eq!(s["stores"], v["stores"], "{s}");
+    assert_eq!(s["cancelled_at"], "1", "{s}");
 
     let (code, resumed) = run_json(d.path(), &["--resume", &id]);
     assert_eq!(code, Some(0), "{resumed}");
@@ -511,4 +529,352 @@ fn kill_9_mid_fan_out_then_resume_gives_the_uninterrupted_result() {
             "{item}: {log}"
         );
     }
+}
+
+/// Writes `name` with `text` into `dir`.
+fn fixture(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("write {name}: {e}"));
+}
+
+/// A run that fails two levels down: in a pipeline called from a for_each item.
+const NESTED_FAIL: &str = "\
+pipeline: main
+steps:
+  - transform: {value: \"[2, 0, 1]\", output: xs}
+  - shell: {command: \"echo side\", output: side}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 1
+      on_error: abort
+      do: {call: {pipeline: divide, pass: {d: item}}}
+      collect: {transform: {value: \"pipe\"}}
+      output: ratios
+  - transform: {value: \"'never'\", output: never}
+---
+pipeline: divide
+steps:
+  - transform: {value: \"'inner'\", output: inner}
+  - transform: {value: \"10 / ctx.d\"}
+";
+
+#[test]
+fn a_failed_run_reports_the_stores_written_before_the_failure() {
+    let d = tempdir();
+    fixture(d.path(), "nested.yaml", NESTED_FAIL);
+    let (code, v) = run_json(d.path(), &["nested.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["status"], "failed");
+    assert_eq!(v["error"]["code"], "PW0806", "{v}");
+    assert_eq!(v["error"]["step"], "2", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("item 1 failed"),
+        "{v}"
+    );
+    assert_eq!(
+        v["error"]["value"],
+        json!({"ctx.d": 0}),
+        "the value the inner expression read: {v}"
+    );
+    // The caller's stores as the failing step found them: not the initial (empty) stores, not
+    // the callee's `inner`, nothing after the failure.
+    assert_eq!(keys(&v["stores"]), ["xs", "side"], "{v}");
+    assert_eq!(v["stores"]["xs"], json!([2, 0, 1]));
+    assert_eq!(v["stores"]["side"]["text"], "side\n");
+    assert_eq!(v["output"], v["stores"]["side"], "the pipe when it failed");
+    let s = state(d.path(), v["run_id"].as_str().unwrap_or("?"));
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["stores"], v["stores"], "{s}");
+    assert_eq!(s["output"], v["output"], "{s}");
+    assert_eq!(s["completed"]["2.for_each.0"], 5, "item 0 landed: {s}");
+
+    // Human format: the diagnostic points at the inner step with the value, then the stores.
+    let o = run_in(d.path(), &["run", "nested.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(stdout(&o), "", "no output for a failed run");
+    let err = stderr(&o);
+    assert!(err.contains("error[PW0806]"), "{err}");
+    assert!(err.contains("nested.yaml:5:5"), "the for_each step: {err}");
+    assert!(
+        err.contains("10 / ctx.d"),
+        "the inner expression is shown: {err}"
+    );
+    assert!(err.contains("ctx.d was: 0"), "{err}");
+    let summary = err
+        .split("stores when it stopped:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stores summary: {err}"));
+    assert!(
+        summary.starts_with(
+            "  xs = [2,0,1]\n  side = {\"text\":\"side\\n\"}\nfull state: .pipewright/runs/"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failure_in_the_first_step_reports_a_null_output_and_the_input() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "first.yaml",
+        "pipeline: first\nsteps:\n  - transform: {value: \"ctx.n / 0\", output: r}\n",
+    );
+    let (code, v) = run_json(d.path(), &["first.yaml", "--input", r#"{"n": 3}"#]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["output"], Value::Null, "no step completed: {v}");
+    assert_eq!(v["stores"], json!({"n": 3}), "{v}");
+    let o = run_in(d.path(), &["run", "first.yaml"]);
+    assert!(
+        stderr(&o).contains("stores when it stopped: none\n"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn sigint_in_human_format_exits_130_and_shows_the_stores() {
+    let d = project(&["slow.yaml"]);
+    let child = bin()
+        .current_dir(d.path())
+        .args(["run", "slow.yaml"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"));
+    let started = d.path().join("started");
+    wait_for(Duration::from_secs(10), "the first step to start", || {
+        started.exists().then_some(())
+    });
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(kill.success());
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(stdout(&o), "", "{}", text(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(" cancelled; continue it with `pipewright run --resume "),
+        "{err}"
+    );
+    assert!(
+        err.contains("stores when it stopped:\n  a = {\"text\":\"one\\n\"}\n"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "stderr is not a terminal: {err:?}");
+}
+
+/// Parses `events.jsonl` of a run.
+fn events(dir: &Path, id: &str) -> Vec<Value> {
+    read(&dir.join(".pipewright/runs").join(id).join("events.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn events_jsonl_records_every_step_with_timings() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "timed.yaml",
+        "pipeline: timed\nsteps:\n  - shell: {command: \"sleep 0.3; echo slept\", output: s}\n  - for_each:\n      items: [1, 0]\n      on_error: continue\n      do: {transform: {value: \"10 / item\"}}\n      collect: {transform: {value: \"pipe\"}}\n  - transform: {value: \"10 / (count(pipe) - 1)\"}\n",
+    );
+    let (code, v) = run_json(d.path(), &["timed.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    let evs = events(d.path(), &id);
+    let fields = ["event", "run_id", "key", "step_kind", "workflow", "at_ms"];
+    for e in &evs {
+        for f in fields {
+            assert!(!e[f].is_null(), "{f} missing: {e}");
+        }
+        assert_eq!(e["run_id"], id.as_str());
+        assert_eq!(e["workflow"], "timed");
+        assert!(e["at_ms"].as_f64().is_some_and(|t| t >= 0.0), "{e}");
+    }
+    let find = |event: &str, key: &str| -> Value {
+        evs.iter()
+            .find(|e| e["event"] == event && e["key"] == key)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {event} for {key}: {evs:#?}"))
+    };
+    // Every started step ends exactly once, after it started.
+    for s in evs.iter().filter(|e| e["event"] == "step_started") {
+        let key = &s["key"];
+        let ends: Vec<&Value> = evs
+            .iter()
+            .filter(|e| {
+                e["key"] == *key && (e["event"] == "step_completed" || e["event"] == "step_failed")
+            })
+            .collect();
+        assert_eq!(ends.len(), 1, "{key}: {evs:#?}");
+        let end = ends[0];
+        assert_eq!(end["step_kind"], s["step_kind"]);
+        let (t0, t1) = (
+            s["at_ms"].as_f64().unwrap_or(-1.0),
+            end["at_ms"].as_f64().unwrap_or(-1.0),
+        );
+        let elapsed = end["elapsed_ms"].as_f64().unwrap_or(-1.0);
+        assert!(t1 >= t0, "{s} {end}");
+        assert!(elapsed >= 0.0 && elapsed <= t1 - t0 + 5.0, "{s} {end}");
+    }
+    let slept = find("step_completed", "0");
+    assert_eq!(slept["step_kind"], "shell");
+    assert!(
+        slept["elapsed_ms"].as_f64().is_some_and(|ms| ms >= 250.0),
+        "the shell step slept 0.3 s: {slept}"
+    );
+    assert_eq!(
+        find("step_completed", "1.for_each.0")["step_kind"],
+        "transform"
+    );
+    let dropped = find("step_failed", "1.for_each.1");
+    assert!(
+        dropped["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("division by zero")),
+        "{dropped}"
+    );
+    find("step_completed", "1.for_each.collect");
+    find("step_completed", "1");
+    let failed = find("step_failed", "2");
+    assert!(
+        failed["error"].is_string() && failed["elapsed_ms"].is_number(),
+        "{failed}"
+    );
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e["event"] == "step_started" && e["key"] == "0")
+            .count(),
+        1
+    );
+
+    // A resume of the failed run replays what landed and says so.
+    let (_, again) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(again["status"], "failed", "{again}");
+    let evs = events(d.path(), &id);
+    for key in ["0", "1"] {
+        assert!(
+            evs.iter()
+                .any(|e| e["event"] == "step_replayed" && e["key"] == key),
+            "{key}: {evs:#?}"
+        );
+    }
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e["event"] == "step_started" && e["key"] == "0")
+            .count(),
+        1,
+        "the landed shell step did not run again"
+    );
+}
+
+/// `script` (util-linux) runs a command under a pseudo-terminal; `None` (and a printed
+/// reason) when it is missing or cannot allocate one here.
+fn under_pty(dir: &Path, command: &str) -> Option<Output> {
+    let probe = std::process::Command::new("script")
+        .args(["-qec", "test -t 2 && echo tty", "/dev/null"])
+        .stdin(Stdio::null())
+        .output();
+    match probe {
+        Ok(o) if String::from_utf8_lossy(&o.stdout).contains("tty") => {}
+        Ok(o) => {
+            eprintln!(
+                "skipped: `script` cannot run a command under a pseudo-terminal here: {}",
+                text(&o)
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("skipped: util-linux `script` is not available: {e}");
+            return None;
+        }
+    }
+    let o = std::process::Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("COLUMNS", "120")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("script: {e}"));
+    Some(o)
+}
+
+const SLOW_STEP: &str = "pipeline: nap\nsteps:\n  - shell: {command: \"sleep 1; echo rested\", output: nap}\n  - transform: {value: \"ctx.nap.text + 'done'\"}\n";
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[test]
+fn progress_lines_are_drawn_on_a_terminal() {
+    let d = tempdir();
+    fixture(d.path(), "nap.yaml", SLOW_STEP);
+    let exe = shell_quote(env!("CARGO_BIN_EXE_pipewright"));
+    let Some(o) = under_pty(d.path(), &format!("{exe} run nap.yaml")) else {
+        return;
+    };
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        out.contains("step 0 shell sleep 1; echo rested"),
+        "a line for the running step: {out:?}"
+    );
+    assert!(
+        out.contains("✓ step 0 shell sleep 1; echo rested"),
+        "finished when it completed: {out:?}"
+    );
+    assert!(out.contains("✓ step 1 transform"), "{out:?}");
+    assert!(
+        out.contains('\u{1b}'),
+        "drawn with terminal controls: {out:?}"
+    );
+    // The spinner ticked while the step slept: more than one frame was drawn.
+    assert!(
+        out.matches("step 0 shell").count() >= 3,
+        "redrawn while running: {out:?}"
+    );
+    // The running line was drawn (with its elapsed time) before the step finished, and the
+    // final output comes after the finished lines.
+    let (running, after) = out
+        .split_once("✓ step 0")
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        running.contains("step 0 shell sleep 1; echo rested [0s]"),
+        "the line appeared while the step was still running: {out:?}"
+    );
+    assert!(
+        after.contains("\"rested\\ndone\""),
+        "the final output: {out:?}"
+    );
+}
+
+#[test]
+fn no_progress_and_no_escape_codes_when_stderr_is_not_a_terminal() {
+    let d = tempdir();
+    fixture(d.path(), "nap.yaml", SLOW_STEP);
+    // Plain pipes.
+    let o = run_in(d.path(), &["run", "nap.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), "\"rested\\ndone\"\n");
+    assert_eq!(stderr(&o), "", "no progress lines in a log");
+    // stdout a terminal, stderr a file: still no progress.
+    let exe = shell_quote(env!("CARGO_BIN_EXE_pipewright"));
+    let Some(o) = under_pty(d.path(), &format!("{exe} run nap.yaml 2>err.txt")) else {
+        return;
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = read(&d.path().join("err.txt"));
+    assert_eq!(err, "", "{err:?}");
+    assert!(!err.contains('\u{1b}'));
+    assert!(stdout(&o).contains("\"rested\\ndone\""), "{}", text(&o));
+    assert!(!stdout(&o).contains("step 0"), "{}", text(&o));
 }

@@ -145,15 +145,56 @@ async fn run_async(args: &RunArgs) -> u8 {
                     "{}",
                     serde_json::to_string_pretty(&outcome.output.to_json()).unwrap_or_default()
                 ),
-                pipewright_run::RunStatus::Cancelled => eprintln!(
-                    "run {} cancelled; continue it with `pipewright run --resume {}`",
-                    outcome.run_id, outcome.run_id
-                ),
-                pipewright_run::RunStatus::Failed => eprintln!("run {} failed", outcome.run_id),
+                pipewright_run::RunStatus::Cancelled => {
+                    eprintln!(
+                        "run {} cancelled; continue it with `pipewright run --resume {}`",
+                        outcome.run_id, outcome.run_id
+                    );
+                    eprint!("{}", stopped_summary(&outcome));
+                }
+                pipewright_run::RunStatus::Failed => {
+                    eprintln!("run {} failed", outcome.run_id);
+                    eprint!("{}", stopped_summary(&outcome));
+                }
             }
         }
     }
     u8::try_from(outcome.exit_code()).unwrap_or(1)
+}
+
+/// For a failed or cancelled run (human format, on stderr): the named stores as they were
+/// when it stopped, with a one-line preview of each, and where the full state is.
+fn stopped_summary(outcome: &pipewright_run::RunOutcome) -> String {
+    let mut out = String::new();
+    let stores = outcome.stores.to_json();
+    match stores.as_object().filter(|m| !m.is_empty()) {
+        None => out.push_str("stores when it stopped: none\n"),
+        Some(m) => {
+            out.push_str("stores when it stopped:\n");
+            for (name, v) in m {
+                out.push_str(&format!("  {name} = {}\n", preview(v, 100)));
+            }
+        }
+    }
+    if outcome.run_dir.is_some() {
+        // The store root is always `.pipewright/runs` under the working directory.
+        out.push_str(&format!(
+            "full state: .pipewright/runs/{}/state.json\n",
+            outcome.run_id
+        ));
+    }
+    out
+}
+
+/// Compact JSON cut to `max` characters.
+fn preview(v: &serde_json::Value, max: usize) -> String {
+    let text = v.to_string();
+    if text.chars().count() <= max {
+        text
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}…")
+    }
 }
 
 fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
