@@ -756,8 +756,14 @@ fn events_jsonl_records_every_step_with_timings() {
     );
 
     // A resume of the failed run replays what landed and says so.
-    let (_, again) = run_json(d.path(), &["--resume", &id]);
+    let o = run_in(d.path(), &["run", "--resume", &id, "--format", "json"]);
+    let again = parse(&o);
     assert_eq!(again["status"], "failed", "{again}");
+    assert!(
+        !stderr(&o).contains("warning"),
+        "unchanged files: {}",
+        text(&o)
+    );
     let evs = events(d.path(), &id);
     for key in ["0", "1"] {
         assert!(
@@ -877,4 +883,28 @@ fn no_progress_and_no_escape_codes_when_stderr_is_not_a_terminal() {
     assert!(!err.contains('\u{1b}'));
     assert!(stdout(&o).contains("\"rested\\ndone\""), "{}", text(&o));
     assert!(!stdout(&o).contains("step 0"), "{}", text(&o));
+}
+
+#[test]
+fn resuming_after_the_file_changed_warns() {
+    let d = project(&["divide.yaml"]);
+    let (code, v) = run_json(d.path(), &["divide.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    // Fix the divisor's default: the landed step 0 (n = 0) is still replayed as recorded.
+    let path = d.path().join("divide.yaml");
+    let fixed = read(&path).replace("10 / ctx.n", "10 / (ctx.n + 1)");
+    std::fs::write(&path, fixed).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "warning: the pipeline files changed since run {id} started"
+        )),
+        "{}",
+        text(&o)
+    );
+    let v = parse(&o);
+    assert_eq!(v["output"], 10, "{v}");
+    assert_eq!(v["stores"], json!({"n": 0, "ratio": 10}), "{v}");
 }

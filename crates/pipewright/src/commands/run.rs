@@ -30,13 +30,17 @@ async fn run_async(args: &RunArgs) -> u8 {
     };
     let store_root = cwd.join(".pipewright/runs");
     // A resumed run takes its file, pipeline and input from the run store.
+    let mut stored_hash = None;
     let (file, workflow, stored_input) = match (&args.resume, &args.file) {
         (Some(id), file) => match pipewright_run::store::load_run(&store_root, id) {
-            Ok(rec) => (
-                file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
-                args.pipeline.clone().or(Some(rec.workflow)),
-                Some(rec.input),
-            ),
+            Ok(rec) => {
+                stored_hash = Some(rec.source_hash);
+                (
+                    file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
+                    args.pipeline.clone().or(Some(rec.workflow)),
+                    Some(rec.input),
+                )
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return 2;
@@ -67,6 +71,14 @@ async fn run_async(args: &RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    if let (Some(old), Some(id)) = (stored_hash.filter(|h| !h.is_empty()), &args.resume) {
+        let now = pipewright_run::store::source_hash(sources.files().map(|f| &*f.text));
+        if old != now {
+            eprintln!(
+                "warning: the pipeline files changed since run {id} started; its landed steps are replayed as recorded, the rest runs from the current files"
+            );
+        }
+    }
     let program = pipewright_ir::lower::pipeline(&ast);
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
