@@ -195,7 +195,7 @@ fn cancellation_lets_in_flight_items_land() {
 /// (the file is replaced atomically, never torn).
 #[test]
 fn state_json_is_written_after_each_for_each_item() {
-    const ITEMS: &str = "pipeline: items\nsteps:\n  - for_each:\n      items: [a, b, c, d]\n      max_parallel: 1\n      on_error: abort\n      do: {shell: {command: \"sleep 0.25; echo x\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n";
+    const ITEMS: &str = "pipeline: items\nsteps:\n  - for_each:\n      items: [a, b, c, d]\n      max_parallel: 1\n      on_error: abort\n      do: {shell: {command: \"sleep 0.4; echo x\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n";
     let d = tempdir();
     let root = d.path().to_path_buf();
     let worker = std::thread::spawn(move || {

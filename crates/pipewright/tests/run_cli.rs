@@ -722,7 +722,7 @@ fn events_jsonl_records_every_step_with_timings() {
         );
         let elapsed = end["elapsed_ms"].as_f64().unwrap_or(-1.0);
         assert!(t1 >= t0, "{s} {end}");
-        assert!(elapsed >= 0.0 && elapsed <= t1 - t0 + 5.0, "{s} {end}");
+        assert!(elapsed >= 0.0 && elapsed <= t1 - t0 + 50.0, "{s} {end}");
     }
     let slept = find("step_completed", "0");
     assert_eq!(slept["step_kind"], "shell");
