@@ -1,5 +1,6 @@
-//! Prints the node tree of a YAML file (or of stdin) with the exact span of every node; with
-//! `--bench N` loads it N times instead (for `valgrind --tool=callgrind` instruction counts).
+//! Prints the node tree of a YAML file (or of stdin) with the exact span of every node.
+//! `outline --bench fast|saphyr FILE N` instead loads FILE N times through one path (for
+//! stable `valgrind --tool=callgrind` instruction counts).
 
 use pipewright_syntax::FileId;
 use pipewright_yaml::{load, Limits, Node, NodeKind};
@@ -33,6 +34,24 @@ fn node(src: &str, n: &Node, depth: usize) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--bench") {
+        let src =
+            std::fs::read_to_string(args.get(3).map_or("", String::as_str)).unwrap_or_default();
+        let n: usize = args.get(4).and_then(|n| n.parse().ok()).unwrap_or(1);
+        let mut nodes = 0usize;
+        for _ in 0..n {
+            let docs = if args.get(2).map(String::as_str) == Some("saphyr") {
+                pipewright_yaml::paths::load_reference(FileId(0), &src, Limits::default()).0
+            } else {
+                pipewright_yaml::paths::load_fast(FileId(0), &src, Limits::default())
+                    .map(|r| r.0)
+                    .unwrap_or_default()
+            };
+            nodes += docs.len();
+        }
+        println!("{nodes} documents, {} bytes", src.len());
+        return;
+    }
     let mut src = String::new();
     match args.get(1).map(String::as_str) {
         Some("-") | None => {

@@ -10,7 +10,7 @@
 //! Nesting is parsed by recursion bounded by `Limits::max_depth` (capped at 128): one level
 //! per open collection; at the limit the fast path gives up and the reference path reports.
 
-use crate::load::{duplicate_diagnostics, Document, Limits};
+use crate::load::{duplicate_diagnostics, duplicate_key, Document, Limits};
 use crate::node::{Entry, Node, NodeKind, Tag};
 use crate::scalar::{Scalar, ScalarStyle};
 use pipewright_syntax::{Diagnostic, FileId, Span};
@@ -44,6 +44,8 @@ pub(crate) fn load(
         diags: Vec::new(),
         depth: 0,
         max_depth: limits.max_depth.min(MAX_FAST_DEPTH),
+        items: Vec::new(),
+        entries: Vec::new(),
     };
     let docs = p.documents().ok()?;
     Some((docs, p.diags))
@@ -53,7 +55,23 @@ pub(crate) fn load(
 /// first character all need the reference path.
 fn plausible(s: &[u8]) -> bool {
     let body = s.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(s);
+    // Eight bytes at a time, skipping words with none of the interesting bytes.
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let has = |w: u64, b: u8| {
+        let x = w ^ (LO * u64::from(b));
+        x.wrapping_sub(LO) & !x & HI != 0
+    };
     let mut i = 0;
+    while i + 8 <= body.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&body[i..i + 8]);
+        let w = u64::from_le_bytes(word);
+        if has(w, b'\t') || has(w, 0) || has(w, b'\r') || has(w, 0xEF) {
+            break;
+        }
+        i += 8;
+    }
     while i < body.len() {
         match body[i] {
             b'\t' | 0 => return false,
@@ -108,6 +126,10 @@ struct P<'a> {
     diags: Vec<Diagnostic>,
     depth: usize,
     max_depth: usize,
+    /// Children of the open collections, innermost last: each collection gathers its own at
+    /// the top and moves them out in one exact-size allocation when it closes.
+    items: Vec<Node>,
+    entries: Vec<Entry>,
 }
 
 impl P<'_> {
@@ -432,7 +454,7 @@ impl P<'_> {
     fn block_map(&mut self, n: isize, first_key: Node) -> R<Node> {
         self.enter()?;
         let start = first_key.span.start as usize;
-        let mut entries: Vec<Entry> = Vec::new();
+        let base = self.entries.len();
         let mut key = first_key;
         loop {
             let colon = self.pos;
@@ -459,7 +481,7 @@ impl P<'_> {
             } else {
                 self.node(n, Ctx::Inline)?
             };
-            entries.push(Entry { key, value });
+            self.entries.push(Entry { key, value });
             let (sp, sl) = (self.pos, self.ls);
             self.skip_to_content()?;
             if self.eof() {
@@ -479,7 +501,8 @@ impl P<'_> {
             key = self.block_key()?;
         }
         self.depth -= 1;
-        duplicate_diagnostics(&entries, &mut self.diags);
+        let entries: Vec<Entry> = self.entries.drain(base..).collect();
+        duplicates(&entries, &mut self.diags);
         let end = entries
             .last()
             .map_or(start, |e| e.value.span.end.max(e.key.span.end) as usize);
@@ -548,7 +571,7 @@ impl P<'_> {
     }
 
     fn seq_items(&mut self, n: isize, indentless: bool) -> R<(Vec<Node>, usize)> {
-        let mut items = Vec::new();
+        let base = self.items.len();
         let mut first_mark = self.pos;
         loop {
             // At `-`.
@@ -558,7 +581,7 @@ impl P<'_> {
             let item = if c == b'#' || is_break(c) || c == 0 {
                 self.skip_comment();
                 let mark = self.pos;
-                if items.is_empty() {
+                if self.items.len() == base {
                     first_mark = mark;
                 }
                 let (sp, sl) = (self.pos, self.ls);
@@ -570,7 +593,7 @@ impl P<'_> {
                     self.empty(mark, mark, None)
                 }
             } else {
-                if items.is_empty() {
+                if self.items.len() == base {
                     first_mark = self.pos;
                     if indentless && matches!(self.at(self.pos), b'[' | b'{') {
                         // saphyr's builder would take this sequence for a flow one.
@@ -579,7 +602,7 @@ impl P<'_> {
                 }
                 self.node(n, Ctx::Entry)?
             };
-            items.push(item);
+            self.items.push(item);
             let (sp, sl) = (self.pos, self.ls);
             self.skip_to_content()?;
             if self.eof() {
@@ -605,7 +628,7 @@ impl P<'_> {
                 return Err(Unsupported);
             }
         }
-        Ok((items, first_mark))
+        Ok((self.items.drain(base..).collect(), first_mark))
     }
 
     /// One line of a plain scalar from `from`: the end of its content (trailing blanks
@@ -726,6 +749,33 @@ impl P<'_> {
         let start = self.pos;
         let q = self.s[start];
         let single = q == b'\'';
+        // Most quoted scalars are one line without escapes: their value is their body.
+        let mut e = start + 1;
+        while let Some(&b) = self.s.get(e) {
+            if b == q || b == b'\\' || is_break(b) {
+                break;
+            }
+            e += 1;
+        }
+        if self.at(e) == q && !(single && self.at(e + 1) == b'\'') {
+            self.pos = e + 1;
+            return Ok((
+                Node {
+                    kind: NodeKind::Scalar(Scalar {
+                        text: self.t[start + 1..e].to_string(),
+                        style: if single {
+                            ScalarStyle::SingleQuoted
+                        } else {
+                            ScalarStyle::DoubleQuoted
+                        },
+                    }),
+                    span: self.span(start, e + 1),
+                    tag: None,
+                    flow: false,
+                },
+                false,
+            ));
+        }
         self.pos += 1;
         let mut out = String::new();
         let mut leading_break = false;
@@ -1156,7 +1206,7 @@ impl P<'_> {
         self.enter()?;
         let start = self.pos;
         self.pos += 1;
-        let mut items: Vec<Node> = Vec::new();
+        let base = self.items.len();
         let mut need_sep = false;
         loop {
             self.flow_ws(parent)?;
@@ -1216,19 +1266,19 @@ impl P<'_> {
                 }
                 let span = self.span(item_start, value.span.end.max(item.span.end) as usize);
                 let entries = vec![Entry { key: item, value }];
-                duplicate_diagnostics(&entries, &mut self.diags);
-                items.push(Node {
+                self.items.push(Node {
                     kind: NodeKind::Map(entries),
                     span,
                     tag: None,
                     flow: false,
                 });
             } else {
-                items.push(item);
+                self.items.push(item);
             }
             need_sep = true;
         }
         self.depth -= 1;
+        let items: Vec<Node> = self.items.drain(base..).collect();
         // The `]` token runs over the blanks and a comment after it.
         let end = self.comma_token_end_from(self.pos);
         Ok(Node {
@@ -1243,7 +1293,7 @@ impl P<'_> {
         self.enter()?;
         let start = self.pos;
         self.pos += 1;
-        let mut entries: Vec<Entry> = Vec::new();
+        let base = self.entries.len();
         let mut need_sep = false;
         // End of the last `,` token (it runs over blanks and a comment), if it came last.
         let mut comma_end: Option<usize> = None;
@@ -1298,11 +1348,12 @@ impl P<'_> {
                 }
                 _ => return Err(Unsupported),
             };
-            entries.push(Entry { key, value });
+            self.entries.push(Entry { key, value });
             need_sep = true;
         }
         self.depth -= 1;
-        duplicate_diagnostics(&entries, &mut self.diags);
+        let entries: Vec<Entry> = self.entries.drain(base..).collect();
+        duplicates(&entries, &mut self.diags);
         let end = entries
             .last()
             .map_or(0, |e| e.value.span.end.max(e.key.span.end) as usize)
@@ -1341,4 +1392,19 @@ enum Stop {
     Comment,
     Colon,
     Flow,
+}
+
+/// The same diagnostics as `duplicate_diagnostics`, without hashing for the small mappings
+/// that make up almost all of a file (every key span is distinct on the fast path).
+fn duplicates(entries: &[Entry], diags: &mut Vec<Diagnostic>) {
+    if entries.len() > 16 {
+        duplicate_diagnostics(entries, diags);
+        return;
+    }
+    for (i, en) in entries.iter().enumerate() {
+        let Some(k) = en.key.key_text() else { continue };
+        if let Some(first) = entries[..i].iter().find(|e| e.key.key_text() == Some(k)) {
+            diags.push(duplicate_key(k, en.key.span, first.key.span));
+        }
+    }
 }

@@ -370,18 +370,23 @@ pub(crate) fn duplicate_diagnostics(entries: &[Entry], diags: &mut Vec<Diagnosti
             let Some(k) = en.key.key_text() else { continue };
             if let Some(first) = seen.get(k) {
                 if reported.insert(en.key.span) {
-                    diags.push(
-                        Diagnostic::error("PW0005", en.key.span, format!("duplicate key `{k}`"))
-                            .with_label("this key repeats an earlier one")
-                            .with_secondary(*first, "first defined here")
-                            .with_help("YAML keeps only the last value, so the first one would be lost; remove one of them"),
-                    );
+                    diags.push(duplicate_key(k, en.key.span, *first));
                 }
             } else {
                 seen.insert(k, en.key.span);
             }
         }
     }
+}
+
+/// `PW0005` for the key `k` at `at`, first defined at `first`.
+pub(crate) fn duplicate_key(k: &str, at: Span, first: Span) -> Diagnostic {
+    Diagnostic::error("PW0005", at, format!("duplicate key `{k}`"))
+        .with_label("this key repeats an earlier one")
+        .with_secondary(first, "first defined here")
+        .with_help(
+            "YAML keeps only the last value, so the first one would be lost; remove one of them",
+        )
 }
 
 /// The byte just past the closing quote of a quoted scalar that starts at `slice[0]`.
