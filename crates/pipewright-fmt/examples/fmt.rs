@@ -1,10 +1,17 @@
-//! Formats the files named on the command line to stdout (a development aid).
+//! Formats the files named on the command line to stdout (a development aid); YAML files
+//! after `--recipe` are recipes, before it pipelines.
 
 use pipewright_fmt::{format_source, Dialect};
 use pipewright_syntax::FileId;
 
 fn main() {
+    let mut recipe = false;
     for path in std::env::args().skip(1) {
+        if path == "--recipe" {
+            // YAML files after this flag are recipes.
+            recipe = true;
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             eprintln!("{path}: cannot read");
             continue;
@@ -13,6 +20,8 @@ fn main() {
             Dialect::StateMachine
         } else if path.ends_with(".toml") {
             Dialect::Meow
+        } else if recipe {
+            Dialect::Recipe
         } else {
             Dialect::Pipeline
         };

@@ -38,7 +38,9 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
     let start = node.span.start as usize;
     let end = (node.span.end as usize).max(start);
     let text = src.get(start..end).unwrap_or("");
-    if text.starts_with('*') {
+    // An alias's span is its `*name` token. A block scalar's span starts at its first content
+    // line, which may start with `*` too (`|` then `**/.git/**`): that is no alias.
+    if text.starts_with('*') && !(is_block_scalar(node) && after_block_header(src, start)) {
         return Props {
             anchor: None,
             alias: true,
@@ -86,6 +88,42 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
         content_start: start + i,
         flow,
     }
+}
+
+/// Whether `at` starts a line's content (only blanks before it) whose previous non-blank line
+/// ends with a block scalar header (`|`, `>-`, `|2+`, a comment after it allowed).
+fn after_block_header(src: &str, at: usize) -> bool {
+    let Some(before) = src.get(..at) else {
+        return false;
+    };
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    if !before[line_start..]
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t')
+    {
+        return false;
+    }
+    let mut end = line_start;
+    while end > 0 {
+        let prev = &before[..end - 1];
+        let prev_start = prev.rfind('\n').map_or(0, |i| i + 1);
+        let line = prev[prev_start..].trim_end_matches('\r');
+        if line.trim().is_empty() {
+            end = prev_start;
+            continue;
+        }
+        let code = line
+            .find(" #")
+            .or_else(|| line.find("\t#"))
+            .map_or(line, |i| &line[..i])
+            .trim_end();
+        let tok = code.rsplit([' ', '\t']).next().unwrap_or("");
+        return tok.starts_with(['|', '>'])
+            && tok[1..]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'+' || b == b'-');
+    }
+    false
 }
 
 pub fn is_block_scalar(node: &Node) -> bool {

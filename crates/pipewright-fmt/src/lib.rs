@@ -18,7 +18,7 @@ pub mod trivia;
 pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
-use rules::{pipeline::PipelineRules, DialectRules, GenericRules};
+use rules::{pipeline::PipelineRules, recipe::RecipeRules, DialectRules};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -89,16 +89,25 @@ pub fn format_source(
     text: &str,
     dialect: Dialect,
 ) -> Result<Formatted, Vec<Diagnostic>> {
-    let output = match dialect {
-        Dialect::Pipeline => format_yaml(file, text, &PipelineRules)?,
-        Dialect::Recipe => format_yaml(file, text, &GenericRules)?,
-        Dialect::StateMachine => json::format(file, text)?,
-        Dialect::Meow => toml::format(file, text)?,
+    let output = match (dialect, yaml_rules(dialect)) {
+        (_, Some(rules)) => format_yaml(file, text, rules)?,
+        (Dialect::StateMachine, None) => json::format(file, text)?,
+        (_, None) => toml::format(file, text)?,
     };
     Ok(Formatted {
         changed: output != text,
         output,
     })
+}
+
+/// The canonical rules of a YAML dialect; `None` for the JSON and TOML dialects, which have
+/// their own formatters.
+pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn DialectRules> {
+    match dialect {
+        Dialect::Pipeline => Some(&PipelineRules),
+        Dialect::Recipe => Some(&RecipeRules),
+        Dialect::StateMachine | Dialect::Meow => None,
+    }
 }
 
 pub fn unified_diff(path: &str, before: &str, after: &str) -> String {

@@ -182,7 +182,13 @@ impl<'s, 'r> Printer<'s, 'r> {
             return lead;
         }
         match &node.kind {
-            NodeKind::Map(_) => {
+            NodeKind::Map(entries) => {
+                // What stood above the item's first key in the source stays above the item
+                // whichever key is printed first; the first printed key's comments join it
+                // (nothing can stand between the dash and that key).
+                if let Some(e) = entries.first() {
+                    lead.extend(self.entry_leading(e));
+                }
                 let first = self.ordered(node, path).first().copied();
                 if let Some(e) = first {
                     lead.extend(self.entry_leading(e));
@@ -204,7 +210,23 @@ impl<'s, 'r> Printer<'s, 'r> {
         let p = props(self.src, root);
         let compact = !p.alias && !p.flow && p.anchor.is_none() && root.tag.is_none();
         match &root.kind {
-            NodeKind::Map(e) if compact && !e.is_empty() => self.block_map(root, 0, false, path),
+            NodeKind::Map(e) if compact && !e.is_empty() => {
+                // The document's header (the trivia before the first key, up to its last blank
+                // line) stays at the top when that key moves; the rest moves with the key.
+                if let Some(first) = e.first() {
+                    let mut head = self.triv.take_leading(&first.key);
+                    let split = head
+                        .iter()
+                        .rposition(|i| matches!(i, Item::Blank))
+                        .map_or(0, |i| i + 1);
+                    let own = head.split_off(split);
+                    self.leading(head, 0, true);
+                    if !own.is_empty() {
+                        self.triv.leading.insert(first.key.span.start, own);
+                    }
+                }
+                self.block_map(root, 0, false, path)
+            }
             NodeKind::Seq(i) if compact && !i.is_empty() => self.block_seq(root, 0, false, path),
             _ => {
                 let lead = self.first_leading(root, path);

@@ -1,14 +1,22 @@
 //! Golden files and the formatter's guarantees (idempotence, comment and value preservation)
 //! over testdata/fmt and the shared corpus.
 
-use pipewright_fmt::{format_source, trivia, verify, Dialect};
+use pipewright_fmt::cst::is_block_scalar;
+use pipewright_fmt::{format_source, trivia, verify, yaml_rules, Dialect};
 use pipewright_syntax::FileId;
-use pipewright_yaml::Limits;
+use pipewright_yaml::{Limits, NodeKind};
 use std::path::{Path, PathBuf};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fmt")
 }
+
+/// The YAML dialects with fixtures: each has `testdata/fmt/<dir>/*.yaml` inputs next to their
+/// `*.expected.yaml` outputs, and a folder of the shared corpus.
+const DIALECTS: &[(Dialect, &str, &str)] = &[
+    (Dialect::Pipeline, "pipeline", "/work/shared/corpus/reyn"),
+    (Dialect::Recipe, "recipe", "/work/shared/corpus/amplifier"),
+];
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -25,26 +33,31 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+fn is_expected(p: &Path) -> bool {
+    p.to_string_lossy().ends_with(".expected.yaml")
+}
+
 fn inputs(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     yaml_files(dir, &mut v);
-    v.retain(|p| !p.to_string_lossy().ends_with(".expected.yaml"));
+    v.retain(|p| !is_expected(p));
     v
 }
 
-fn corpus() -> Vec<PathBuf> {
+fn expected_files(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
-    yaml_files(Path::new("/work/shared/corpus/reyn"), &mut v);
+    yaml_files(dir, &mut v);
+    v.retain(|p| is_expected(p));
     v
 }
 
-/// Every guarantee of the issue, for one text.
-fn check_guarantees(name: &str, text: &str) {
-    let first = match format_source(FileId(0), text, Dialect::Pipeline) {
+/// Every guarantee of the issue, for one text in one dialect.
+fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
+    let first = match format_source(FileId(0), text, dialect) {
         Ok(f) => f,
         Err(d) => panic!("{name}: formatting failed: {d:#?}"),
     };
-    let second = format_source(FileId(0), &first.output, Dialect::Pipeline)
+    let second = format_source(FileId(0), &first.output, dialect)
         .unwrap_or_else(|d| panic!("{name}: formatting the output failed: {d:#?}"));
     assert_eq!(second.output, first.output, "{name}: not idempotent");
     assert!(!second.changed, "{name}: second run reports a change");
@@ -61,40 +74,65 @@ fn check_guarantees(name: &str, text: &str) {
         "{name}: comments changed"
     );
     let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
-    let rules = pipewright_fmt::rules::pipeline::PipelineRules;
-    verify::same_docs(&roots, &after, &rules)
+    let rules = yaml_rules(dialect).expect("a YAML dialect");
+    verify::same_docs(&roots, &after, rules)
         .unwrap_or_else(|e| panic!("{name}: values changed: {e}"));
-    for line in first.output.lines() {
-        assert_eq!(
-            line,
-            line.trim_end(),
-            "{name}: trailing whitespace in {line:?}"
+    // Trailing blanks only where they are a block scalar's content (a line of spaces deeper
+    // than the scalar's indentation is part of its value).
+    let blocks = block_scalar_spans(&after);
+    let mut at = 0usize;
+    for line in first.output.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let inside = blocks.iter().any(|&(s, e)| s <= at && at < e);
+        assert!(
+            body == body.trim_end() || inside,
+            "{name}: trailing whitespace in {body:?}"
         );
+        at += line.len();
     }
+}
+
+fn block_scalar_spans(docs: &[pipewright_yaml::Document]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&pipewright_yaml::Node> =
+        docs.iter().filter_map(|d| d.root.as_ref()).collect();
+    while let Some(n) = stack.pop() {
+        match &n.kind {
+            NodeKind::Map(es) => es.iter().for_each(|e| stack.extend([&e.key, &e.value])),
+            NodeKind::Seq(items) => stack.extend(items.iter()),
+            NodeKind::Scalar(_) if is_block_scalar(n) => {
+                out.push((n.span.start as usize, n.span.end as usize))
+            }
+            NodeKind::Scalar(_) => {}
+        }
+    }
+    out
 }
 
 #[test]
 fn golden_files() {
     let update = std::env::var_os("UPDATE_EXPECT").is_some();
-    let files = inputs(&testdata().join("pipeline"));
-    assert!(files.len() >= 6, "fixtures missing");
     let mut failures = Vec::new();
-    for input in files {
-        let text = std::fs::read_to_string(&input).expect("fixture is readable");
-        let got = format_source(FileId(0), &text, Dialect::Pipeline)
-            .map(|f| f.output)
-            .unwrap_or_else(|d| format!("ERROR {d:#?}"));
-        let expected_path = input.with_extension("expected.yaml");
-        if update {
-            std::fs::write(&expected_path, &got).expect("expected file is writable");
-            continue;
-        }
-        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-        if got != expected {
-            failures.push(format!(
-                "{}:\n--- expected\n{expected}\n--- got\n{got}",
-                input.display()
-            ));
+    for &(dialect, dir, _) in DIALECTS {
+        let files = inputs(&testdata().join(dir));
+        assert!(files.len() >= 4, "{dir} fixtures missing");
+        for input in files {
+            let text = std::fs::read_to_string(&input).expect("fixture is readable");
+            let got = format_source(FileId(0), &text, dialect)
+                .map(|f| f.output)
+                .unwrap_or_else(|d| format!("ERROR {d:#?}"));
+            let expected_path = input.with_extension("expected.yaml");
+            if update {
+                std::fs::write(&expected_path, &got).expect("expected file is writable");
+                continue;
+            }
+            let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+            if got != expected {
+                failures.push(format!(
+                    "{}:\n--- expected\n{expected}\n--- got\n{got}",
+                    input.display()
+                ));
+            }
         }
     }
     assert!(
@@ -106,39 +144,68 @@ fn golden_files() {
 
 #[test]
 fn guarantees_hold_on_fixtures() {
-    for input in inputs(&testdata().join("pipeline")) {
-        let text = std::fs::read_to_string(&input).expect("fixture is readable");
-        check_guarantees(&input.display().to_string(), &text);
+    for &(dialect, dir, _) in DIALECTS {
+        for input in inputs(&testdata().join(dir)) {
+            let text = std::fs::read_to_string(&input).expect("fixture is readable");
+            check_guarantees(&input.display().to_string(), &text, dialect);
+        }
     }
 }
 
 #[test]
 fn guarantees_hold_on_expected_outputs() {
     // The expected files are canonical: formatting them changes nothing.
-    let mut files = Vec::new();
-    yaml_files(&testdata().join("pipeline"), &mut files);
-    for p in files
-        .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".expected.yaml"))
-    {
-        let text = std::fs::read_to_string(&p).expect("readable");
-        let f = format_source(FileId(0), &text, Dialect::Pipeline).expect("canonical file formats");
-        assert!(!f.changed, "{} is not canonical", p.display());
+    for &(dialect, dir, _) in DIALECTS {
+        for p in expected_files(&testdata().join(dir)) {
+            let text = std::fs::read_to_string(&p).expect("readable");
+            let f = format_source(FileId(0), &text, dialect).expect("canonical file formats");
+            assert!(!f.changed, "{} is not canonical", p.display());
+        }
     }
 }
 
 #[test]
 fn guarantees_hold_on_corpus() {
-    let files = corpus();
-    if files.is_empty() {
-        eprintln!("corpus absent: skipped");
-        return;
-    }
-    for p in files {
-        let Ok(text) = std::fs::read_to_string(&p) else {
+    for &(dialect, _, corpus) in DIALECTS {
+        let mut files = Vec::new();
+        yaml_files(Path::new(corpus), &mut files);
+        if files.is_empty() {
+            eprintln!("{corpus} absent: skipped");
             continue;
-        };
-        check_guarantees(&p.display().to_string(), &text);
+        }
+        for p in files {
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            check_guarantees(&p.display().to_string(), &text, dialect);
+        }
+    }
+}
+
+#[test]
+fn recipe_key_order_knows_every_key_the_recipe_loader_accepts() {
+    // The orders are the formatter's (the spec's listings); the loader's tables say which keys
+    // exist. A key added to the loader must get its canonical place here too.
+    use pipewright_fmt::rules::{DialectRules, Seg};
+    use pipewright_recipe::load::{APPROVAL_KEYS, STAGE_KEYS, STEP_KEYS, TOP_KEYS};
+    let rules = pipewright_fmt::rules::recipe::RecipeRules;
+    let doc = Seg::Doc("recipe");
+    let stage = [doc, Seg::Key("stages"), Seg::Index(0)];
+    let approval = [doc, Seg::Key("stages"), Seg::Index(0), Seg::Key("approval")];
+    let step = [doc, Seg::Key("steps"), Seg::Index(0)];
+    for (path, known) in [
+        (&[doc][..], TOP_KEYS),
+        (&stage[..], STAGE_KEYS),
+        (&approval[..], APPROVAL_KEYS),
+        (&step[..], STEP_KEYS),
+    ] {
+        let order = rules.key_order(path).expect("an ordered mapping");
+        for k in known {
+            assert!(
+                order.contains(k),
+                "`{k}` has no canonical place at {path:?}"
+            );
+        }
     }
 }
 

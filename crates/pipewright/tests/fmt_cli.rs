@@ -227,3 +227,16 @@ fn directories_are_walked() {
     let o = run_in(d.path(), &["fmt", "--check", "flows"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn a_recipe_gets_the_recipe_key_order() {
+    // Detected as a recipe (name + steps); its keys follow the recipe schema's order, its
+    // condition and templates stay as written, its comments stay with their keys.
+    let src = "# header\n\nsteps:\n  - prompt: Hi {{x}}\n    condition: \"{{x}}=='y'\"\n    id: a   # the id\n    agent: foundation:x\nversion: \"1.0.0\"\nname: r\ndescription: d\n";
+    let o = run_with_stdin(Path::new("."), &["fmt", "-"], src.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        stdout(&o),
+        "# header\n\nname: r\ndescription: d\nversion: \"1.0.0\"\nsteps:\n  - id: a # the id\n    agent: foundation:x\n    prompt: Hi {{x}}\n    condition: \"{{x}}=='y'\"\n"
+    );
+}

@@ -3,6 +3,7 @@
 //! a collection should be written in flow style when it fits.
 
 pub mod pipeline;
+pub mod recipe;
 
 use pipewright_yaml::Node;
 
