@@ -5,39 +5,7 @@
 use pipewright_syntax::FileId;
 use std::time::{Duration, Instant};
 
-const STEPS: &str = r#"
-  # a commented step
-  - transform: {value: "a+b*2", output: x}   # trailing
-  - agent:
-      prompt: >-
-        Summarize {ctx.doc}
-        in two sentences.
-      output: summary
-  - tool:
-      name: very_long_tool_name_for_testing
-      args: {first_argument: "some value", second_argument: "another value", third: !expr "ctx.n+1"}
-      output: result
-  - for_each:
-      over: ctx.reviewers
-      on_error: "retry(2)"
-      do: {agent: {prompt: "Review as {item}: {ctx.doc}", schema: Review}}
-      collect: {transform: {value: "pipe"}}
-  - match:
-      on: "ctx.x>1"
-      cases:
-        "True": {pipeline: big, pass: {x: "ctx.x+1"}}
-      default: {pipeline: small}
-"#;
-
-fn generated(bytes: usize) -> String {
-    let mut s = String::from(
-        "schema: Review\nfields:\n  passed: {type: bool}\n---\npipeline: big\nsteps:\n",
-    );
-    while s.len() < bytes {
-        s.push_str(STEPS);
-    }
-    s
-}
+use pipewright_fmt::bench_support::pipeline_file as generated;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -101,7 +69,7 @@ fn phases(text: &str) -> [Duration; 7] {
     let (docs, _) = pipewright_yaml::load(FileId(0), &out, Default::default());
     d[4] = t.elapsed();
     let t = Instant::now();
-    let c = pipewright_fmt::trivia::comment_texts(&out, &docs);
+    let c = pipewright_fmt::trivia::comment_slices(&out, &docs);
     d[5] = t.elapsed();
     std::hint::black_box(c.len());
     let t = Instant::now();

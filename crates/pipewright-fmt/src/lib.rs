@@ -7,6 +7,8 @@
 //! untouched file, never as a changed workflow. JSON is pretty-printed; TOML goes through
 //! `toml_edit`, which keeps comments.
 
+#[doc(hidden)]
+pub mod bench_support;
 pub mod cst;
 pub mod diff;
 mod json;

@@ -139,16 +139,21 @@ impl<'s, 'r> Printer<'s, 'r> {
         let Some(entries) = node.as_map() else {
             return Vec::new();
         };
-        let mut v: Vec<&Entry> = entries.iter().collect();
-        if let Some(order) = self.rules.key_order(path) {
-            v.sort_by_key(|e| {
-                order
-                    .iter()
-                    .position(|k| *k == key_str(e))
-                    .unwrap_or(order.len())
-            });
+        let Some(order) = self.rules.key_order(path) else {
+            return entries.iter().collect();
+        };
+        // Each key's rank once (not per comparison); most mappings are already in order.
+        let mut ranked: Vec<(usize, &Entry)> = entries
+            .iter()
+            .map(|e| {
+                let k = key_str(e);
+                (order.iter().position(|o| *o == k).unwrap_or(order.len()), e)
+            })
+            .collect();
+        if !ranked.is_sorted_by_key(|r| r.0) {
+            ranked.sort_by_key(|r| r.0);
         }
-        v
+        ranked.into_iter().map(|r| r.1).collect()
     }
 
     /// The leading trivia of an entry: its key's and, when the value is printed on the key's
@@ -321,20 +326,29 @@ impl<'s, 'r> Printer<'s, 'r> {
             }
             return;
         }
-        let inline: Option<String> = match &v.kind {
-            _ if p.alias => Some(self.scalar_text(v, path, false, false)),
-            NodeKind::Scalar(_) => Some(self.scalar_text(v, path, false, false)),
-            NodeKind::Map(_) | NodeKind::Seq(_) => {
-                let col = self.col() + 1;
-                self.try_flow(v, &p, path, col)
+        // The value is written straight after `key: ` / `- `; a collection that does not fit
+        // (or may not be flow) is taken back out and printed in block style below.
+        let col = self.col() + 1;
+        let mark = self.out.len();
+        self.out.push(' ');
+        let text_start = self.out.len();
+        let inline = match &v.kind {
+            NodeKind::Map(_) | NodeKind::Seq(_) if !p.alias => self.try_flow_into(v, &p, path, col),
+            _ => {
+                let mut out = std::mem::take(&mut self.out);
+                self.scalar_into(v, path, false, false, &mut out);
+                self.out = out;
+                true
             }
         };
-        if let Some(text) = inline {
+        if inline {
             if self.is_token(v, &p) {
                 trailing.extend(self.triv.take_trailing(v));
             }
             if trailing.len() > 1 {
                 // One comment per line: the first stays after the key, the value moves below.
+                let text = self.out.split_off(text_start);
+                self.out.truncate(mark);
                 self.out.push(' ');
                 self.out.push_str(&trailing[0]);
                 self.out.push('\n');
@@ -347,9 +361,9 @@ impl<'s, 'r> Printer<'s, 'r> {
                 self.comment_lines(&rest, child);
                 return;
             }
-            if !text.is_empty() {
-                self.out.push(' ');
-                self.out.push_str(&text);
+            if self.out.len() == text_start {
+                // An empty value: no space after the colon.
+                self.out.truncate(mark);
             }
             if let Some(c) = trailing.first() {
                 self.out.push(' ');
@@ -358,6 +372,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             self.out.push('\n');
             return;
         }
+        self.out.truncate(mark);
         // A block collection.
         if p.flow {
             trailing.extend(self.triv.take_trailing(v));
@@ -407,28 +422,35 @@ impl<'s, 'r> Printer<'s, 'r> {
         s
     }
 
-    /// The one-line flow text of a collection, if it should and can be written in flow style
-    /// starting at column `col`.
-    fn try_flow(
+    /// Appends the one-line flow text of a collection, if it should and can be written in flow
+    /// style starting at column `col`; otherwise appends nothing and returns `false`.
+    fn try_flow_into(
         &mut self,
         v: &'s Node,
         p: &Props,
         path: &mut Vec<Seg<'s>>,
         col: usize,
-    ) -> Option<String> {
+    ) -> bool {
         let empty = match &v.kind {
             NodeKind::Map(e) => e.is_empty(),
             NodeKind::Seq(i) => i.is_empty(),
             NodeKind::Scalar(_) => false,
         };
         if !(empty || p.flow || self.rules.prefer_flow(path)) {
-            return None;
+            return false;
         }
         if !empty && self.has_inner_comments(v) {
-            return None;
+            return false;
         }
-        let text = self.flow_text(v, path)?;
-        (empty || col + text.chars().count() <= WIDTH).then_some(text)
+        let start = self.out.len();
+        let mut out = std::mem::take(&mut self.out);
+        let ok = self.flow_into(v, path, &mut out);
+        self.out = out;
+        let fits = ok && (empty || col + self.out[start..].chars().count() <= WIDTH);
+        if !fits {
+            self.out.truncate(start);
+        }
+        fits
     }
 
     fn has_inner_comments(&self, v: &Node) -> bool {
@@ -458,11 +480,6 @@ impl<'s, 'r> Printer<'s, 'r> {
             }
         }
         false
-    }
-
-    fn flow_text(&self, v: &'s Node, path: &mut Vec<Seg<'s>>) -> Option<String> {
-        let mut s = String::new();
-        self.flow_into(v, path, &mut s).then_some(s)
     }
 
     /// Appends the flow text of `v` to `out`; `false` when it has none (a block scalar inside).
@@ -522,13 +539,6 @@ impl<'s, 'r> Printer<'s, 'r> {
         true
     }
 
-    /// A scalar (or alias) on one line, properties included.
-    fn scalar_text(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool) -> String {
-        let mut s = String::new();
-        self.scalar_into(n, path, in_flow, is_key, &mut s);
-        s
-    }
-
     fn props_into(&self, n: &Node, p: &Props, out: &mut String) {
         if p.alias {
             return;
@@ -544,7 +554,7 @@ impl<'s, 'r> Printer<'s, 'r> {
         }
     }
 
-    /// [`Self::scalar_text`] appended to `out`.
+    /// A scalar (or alias) on one line, properties included, appended to `out`.
     fn scalar_into(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool, out: &mut String) {
         let p = props(self.src, n);
         let raw = self

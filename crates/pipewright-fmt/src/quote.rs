@@ -6,37 +6,52 @@ use pipewright_yaml::{Scalar, ScalarStyle, ScalarValue};
 /// Whether `v` can be written as a plain scalar and read back as the string `v` by this
 /// loader. `in_flow` adds the restrictions of `{…}`/`[…]`.
 pub fn plain_ok(v: &str, in_flow: bool) -> bool {
-    let Some(first) = v.chars().next() else {
+    let bytes = v.as_bytes();
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
         return false;
     };
-    if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t', ':']) {
+    if matches!(first, b' ' | b'\t') || matches!(last, b' ' | b'\t' | b':') {
         return false;
     }
-    if v.chars().any(|c| {
-        c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
-    }) {
+    if b"?:,[]{}#&*!|>'\"%@`".contains(&first) {
         return false;
     }
-    if v.contains(": ") || v.contains(" #") || v.starts_with("---") || v.starts_with("...") {
+    if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
-    if "?:,[]{}#&*!|>'\"%@`".contains(first) {
-        return false;
-    }
-    if first == '-' {
+    if first == b'-' {
         // `-x` is a plain scalar, `- x` a sequence entry.
-        match v[1..].chars().next() {
-            Some(c) if c != ' ' && !(in_flow && ",[]{}".contains(c)) => {}
+        match bytes.get(1) {
+            Some(&c) if c != b' ' && !(in_flow && b",[]{}".contains(&c)) => {}
             _ => return false,
         }
     }
-    if in_flow && v.contains([',', '[', ']', '{', '}', ':']) {
+    // One pass for what may not occur anywhere: `: `, ` #`, control characters and, in flow
+    // style, flow indicators. Non-ASCII text is checked by character afterwards (rare).
+    let mut ascii = true;
+    let mut prev = 0u8;
+    for &b in bytes {
+        match b {
+            0..=0x1f | 0x7f => return false,
+            b' ' if prev == b':' => return false,
+            b'#' if prev == b' ' => return false,
+            b',' | b'[' | b']' | b'{' | b'}' | b':' if in_flow => return false,
+            0x80.. => ascii = false,
+            _ => {}
+        }
+        prev = b;
+    }
+    if !ascii
+        && v.chars().any(|c| {
+            c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
+        })
+    {
         return false;
     }
     // Plain scalars that resolve to something other than a string are these keywords or start
     // like a number (`.inf`, `.nan` included); other text is a string, known without copying
     // it into a `Scalar`.
-    if !matches!(first, '0'..='9' | '+' | '-' | '.') {
+    if !matches!(first, b'0'..=b'9' | b'+' | b'-' | b'.') {
         return !matches!(
             v,
             "~" | "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
@@ -130,6 +145,55 @@ pub fn render_into(v: &str, in_flow: bool, was_plain: bool, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The former multi-pass `plain_ok`, kept as the reference for the one-pass version.
+    fn plain_ok_reference(v: &str, in_flow: bool) -> bool {
+        let Some(first) = v.chars().next() else {
+            return false;
+        };
+        if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t', ':']) {
+            return false;
+        }
+        if v.chars().any(|c| {
+            c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
+        }) {
+            return false;
+        }
+        if v.contains(": ") || v.contains(" #") || v.starts_with("---") || v.starts_with("...") {
+            return false;
+        }
+        if "?:,[]{}#&*!|>'\"%@`".contains(first) {
+            return false;
+        }
+        if first == '-' {
+            match v[1..].chars().next() {
+                Some(c) if c != ' ' && !(in_flow && ",[]{}".contains(c)) => {}
+                _ => return false,
+            }
+        }
+        if in_flow && v.contains([',', '[', ']', '{', '}', ':']) {
+            return false;
+        }
+        matches!(
+            Scalar {
+                text: v.to_string(),
+                style: ScalarStyle::Plain
+            }
+            .resolve(),
+            ScalarValue::Str(_)
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn one_pass_plain_ok_agrees_with_the_reference(
+            v in "[ -~\t\n\u{85}\u{a0}\u{feff}\u{2028}é]{0,12}|[-:#. a-z0-9]{0,8}",
+            in_flow in any::<bool>(),
+        ) {
+            prop_assert_eq!(plain_ok(&v, in_flow), plain_ok_reference(&v, in_flow), "{:?}", v);
+        }
+    }
 
     #[test]
     fn quoting_choices() {

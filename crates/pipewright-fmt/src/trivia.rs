@@ -19,8 +19,39 @@ pub enum Item {
 /// Trivia keyed by the start byte of the token it is attached to.
 #[derive(Debug, Default)]
 pub struct Trivia {
-    pub leading: HashMap<u32, Vec<Item>>,
-    pub trailing: HashMap<u32, Vec<String>>,
+    pub leading: HashMap<u32, Vec<Item>, ByOffset>,
+    pub trailing: HashMap<u32, Vec<String>, ByOffset>,
+}
+
+/// Hashing for byte offsets: the printer looks trivia up for every node, and SipHash (built for
+/// untrusted keys) cost more than the lookups themselves. Offsets are not chosen by an
+/// attacker beyond the file's own shape, and each key is distinct, so a multiplicative hash
+/// spreads them well.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ByOffset;
+
+impl std::hash::BuildHasher for ByOffset {
+    type Hasher = OffsetHasher;
+    fn build_hasher(&self) -> OffsetHasher {
+        OffsetHasher(0)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
 }
 
 impl Trivia {

@@ -6,7 +6,7 @@ use crate::rules::{DialectRules, Seg};
 use crate::trivia;
 use crate::Canon;
 use pipewright_syntax::FileId;
-use pipewright_yaml::{Document, Entry, Limits, Node, NodeKind, ScalarValue};
+use pipewright_yaml::{Document, Entry, Limits, Node, NodeKind, ScalarStyle, ScalarValue};
 
 /// `Err` says what differs (for the internal-error diagnostic and for tests).
 pub fn check(
@@ -102,6 +102,13 @@ fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Resul
     }
     match (&a.kind, &b.kind) {
         (NodeKind::Scalar(x), NodeKind::Scalar(y)) => {
+            // The same text read the same way (both plain, or both quoted/block: strings) is
+            // the same value; only a changed text or style needs resolving.
+            if x.text == y.text
+                && (x.style == ScalarStyle::Plain) == (y.style == ScalarStyle::Plain)
+            {
+                return Ok(());
+            }
             let (rx, ry) = (x.resolve(), y.resolve());
             let equal = match (rx, ry) {
                 (ScalarValue::Str(p), ScalarValue::Str(q)) => {
