@@ -5,36 +5,13 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use pipewright_pipeline::ast::Program;
 use pipewright_pipeline::{check_program, load_source, CheckOptions};
 use pipewright_syntax::SourceMap;
-use std::fmt::Write;
 
-/// A realistic mix of step kinds, repeated until the text reaches `bytes`.
-fn generate(bytes: usize) -> String {
-    let mut s = String::from(
-        "schema: Review\nfields:\n  passed: {type: bool, required: true}\n  notes: {type: string}\n  tags: {type: list, of: {type: string}}\n---\npipeline: big\ndescription: generated\nsteps:\n",
-    );
-    let mut i = 0;
-    while s.len() < bytes {
-        for line in [
-            "  - agent:".to_string(),
-            format!("      prompt: \"Review part {i} of {{ctx.doc}} and list tags.\""),
-            "      schema: Review".to_string(),
-            format!("      output: review{i}"),
-            format!("  - transform: {{value: \"ctx.review{i}.passed and 'OK' or 'NEEDS WORK'\", output: verdict{i}}}"),
-            "  - for_each:".to_string(),
-            format!("      over: ctx.review{i}.tags"),
-            "      max_parallel: 4".to_string(),
-            "      on_error: \"retry(2)\"".to_string(),
-            format!("      do: {{transform: {{value: \"item + ' (' + ctx.verdict{i} + ')'\"}}}}"),
-            "      collect: {transform: {value: \"join(pipe, ', ')\"}}".to_string(),
-            format!("      output: tagged{i}"),
-            format!("  - tool: {{name: file__write, args: {{path: \"out{i}.txt\", content: !expr ctx.tagged{i}}}, output: written{i}}}"),
-        ] {
-            let _ = writeln!(s, "{line}");
-        }
-        i += 1;
-    }
-    s
-}
+mod common;
+use common::generate;
+
+// Measure with the allocator the `pipewright` binary ships with, not the system one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn check(text: &str) -> Vec<String> {
     let mut sources = SourceMap::new();
