@@ -247,6 +247,27 @@ impl Prompt {
 }
 
 impl Step {
+    /// The steps nested directly in this one, in the order of [`Step::children`], without
+    /// building a list: the checks walk every step of a pipeline this way.
+    pub fn each_child<'s>(&'s self, mut f: impl FnMut(&'s Step)) {
+        match &self.kind {
+            StepKind::Fold { body, .. } => f(body),
+            StepKind::ForEach { body, collect, .. } => {
+                f(body);
+                f(collect);
+            }
+            StepKind::Parallel {
+                branches, collect, ..
+            } => {
+                for b in branches {
+                    f(&b.step);
+                }
+                f(collect);
+            }
+            _ => {}
+        }
+    }
+
     /// The steps nested directly in this one, with the role each plays.
     pub fn children(&self) -> Vec<(&'static str, &Step)> {
         match &self.kind {

@@ -14,28 +14,82 @@ pub struct PathRef {
     pub via_get: bool,
 }
 
+/// One read of a scope name, borrowed from the tree: what [`PathRef`] holds, without a copy of
+/// any name. The type pass runs [`free_path_views`] once per expression in a pipeline, and
+/// copying every name there was a large share of checking one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathView<'e> {
+    pub root: &'e str,
+    /// The path's own segments.
+    pub segments: &'e [(String, Range<usize>)],
+    /// For `get(p, "x.y", …)`: the literal path, whose `.`-separated parts follow `segments`.
+    pub get_path: Option<&'e str>,
+    pub range: Range<usize>,
+}
+
+impl<'e> PathView<'e> {
+    /// Read through `get`: absence is not an error there.
+    pub fn via_get(&self) -> bool {
+        self.get_path.is_some()
+    }
+
+    /// Every segment in order, the `get` literal's parts included.
+    pub fn segment_names(&self) -> impl Iterator<Item = &'e str> + 'e {
+        self.segments
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .chain(self.get_path.into_iter().flat_map(|p| p.split('.')))
+    }
+
+    pub fn first_segment(&self) -> Option<&'e str> {
+        self.segment_names().next()
+    }
+
+    pub fn to_owned_ref(&self) -> PathRef {
+        PathRef {
+            root: self.root.to_string(),
+            segments: self.segment_names().map(str::to_string).collect(),
+            range: self.range.clone(),
+            via_get: self.via_get(),
+        }
+    }
+}
+
 /// Every path whose root is not a lambda parameter, in source order; for `get(p, "x.y", …)`
 /// with `p` a free path, also `p.x.y` marked `via_get`.
-#[allow(clippy::collapsible_match)]
 pub fn free_paths(expr: &Expr) -> Vec<PathRef> {
+    free_path_views(expr)
+        .iter()
+        .map(PathView::to_owned_ref)
+        .collect()
+}
+
+/// [`free_paths`] borrowing from the tree.
+#[allow(clippy::collapsible_match)]
+pub fn free_path_views(expr: &Expr) -> Vec<PathView<'_>> {
     let mut out = Vec::new();
-    let mut stack: Vec<(&Expr, Rc<Vec<&str>>)> = vec![(expr, Rc::new(Vec::new()))];
+    // The lambda parameters bound at each node; `None` (no lambda around it, the common case)
+    // costs no allocation.
+    let mut stack: Vec<(&Expr, Option<Rc<Vec<&str>>>)> = vec![(expr, None)];
+    let is_bound = |bound: &Option<Rc<Vec<&str>>>, name: &str| {
+        bound.as_ref().is_some_and(|b| b.contains(&name))
+    };
     while let Some((e, bound)) = stack.pop() {
         match &e.kind {
             ExprKind::Path { root, segments } => {
-                if !bound.contains(&root.as_str()) {
-                    out.push(PathRef {
-                        root: root.clone(),
-                        segments: segments.iter().map(|(s, _)| s.clone()).collect(),
+                if !is_bound(&bound, root) {
+                    out.push(PathView {
+                        root,
+                        segments,
+                        get_path: None,
                         range: e.span.clone(),
-                        via_get: false,
                     });
                 }
             }
             ExprKind::Lambda { param, body, .. } => {
-                let mut inner = (*bound).clone();
+                let mut inner = bound.as_deref().cloned().unwrap_or_default();
                 inner.push(param);
-                stack.push((body, Rc::new(inner)));
+                stack.push((body, Some(Rc::new(inner))));
                 continue;
             }
             ExprKind::Call {
@@ -46,16 +100,12 @@ pub fn free_paths(expr: &Expr) -> Vec<PathRef> {
                     if let (ExprKind::Path { root, segments }, ExprKind::Str(p)) =
                         (&base.kind, &path.kind)
                     {
-                        if !bound.contains(&root.as_str()) {
-                            out.push(PathRef {
-                                root: root.clone(),
-                                segments: segments
-                                    .iter()
-                                    .map(|(s, _)| s.clone())
-                                    .chain(p.split('.').map(str::to_string))
-                                    .collect(),
+                        if !is_bound(&bound, root) {
+                            out.push(PathView {
+                                root,
+                                segments,
+                                get_path: Some(p),
                                 range: base.span.start..path.span.end,
-                                via_get: true,
                             });
                         }
                     }
@@ -65,7 +115,7 @@ pub fn free_paths(expr: &Expr) -> Vec<PathRef> {
         }
         e.for_each_child_rev(|c| stack.push((c, bound.clone())));
     }
-    out.sort_by_key(|p| (p.range.start, p.via_get));
+    out.sort_by_key(|p| (p.range.start, p.via_get()));
     out
 }
 

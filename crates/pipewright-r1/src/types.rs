@@ -6,8 +6,11 @@ use crate::ast::{BinOp, Combinator, Expr, ExprKind};
 use crate::codes;
 use indexmap::IndexMap;
 use pipewright_syntax::{Diagnostic, Severity, Span};
+use rustc_hash::FxBuildHasher;
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Type {
@@ -19,8 +22,11 @@ pub enum Type {
     /// An int or a float.
     Number,
     Str,
-    List(Box<Type>),
-    Object(ObjectType),
+    // Shared, not owned: a type is cloned into every scope, store and expression environment
+    // that mentions it, and deep-copying a schema's object type for each was most of the time
+    // the checks of a long pipeline took.
+    List(Arc<Type>),
+    Object(Arc<ObjectType>),
     /// One of a few types (kept small; a large union is just `Any`).
     Union(Vec<Type>),
 }
@@ -29,7 +35,9 @@ pub enum Type {
 pub struct ObjectType {
     /// The schema name, for messages.
     pub name: Option<String>,
-    pub fields: IndexMap<String, FieldType>,
+    /// Hashed with Fx, not SipHash: one of these is built and searched for every checked
+    /// expression, and its keys are field names from the checked files.
+    pub fields: IndexMap<String, FieldType, FxBuildHasher>,
     /// Fields not listed may exist.
     pub open: bool,
     /// Where the schema is declared.
@@ -48,7 +56,7 @@ impl ObjectType {
     pub fn closed(name: Option<&str>) -> ObjectType {
         ObjectType {
             name: name.map(str::to_string),
-            fields: IndexMap::new(),
+            fields: IndexMap::default(),
             open: false,
             origin: None,
         }
@@ -58,7 +66,7 @@ impl ObjectType {
     pub fn open() -> ObjectType {
         ObjectType {
             name: None,
-            fields: IndexMap::new(),
+            fields: IndexMap::default(),
             open: true,
             origin: None,
         }
@@ -81,6 +89,14 @@ impl ObjectType {
 const MAX_UNION: usize = 4;
 
 impl Type {
+    pub fn list(element: Type) -> Type {
+        Type::List(Arc::new(element))
+    }
+
+    pub fn object(o: ObjectType) -> Type {
+        Type::Object(Arc::new(o))
+    }
+
     /// The least type covering both.
     pub fn join(a: Type, b: Type) -> Type {
         if a == b {
@@ -89,7 +105,9 @@ impl Type {
         match (a, b) {
             (Type::Any, _) | (_, Type::Any) => Type::Any,
             (x, y) if x.is_number() && y.is_number() => Type::Number,
-            (Type::List(x), Type::List(y)) => Type::List(Box::new(Type::join(*x, *y))),
+            (Type::List(x), Type::List(y)) => {
+                Type::list(Type::join(Arc::unwrap_or_clone(x), Arc::unwrap_or_clone(y)))
+            }
             (x, y) => {
                 let mut members = Vec::new();
                 for t in [x, y] {
@@ -189,7 +207,9 @@ impl fmt::Display for Type {
 /// Types of the top-level names in scope; names not listed are `Any`.
 #[derive(Debug, Clone, Default)]
 pub struct TypeEnv {
-    vars: IndexMap<String, Type>,
+    // A handful of names (`ctx`, `pipe`, `item`, `acc`), built once per checked expression: a
+    // list searched in order beats hashing, and static names cost no allocation.
+    vars: Vec<(Cow<'static, str>, Type)>,
 }
 
 impl TypeEnv {
@@ -197,17 +217,22 @@ impl TypeEnv {
         TypeEnv::default()
     }
 
-    pub fn with(mut self, name: impl Into<String>, ty: Type) -> TypeEnv {
-        self.vars.insert(name.into(), ty);
+    pub fn with(mut self, name: impl Into<Cow<'static, str>>, ty: Type) -> TypeEnv {
+        self.insert(name, ty);
         self
     }
 
-    pub fn insert(&mut self, name: impl Into<String>, ty: Type) {
-        self.vars.insert(name.into(), ty);
+    /// Binds `name`, replacing an earlier binding of the same name.
+    pub fn insert(&mut self, name: impl Into<Cow<'static, str>>, ty: Type) {
+        let name = name.into();
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => *t = ty,
+            None => self.vars.push((name, ty)),
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&Type> {
-        self.vars.get(name)
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 }
 
@@ -300,7 +325,7 @@ impl Checker<'_> {
                         Some(prev) => Type::join(prev, t),
                     });
                 }
-                Type::List(Box::new(elem.unwrap_or(Type::Any)))
+                Type::list(elem.unwrap_or(Type::Any))
             }
             ExprKind::Object(fields) => {
                 let mut o = ObjectType::closed(None);
@@ -314,7 +339,7 @@ impl Checker<'_> {
                         },
                     );
                 }
-                Type::Object(o)
+                Type::object(o)
             }
             ExprKind::Path { root, segments } => self.path(root, segments, &e.span),
             ExprKind::Not(x) => {
@@ -364,13 +389,22 @@ impl Checker<'_> {
         span: &Range<usize>,
     ) -> Type {
         let mut cur = self.lookup(root);
-        let mut prefix = root.to_string();
-        for (seg, seg_range) in segments {
+        for (i, (seg, seg_range)) in segments.iter().enumerate() {
+            // Only messages need the text of the path so far; most paths are fine.
+            let prefix = || {
+                let mut p = root.to_string();
+                for (s, _) in &segments[..i] {
+                    p.push('.');
+                    p.push_str(s);
+                }
+                p
+            };
             let next = match &cur {
                 Type::Object(o) => match o.fields.get(seg) {
                     Some(f) => f.ty.clone(),
                     None if o.open => Type::Any,
                     None => {
+                        let prefix = prefix();
                         let mut issue = TypeIssue::error(
                             seg_range.clone(),
                             codes::UNKNOWN_FIELD,
@@ -403,6 +437,7 @@ impl Checker<'_> {
                     }
                 },
                 t if t.surely_not_object() => {
+                    let prefix = prefix();
                     self.issues.push(
                         TypeIssue::error(
                             span.start..seg_range.end,
@@ -416,8 +451,6 @@ impl Checker<'_> {
                 }
                 _ => Type::Any,
             };
-            prefix.push('.');
-            prefix.push_str(seg);
             cur = next;
         }
         cur
@@ -550,8 +583,8 @@ impl Checker<'_> {
                     }
                 };
                 match func {
-                    Combinator::Map => Type::List(Box::new(body_ty)),
-                    Combinator::Filter => Type::List(Box::new(elem)),
+                    Combinator::Map => Type::list(body_ty),
+                    Combinator::Filter => Type::list(elem),
                     Combinator::Find => elem,
                     _ => Type::Bool,
                 }

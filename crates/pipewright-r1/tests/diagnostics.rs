@@ -64,7 +64,7 @@ fn env() -> TypeEnv {
     let mut review = ObjectType::closed(Some("Review"))
         .with_field("passed", Type::Bool)
         .with_field("score", Type::Int)
-        .with_field("notes", Type::List(Box::new(Type::Str)));
+        .with_field("notes", Type::list(Type::Str));
     review.origin = Some(schema_span);
     review.fields.insert(
         "title".into(),
@@ -74,14 +74,14 @@ fn env() -> TypeEnv {
         },
     );
     let ctx = ObjectType::closed(None)
-        .with_field("review", Type::Object(review.clone()))
-        .with_field("reviews", Type::List(Box::new(Type::Object(review))))
+        .with_field("review", Type::object(review.clone()))
+        .with_field("reviews", Type::list(Type::object(review)))
         .with_field("flag", Type::Bool)
         .with_field("name", Type::Str)
         .with_field("n", Type::Int)
-        .with_field("blob", Type::Object(ObjectType::open()));
+        .with_field("blob", Type::object(ObjectType::open()));
     TypeEnv::new()
-        .with("ctx", Type::Object(ctx))
+        .with("ctx", Type::object(ctx))
         .with("pipe", Type::Any)
 }
 

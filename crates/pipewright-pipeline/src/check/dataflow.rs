@@ -7,10 +7,12 @@ use super::targets::Index;
 use super::CheckOptions;
 use crate::ast::*;
 use crate::catalogue::DENIED_TOOLS;
-use pipewright_r1::{free_paths, ObjectType, Type, TypeEnv};
+use pipewright_r1::{free_path_views, ObjectType, PathView, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 pub struct Env<'a> {
     pub source: &'a str,
@@ -23,20 +25,22 @@ pub struct Env<'a> {
 /// its enclosing scope's stores through `parent` and writes only into its own layer, which is
 /// exactly the runtime's isolation rule — and costs nothing per nesting, where copying the
 /// store map made checking quadratic in the number of stores.
-struct Scope<'p> {
-    parent: Option<&'p Scope<'p>>,
+struct Scope<'p, 'a> {
+    parent: Option<&'p Scope<'p, 'a>>,
     /// Stores written in this layer: where first written, and the type of the latest value.
-    stores: HashMap<String, (Span, Type)>,
+    /// Keyed by the names in the AST (no copies); the keys are the program's own store names,
+    /// so the fast non-keyed hash is safe here.
+    stores: FxHashMap<&'a str, (Span, Type)>,
     item: Option<Type>,
     acc: Option<Type>,
     pipe: Type,
 }
 
-impl<'p> Scope<'p> {
-    fn nested(&'p self, item: Option<Type>, acc: Option<Type>, pipe: Type) -> Scope<'p> {
+impl<'p, 'a> Scope<'p, 'a> {
+    fn nested(&'p self, item: Option<Type>, acc: Option<Type>, pipe: Type) -> Scope<'p, 'a> {
         Scope {
             parent: Some(self),
-            stores: HashMap::new(),
+            stores: FxHashMap::default(),
             item,
             acc,
             pipe,
@@ -69,7 +73,7 @@ struct Walker<'a, 'd> {
     inputs: Inputs<'a>,
     /// Every store written anywhere in the pipeline (first write), to tell "input" from
     /// "read before written".
-    writes: HashMap<&'a str, Span>,
+    writes: FxHashMap<&'a str, Span>,
     leaves: super::types::LeafResults<'a>,
     diags: &'d mut Vec<Diagnostic>,
 }
@@ -86,7 +90,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         ),
         _ => Inputs::Launch,
     };
-    let mut writes = HashMap::new();
+    let mut writes = FxHashMap::default();
     let mut stack: Vec<&Step> = p.steps.iter().collect();
     while let Some(s) = stack.pop() {
         if let Some(o) = &s.output {
@@ -99,7 +103,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
                 })
                 .or_insert(o.span);
         }
-        stack.extend(s.children().into_iter().map(|(_, c)| c));
+        s.each_child(|c| stack.push(c));
     }
     let mut w = Walker {
         env,
@@ -111,7 +115,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
     };
     let mut scope = Scope {
         parent: None,
-        stores: HashMap::new(),
+        stores: FxHashMap::default(),
         item: None,
         acc: None,
         pipe: Type::Any,
@@ -123,17 +127,17 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
 
 impl<'a> Walker<'a, '_> {
     /// Checks a step and returns the type of its result; records its `output` in `scope`.
-    fn step(&mut self, step: &'a Step, scope: &mut Scope<'_>) -> Type {
+    fn step(&mut self, step: &'a Step, scope: &mut Scope<'_, 'a>) -> Type {
         let ty = self.step_kind(step, scope);
         if let Some(o) = &step.output {
             let first = scope.store(&o.text).map_or(o.span, |(s, _)| *s);
-            scope.stores.insert(o.text.clone(), (first, ty.clone()));
+            scope.stores.insert(o.text.as_str(), (first, ty.clone()));
         }
         scope.pipe = ty.clone();
         ty
     }
 
-    fn step_kind(&mut self, step: &'a Step, scope: &mut Scope<'_>) -> Type {
+    fn step_kind(&mut self, step: &'a Step, scope: &mut Scope<'_, 'a>) -> Type {
         let leaf = self.leaves.of(step, self.env.registry);
         match &step.kind {
             StepKind::Transform { value } => return self.expr(value, scope),
@@ -202,7 +206,7 @@ impl<'a> Walker<'a, '_> {
                 let item = self.source(source, scope);
                 let mut inner = scope.nested(Some(item), None, scope.pipe.clone());
                 let each = self.step(body, &mut inner);
-                let mut coll = scope.nested(None, None, Type::List(Box::new(each)));
+                let mut coll = scope.nested(None, None, Type::list(each));
                 return self.step(collect, &mut coll);
             }
             StepKind::Parallel {
@@ -221,14 +225,14 @@ impl<'a> Walker<'a, '_> {
                         },
                     );
                 }
-                let mut coll = scope.nested(None, None, Type::Object(results));
+                let mut coll = scope.nested(None, None, Type::object(results));
                 return self.step(collect, &mut coll);
             }
         }
         leaf.unwrap_or(Type::Any)
     }
 
-    fn expr(&mut self, e: &'a Expr, scope: &Scope<'_>) -> Type {
+    fn expr(&mut self, e: &'a Expr, scope: &Scope<'_, '_>) -> Type {
         self.check_expr(&e.ast, scope, &|r| e.span_of(self.env.source, r))
     }
 
@@ -236,18 +240,18 @@ impl<'a> Walker<'a, '_> {
     fn check_expr(
         &mut self,
         ast: &pipewright_r1::Expr,
-        scope: &Scope<'_>,
+        scope: &Scope<'_, '_>,
         map: &dyn Fn(std::ops::Range<usize>) -> Span,
     ) -> Type {
-        let refs = free_paths(ast);
+        let refs = free_path_views(ast);
         // Only the stores this expression names go into its type environment, so checking
         // stays linear in the size of the pipeline.
         let mut ctx = ObjectType::open();
         for r in &refs {
-            if let (true, Some(name)) = (r.root == "ctx", r.segments.first()) {
+            if let (true, Some(name)) = (r.root == "ctx", r.first_segment()) {
                 if let Some((_, t)) = scope.store(name) {
                     ctx.fields.insert(
-                        name.clone(),
+                        name.to_string(),
                         pipewright_r1::FieldType {
                             ty: t.clone(),
                             origin: None,
@@ -257,7 +261,7 @@ impl<'a> Walker<'a, '_> {
             }
         }
         let mut env = TypeEnv::new()
-            .with("ctx", Type::Object(ctx))
+            .with("ctx", Type::object(ctx))
             .with("pipe", scope.pipe.clone());
         if let Some(t) = &scope.item {
             env.insert("item", t.clone());
@@ -275,16 +279,19 @@ impl<'a> Walker<'a, '_> {
 
     fn paths(
         &mut self,
-        refs: Vec<pipewright_r1::PathRef>,
-        scope: &Scope<'_>,
+        refs: Vec<PathView<'_>>,
+        scope: &Scope<'_, '_>,
         map: &dyn Fn(std::ops::Range<usize>) -> Span,
     ) {
         for r in refs {
-            let span = map(r.range.clone());
-            match r.root.as_str() {
+            // Mapping into the file is only needed for a message; most reads are fine.
+            let span = || map(r.range.clone());
+            match r.root {
                 "ctx" => {
-                    if let (Some(name), false) = (r.segments.first(), r.via_get) {
-                        self.store_read(name, span, scope);
+                    if let (Some(name), false) = (r.first_segment(), r.via_get()) {
+                        if scope.store(name).is_none() {
+                            self.store_read(name, span(), scope);
+                        }
                     }
                 }
                 "pipe" => {}
@@ -301,7 +308,7 @@ impl<'a> Walker<'a, '_> {
                             "inside a `fold` `do` step"
                         };
                         self.diags.push(
-                            Diagnostic::error("PW0255", span, format!("`{}` is not in scope here", r.root))
+                            Diagnostic::error("PW0255", span(), format!("`{}` is not in scope here", r.root))
                                 .with_label(format!("`{}` only exists {where_}", r.root))
                                 .with_help("a value from an enclosing loop must be passed explicitly (e.g. `pass: {cur: item}` on a call)"),
                         );
@@ -309,7 +316,7 @@ impl<'a> Walker<'a, '_> {
                 }
                 other => {
                     let mut d =
-                        Diagnostic::error("PW0261", span, format!("unknown name `{other}`"))
+                        Diagnostic::error("PW0261", span(), format!("unknown name `{other}`"))
                             .with_label("not in scope");
                     if scope.store(other).is_some() || self.writes.contains_key(other) {
                         d = d.with_help(format!(
@@ -334,7 +341,7 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
-    fn store_read(&mut self, name: &str, span: Span, scope: &Scope<'_>) {
+    fn store_read(&mut self, name: &str, span: Span, scope: &Scope<'_, '_>) {
         if scope.store(name).is_some() {
             return;
         }
@@ -371,19 +378,19 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// Checks a list source and returns the type of its elements.
-    fn source(&mut self, s: &'a ListSource, scope: &Scope<'_>) -> Type {
+    fn source(&mut self, s: &'a ListSource, scope: &Scope<'_, '_>) -> Type {
         let list = match s {
             ListSource::Over(e) => self.expr(e, scope),
             ListSource::Items(_) => Type::Any,
             ListSource::Pipe => scope.pipe.clone(),
         };
         match list {
-            Type::List(inner) => *inner,
+            Type::List(inner) => Arc::unwrap_or_clone(inner),
             _ => Type::Any,
         }
     }
 
-    fn target(&mut self, t: &'a CallTarget, scope: &Scope<'_>) {
+    fn target(&mut self, t: &'a CallTarget, scope: &Scope<'_, '_>) {
         for p in &t.pass {
             self.expr(&p.value, scope);
         }
@@ -492,9 +499,9 @@ impl<'a> Walker<'a, '_> {
     }
 }
 
-fn path_text(r: &pipewright_r1::PathRef) -> String {
-    std::iter::once(r.root.as_str())
-        .chain(r.segments.iter().map(String::as_str))
+fn path_text(r: &PathView<'_>) -> String {
+    std::iter::once(r.root)
+        .chain(r.segment_names())
         .collect::<Vec<_>>()
         .join(".")
 }

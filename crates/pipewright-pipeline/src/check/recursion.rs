@@ -4,6 +4,7 @@ use super::targets::Index;
 use crate::ast::{Program, StepKind};
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use pipewright_syntax::{Diagnostic, Span};
+use rustc_hash::FxHashSet;
 use std::collections::HashMap;
 
 pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
@@ -16,7 +17,7 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
     }
     for (fi, f) in program.files.iter().enumerate() {
         for (pi, p) in f.pipelines.iter().enumerate() {
-            let conditional: Vec<Span> = conditional_targets(p);
+            let conditional = conditional_targets(p);
             for t in super::targets::targets_of(p) {
                 if let (Some(&a), Some(b)) = (
                     nodes.get(&(fi, pi)),
@@ -63,16 +64,17 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Spans of targets selected at run time (match cases/defaults).
-fn conditional_targets(p: &crate::ast::Pipeline) -> Vec<Span> {
-    let mut out = Vec::new();
+/// Spans of targets selected at run time (match cases/defaults); a set, since every target of
+/// the pipeline is looked up in it.
+fn conditional_targets(p: &crate::ast::Pipeline) -> FxHashSet<Span> {
+    let mut out = FxHashSet::default();
     let mut stack: Vec<&crate::ast::Step> = p.steps.iter().collect();
     while let Some(s) = stack.pop() {
         if let StepKind::Match { cases, default, .. } = &s.kind {
             out.extend(cases.iter().map(|c| c.target.span));
             out.extend(default.iter().map(|d| d.span));
         }
-        stack.extend(s.children().into_iter().map(|(_, c)| c));
+        s.each_child(|c| stack.push(c));
     }
     out
 }
@@ -80,7 +82,8 @@ fn conditional_targets(p: &crate::ast::Pipeline) -> Vec<Span> {
 /// One cycle inside a strongly connected component, as (node, edge leaving it) pairs, starting
 /// from the node whose outgoing cycle edge comes first in the source.
 pub fn cycle_path<N, E>(graph: &DiGraph<N, E>, scc: &[NodeIndex]) -> Vec<(NodeIndex, EdgeIndex)> {
-    let in_scc = |n: NodeIndex| scc.contains(&n);
+    let members: FxHashSet<NodeIndex> = scc.iter().copied().collect();
+    let in_scc = |n: NodeIndex| members.contains(&n);
     let Some(&start) = scc.iter().min() else {
         return Vec::new();
     };

@@ -112,7 +112,7 @@ pub fn targets_of(p: &Pipeline) -> Vec<&CallTarget> {
             }
             _ => {}
         }
-        stack.extend(s.children().into_iter().map(|(_, c)| c));
+        s.each_child(|c| stack.push(c));
     }
     out.sort_by_key(|t| t.span.start);
     out

@@ -30,7 +30,7 @@ fn object(
             },
         );
     }
-    Type::Object(o)
+    Type::object(o)
 }
 
 fn field(k: &FieldKind, reg: &Registry, depth: usize) -> Type {
@@ -45,7 +45,7 @@ fn field(k: &FieldKind, reg: &Registry, depth: usize) -> Type {
                 Type::Any
             }
         }
-        FieldKind::List(inner) => Type::List(Box::new(field(&inner.kind, reg, depth))),
+        FieldKind::List(inner) => Type::list(field(&inner.kind, reg, depth)),
         FieldKind::Object(fs) => object(None, fs, None, reg, depth),
         FieldKind::Ref(n) => match reg.get(&n.text) {
             Some(s) if depth < MAX_REF_DEPTH => object(
@@ -61,8 +61,8 @@ fn field(k: &FieldKind, reg: &Registry, depth: usize) -> Type {
 }
 
 /// What a leaf step yields, where that is known without running it. Built once per schema name
-/// and handed out as clones: rebuilding a schema's object type for every agent step was a
-/// large share of checking a long pipeline.
+/// and handed out as clones (which share the object type): rebuilding a schema's object type
+/// for every agent step was a large share of checking a long pipeline.
 #[derive(Default)]
 pub struct LeafResults<'a> {
     schemas: std::collections::HashMap<&'a str, Option<Type>>,
@@ -115,5 +115,5 @@ fn tool_result() -> Type {
             origin: None,
         },
     );
-    Type::Object(o)
+    Type::object(o)
 }
