@@ -46,6 +46,9 @@ pub(crate) fn load(
         max_depth: limits.max_depth.min(MAX_FAST_DEPTH),
         items: Vec::new(),
         entries: Vec::new(),
+        closer_min: 0,
+        strict_closer: false,
+        flow_plain_seen: false,
     };
     let docs = p.documents().ok()?;
     Some((docs, p.diags))
@@ -130,6 +133,15 @@ struct P<'a> {
     /// the top and moves them out in one exact-size allocation when it closes.
     items: Vec<Node>,
     entries: Vec<Entry>,
+    /// The least column a closing bracket on its own line may have in the current flow
+    /// collection (saphyr's "invalid indentation" check).
+    closer_min: isize,
+    /// The next flow collection follows a tag in a sequence entry or on its own line, not a
+    /// mapping's `:`, so it must close past `parent` (we only know the lenient rule for values).
+    strict_closer: bool,
+    /// A plain scalar has been scanned in the current outermost flow collection: saphyr then
+    /// drops the extra column it adds after a `:`, and a closer may sit at the key's indent.
+    flow_plain_seen: bool,
 }
 
 impl P<'_> {
@@ -320,6 +332,7 @@ impl P<'_> {
                 return Ok(self.empty(start, tag_end, Some(tag)));
             }
             // A tag then content on the same line: a scalar or a flow collection only.
+            self.strict_closer = ctx != Ctx::Inline;
             let mut n = self.untagged(parent, Ctx::Inline)?;
             if let NodeKind::Scalar(Scalar {
                 style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
@@ -380,6 +393,14 @@ impl P<'_> {
                 self.block_seq(self.col(start))
             }
             b'[' | b'{' => {
+                // A mapping value's flow collection may close at the mapping's own indent.
+                let strict = std::mem::take(&mut self.strict_closer);
+                self.closer_min = if ctx == Ctx::Inline && !strict {
+                    parent
+                } else {
+                    parent + 1
+                };
+                self.flow_plain_seen = false;
                 let n = self.flow_node(parent)?;
                 let mut e = self.pos;
                 while self.at(e) == b' ' {
@@ -647,6 +668,10 @@ impl P<'_> {
                     i += 1;
                     if self.at(i) == b'#' {
                         return (last, i, Stop::Comment);
+                    }
+                    if flow && self.at(i) == b'-' && is_flow(self.at(i + 1)) {
+                        // saphyr rejects `-` then a flow indicator after blanks in flow.
+                        return (last, i, Stop::Bad);
                     }
                 }
                 b':' if blank_or_breakz(self.at(i + 1)) || (flow && is_flow(self.at(i + 1))) => {
@@ -1101,7 +1126,16 @@ impl P<'_> {
             if self.is_doc_marker(self.pos) {
                 return Err(Unsupported);
             }
-            if !matches!(self.at(self.pos), b']' | b'}') && self.col(self.pos) <= parent {
+            let min = if matches!(self.at(self.pos), b']' | b'}') {
+                if self.flow_plain_seen {
+                    self.closer_min
+                } else {
+                    parent + 1
+                }
+            } else {
+                parent + 1
+            };
+            if self.col(self.pos) < min {
                 return Err(Unsupported);
             }
         }
@@ -1154,7 +1188,7 @@ impl P<'_> {
             0 | b' ' | b'\n' | b'\r' => Err(Unsupported),
             _ => {
                 let (end, stop_at, stop) = self.plain_line(start, true);
-                if end == start {
+                if end == start || stop == Stop::Bad {
                     return Err(Unsupported);
                 }
                 if stop == Stop::Break {
@@ -1189,6 +1223,7 @@ impl P<'_> {
                     }
                 }
                 self.pos = end;
+                self.flow_plain_seen = true;
                 Ok(Node {
                     kind: NodeKind::Scalar(Scalar {
                         text: self.t[start..end].to_string(),
@@ -1392,6 +1427,8 @@ enum Stop {
     Comment,
     Colon,
     Flow,
+    /// Input the reference path rejects.
+    Bad,
 }
 
 /// The same diagnostics as `duplicate_diagnostics`, without hashing for the small mappings

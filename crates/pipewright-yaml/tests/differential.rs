@@ -321,6 +321,58 @@ const SNIPPETS: &[(&str, bool)] = &[
     ("'a b': 1\n\"c\": 2\n'it''s':\n", true),
     ("\"a\" : 1\n", true),
     ("a : 1\n", true),
+    ("k:\n- |2\n    x\n- >-\n  y\n", false),
+    ("k: !t\n- a\n", false),
+    ("k: !t\n  - a\n", true),
+    ("- !t\n  a: 1\n- !t\n  - x\n", true),
+    ("- ! a\n", false),
+    ("\"a\\tb\": 1\n'x''y': 2\n", true),
+    ("a: [[1, 2], [3, [4, {b: c}]]]  # c\n", true),
+    ("a: {b: [1,\n    2], c: {d: e}} # c\nf: g\n", true),
+    ("a: [1, # one\n  2, # two\n  ]\n", true),
+    ("a: {b: c}   \nd: [e]   \n", true),
+    ("a: !t []\nb: !t {}\nc: !t [] # c\n", true),
+    ("a: {x}  # c\n", true),
+    ("a: {x, y  # c\n  }\n", false),
+    ("a: [x: y  # c\n  ]\n", false),
+    ("a: \"x\"  # c\nb: 'y'  # c\n", true),
+    ("- \"a\": 1\n  'b': 2\n", true),
+    ("- - - a: 1\n      b: 2\n    - c\n  - d\n- e\n", true),
+    ("a:\n  b:\n    c:\n      d: 1\n  e: 2\nf: 3\n", true),
+    ("a: |\n  x\n\n\n\nb: 1\n", true),
+    ("a: |+\n  x\n\n\n\nb: 1\n", true),
+    ("a: >\n\n  x\n\n  y\n", true),
+    ("a: >\n  x\n\n   y\n  z\n", true),
+    ("a: >-\n   x\n   y\n", true),
+    ("a: |\n  x\n  ---\n  y\n", true),
+    ("a: |\n  x\n---\nb: 1\n", true),
+    ("a: plain\n---\nb: 1\n", true),
+    ("a: 'q\n---\n'\n", false),
+    ("a: \"x\\\n\n  y\"\n", true),
+    ("a: \"x \n \t y\"\n", false),
+    ("a: \"\\x4g\"\n", false),
+    ("a: \"\\u00\"\n", false),
+    ("a:  \"x\"\n", true),
+    ("a: x:y\nb: x: y\n", false),
+    ("a: -x\nb: ?y\nc: :z\n", true),
+    ("a: 1 # c\n# c2\n  # c3\nb: 2\n", true),
+    ("a: b\n  # deeper comment\nc: d\n", true),
+    ("- a\n  # c\n- b\n", true),
+    ("a: [b, c]x\n", false),
+    ("a: [b]: c\n", false),
+    ("{a: 1}\n", true),
+    ("[a, b]\n", true),
+    ("[a, b]\n# c\n", true),
+    ("- {a: 1, b: [2, 3]}\n- [x, {y: z}]\n", true),
+    ("a: 1\n\n\n...\n\n---\nb: 2\n...\n", true),
+    ("\u{feff}---\na: 1\n", true),
+    ("a: \u{feff}x\n", false),
+    ("a: é\u{3000}\nb: |\n  x\u{a0}\n", true),
+    (
+        "a:\r\n  b: >\r\n    x\r\n    y\r\n\r\n    z\r\n  c: 'p\r\n    q'\r\n",
+        true,
+    ),
+    ("a: x\ry\n", false),
 ];
 
 #[test]
@@ -476,7 +528,7 @@ fn render(t: &Tree, ind: usize, out: &mut String, decor: &mut impl Iterator<Item
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(3000))]
 
     #[test]
     fn generated_documents_agree(
@@ -497,6 +549,38 @@ proptest! {
             src = src.replace('\n', "\r\n");
         }
         same(&src);
+    }
+
+    /// Small random edits of valid documents: near-misses exercise the give-up paths.
+    #[test]
+    fn edited_documents_agree(
+        base in 0usize..SNIPPETS.len() + 1,
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
+                b" \n-:#'\"[]{},|>!?ab1\\".to_vec(),
+            )),
+            1..4,
+        ),
+    ) {
+        let mut src: Vec<u8> = if base == SNIPPETS.len() {
+            generated(600).into_bytes()
+        } else {
+            SNIPPETS[base].0.as_bytes().to_vec()
+        };
+        for (at, op, b) in edits {
+            let i = if src.is_empty() { 0 } else { at.index(src.len()) };
+            match op {
+                0 => src.insert(i, b),
+                1 if i < src.len() => {
+                    src.remove(i);
+                }
+                _ if i < src.len() => src[i] = b,
+                _ => src.push(b),
+            }
+        }
+        if let Ok(text) = String::from_utf8(src) {
+            same(&text);
+        }
     }
 
     #[test]
