@@ -5,7 +5,7 @@ use crate::ast::*;
 use crate::schema_load::load_schema;
 use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::{Diagnostic, FileId, Span};
-use pipewright_yaml::{Document, Entry, Node, NodeKind, ScalarValue};
+use pipewright_yaml::{Document, Entry, Node, NodeKind, Scalar, ScalarValue};
 
 pub const STEP_KINDS: &[&str] = &[
     "transform",
@@ -346,7 +346,19 @@ impl Loader<'_> {
             self.wrong_type(node, what, "an expression string");
             return None;
         };
-        if !matches!(s.resolve(), ScalarValue::Str(_)) && node.tag.is_none() {
+        self.scalar_expr(node, s, node.tag.is_some(), what)
+    }
+
+    /// [`Loader::expr`] of `node`'s scalar `s`; `tagged` (an `!expr` value) makes any scalar
+    /// R1 source, where an untagged `true` or `3` is reported as not a string.
+    pub(crate) fn scalar_expr(
+        &mut self,
+        node: &Node,
+        s: &Scalar,
+        tagged: bool,
+        what: &str,
+    ) -> Option<Expr> {
+        if !matches!(s.resolve(), ScalarValue::Str(_)) && !tagged {
             let quoted = format!("\"{}\"", s.text);
             self.diags.push(
                 Diagnostic::error(

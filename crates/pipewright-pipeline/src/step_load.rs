@@ -50,8 +50,8 @@ pub(crate) fn step_body(
         "for_each" => FOR_EACH,
         _ => PARALLEL,
     };
-    l.unknown_keys(entries, allowed, &format!("a `{kind}` step"), &[]);
-    let what = format!("a `{kind}` step");
+    let what = step_what(kind);
+    l.unknown_keys(entries, allowed, what, &[]);
     let output = match body.get("output") {
         Some(o) if o.is_null() && kind != "fold" => None,
         Some(o) => l.name(o, "`output`"),
@@ -62,7 +62,7 @@ pub(crate) fn step_body(
     let req = |l: &mut Loader, k: &str, help: &str| -> Option<&Node> {
         let n = body.get(k);
         if n.is_none() {
-            l.missing(key.span, k, &what, help);
+            l.missing(key.span, k, what, help);
         }
         n
     };
@@ -255,10 +255,26 @@ pub(crate) fn step_body(
     })
 }
 
+/// `a \`KIND\` step` for messages; static because it is built for every step and rarely
+/// shown.
+fn step_what(kind: &str) -> &'static str {
+    match kind {
+        "transform" => "a `transform` step",
+        "tool" => "a `tool` step",
+        "shell" => "a `shell` step",
+        "agent" => "a `agent` step",
+        "call" => "a `call` step",
+        "match" => "a `match` step",
+        "fold" => "a `fold` step",
+        "for_each" => "a `for_each` step",
+        _ => "a `parallel` step",
+    }
+}
+
 fn arg_value(l: &mut Loader, node: &Node, what: &str) -> Option<ArgValue> {
     match &node.tag {
         Some(t) if t.is_local("expr") => {
-            if node.as_scalar().is_none() {
+            let Some(sc) = node.as_scalar() else {
                 l.diags.push(
                     Diagnostic::error(
                         "PW0211",
@@ -271,19 +287,14 @@ fn arg_value(l: &mut Loader, node: &Node, what: &str) -> Option<ArgValue> {
                     ),
                 );
                 return None;
-            }
-            let mut untagged = node.clone();
-            untagged.tag = None;
-            let mut e = l.expr(&untagged, what)?;
-            e.span = node.span;
+            };
+            // Checked as the untagged value would be (a tagged `3` is still not a string).
+            let mut e = l.scalar_expr(node, sc, false, what)?;
             // The tag is part of the node span; point expression offsets past it.
-            if let Some(sc) = node.as_scalar() {
-                let src = l.source.get(node.span.range()).unwrap_or("");
-                if let Some(rest) = src.strip_prefix("!expr") {
-                    let skip = src.len() - rest.trim_start().len();
-                    e.span = node.span.sub(skip..src.len());
-                }
-                e.style = sc.style;
+            let src = l.source.get(node.span.range()).unwrap_or("");
+            if let Some(rest) = src.strip_prefix("!expr") {
+                let skip = src.len() - rest.trim_start().len();
+                e.span = node.span.sub(skip..src.len());
             }
             Some(ArgValue::Expr(e))
         }
@@ -489,9 +500,14 @@ fn list_source(l: &mut Loader, body: &Node, kind: &str) -> Option<ListSource> {
             None
         }
         (Some(o), None) if o.value.is_null() => Some(ListSource::Pipe),
-        (Some(o), None) => Some(ListSource::Over(
-            l.expr(&o.value, &format!("`{kind}.over`"))?,
-        )),
+        (Some(o), None) => Some(ListSource::Over(l.expr(
+            &o.value,
+            if kind == "fold" {
+                "`fold.over`"
+            } else {
+                "`for_each.over`"
+            },
+        )?)),
         (None, Some(i)) if i.value.is_null() => Some(ListSource::Pipe),
         (None, Some(i)) => {
             if i.value.as_seq().is_none() {
