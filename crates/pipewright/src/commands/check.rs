@@ -43,6 +43,8 @@ pub fn run(args: &CheckArgs) -> u8 {
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
     let mut program = Program::default();
+    // The YAML trees the ASTs were built from, kept only to be left to process exit.
+    let mut trees: Vec<Vec<pipewright_yaml::Document>> = Vec::new();
     let mut checked = 0usize;
     for input in &inputs {
         let text = match read(&input.path) {
@@ -69,12 +71,10 @@ pub fn run(args: &CheckArgs) -> u8 {
         let id = sources.add(name, text.as_str());
         match d {
             Dialect::Pipeline => {
-                program.files.push(super::load::pipeline_file(
-                    &input.path,
-                    id,
-                    &text,
-                    &mut diags,
-                ));
+                let (file, tree) =
+                    super::load::pipeline_file_with_tree(&input.path, id, &text, &mut diags);
+                program.files.push(file);
+                trees.push(tree);
             }
             Dialect::Recipe => diags.extend(pipewright_recipe::check_file(
                 &mut sources,
@@ -119,12 +119,10 @@ pub fn run(args: &CheckArgs) -> u8 {
             let id = sources.add(discover::display(&input.path), text.as_str());
             included.push(id);
             let mut ignored = Vec::new();
-            program.files.push(super::load::pipeline_file(
-                &input.path,
-                id,
-                &text,
-                &mut ignored,
-            ));
+            let (file, tree) =
+                super::load::pipeline_file_with_tree(&input.path, id, &text, &mut ignored);
+            program.files.push(file);
+            trees.push(tree);
         }
     }
     if !program.files.is_empty() {
@@ -148,6 +146,13 @@ pub fn run(args: &CheckArgs) -> u8 {
             || (args.deny == Some(Deny::Warnings)
                 && d.severity == pipewright_syntax::Severity::Warning)
     });
+    // The process exits right after this (`run` is only called from `main`), and freeing the
+    // trees of a large file one node at a time only delays that exit, as rustc also found:
+    // the OS takes the memory back at once.
+    std::mem::forget(trees);
+    std::mem::forget(program);
+    std::mem::forget(sources);
+    std::mem::forget(diags);
     u8::from(failing)
 }
 
