@@ -7,8 +7,9 @@
 //! `None` and `load` runs the reference path, so errors and rare constructs behave exactly as
 //! before. The differential tests (`tests/differential.rs`) hold both paths equal.
 //!
-//! Nesting is parsed by recursion bounded by `Limits::max_depth` (capped at 128): one level
-//! per open collection; at the limit the fast path gives up and the reference path reports.
+//! Nesting is parsed by recursion bounded by `Limits::max_depth`, capped at 64 (one level per
+//! open collection); deeper input goes to the iterative reference path, which reports
+//! anything past its limit.
 
 use crate::load::{duplicate_diagnostics, duplicate_key, Document, Limits};
 use crate::node::{Entry, Node, NodeKind, Tag};
@@ -20,8 +21,10 @@ struct Unsupported;
 
 type R<T> = Result<T, Unsupported>;
 
-/// The greatest nesting the fast path follows (also bounds its recursion).
-const MAX_FAST_DEPTH: usize = 128;
+/// The greatest nesting the fast path follows; it bounds its recursion (a few frames per
+/// level), so it stays well below the default limit of 128 that the reference path enforces
+/// iteratively. Real workflow files nest a dozen levels at most.
+const MAX_FAST_DEPTH: usize = 64;
 
 /// The longest simple key (saphyr forgets a possible simple key after 1024 characters).
 const MAX_KEY_LEN: usize = 1000;
@@ -326,41 +329,38 @@ impl P<'_> {
                 if !self.eof() && !self.is_doc_marker(self.pos) && self.col(self.pos) > parent {
                     // The tagged node is on the lines below.
                     let n = self.untagged(parent, Ctx::NewLine)?;
-                    return Ok(self.retag(n, start, tag));
+                    return Ok(self.tagged(n, start, tag));
                 }
                 (self.pos, self.ls) = (sp, sl);
                 return Ok(self.empty(start, tag_end, Some(tag)));
             }
             // A tag then content on the same line: a scalar or a flow collection only.
             self.strict_closer = ctx != Ctx::Inline;
-            let mut n = self.untagged(parent, Ctx::Inline)?;
-            if let NodeKind::Scalar(Scalar {
-                style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
-                ..
-            }) = n.kind
-            {
-                // saphyr's span of a tagged quoted scalar runs to the end of its token, which
-                // takes in the blanks and a comment after the closing quote.
-                let mut e = self.pos;
-                while self.at(e) == b' ' {
-                    e += 1;
-                }
-                if self.at(e) == b'#' {
-                    while e < self.s.len() && !is_break(self.s[e]) {
-                        e += 1;
-                    }
-                }
-                let end = start
-                    + self.t[start..e]
-                        .trim_end_matches([' ', '\t', '\r', '\n'])
-                        .len();
-                n.span = self.span(start, end);
-                n.tag = Some(tag);
-                return Ok(n);
-            }
-            return Ok(self.retag(n, start, tag));
+            let n = self.untagged(parent, Ctx::Inline)?;
+            return Ok(self.tagged(n, start, tag));
         }
         self.untagged(parent, ctx)
+    }
+
+    /// Puts `tag` (written at `start`) on `n`, which ends at `pos`, as saphyr spans it.
+    fn tagged(&self, mut n: Node, start: usize, tag: Tag) -> Node {
+        if let NodeKind::Scalar(Scalar {
+            style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
+            ..
+        }) = n.kind
+        {
+            // saphyr's span of a tagged quoted scalar runs to the end of its token, which
+            // takes in the blanks and a comment after the closing quote.
+            let e = self.comma_token_end_from(self.pos);
+            let end = start
+                + self.t[start..e]
+                    .trim_end_matches([' ', '\t', '\r', '\n'])
+                    .len();
+            n.span = self.span(start, end);
+            n.tag = Some(tag);
+            return n;
+        }
+        self.retag(n, start, tag)
     }
 
     /// Puts `tag` (written at `start`) on `n`. A tagged collection no longer starts at its

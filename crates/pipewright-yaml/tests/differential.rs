@@ -159,6 +159,20 @@ fn corpus_agrees() {
     );
 }
 
+/// Texts to edit: the snippets, a generated pipeline, and every testdata and corpus file.
+fn bases() -> &'static Vec<String> {
+    static BASES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    BASES.get_or_init(|| {
+        let mut out: Vec<String> = SNIPPETS.iter().map(|(s, _)| s.to_string()).collect();
+        out.push(generated(3000));
+        let mut files = Vec::new();
+        yaml_files(&manifest().join("../../testdata"), &mut files);
+        yaml_files(&manifest().join("../../../shared/corpus"), &mut files);
+        out.extend(files.iter().filter_map(|f| std::fs::read_to_string(f).ok()));
+        out
+    })
+}
+
 /// A pipeline like the benchmark's, about `bytes` long.
 fn generated(bytes: usize) -> String {
     let mut s = String::from(
@@ -373,6 +387,8 @@ const SNIPPETS: &[(&str, bool)] = &[
         true,
     ),
     ("a: x\ry\n", false),
+    ("a: !expr\n \"x\"   # c\nb: !e\n  'y'\n", true),
+    ("- !t\n  \"x\" # c\n", true),
 ];
 
 #[test]
@@ -410,6 +426,35 @@ fn deep_nesting_falls_back_to_the_reference_diagnostic() {
         let (_, diags) = pipewright_yaml::load(FileId(0), &src, Limits::default());
         assert!(diags.iter().any(|d| d.code == "PW0003"), "{diags:?}");
     }
+}
+
+#[test]
+fn deepest_fast_nesting_fits_a_small_stack() {
+    let docs = [
+        format!("{}{}", "[".repeat(64), "]".repeat(64)),
+        format!("{}x{}", "{a: ".repeat(64), "}".repeat(64)),
+        (0..64)
+            .map(|i| format!("{}k:\n", "  ".repeat(i)))
+            .collect::<String>()
+            + &"  ".repeat(64)
+            + "v\n",
+        format!("{}x\n", "- ".repeat(64)),
+        format!("{}x\n", "- [".repeat(32)) + &"]".repeat(32),
+    ];
+    let handle = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || {
+            let mut taken = 0;
+            for d in &docs {
+                if same(d) {
+                    taken += 1;
+                }
+            }
+            taken
+        })
+        .expect("spawn");
+    let taken = handle.join().expect("no stack overflow");
+    assert!(taken >= 3, "only {taken} deep documents took the fast path");
 }
 
 // ---- generated documents -----------------------------------------------------------------
@@ -554,19 +599,28 @@ proptest! {
     /// Small random edits of valid documents: near-misses exercise the give-up paths.
     #[test]
     fn edited_documents_agree(
-        base in 0usize..SNIPPETS.len() + 1,
+        base in any::<prop::sample::Index>(),
+        window in any::<prop::sample::Index>(),
         edits in prop::collection::vec(
             (any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
                 b" \n-:#'\"[]{},|>!?ab1\\".to_vec(),
             )),
-            1..4,
+            1..6,
         ),
     ) {
-        let mut src: Vec<u8> = if base == SNIPPETS.len() {
-            generated(600).into_bytes()
-        } else {
-            SNIPPETS[base].0.as_bytes().to_vec()
-        };
+        let all = bases();
+        let text = &all[base.index(all.len())];
+        // A window of at most ~1500 bytes starting at a line.
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .filter(|&i| i < text.len())
+            .collect();
+        let from = if starts.is_empty() { 0 } else { starts[window.index(starts.len())] };
+        let mut to = (from + 1500).min(text.len());
+        while !text.is_char_boundary(to) {
+            to -= 1;
+        }
+        let mut src: Vec<u8> = text.as_bytes()[from..to].to_vec();
         for (at, op, b) in edits {
             let i = if src.is_empty() { 0 } else { at.index(src.len()) };
             match op {
