@@ -10,7 +10,7 @@ use crate::catalogue::DENIED_TOOLS;
 use pipewright_r1::{free_path_views, ObjectType, PathView, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -64,7 +64,12 @@ enum Inputs<'a> {
     /// A pipeline launched directly: any store no step writes is an input.
     Launch,
     /// A pipeline only ever called: its stores are exactly what each call site passes.
-    Passed(Vec<(&'a CallTarget, HashSet<&'a str>)>),
+    Passed {
+        sites: Vec<(&'a CallTarget, HashSet<&'a str>)>,
+        /// The names every site passes: reading one needs no look at each site, which kept a
+        /// pipeline called from many places quadratic (reads × call sites).
+        everywhere: FxHashSet<&'a str>,
+    },
 }
 
 struct Walker<'a, 'd> {
@@ -82,12 +87,23 @@ struct Walker<'a, 'd> {
 pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut Vec<Diagnostic>) {
     let file_idx = pid.0;
     let inputs = match env.index.callers.get(&pid) {
-        Some(sites) if !sites.is_empty() => Inputs::Passed(
-            sites
+        Some(sites) if !sites.is_empty() => {
+            let sites: Vec<(&CallTarget, HashSet<&str>)> = sites
                 .iter()
                 .map(|(t, _)| (*t, t.pass.iter().map(|x| x.name.text.as_str()).collect()))
-                .collect(),
-        ),
+                .collect();
+            let everywhere = sites
+                .first()
+                .map(|(_, first)| {
+                    first
+                        .iter()
+                        .copied()
+                        .filter(|n| sites.iter().all(|(_, p)| p.contains(n)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Inputs::Passed { sites, everywhere }
+        }
         _ => Inputs::Launch,
     };
     let mut writes = FxHashMap::default();
@@ -353,7 +369,10 @@ impl<'a> Walker<'a, '_> {
             self.diags.push(d);
             return;
         }
-        if let Inputs::Passed(sites) = &self.inputs {
+        if let Inputs::Passed { sites, everywhere } = &self.inputs {
+            if everywhere.contains(name) {
+                return;
+            }
             for (t, passed) in sites {
                 if !passed.contains(name) {
                     let mut d = Diagnostic::error(
