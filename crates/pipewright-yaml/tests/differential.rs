@@ -429,6 +429,29 @@ fn deep_nesting_falls_back_to_the_reference_diagnostic() {
 }
 
 #[test]
+fn custom_depth_limits_agree() {
+    for max_depth in 0..5 {
+        let limits = Limits {
+            max_depth,
+            ..Limits::default()
+        };
+        for src in [
+            "x\n",
+            "a: 1\n",
+            "a: {b: [c]}\n",
+            "a:\n  b:\n    c: [d]\n",
+            "- - - x\n",
+            "[[[[x]]]]\n",
+        ] {
+            let reference = load_reference(FileId(0), src, limits);
+            if let Some(fast) = load_fast(FileId(0), src, limits) {
+                assert_eq!(fast, reference, "{src:?} with max_depth {max_depth}");
+            }
+        }
+    }
+}
+
+#[test]
 fn deepest_fast_nesting_fits_a_small_stack() {
     let docs = [
         format!("{}{}", "[".repeat(64), "]".repeat(64)),
