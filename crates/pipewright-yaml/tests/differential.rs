@@ -626,9 +626,9 @@ proptest! {
         window in any::<prop::sample::Index>(),
         edits in prop::collection::vec(
             (any::<prop::sample::Index>(), 0u8..3, prop::sample::select(
-                b" \n-:#'\"[]{},|>!?ab1\\".to_vec(),
+                b" \n\r\t-:#'\"[]{},|>!?&*%.ab1\\".to_vec(),
             )),
-            1..6,
+            1..8,
         ),
     ) {
         let all = bases();
@@ -661,7 +661,9 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_text_agrees_or_falls_back(src in "[a-z:\\-#'\" \n\\[\\]{},!|>]{0,60}") {
+    fn arbitrary_text_agrees_or_falls_back(
+        src in "[a-c1.:\\-#'\" \n\\[\\]{},!|>?&*%é\t\r\\\\]{0,60}"
+    ) {
         same(&src);
     }
 }
