@@ -6,6 +6,10 @@ use pipewright_fmt::{format_source, Dialect};
 use pipewright_syntax::FileId;
 use std::hint::black_box;
 
+// Measure with the allocator the `pipewright` binary ships with, not the system one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("fmt");
     g.sample_size(10);

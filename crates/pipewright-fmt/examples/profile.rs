@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use pipewright_fmt::bench_support::pipeline_file as generated;
 
+// Time with the allocator the `pipewright` binary ships with, not the system one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let text = match args.first().map(String::as_str) {
