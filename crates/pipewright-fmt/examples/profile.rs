@@ -26,6 +26,19 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(5);
     println!("{} bytes, min of {runs} runs", text.len());
+    if std::env::var_os("FORMAT_ONLY").is_some() {
+        // Only `format_source`, for `perf record` / callgrind.
+        let mut best = Duration::MAX;
+        for _ in 0..runs {
+            let t = Instant::now();
+            let f =
+                pipewright_fmt::format_source(FileId(0), &text, pipewright_fmt::Dialect::Pipeline);
+            std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
+            best = best.min(t.elapsed());
+        }
+        println!("format_source {:8.2} ms", best.as_secs_f64() * 1e3);
+        return;
+    }
     let mut best = [Duration::MAX; 7];
     for _ in 0..runs {
         let t = phases(&text);
