@@ -38,6 +38,19 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
     let start = node.span.start as usize;
     let end = (node.span.end as usize).max(start);
     let text = src.get(start..end).unwrap_or("");
+    // Most nodes start with their content: nothing below applies to them (the printer asks
+    // for every node, several times).
+    if !matches!(
+        text.as_bytes().first(),
+        Some(b'*' | b'&' | b'!' | b'{' | b'[' | b' ' | b'\t' | b'\r' | b'\n')
+    ) {
+        return Props {
+            anchor: None,
+            alias: false,
+            content_start: start,
+            flow: false,
+        };
+    }
     // An alias's span is its `*name` token. A block scalar's span starts at its first content
     // line, which may start with `*` too (`|` then `**/.git/**`): that is no alias.
     if text.starts_with('*') && !(is_block_scalar(node) && after_block_header(src, start)) {

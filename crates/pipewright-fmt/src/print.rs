@@ -227,7 +227,7 @@ impl<'s, 'r> Printer<'s, 'r> {
                     let own = head.split_off(split);
                     self.leading(head, 0, true);
                     if !own.is_empty() {
-                        self.triv.leading.insert(first.key.span.start, own);
+                        self.triv.insert_leading(first.key.span.start, own);
                     }
                 }
                 self.block_map(root, 0, false, path)

@@ -13,7 +13,27 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     if matches!(first, b' ' | b'\t') || matches!(last, b' ' | b'\t' | b':') {
         return false;
     }
-    if b"?:,[]{}#&*!|>'\"%@`".contains(&first) {
+    // A `match`, not `contains` on a byte string: that is a `memchr` call per scalar.
+    if matches!(
+        first,
+        b'?' | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+    ) {
         return false;
     }
     if v.starts_with("---") || v.starts_with("...") {
@@ -22,7 +42,8 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     if first == b'-' {
         // `-x` is a plain scalar, `- x` a sequence entry.
         match bytes.get(1) {
-            Some(&c) if c != b' ' && !(in_flow && b",[]{}".contains(&c)) => {}
+            Some(&c)
+                if c != b' ' && !(in_flow && matches!(c, b',' | b'[' | b']' | b'{' | b'}')) => {}
             _ => return false,
         }
     }

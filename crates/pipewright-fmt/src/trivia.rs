@@ -21,6 +21,11 @@ pub enum Item {
 pub struct Trivia {
     pub leading: HashMap<u32, Vec<Item>, ByOffset>,
     pub trailing: HashMap<u32, Vec<String>, ByOffset>,
+    /// One bit per source byte: set where a comment was ever attached, so that
+    /// [`Trivia::has_own_comment`] (asked for every node of every flow attempt) skips the two
+    /// map lookups for the many tokens without one. Bits are never cleared; empty means
+    /// "unknown" (look every offset up).
+    may_comment: Vec<u64>,
 }
 
 /// Hashing for byte offsets: the printer looks trivia up for every node, and SipHash (built for
@@ -63,9 +68,32 @@ impl Trivia {
         self.trailing.remove(&node.span.start).unwrap_or_default()
     }
 
+    /// Puts back leading trivia (taken from the same offset) and keeps the comment bits right.
+    pub fn insert_leading(&mut self, at: u32, items: Vec<Item>) {
+        if items.iter().any(|i| matches!(i, Item::Comment(_))) {
+            self.mark(at);
+        }
+        self.leading.insert(at, items);
+    }
+
+    fn mark(&mut self, at: u32) {
+        let w = at as usize / 64;
+        if let Some(word) = self.may_comment.get_mut(w) {
+            *word |= 1 << (at % 64);
+        } else if !self.may_comment.is_empty() {
+            // Past the source it was sized for: back to looking every offset up.
+            self.may_comment = Vec::new();
+        }
+    }
+
     /// Whether a comment is attached to `node`'s own token.
     pub fn has_own_comment(&self, node: &Node) -> bool {
         let k = node.span.start;
+        if let Some(&word) = self.may_comment.get(k as usize / 64) {
+            if word & (1 << (k % 64)) == 0 {
+                return false;
+            }
+        }
         self.trailing.get(&k).is_some_and(|v| !v.is_empty())
             || self
                 .leading
@@ -203,10 +231,30 @@ pub fn collect_with_texts<'a>(
 ) -> (Trivia, Vec<Vec<Item>>, Vec<&'a str>) {
     let toks = sorted_tokens(src, docs, true);
     let scalars = scalar_ranges(src, &toks);
-    // `(end, start)` of every token, sorted: the source-order walk leaves only flow
-    // collections (which end after their items) out of place.
-    let mut by_end: Vec<(usize, usize)> = toks.iter().map(|t| (t.end, t.start)).collect();
-    by_end.sort_unstable();
+    // `(end, start)` of every token, sorted, in two lists: scalars and aliases never overlap,
+    // so in start order they are in end order too; flow collections (which end after their
+    // items) are few and sorted apart. The last token ending before a position is the later
+    // of the two lists' answers.
+    let mut by_end: Vec<(usize, usize)> = Vec::with_capacity(toks.len());
+    let mut flow_by_end: Vec<(usize, usize)> = Vec::new();
+    for t in &toks {
+        if t.scalar {
+            by_end.push((t.end, t.start));
+        } else {
+            flow_by_end.push((t.end, t.start));
+        }
+    }
+    if !by_end.is_sorted() {
+        by_end.sort_unstable();
+    }
+    flow_by_end.sort_unstable();
+    let last_ending_by = |pos: usize| {
+        let last = |v: &[(usize, usize)]| {
+            let i = v.partition_point(|t| t.0 <= pos);
+            i.checked_sub(1).and_then(|i| v.get(i)).copied()
+        };
+        last(&by_end).max(last(&flow_by_end))
+    };
     let events = scan(src, &scalars);
     let mut texts: Vec<&'a str> = events
         .iter()
@@ -225,7 +273,10 @@ pub fn collect_with_texts<'a>(
     let doc_of = |p: usize| doc_starts.partition_point(|&s| s <= p).saturating_sub(1);
     let doc_end = |i: usize| doc_starts.get(i + 1).copied().unwrap_or(usize::MAX);
 
-    let mut trivia = Trivia::default();
+    let mut trivia = Trivia {
+        may_comment: vec![0; src.len() / 64 + 1],
+        ..Trivia::default()
+    };
     let mut trailing: Vec<Vec<Item>> = vec![Vec::new(); docs.len().max(1)];
     for ev in events {
         let (pos, item) = match ev {
@@ -237,14 +288,14 @@ pub fn collect_with_texts<'a>(
             } => {
                 if after_content {
                     // The token that ends last before the comment, if it ends on this line.
-                    let i = by_end.partition_point(|t| t.0 <= pos);
-                    if let Some(&(end, start)) = i.checked_sub(1).and_then(|i| by_end.get(i)) {
+                    if let Some((end, start)) = last_ending_by(pos) {
                         if end >= line_start {
                             trivia
                                 .trailing
                                 .entry(start as u32)
                                 .or_default()
                                 .push(text.to_string());
+                            trivia.mark(start as u32);
                             continue;
                         }
                     }
@@ -257,6 +308,9 @@ pub fn collect_with_texts<'a>(
         let i = toks.partition_point(|t| t.start <= pos);
         match toks.get(i) {
             Some(t) if t.start < doc_end(d) => {
+                if matches!(item, Item::Comment(_)) {
+                    trivia.mark(t.start as u32);
+                }
                 trivia.leading.entry(t.start as u32).or_default().push(item)
             }
             _ => {
