@@ -66,6 +66,20 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
     p.out
 }
 
+/// Where a flow attempt's text starts in the output and how many characters fit.
+#[derive(Clone, Copy)]
+struct Room {
+    start: usize,
+    chars: usize,
+}
+
+impl Room {
+    /// Whether the text written since `start` is already wider than the room (it only grows).
+    fn exceeded(self, out: &str) -> bool {
+        out.len() - self.start > self.chars && out[self.start..].chars().count() > self.chars
+    }
+}
+
 struct Printer<'s, 'r> {
     src: &'s str,
     rules: &'r dyn DialectRules,
@@ -444,7 +458,13 @@ impl<'s, 'r> Printer<'s, 'r> {
         }
         let start = self.out.len();
         let mut out = std::mem::take(&mut self.out);
-        let ok = self.flow_into(v, path, &mut out);
+        // Printing stops as soon as the text is known not to fit (nested collections that do
+        // not fit are tried again on their own lines, so finishing them would be wasted).
+        let room = Room {
+            start,
+            chars: WIDTH.saturating_sub(col),
+        };
+        let ok = self.flow_into(v, path, &mut out, room);
         self.out = out;
         let fits = ok && (empty || col + self.out[start..].chars().count() <= WIDTH);
         if !fits {
@@ -483,7 +503,13 @@ impl<'s, 'r> Printer<'s, 'r> {
     }
 
     /// Appends the flow text of `v` to `out`; `false` when it has none (a block scalar inside).
-    fn flow_into(&self, v: &'s Node, path: &mut Vec<Seg<'s>>, out: &mut String) -> bool {
+    fn flow_into(
+        &self,
+        v: &'s Node,
+        path: &mut Vec<Seg<'s>>,
+        out: &mut String,
+        room: Room,
+    ) -> bool {
         let p = props(self.src, v);
         if p.alias {
             self.scalar_into(v, path, true, false, out);
@@ -511,9 +537,9 @@ impl<'s, 'r> Printer<'s, 'r> {
                     self.scalar_into(&e.key, path, true, true, out);
                     out.push_str(": ");
                     path.push(Seg::Key(key_str(e)));
-                    let r = self.flow_into(&e.value, path, out);
+                    let r = self.flow_into(&e.value, path, out, room);
                     path.pop();
-                    if !r {
+                    if !r || room.exceeded(out) {
                         return false;
                     }
                 }
@@ -527,9 +553,9 @@ impl<'s, 'r> Printer<'s, 'r> {
                         out.push_str(", ");
                     }
                     path.push(Seg::Index(i));
-                    let r = self.flow_into(item, path, out);
+                    let r = self.flow_into(item, path, out, room);
                     path.pop();
-                    if !r {
+                    if !r || room.exceeded(out) {
                         return false;
                     }
                 }
