@@ -27,16 +27,28 @@ fn main() {
         .unwrap_or(5);
     println!("{} bytes, min of {runs} runs", text.len());
     if std::env::var_os("FORMAT_ONLY").is_some() {
-        // Only `format_source`, for `perf record` / callgrind.
-        let mut best = Duration::MAX;
-        for _ in 0..runs {
-            let t = Instant::now();
-            let f =
-                pipewright_fmt::format_source(FileId(0), &text, pipewright_fmt::Dialect::Pipeline);
-            std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
-            best = best.min(t.elapsed());
+        // Only `format_source`, for `perf record` / callgrind, and its spread over the runs.
+        let mut times: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                let f = pipewright_fmt::format_source(
+                    FileId(0),
+                    &text,
+                    pipewright_fmt::Dialect::Pipeline,
+                );
+                std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        if let (Some(&min), Some(&median)) = (times.first(), times.get(times.len() / 2)) {
+            println!(
+                "format_source min {:8.2} ms  median {:8.2} ms",
+                ms(min),
+                ms(median)
+            );
         }
-        println!("format_source {:8.2} ms", best.as_secs_f64() * 1e3);
         return;
     }
     let mut best = [Duration::MAX; 8];
