@@ -21,11 +21,11 @@ pub enum Item {
 pub struct Trivia {
     pub leading: HashMap<u32, Vec<Item>, ByOffset>,
     pub trailing: HashMap<u32, Vec<String>, ByOffset>,
-    /// One bit per source byte: set where a comment was ever attached, so that
-    /// [`Trivia::has_own_comment`] (asked for every node of every flow attempt) skips the two
-    /// map lookups for the many tokens without one. Bits are never cleared; empty means
-    /// "unknown" (look every offset up).
-    may_comment: Vec<u64>,
+    /// One bit per source byte: set where trivia was ever attached, so that the printer's
+    /// questions for every node (`take_*`, and [`Trivia::has_own_comment`] for every node of
+    /// every flow attempt) skip the map lookups for the many tokens without any. Bits are never
+    /// cleared; empty means "unknown" (look every offset up).
+    may_have: Vec<u64>,
 }
 
 /// Hashing for byte offsets: the printer looks trivia up for every node, and SipHash (built for
@@ -61,38 +61,47 @@ impl std::hash::Hasher for OffsetHasher {
 
 impl Trivia {
     pub fn take_leading(&mut self, node: &Node) -> Vec<Item> {
+        if self.surely_none(node.span.start) {
+            return Vec::new();
+        }
         self.leading.remove(&node.span.start).unwrap_or_default()
     }
 
     pub fn take_trailing(&mut self, node: &Node) -> Vec<String> {
+        if self.surely_none(node.span.start) {
+            return Vec::new();
+        }
         self.trailing.remove(&node.span.start).unwrap_or_default()
     }
 
-    /// Puts back leading trivia (taken from the same offset) and keeps the comment bits right.
+    /// Puts back leading trivia (taken from the same offset) and keeps the bits right.
     pub fn insert_leading(&mut self, at: u32, items: Vec<Item>) {
-        if items.iter().any(|i| matches!(i, Item::Comment(_))) {
-            self.mark(at);
-        }
+        self.mark(at);
         self.leading.insert(at, items);
     }
 
     fn mark(&mut self, at: u32) {
         let w = at as usize / 64;
-        if let Some(word) = self.may_comment.get_mut(w) {
+        if let Some(word) = self.may_have.get_mut(w) {
             *word |= 1 << (at % 64);
-        } else if !self.may_comment.is_empty() {
+        } else if !self.may_have.is_empty() {
             // Past the source it was sized for: back to looking every offset up.
-            self.may_comment = Vec::new();
+            self.may_have = Vec::new();
         }
+    }
+
+    /// Whether no trivia was ever attached at `at` (`false` when unknown).
+    fn surely_none(&self, at: u32) -> bool {
+        self.may_have
+            .get(at as usize / 64)
+            .is_some_and(|w| w & (1 << (at % 64)) == 0)
     }
 
     /// Whether a comment is attached to `node`'s own token.
     pub fn has_own_comment(&self, node: &Node) -> bool {
         let k = node.span.start;
-        if let Some(&word) = self.may_comment.get(k as usize / 64) {
-            if word & (1 << (k % 64)) == 0 {
-                return false;
-            }
+        if self.surely_none(k) {
+            return false;
         }
         self.trailing.get(&k).is_some_and(|v| !v.is_empty())
             || self
@@ -274,7 +283,7 @@ pub fn collect_with_texts<'a>(
     let doc_end = |i: usize| doc_starts.get(i + 1).copied().unwrap_or(usize::MAX);
 
     let mut trivia = Trivia {
-        may_comment: vec![0; src.len() / 64 + 1],
+        may_have: vec![0; src.len() / 64 + 1],
         ..Trivia::default()
     };
     let mut trailing: Vec<Vec<Item>> = vec![Vec::new(); docs.len().max(1)];
@@ -308,9 +317,7 @@ pub fn collect_with_texts<'a>(
         let i = toks.partition_point(|t| t.start <= pos);
         match toks.get(i) {
             Some(t) if t.start < doc_end(d) => {
-                if matches!(item, Item::Comment(_)) {
-                    trivia.mark(t.start as u32);
-                }
+                trivia.mark(t.start as u32);
                 trivia.leading.entry(t.start as u32).or_default().push(item)
             }
             _ => {

@@ -44,7 +44,15 @@ fn locate<'a>(path: &CstPath<'a>) -> Loc<'a> {
             (0, _, Seg::Doc("schema")) => Loc::SchemaDoc,
             (_, Loc::PipelineDoc, Seg::Key("steps")) => Loc::Steps,
             (_, Loc::Steps, Seg::Index(_)) => Loc::Step,
-            (_, Loc::Step, Seg::Key(k)) if STEP_KINDS.contains(&k) => Loc::Body(k),
+            // A `match`, not `STEP_KINDS.contains`: this runs for every scalar and mapping.
+            (
+                _,
+                Loc::Step,
+                Seg::Key(
+                    k @ ("transform" | "tool" | "shell" | "agent" | "call" | "match" | "fold"
+                    | "for_each" | "parallel"),
+                ),
+            ) => Loc::Body(k),
             (_, Loc::Body(kind), Seg::Key(f)) => match (kind, f) {
                 ("fold" | "for_each", "do") | ("for_each" | "parallel", "collect") => Loc::Step,
                 ("parallel", "branches") => Loc::Branches,
@@ -135,6 +143,26 @@ impl DialectRules for PipelineRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_step_kind_is_a_body() {
+        for k in STEP_KINDS {
+            let p = [
+                Seg::Doc("pipeline"),
+                Seg::Key("steps"),
+                Seg::Index(0),
+                Seg::Key(k),
+            ];
+            assert_eq!(locate(&p), Loc::Body(k));
+        }
+        let p = [
+            Seg::Doc("pipeline"),
+            Seg::Key("steps"),
+            Seg::Index(0),
+            Seg::Key("nope"),
+        ];
+        assert_eq!(locate(&p), Loc::Other);
+    }
 
     #[test]
     fn locates_nested_steps() {
