@@ -4,7 +4,7 @@ use pipewright_run::backend::openai::OpenAiBackend;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// A local mock server: answers the first `fail_first` requests with 429/503, then replies
 /// with `content`. It stops after `total` connections.
@@ -25,30 +25,8 @@ async fn serve(
             else {
                 return;
             };
-            let mut buf = vec![0u8; 65536];
-            let mut got = Vec::new();
-            // Read headers and the announced body.
-            loop {
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&got);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
-                        .and_then(|n| n.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if got.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
-            seen.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(String::from_utf8_lossy(&got).into_owned());
+            let request = read_request(&mut sock).await;
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(request);
             let i = count.fetch_add(1, Ordering::SeqCst);
             let resp = if i < fail_first {
                 let status = if i.is_multiple_of(2) {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio_rustls::rustls::{
     self,
     pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
@@ -59,29 +59,8 @@ async fn serve_tls(
             else {
                 continue;
             };
-            let mut buf = vec![0u8; 65536];
-            let mut got = Vec::new();
-            loop {
-                let n = tls.read(&mut buf).await.unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&got);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
-                        .and_then(|n| n.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if got.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
-            seen.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(String::from_utf8_lossy(&got).into_owned());
+            let request = read_request(&mut tls).await;
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(request);
             let body = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string();
             let resp = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

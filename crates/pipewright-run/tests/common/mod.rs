@@ -48,3 +48,30 @@ pub fn run_json(text: &str, o: RunOptions) -> serde_json::Value {
 pub fn runs_root(dir: &Path) -> PathBuf {
     dir.join(".pipewright/runs")
 }
+
+/// What a mock HTTP server received: the request head and the body its `Content-Length`
+/// announces (or whatever arrived before the peer closed).
+pub async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 65536];
+    let mut got = Vec::new();
+    loop {
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
