@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use pipewright_run::{CancelToken, Event, EventKind, EventSink};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -64,15 +63,6 @@ fn a_failure_inside_a_for_each_item_reports_the_stores_before_the_fan_out() {
     assert_eq!(v["error"]["code"], "PW0806", "{v}");
     assert_eq!(v["stores"], json!({"xs": [1, 0, 2]}), "{v}");
     assert_eq!(v["output"], json!([1, 0, 2]));
-}
-
-struct CancelAt(CancelToken, &'static str);
-impl EventSink for CancelAt {
-    fn event(&self, e: &Event) {
-        if e.kind == EventKind::Started && e.key == self.1 {
-            self.0.cancel();
-        }
-    }
 }
 
 #[test]

@@ -43,15 +43,6 @@ fn store_records_every_landing_and_events() {
         .all(|e| e["event"] != "step_completed" || e["elapsed_ms"].is_number()));
 }
 
-struct CancelAt(CancelToken, &'static str);
-impl EventSink for CancelAt {
-    fn event(&self, e: &Event) {
-        if e.kind == EventKind::Started && e.key == self.1 {
-            self.0.cancel();
-        }
-    }
-}
-
 #[test]
 fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
     let d = tempdir();

@@ -75,3 +75,14 @@ pub async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> Stri
     }
     String::from_utf8_lossy(&got).into_owned()
 }
+
+/// Cancels the run when the step with this key starts.
+pub struct CancelAt(pub pipewright_run::CancelToken, pub &'static str);
+
+impl pipewright_run::EventSink for CancelAt {
+    fn event(&self, e: &pipewright_run::Event) {
+        if e.kind == pipewright_run::EventKind::Started && e.key == self.1 {
+            self.0.cancel();
+        }
+    }
+}
