@@ -393,19 +393,7 @@ fn scan<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
         let line_end = if i < b.len() { i + 1 } else { i };
         let body = src[line_start..line_end].trim_end_matches(['\n', '\r']);
         if let Some(pos) = hash {
-            let i = pos - line_start;
-            let before = body[..i].trim();
-            // A comment after only sequence dashes or a document marker documents what
-            // follows, not what precedes.
-            let after_content = !(before.is_empty()
-                || before.chars().all(|c| c == '-' || c == ' ')
-                || before == "...");
-            events.push(Event::Comment {
-                pos,
-                line_start,
-                text: body[i..].trim_end(),
-                after_content,
-            });
+            events.push(comment_event(body, line_start, pos - line_start));
         } else if !ascii_content && (!non_ascii || body.trim().is_empty()) && !inside.at(line_start)
         {
             events.push(Event::Blank { pos: line_start });
@@ -475,6 +463,21 @@ fn scalar_ranges_of(src: &str, docs: &[Document]) -> Vec<(usize, usize)> {
     }
 }
 
+/// The comment starting at byte `i` of the line `body` (which starts at `line_start`).
+fn comment_event(body: &str, line_start: usize, i: usize) -> Event<'_> {
+    let before = body[..i].trim();
+    // A comment after only sequence dashes or a document marker documents what follows, not
+    // what precedes.
+    let after_content =
+        !(before.is_empty() || before.chars().all(|c| c == '-' || c == ' ') || before == "...");
+    Event::Comment {
+        pos: line_start + i,
+        line_start,
+        text: body[i..].trim_end(),
+        after_content,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,18 +504,7 @@ mod tests {
                     if inside.at(pos) {
                         continue;
                     }
-                    let before = body[..i].trim();
-                    // A comment after only sequence dashes or a document marker documents what
-                    // follows, not what precedes.
-                    let after_content = !(before.is_empty()
-                        || before.chars().all(|c| c == '-' || c == ' ')
-                        || before == "...");
-                    events.push(Event::Comment {
-                        pos,
-                        line_start,
-                        text: body[i..].trim_end(),
-                        after_content,
-                    });
+                    events.push(comment_event(body, line_start, i));
                     break;
                 }
             }
