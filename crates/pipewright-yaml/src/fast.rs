@@ -503,21 +503,8 @@ impl P<'_> {
                 self.node(n, Ctx::Inline)?
             };
             self.entries.push(Entry { key, value });
-            let (sp, sl) = (self.pos, self.ls);
-            self.skip_to_content()?;
-            if self.eof() {
+            if self.next_entry_at(n)?.is_none() {
                 break;
-            }
-            if !self.first_on_line() {
-                return Err(Unsupported);
-            }
-            let col = self.col(self.pos);
-            if self.is_doc_marker(self.pos) || col < n {
-                (self.pos, self.ls) = (sp, sl);
-                break;
-            }
-            if col > n {
-                return Err(Unsupported);
             }
             key = self.block_key()?;
         }
@@ -533,6 +520,31 @@ impl P<'_> {
             tag: None,
             flow: false,
         })
+    }
+
+    /// After an entry of a block collection at column `n`: `Some(where the entry ended)` when
+    /// another entry follows at that column (positioned on it). At the end of input, before a
+    /// document marker or at a smaller indent the collection ends (`None`, positioned back
+    /// before the skipped trivia except at the end of input); a deeper indent is not a shape
+    /// the fast path follows.
+    fn next_entry_at(&mut self, n: isize) -> R<Option<(usize, usize)>> {
+        let (sp, sl) = (self.pos, self.ls);
+        self.skip_to_content()?;
+        if self.eof() {
+            return Ok(None);
+        }
+        if !self.first_on_line() {
+            return Err(Unsupported);
+        }
+        let col = self.col(self.pos);
+        if self.is_doc_marker(self.pos) || col < n {
+            (self.pos, self.ls) = (sp, sl);
+            return Ok(None);
+        }
+        if col > n {
+            return Err(Unsupported);
+        }
+        Ok(Some((sp, sl)))
     }
 
     /// The next key of a block mapping; leaves `pos` at its `:`.
@@ -624,22 +636,9 @@ impl P<'_> {
                 self.node(n, Ctx::Entry)?
             };
             self.items.push(item);
-            let (sp, sl) = (self.pos, self.ls);
-            self.skip_to_content()?;
-            if self.eof() {
+            let Some((sp, sl)) = self.next_entry_at(n)? else {
                 break;
-            }
-            if !self.first_on_line() {
-                return Err(Unsupported);
-            }
-            let col = self.col(self.pos);
-            if self.is_doc_marker(self.pos) || col < n {
-                (self.pos, self.ls) = (sp, sl);
-                break;
-            }
-            if col > n {
-                return Err(Unsupported);
-            }
+            };
             if !self.is_seq_entry(self.pos) {
                 if indentless {
                     // The parent mapping's next key.
