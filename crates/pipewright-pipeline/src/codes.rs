@@ -94,6 +94,11 @@ pub const CODES: &[CodeInfo] = &[
         explanation: include_str!("../explain/PW0217.md"),
     },
     CodeInfo {
+        code: "PW0218",
+        title: "an empty `output` name: the result is never stored",
+        explanation: include_str!("../explain/PW0218.md"),
+    },
+    CodeInfo {
         code: "PW0250",
         title: "a `schema:` reference names no schema",
         explanation: include_str!("../explain/PW0250.md"),

@@ -342,11 +342,79 @@ impl Loader<'_> {
 
     /// An R1 expression in a YAML string; `what` says where it is for messages.
     pub(crate) fn expr(&mut self, node: &Node, what: &str) -> Option<Expr> {
+        if node.tag.is_some() {
+            self.tag_on_expression(node, what);
+        }
         let Some(s) = node.as_scalar() else {
             self.wrong_type(node, what, "an expression string");
             return None;
         };
+        // A tagged scalar is still parsed as R1 (the tag is already reported), so the checks
+        // after loading see the expression and a tagged `0` gets no second error.
         self.scalar_expr(node, s, node.tag.is_some(), what)
+    }
+
+    /// The reference runtime rejects any tag on a field that is already R1 (`!expr` makes
+    /// a value that is not a string), so `value: !expr ctx.x` is an error, not a no-op.
+    fn tag_on_expression(&mut self, node: &Node, what: &str) {
+        let Some(t) = &node.tag else { return };
+        let at = self.tag_span(node);
+        let quote = node
+            .as_scalar()
+            .filter(|s| !matches!(s.resolve(), ScalarValue::Str(_)))
+            .map(|s| {
+                format!(
+                    "; quote the value so YAML keeps it a string: `\"{}\"`",
+                    s.text
+                )
+            })
+            .unwrap_or_default();
+        let d = if t.is_local("expr") {
+            Diagnostic::error(
+                "PW0211",
+                at,
+                format!("`!expr` on {what}, which is already an expression"),
+            )
+            .with_label("`!expr` only marks tool arguments and shell commands")
+            .with_help(format!(
+                "remove `!expr`: this field is already an expression{quote}"
+            ))
+        } else {
+            Diagnostic::error("PW0004", at, format!("unknown YAML tag `{}`", t.display()))
+                .with_label("unknown tag")
+                .with_help(format!(
+                    "remove the tag: {what} is already an expression{quote}"
+                ))
+        };
+        self.diags.push(d);
+    }
+
+    /// The tag as written at the start of a tagged node's span (the whole node when the
+    /// source does not start with one).
+    pub(crate) fn tag_span(&self, node: &Node) -> Span {
+        let src = self.source.get(node.span.range()).unwrap_or("");
+        match src.strip_prefix('!') {
+            Some(rest) if node.tag.is_some() => {
+                let len = 1 + rest.find(char::is_whitespace).unwrap_or(rest.len());
+                node.span.sub(0..len)
+            }
+            _ => node.span,
+        }
+    }
+
+    /// A node's span without its tag: where the value itself is written.
+    pub(crate) fn value_span(&self, node: &Node) -> Span {
+        if node.tag.is_none() {
+            return node.span;
+        }
+        let tag = self.tag_span(node);
+        if tag == node.span {
+            return node.span;
+        }
+        let src = self.source.get(node.span.range()).unwrap_or("");
+        let after = &src[tag.range().len()..];
+        let skip = src.len() - after.trim_start().len();
+        node.span.sub(skip..src.len())
     }
 
     /// [`Loader::expr`] of `node`'s scalar `s`; `tagged` (an `!expr` value) makes any scalar
@@ -375,17 +443,19 @@ impl Loader<'_> {
             return None;
         }
         let src = s.text.clone();
+        // Offsets inside the expression count from the value, past any tag.
+        let span = self.value_span(node);
         match pipewright_r1::parse(&src) {
             Ok(ast) => Some(Expr {
                 src,
-                span: node.span,
+                span,
                 style: s.style,
                 ast,
             }),
             Err(errs) => {
                 for e in errs {
                     let d = e.to_diagnostic(|r| {
-                        pipewright_yaml::map_scalar_range(self.source, node.span, s.style, &src, r)
+                        pipewright_yaml::map_scalar_range(self.source, span, s.style, &src, r)
                     });
                     self.diags.push(d.with_note(format!("in {what}")));
                 }

@@ -54,6 +54,20 @@ pub(crate) fn step_body(
     l.unknown_keys(entries, allowed, what, &[]);
     let output = match body.get("output") {
         Some(o) if o.is_null() && kind != "fold" => None,
+        // The reference writes a store only under a non-empty name, so `output: ""` is a
+        // no-op there, not an error; a fold is the exception, it requires its name.
+        Some(o) if kind != "fold" && o.tag.is_none() && o.as_str() == Some("") => {
+            l.diags.push(
+                Diagnostic::warning(
+                    "PW0218",
+                    o.span,
+                    "`output: \"\"` names no store: the result is never written",
+                )
+                .with_label("empty store name")
+                .with_help("remove `output`, or name the store: `output: NAME`"),
+            );
+            None
+        }
         Some(o) => l.name(o, "`output`"),
         None => None,
     };
@@ -289,13 +303,7 @@ fn arg_value(l: &mut Loader, node: &Node, what: &str) -> Option<ArgValue> {
                 return None;
             };
             // Checked as the untagged value would be (a tagged `3` is still not a string).
-            let mut e = l.scalar_expr(node, sc, false, what)?;
-            // The tag is part of the node span; point expression offsets past it.
-            let src = l.source.get(node.span.range()).unwrap_or("");
-            if let Some(rest) = src.strip_prefix("!expr") {
-                let skip = src.len() - rest.trim_start().len();
-                e.span = node.span.sub(skip..src.len());
-            }
+            let e = l.scalar_expr(node, sc, false, what)?;
             Some(ArgValue::Expr(e))
         }
         _ => {
