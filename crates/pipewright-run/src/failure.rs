@@ -30,6 +30,10 @@ pub struct RunError {
     pub reads: Vec<(String, Value)>,
     /// Enclosing steps, innermost first (`for_each item 3 of step 2`).
     pub context: Vec<(Span, String)>,
+    /// The error in the failing tool's, backend's or expression's own words, when `message`
+    /// adds pipewright's context to it (`argument `q` failed: …`, `(on_error='abort')`).
+    /// Pipelines read this text as data, so it carries nothing a reader of the run needed.
+    pub raw: Option<String>,
 }
 
 impl RunError {
@@ -50,7 +54,20 @@ impl RunError {
             value: None,
             reads: Vec::new(),
             context: Vec::new(),
+            raw: None,
         }
+    }
+
+    /// Sets the text a pipeline sees (see [`RunError::raw`]).
+    pub fn with_raw(mut self, raw: impl Into<String>) -> RunError {
+        self.raw = Some(raw.into());
+        self
+    }
+
+    /// The error text a pipeline reads as data: `continue` envelopes, `__branch_errors__`
+    /// values and fan-out drop markers.
+    pub fn raw_text(&self) -> &str {
+        self.raw.as_deref().unwrap_or(&self.message)
     }
 
     /// Records what a failing expression read; `value` becomes `{path: value, …}`.
@@ -107,10 +124,18 @@ impl From<RunError> for Failure {
 }
 
 impl Failure {
-    /// The failure text (for `continue` error envelopes and fan-out markers).
+    /// The failure for a reader, with the step it happened in.
     pub fn message(&self) -> String {
         match self {
             Failure::Step(e) => format!("step {} ({}) failed: {}", e.key, e.step_kind, e.message),
+            Failure::Cancelled { key } => format!("cancelled at step {key}"),
+        }
+    }
+
+    /// The failure as data for the pipeline (see [`RunError::raw_text`]).
+    pub fn raw_text(&self) -> String {
+        match self {
+            Failure::Step(e) => e.raw_text().to_string(),
             Failure::Cancelled { key } => format!("cancelled at step {key}"),
         }
     }

@@ -99,3 +99,52 @@ fn command_backend_generic_template_timeout_and_failure() {
         .contains("timed out"));
     assert!(t0.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn command_backend_failure_words_the_exit_status() {
+    let d = tempdir();
+    for (body, expected) in [
+        (
+            "echo broken >&2; exit 2",
+            "the agent command exited with status 2: broken",
+        ),
+        (
+            "kill -TERM $$",
+            "the agent command was killed by signal 15 (SIGTERM)",
+        ),
+    ] {
+        let prog = fake_agent(d.path(), body);
+        let mut o = opts(d.path());
+        o.backend = Arc::new(CommandBackend {
+            profile: Profile::Claude,
+            program: Some(prog),
+            timeout: Duration::from_secs(20),
+            workdir: d.path().to_path_buf(),
+        });
+        let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"x\"}\n", o);
+        assert_eq!(v["error"]["code"], "PW0803", "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or("");
+        assert!(message.ends_with(expected), "{message}");
+    }
+}
+
+#[test]
+fn script_backend_without_a_reply_shows_a_json_preview_of_the_prompt() {
+    let backend = Arc::new(
+        ScriptBackend::from_text("s.yaml", "replies:\n  - step: \"9\"\n    reply: x\n")
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.backend = backend;
+    // A control character (JSON `\u0001`, where Rust's debug form writes `\u{1}`) and a prompt
+    // long enough to be cut.
+    let text = format!(
+        "pipeline: p\nsteps:\n  - agent: {{prompt: \"\\x01{}\"}}\n",
+        "a".repeat(300)
+    );
+    let v = run_json(&text, o);
+    let message = v["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains(r#"(prompt: "\u0001aaa"#), "{message}");
+    assert!(message.ends_with("a…)"), "{message}");
+}

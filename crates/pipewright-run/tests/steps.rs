@@ -346,3 +346,88 @@ fn setup_errors_are_reported_before_running() {
     o.input = json!([1]);
     assert!(rt().block_on(pipewright_run::run(p, &s, o)).is_err());
 }
+
+#[test]
+fn empty_output_name_is_never_written() {
+    // The reference accepts `output: ""` and writes no store (writes need a non-empty name):
+    // a warning at load time, and the run goes on as if `output` were absent.
+    let text = "pipeline: p\nsteps:\n  - transform: {value: \"1\", output: \"\"}\n  - transform: {value: \"pipe + 1\"}\n";
+    let mut sources = pipewright_syntax::SourceMap::new();
+    let file = sources.add("t.yaml", text);
+    let mut diags = Vec::new();
+    pipewright_pipeline::load_source(file, text, &mut diags);
+    let codes: Vec<_> = diags.iter().map(|d| (d.code, d.is_error())).collect();
+    assert_eq!(codes, [("PW0218", false)], "{diags:#?}");
+    let d = tempdir();
+    let v = run_json(text, opts(d.path()));
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["output"], 2);
+    assert_eq!(v["stores"], json!({}), "{v}");
+}
+
+#[test]
+fn continue_envelope_holds_the_raw_error() {
+    let d = tempdir();
+    // A raised tool error: the envelope's text is the tool's own words, not the step's.
+    let v = run_json("pipeline: p\nsteps:\n  - tool: {name: nope, on_error: continue, output: r}\n  - transform: {value: \"ctx.r\"}\n", opts(d.path()));
+    let text = v["output"]["text"].as_str().unwrap_or("");
+    assert!(text.starts_with("`nope` does not resolve to a tool"), "{v}");
+    assert_eq!(v["output"]["structured"]["error"], text, "{v}");
+    // An `!expr` argument that fails to evaluate: the raw R1 error, without `argument … failed`.
+    let v = run_json("pipeline: p\nsteps:\n  - tool: {name: file__read, args: {path: !expr \"1 / 0\"}, on_error: continue}\n", opts(d.path()));
+    assert_eq!(v["output"]["text"], "division by zero", "{v}");
+    assert_eq!(v["output"]["meta"]["isError"], true, "{v}");
+}
+
+#[test]
+fn branch_errors_hold_the_raw_error() {
+    let d = tempdir();
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - parallel:\n      on_error: continue\n      branches:\n        ok: {transform: {value: \"1\"}}\n        div: {transform: {value: \"1 / 0\"}}\n        flagged: {shell: {command: \"echo bad >&2; exit 3\", on_error: abort}}\n        nested:\n          for_each: {items: [1], on_error: abort, do: {transform: {value: \"item / 0\"}}, collect: {transform: {value: \"pipe\"}}}\n      collect: {transform: {value: \"pipe.__branch_errors__\"}}\n",
+        opts(d.path()),
+    );
+    assert_eq!(
+        v["output"],
+        json!({"div": "division by zero", "flagged": "exit status 3: bad", "nested": "division by zero"}),
+        "{v}"
+    );
+}
+
+#[test]
+fn exit_statuses_and_signals_are_worded_not_debug_printed() {
+    let d = tempdir();
+    let with_tools = || {
+        let mut o = opts(d.path());
+        for (name, script) in [("fails", "echo bad >&2; exit 1"), ("killed", "kill -9 $$")] {
+            o.tools.project.insert(
+                name.into(),
+                pipewright_run::tools::ProjectTool {
+                    command: vec!["sh".into(), "-c".into(), script.into()],
+                    timeout: std::time::Duration::from_secs(20),
+                },
+            );
+        }
+        o
+    };
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - tool: {name: fails}\n",
+        with_tools(),
+    );
+    assert_eq!(
+        v["error"]["message"], "tool `fails` exited with status 1: bad",
+        "{v}"
+    );
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - tool: {name: killed}\n",
+        with_tools(),
+    );
+    assert_eq!(
+        v["error"]["message"], "tool `killed` was killed by signal 9 (SIGKILL)",
+        "{v}"
+    );
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - shell: {command: \"kill -9 $$\"}\n",
+        opts(d.path()),
+    );
+    assert_eq!(v["output"]["text"], "killed by signal 9 (SIGKILL)", "{v}");
+}

@@ -109,9 +109,8 @@ impl AgentBackend for CommandBackend {
             .map_err(BackendError::new)?;
             if out.code != Some(0) {
                 return Err(BackendError::new(format!(
-                    "the agent command exited with {:?}: {}",
-                    out.code,
-                    out.stderr.trim_end()
+                    "the agent command {}",
+                    out.failure_text()
                 )));
             }
             match self.profile {

@@ -112,8 +112,9 @@ impl AgentBackend for ScriptBackend {
                 None => match &self.default {
                     Some(v) => Ok(text_of(v)),
                     None => Err(BackendError::new(format!(
-                        "the script has no reply for step {} (prompt: {:?})",
-                        req.step, req.prompt
+                        "the script has no reply for step {} (prompt: {})",
+                        req.step,
+                        crate::value::preview(&pipewright_r1::Value::Str(req.prompt.clone()), 200)
                     ))),
                 },
             }

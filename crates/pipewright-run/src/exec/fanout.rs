@@ -71,6 +71,7 @@ impl Interp {
                                 n,
                                 format!("the tool reported an error: {text}"),
                             )
+                            .with_raw(text)
                             .with_value(v),
                         )
                     });
@@ -140,7 +141,7 @@ impl Interp {
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => self.land(
                         &format!("{key}.for_each.{k}"),
-                        &dropped_marker(&e.message()),
+                        &dropped_marker(&e.raw_text()),
                     ),
                     policy => {
                         // Returning drops `running`: the still-pending items are cancelled.
@@ -204,7 +205,7 @@ impl Interp {
                 }
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => {
-                        let msg = e.message();
+                        let msg = e.raw_text();
                         self.land(
                             &format!("{key}.parallel.{}", branches[i].name),
                             &dropped_marker(&msg),
@@ -279,7 +280,7 @@ impl Interp {
         while let Some((i, r)) = running.next().await {
             if let (Err(e @ Failure::Step(_)), OnErrorKind::Continue) = (r, on_error.kind) {
                 // Dropped under `continue` stays dropped on resume, as without the cancel.
-                self.land(&member_key(i), &dropped_marker(&e.message()));
+                self.land(&member_key(i), &dropped_marker(&e.raw_text()));
             }
         }
     }
@@ -302,6 +303,7 @@ impl Interp {
                 cause.message()
             ),
         );
+        e.raw = Some(cause.raw_text());
         if let Failure::Step(inner) = cause {
             e.value = inner.value.clone();
             e.reads = inner.reads.clone();

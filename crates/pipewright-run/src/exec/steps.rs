@@ -114,6 +114,7 @@ impl Interp {
                         node,
                         format!("the {} backend failed: {}", self.backend.name(), e.message),
                     )
+                    .with_raw(e.message)
                 })?;
                 match schema_def {
                     None => Ok(Value::Str(reply)),
@@ -232,6 +233,7 @@ impl Interp {
             };
             let reads = reads_within(&e.ast, &err.range, &scope);
             self.fail(codes::EVAL, key, node, msg)
+                .with_raw(err.message)
                 .at(self.expr_span(e, err.range))
                 .with_reads(reads)
                 .into()
@@ -303,6 +305,7 @@ impl Interp {
                             node,
                             format!("tool `{name}` reported an error: {text}"),
                         )
+                        .with_raw(text)
                         .with_value(v),
                     );
                 }
@@ -313,11 +316,10 @@ impl Interp {
         let mut e =
             last.unwrap_or_else(|| self.fail(codes::TOOL, key, node, "the tool did not run"));
         match policy {
-            Some(OnErrorKind::Continue) => Ok(tools::error_envelope(&format!(
-                "step {} (tool '{name}') failed: {}",
-                key, e.message
-            ))),
+            // The envelope is data the pipeline reads: the raw error, as the reference binds it.
+            Some(OnErrorKind::Continue) => Ok(tools::error_envelope(e.raw_text())),
             Some(p) => {
+                e.raw = Some(e.raw_text().to_string());
                 e.message = format!(
                     "{} (on_error='{}')",
                     e.message,

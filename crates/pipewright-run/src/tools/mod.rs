@@ -105,14 +105,19 @@ impl Tools {
         if out.code == Some(0) {
             return Ok(Value::Str(out.stdout));
         }
-        let status = out.code.map_or("killed by a signal".to_string(), |c| {
-            format!("exit status {c}")
-        });
+        let status = match (out.code, out.signal_text()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(s)) => format!("killed by {s}"),
+            (None, None) => "no exit status".to_string(),
+        };
         Ok(obj(vec![
             ("isError", Value::Bool(true)),
             (
                 "error",
-                Value::Str(format!("{status}: {}", out.stderr.trim_end())),
+                Value::Str(match out.stderr.trim_end() {
+                    "" => status,
+                    err => format!("{status}: {err}"),
+                }),
             ),
             ("stdout", Value::Str(out.stdout)),
             ("stderr", Value::Str(out.stderr)),
@@ -139,11 +144,7 @@ impl Tools {
         })
         .await?;
         if out.code != Some(0) {
-            return Err(format!(
-                "tool `{name}` exited with {:?}: {}",
-                out.code,
-                out.stderr.trim_end()
-            ));
+            return Err(format!("tool `{name}` {}", out.failure_text()));
         }
         let text = out.stdout.trim();
         serde_json::from_str::<serde_json::Value>(text)

@@ -13,9 +13,77 @@ pub const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug)]
 pub struct ProcOutput {
+    /// `None` when a signal ended the child.
     pub code: Option<i32>,
+    /// The signal that ended the child, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl ProcOutput {
+    /// How the child ended, for messages: `exited with status 1`, `was killed by signal 9
+    /// (SIGKILL)`.
+    pub fn status_text(&self) -> String {
+        match (self.code, self.signal_text()) {
+            (Some(c), _) => format!("exited with status {c}"),
+            (None, Some(s)) => format!("was killed by {s}"),
+            (None, None) => "ended without an exit status".to_string(),
+        }
+    }
+
+    /// `signal 9 (SIGKILL)` when a signal ended the child.
+    pub fn signal_text(&self) -> Option<String> {
+        self.signal.map(|s| match signal_name(s) {
+            Some(n) => format!("signal {s} ({n})"),
+            None => format!("signal {s}"),
+        })
+    }
+
+    /// [`ProcOutput::status_text`], then what the child wrote to stderr, if anything.
+    pub fn failure_text(&self) -> String {
+        let status = self.status_text();
+        match self.stderr.trim_end() {
+            "" => status,
+            err => format!("{status}: {err}"),
+        }
+    }
+}
+
+/// The conventional name of a signal number on this platform.
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    let names = [
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGILL, "SIGILL"),
+        (libc::SIGTRAP, "SIGTRAP"),
+        (libc::SIGABRT, "SIGABRT"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGKILL, "SIGKILL"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGPIPE, "SIGPIPE"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGCHLD, "SIGCHLD"),
+        (libc::SIGCONT, "SIGCONT"),
+        (libc::SIGSTOP, "SIGSTOP"),
+        (libc::SIGTSTP, "SIGTSTP"),
+        (libc::SIGTTIN, "SIGTTIN"),
+        (libc::SIGTTOU, "SIGTTOU"),
+        (libc::SIGURG, "SIGURG"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGWINCH, "SIGWINCH"),
+        (libc::SIGIO, "SIGIO"),
+        (libc::SIGSYS, "SIGSYS"),
+    ];
+    names.iter().find(|(n, _)| *n == sig).map(|(_, name)| *name)
 }
 
 pub struct Spec<'a> {
@@ -80,6 +148,7 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     kill_group(pid);
     Ok(ProcOutput {
         code: status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
         stdout: read_capped(out_file)?,
         stderr: read_capped(err_file)?,
     })
