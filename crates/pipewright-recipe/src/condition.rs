@@ -70,6 +70,98 @@ impl Expr {
     }
 }
 
+/// One conjunct of a condition (the condition holds only when every conjunct does), as a
+/// canonical text and the variable roots it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conjunct {
+    /// Equal for conditions that evaluate alike whatever the variables hold: quotes, blanks,
+    /// parentheses, the case of `true`/`false`, operand order of `==`/`!=`, `a > b` vs `b < a`
+    /// and the order of `and`/`or` operands do not matter.
+    pub canonical: String,
+    pub roots: Vec<String>,
+}
+
+/// The top-level `and` operands of `e` (through parentheses), canonicalized, sorted, without
+/// duplicates.
+pub fn conjuncts(e: &Expr) -> Vec<Conjunct> {
+    let mut parts = Vec::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match x {
+            Expr::And(xs) => stack.extend(xs.iter()),
+            Expr::Group(inner) => stack.push(inner),
+            other => parts.push(other),
+        }
+    }
+    let mut out: Vec<Conjunct> = parts
+        .into_iter()
+        .map(|p| {
+            let mut roots: Vec<String> = p.vars().iter().map(|v| v.path[0].clone()).collect();
+            roots.sort_unstable();
+            roots.dedup();
+            Conjunct {
+                canonical: canon_truth(p),
+                roots,
+            }
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| a.canonical.cmp(&b.canonical));
+    out.dedup();
+    out
+}
+
+/// `e` read as a truth value (parentheses are transparent there).
+fn canon_truth(e: &Expr) -> String {
+    match e {
+        Expr::Group(x) => canon_truth(x),
+        Expr::Not(x) => format!("not({})", canon_truth(x)),
+        Expr::And(_) | Expr::Or(_) => {
+            let is_and = matches!(e, Expr::And(_));
+            let mut parts = Vec::new();
+            let mut stack = vec![e];
+            while let Some(x) = stack.pop() {
+                match x {
+                    Expr::And(xs) if is_and => stack.extend(xs.iter()),
+                    Expr::Or(xs) if !is_and => stack.extend(xs.iter()),
+                    Expr::Group(inner) => stack.push(inner),
+                    other => parts.push(canon_truth(other)),
+                }
+            }
+            parts.sort_unstable();
+            parts.dedup();
+            format!(
+                "{}({})",
+                if is_and { "and" } else { "or" },
+                parts.join(", ")
+            )
+        }
+        Expr::Cmp(a, op, b) => {
+            let (l, r) = (canon_operand(a), canon_operand(b));
+            // Both orderings (numeric and text) are total, so `a > b` is `b < a`.
+            let (l, op, r) = match op {
+                CmpOp::Eq | CmpOp::Ne if r < l => (r, *op, l),
+                CmpOp::Gt => (r, CmpOp::Lt, l),
+                CmpOp::Ge => (r, CmpOp::Le, l),
+                _ => (l, *op, r),
+            };
+            format!("({l} {} {r})", op.as_str())
+        }
+        atom => format!("truthy({})", canon_operand(atom)),
+    }
+}
+
+/// `e` as a comparison operand: literals by the text they compare as, so `true`, `True` and
+/// `'true'` are one operand; a parenthesized operand is the truth value of its content.
+fn canon_operand(e: &Expr) -> String {
+    match e {
+        Expr::Var(v) => format!("{{{{{}}}}}", v.dotted()),
+        Expr::Str { value, .. } => format!("{value:?}"),
+        Expr::Num { text, .. } => format!("{text:?}"),
+        Expr::Bool { value, .. } => format!("{:?}", value.to_string()),
+        other => format!("bool({})", canon_truth(other)),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Var(VarRef),
@@ -602,6 +694,43 @@ mod tests {
             assert_eq!(e.range.start, at, "{src}: {e}");
             assert_eq!(e.code, codes::CONDITION_SYNTAX);
         }
+    }
+
+    fn canon(s: &str) -> Vec<String> {
+        let e = parse(s).0.unwrap_or_else(|| panic!("{s} parses"));
+        conjuncts(&e).into_iter().map(|c| c.canonical).collect()
+    }
+
+    #[test]
+    fn conjuncts_equal_exactly_for_equivalent_spellings() {
+        for (a, b) in [
+            ("{{a}} == 'x'", "( \"x\"==  {{a}} )"),
+            ("{{a}} > 3", "3 < {{a}}"),
+            ("{{a}} >= 3", "(3 <= {{a}})"),
+            ("{{t}} == true", "{{t}} == 'true'"),
+            ("{{t}} == TRUE", "{{t}} == True"),
+            ("{{a}} and ({{b}} or {{c}})", "({{c}} or {{b}}) and {{a}}"),
+            ("{{a}} and {{a}}", "{{a}}"),
+        ] {
+            assert_eq!(canon(a), canon(b), "{a} vs {b}");
+        }
+        for (a, b) in [
+            ("{{a}} == 'x'", "{{a}} != 'x'"),
+            ("{{a}} < 3", "{{a}} > 3"),
+            ("{{t}} == true", "{{t}} == 'True'"),
+            ("{{a}} == 'x'", "{{a}} == 'X'"),
+            ("{{a}}", "not {{a}}"),
+            ("{{a}} or {{b}}", "{{a}} and {{b}}"),
+            // A parenthesized operand compares as its truth value, not as the variable.
+            ("({{a}}) == 'x'", "{{a}} == 'x'"),
+            ("{{a.b}} == 1", "{{a}} == 1"),
+        ] {
+            assert_ne!(canon(a), canon(b), "{a} vs {b}");
+        }
+        assert_eq!(canon("{{a}} and {{b}} == 1").len(), 2);
+        let c = conjuncts(&parse("{{x.y}} == {{z}} and {{x}}").0.unwrap_or_else(|| panic!()));
+        let roots: Vec<&[String]> = c.iter().map(|c| c.roots.as_slice()).collect();
+        assert!(roots.contains(&&["x".to_string(), "z".to_string()][..]));
     }
 
     #[test]
