@@ -72,7 +72,7 @@ pub const CODES: &[CodeInfo] = &[
         "PW0507",
         "a recipe needs exactly one of `steps` and `stages`"
     ),
-    code!("PW0508", "duplicate step id or stage name"),
+    code!("PW0508", "duplicate step id, stage name or step field"),
     code!("PW0509", "invalid variable name"),
     code!("PW0510", "a reserved name is used as a variable"),
     code!("PW0511", "a loop variable shadows a reserved variable"),

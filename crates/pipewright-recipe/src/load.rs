@@ -38,6 +38,7 @@ pub const STEP_KEYS: &[&str] = &[
     "agent_config",
     "recipe",
     "context",
+    "step_context",
     "recursion",
     "command",
     "cwd",
@@ -46,6 +47,7 @@ pub const STEP_KEYS: &[&str] = &[
     "condition",
     "foreach",
     "as",
+    "as_var",
     "collect",
     "parallel",
     "max_iterations",
@@ -497,13 +499,8 @@ impl Loader {
         for e in m {
             let key = e.key.key_text().unwrap_or("");
             let Some(k) = static_key(STEP_KEYS, key) else {
-                let mut help = did_you_mean(key, STEP_KEYS.iter().copied())
+                let help = did_you_mean(key, STEP_KEYS.iter().copied())
                     .map(|c| format!("did you mean `{c}`?"));
-                if key == "as_var" {
-                    help = Some("write `as`".into());
-                } else if key == "step_context" {
-                    help = Some("write `context`".into());
-                }
                 self.diags.push(
                     Diagnostic::error(
                         codes::UNKNOWN_STEP_KEY,
@@ -515,6 +512,27 @@ impl Loader {
                 );
                 continue;
             };
+            // The runner's loader renames `as`, `context` and `steps` to the names of its step
+            // fields and accepts those names too: two spellings of one field.
+            let k = match k {
+                "as_var" => "as",
+                "step_context" => "context",
+                "steps" => "while_steps",
+                other => other,
+            };
+            if let Some(first) = s.key_span(k) {
+                self.diags.push(
+                    Diagnostic::error(
+                        codes::DUPLICATE,
+                        e.key.span,
+                        format!("`{key}` sets the same field as an earlier key"),
+                    )
+                    .with_label("a second spelling of one step field")
+                    .with_secondary(first, "first set here")
+                    .with_help(format!("{} are one field: keep one of them", alias_names(k))),
+                );
+                continue;
+            }
             s.keys.push((k, e.key.span));
             match k {
                 "id" => s.id = self.text(e),
@@ -570,7 +588,7 @@ impl Loader {
                 "max_while_iterations" => s.max_while_iterations = self.int(e),
                 "break_when" => s.break_when = self.text(e),
                 "update_context" => s.update_context = self.text_entries(e),
-                "while_steps" | "steps" => s.while_steps = self.steps(e),
+                "while_steps" => s.while_steps = self.steps(e),
                 "output" => s.output = self.text(e),
                 "parse_json" => s.parse_json = self.boolean(e),
                 "timeout" => s.timeout = self.int(e),
@@ -710,6 +728,15 @@ impl Loader {
 impl Default for Loader {
     fn default() -> Self {
         Loader::new()
+    }
+}
+
+/// The spellings of a step field that has two, for a help text.
+fn alias_names(field: &str) -> &'static str {
+    match field {
+        "as" => "`as`/`as_var`",
+        "context" => "`context`/`step_context`",
+        _ => "`steps`/`while_steps`",
     }
 }
 

@@ -461,7 +461,7 @@ impl Validator {
                         sp,
                         format!("`{f}` is not valid on {} {kind} step", article(kind)),
                     )
-                    .with_label(format!("not a {kind}-step field"))
+                    .with_label(format!("not {} {kind}-step field", article(kind)))
                 } else {
                     Diagnostic::warning(
                         codes::INEFFECTIVE_FIELD,
