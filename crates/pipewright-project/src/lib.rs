@@ -19,6 +19,9 @@
 //! profile = "claude"                 # or: argv = ["my-agent", "--json", "{prompt}"]
 //! timeout_secs = 600
 //!
+//! [run]
+//! identity = "release-bot"           # the agent identity of agent steps that name none
+//!
 //! [check]
 //! invoker = "alice"                  # the identity `check --inline` compares agent steps with
 //! include = ["lib/pipelines"]        # registered pipelines call/match targets may name
@@ -38,6 +41,8 @@ pub struct ProjectConfig {
     pub openai: Option<OpenAiConfig>,
     pub command: Option<CommandConfig>,
     pub invoker: Option<String>,
+    /// `[run] identity`: the default agent identity of `run` (`--identity` overrides it).
+    pub identity: Option<String>,
     /// Directories of registered pipelines, relative to the config file.
     pub include: Vec<String>,
 }
@@ -76,6 +81,7 @@ impl Default for ProjectConfig {
             openai: None,
             command: None,
             invoker: None,
+            identity: None,
             include: Vec::new(),
         }
     }
@@ -189,6 +195,15 @@ impl ProjectConfig {
                 });
             }
         }
+        if let Some(run) = table(doc.as_table(), "run")? {
+            if let Some(id) = run.get("identity") {
+                let id = id.as_str().ok_or("`run.identity` must be a string")?;
+                if id.trim().is_empty() {
+                    return Err("`run.identity` must not be empty".into());
+                }
+                cfg.identity = Some(id.to_string());
+            }
+        }
         if let Some(check) = table(doc.as_table(), "check")? {
             if let Some(dirs) = strings(check.get("include"), "check.include")? {
                 cfg.include = dirs;
@@ -247,6 +262,15 @@ fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_identity_is_a_non_empty_string() {
+        let id = |t: &str| ProjectConfig::parse(t).map(|c| c.identity);
+        assert_eq!(id("[run]\nidentity = \"bot\"\n"), Ok(Some("bot".into())));
+        assert_eq!(id(""), Ok(None));
+        assert!(id("[run]\nidentity = 5\n").is_err());
+        assert!(id("[run]\nidentity = \" \"\n").is_err());
+    }
 
     #[test]
     fn parses_every_section() {

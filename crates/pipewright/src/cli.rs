@@ -55,6 +55,7 @@ pub enum GraphFormat {
 
 #[derive(Args)]
 pub struct GraphArgs {
+    /// The pipeline file; `-` reads standard input.
     pub file: PathBuf,
     /// Only this pipeline and what it calls.
     #[arg(long)]
@@ -79,7 +80,7 @@ pub enum Backend {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The pipeline file (optional with --resume).
+    /// The pipeline file (optional with --resume); `-` reads standard input.
     #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
     /// Which pipeline of the file to run (default: the first).
@@ -101,6 +102,10 @@ pub struct RunArgs {
     /// Continue a stopped run from `.pipewright/runs/RUN_ID`.
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
+    /// The agent identity for agent steps that name none (default: `identity` under `[run]`
+    /// in pipewright.toml, else `pipewright`).
+    #[arg(long, value_name = "NAME")]
+    pub identity: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,8 +149,8 @@ pub struct CheckArgs {
     /// Check as an agent-generated (inline) definition: agent identities must be the invoker's.
     #[arg(long)]
     pub inline: bool,
-    /// The invoking identity for `--inline`.
-    #[arg(long, value_name = "NAME")]
+    /// The invoking identity for `--inline` (default: `invoker` under `[check]`).
+    #[arg(long, value_name = "NAME", requires = "inline")]
     pub invoker: Option<String>,
     /// Project config file (default: the nearest pipewright.toml above the first path).
     #[arg(long, value_name = "FILE")]
@@ -155,9 +160,8 @@ pub struct CheckArgs {
 #[derive(Args)]
 pub struct ExplainArgs {
     /// A diagnostic code such as PW0253.
-    #[arg(required_unless_present = "list")]
     pub code: Option<String>,
-    /// List every code with its one-line title.
+    /// List every code with its one-line title, sorted by code.
     #[arg(long)]
     pub list: bool,
 }
@@ -174,7 +178,8 @@ pub enum EvalLang {
 pub struct EvalArgs {
     #[arg(long, value_enum, default_value = "r1")]
     pub lang: EvalLang,
-    /// The context as JSON (for R1: the top-level names, e.g. {"ctx": {...}, "pipe": 1}).
+    /// JSON bound to `ctx`, the named stores (R1 and prompt: `ctx.name` reads `{"name": …}`);
+    /// for condition and template, the variables.
     #[arg(long, default_value = "{}")]
     pub ctx: String,
     /// JSON bound to `pipe` (R1 and prompt only; default null).
@@ -186,6 +191,11 @@ pub struct EvalArgs {
     /// JSON bound to `acc` (R1 and prompt only).
     #[arg(long)]
     pub acc: Option<String>,
-    /// The expression or template.
+    /// The whole top-level scope as one JSON object: every name the expression sees, e.g.
+    /// '{"ctx": {"n": 1}, "pipe": 2, "item": 3}' (for condition and template, the variables).
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["ctx", "pipe", "item", "acc"])]
+    pub scope: Option<String>,
+    /// The expression or template; it may start with `-` (`-7 / 2`) without a `--` before it.
+    #[arg(allow_hyphen_values = true)]
     pub expr: String,
 }

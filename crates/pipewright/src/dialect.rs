@@ -25,6 +25,16 @@ impl From<DialectArg> for Dialect {
 }
 
 impl Dialect {
+    /// What one file of the dialect is called in messages.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Dialect::Pipeline => "pipeline file",
+            Dialect::Recipe => "recipe",
+            Dialect::StateMachine => "state-machine recipe",
+            Dialect::Meow => "MEOW template",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Dialect::Pipeline => "pipeline",
@@ -135,6 +145,154 @@ fn detect_by_keys(text: &str) -> Option<Dialect> {
         Some(Dialect::Recipe)
     } else {
         None
+    }
+}
+
+/// The keys that make a top level one dialect's: every group must be present (one key of it).
+struct Signature {
+    dialect: Dialect,
+    groups: &'static [&'static [&'static str]],
+}
+
+const YAML_SIGNATURES: &[Signature] = &[
+    Signature {
+        dialect: Dialect::Pipeline,
+        groups: &[&["pipeline"], &["steps"]],
+    },
+    Signature {
+        dialect: Dialect::Pipeline,
+        groups: &[&["schema"], &["fields"]],
+    },
+    Signature {
+        dialect: Dialect::Recipe,
+        groups: &[&["name"], &["steps", "stages"]],
+    },
+];
+
+const JSON_SIGNATURE: Signature = Signature {
+    dialect: Dialect::StateMachine,
+    groups: &[&["initialStep"], &["steps"]],
+};
+
+/// A file that is one misspelled top-level key away from a dialect's shape.
+pub struct NearMiss {
+    pub dialect: Dialect,
+    /// The key as written, and where.
+    pub found: String,
+    pub span: Span,
+    pub expected: &'static str,
+}
+
+/// Finds a file that would be recognised if one top-level key were spelled right (`naem:` in a
+/// recipe), so that walking a directory never skips it in silence.
+pub fn near_miss(file: FileId, path: &Path, text: &str) -> Option<NearMiss> {
+    match path.extension().and_then(|x| x.to_str()).unwrap_or("") {
+        "json" => {
+            let v: serde_json::Value = serde_json::from_str(text).ok()?;
+            let keys: Vec<(&str, Span)> = v
+                .as_object()?
+                .keys()
+                .map(|k| (k.as_str(), json_key_span(file, text, k)))
+                .collect();
+            near_miss_keys(&keys, std::slice::from_ref(&JSON_SIGNATURE))
+        }
+        "toml" => toml_near_miss(file, text),
+        _ => {
+            let (docs, _) = pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
+            docs.iter()
+                .filter_map(|d| d.root.as_ref())
+                .find_map(|root| {
+                    let keys: Vec<(&str, Span)> = root
+                        .as_map()?
+                        .iter()
+                        .filter_map(|e| Some((e.key.key_text()?, e.key.span)))
+                        .collect();
+                    near_miss_keys(&keys, YAML_SIGNATURES)
+                })
+        }
+    }
+}
+
+/// One group missing, the others present, and a present key that is a plausible typo of the
+/// missing group's key.
+fn near_miss_keys(keys: &[(&str, Span)], signatures: &[Signature]) -> Option<NearMiss> {
+    signatures.iter().find_map(|sig| {
+        let missing: Vec<&[&str]> = sig
+            .groups
+            .iter()
+            .filter(|g| !keys.iter().any(|(k, _)| g.contains(k)))
+            .copied()
+            .collect();
+        let [group] = missing.as_slice() else {
+            return None;
+        };
+        keys.iter().find_map(|(k, span)| {
+            let expected = pipewright_syntax::suggest::did_you_mean(k, group.iter().copied())?;
+            Some(NearMiss {
+                dialect: sig.dialect,
+                found: (*k).to_string(),
+                span: *span,
+                expected,
+            })
+        })
+    })
+}
+
+/// The first `"key"` in the text: serde_json keeps no positions, and a top-level key of a
+/// near-miss file is almost always its first occurrence.
+fn json_key_span(file: FileId, text: &str, key: &str) -> Span {
+    let quoted = serde_json::Value::String(key.to_string()).to_string();
+    match text.find(&quoted) {
+        Some(start) => Span::new(file, start..start + quoted.len()),
+        None => Span::new(file, 0..0),
+    }
+}
+
+/// MEOW workflows own a `steps` array of tables; `[[main.step]]` is the near miss.
+fn toml_near_miss(file: FileId, text: &str) -> Option<NearMiss> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let t = line.trim();
+        let Some(inner) = t.strip_prefix("[[").and_then(|t| t.strip_suffix("]]")) else {
+            continue;
+        };
+        let Some((_, last)) = inner.rsplit_once('.') else {
+            continue;
+        };
+        let last = last.trim();
+        if last != "steps" && pipewright_syntax::suggest::did_you_mean(last, ["steps"]).is_some() {
+            let at = start + line.find(last).unwrap_or(0);
+            return Some(NearMiss {
+                dialect: Dialect::Meow,
+                found: last.to_string(),
+                span: Span::new(file, at..at + last.len()),
+                expected: "steps",
+            });
+        }
+    }
+    None
+}
+
+impl NearMiss {
+    /// The warning `check` gives a near-miss file it found by walking a directory.
+    pub fn warning(&self) -> Diagnostic {
+        Diagnostic::warning(
+            "PW0010",
+            self.span,
+            format!(
+                "this file looks like a {} with a misspelled key, so it was skipped",
+                self.dialect.noun()
+            ),
+        )
+        .with_label(format!("did you mean `{}`?", self.expected))
+        .with_note(format!(
+            "with `{}` this file would be checked as a {}; as written it is not a workflow, and no runtime would load it",
+            self.expected,
+            self.dialect.noun()
+        ))
+        .with_help(format!("rename `{}` to `{}`", self.found, self.expected))
     }
 }
 

@@ -9,40 +9,60 @@ pub const EXTENSIONS: &[&str] = &["yaml", "yml", "json", "toml"];
 pub struct Input {
     pub path: PathBuf,
     pub explicit: bool,
+    /// Why this path could not be listed (a missing path, an unreadable directory). Such an
+    /// input is reported on its own path and the others are still worked on.
+    pub problem: Option<String>,
+}
+
+impl Input {
+    fn file(path: PathBuf, explicit: bool) -> Input {
+        Input {
+            path,
+            explicit,
+            problem: None,
+        }
+    }
 }
 
 /// Expands directories recursively (sorted, so output is deterministic), skipping VCS and
-/// build directories.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
+/// build directories. Paths that cannot be read come back as inputs with a `problem`, in
+/// their place, so that one bad path never hides the results of the others.
+pub fn expand(paths: &[PathBuf]) -> Vec<Input> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            out.push(Input {
-                path: p.clone(),
-                explicit: true,
-            });
+            out.push(Input::file(p.clone(), true));
             continue;
         }
-        let meta =
-            std::fs::metadata(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
-        if meta.is_dir() {
-            walk(p, &mut out)
-                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
-        } else {
-            out.push(Input {
+        match std::fs::metadata(p) {
+            Ok(meta) if meta.is_dir() => walk(p, &mut out),
+            Ok(_) => out.push(Input::file(p.clone(), true)),
+            Err(e) => out.push(Input {
                 path: p.clone(),
                 explicit: true,
-            });
+                problem: Some(e.to_string()),
+            }),
         }
     }
-    Ok(out)
+    out
 }
 
-fn walk(dir: &Path, out: &mut Vec<Input>) -> std::io::Result<()> {
+fn walk(dir: &Path, out: &mut Vec<Input>) {
     let mut stack = vec![dir.to_path_buf()];
     let mut found = Vec::new();
     while let Some(d) = stack.pop() {
-        let mut entries: Vec<_> = std::fs::read_dir(&d)?.filter_map(Result::ok).collect();
+        let listing = match std::fs::read_dir(&d) {
+            Ok(l) => l,
+            Err(e) => {
+                found.push(Input {
+                    path: d,
+                    explicit: true,
+                    problem: Some(format!("cannot read this directory: {e}")),
+                });
+                continue;
+            }
+        };
+        let mut entries: Vec<_> = listing.filter_map(Result::ok).collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let path = e.path();
@@ -61,16 +81,12 @@ fn walk(dir: &Path, out: &mut Vec<Input>) -> std::io::Result<()> {
                 .and_then(|x| x.to_str())
                 .is_some_and(|x| EXTENSIONS.contains(&x))
             {
-                found.push(path);
+                found.push(Input::file(path, false));
             }
         }
     }
-    found.sort();
-    out.extend(found.into_iter().map(|path| Input {
-        path,
-        explicit: false,
-    }));
-    Ok(())
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    out.extend(found);
 }
 
 /// Display form of a path: as given, with forward slashes.

@@ -1,11 +1,27 @@
 //! The `pipewright` command line.
 
+/// `print!` and friends panic when the reader of a pipe has gone; these never do.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::output::write(false, format_args!($($t)*)) };
+}
+macro_rules! outln {
+    () => { $crate::output::write(false, format_args!("\n")) };
+    ($($t:tt)*) => { $crate::output::write(false, format_args!("{}\n", format_args!($($t)*))) };
+}
+macro_rules! err {
+    ($($t:tt)*) => { $crate::output::write(true, format_args!($($t)*)) };
+}
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::output::write(true, format_args!("{}\n", format_args!($($t)*))) };
+}
+
 mod cli;
 mod commands;
 mod dialect;
 mod discover;
 mod output;
 mod project;
+mod read;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -25,5 +41,8 @@ fn main() -> ExitCode {
         cli::Command::Graph(args) => commands::graph::run(&args),
         cli::Command::Run(args) => commands::run::run(&args),
     };
+    if output::write_failed() {
+        return ExitCode::from(2);
+    }
     ExitCode::from(code)
 }

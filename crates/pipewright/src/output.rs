@@ -1,6 +1,7 @@
 //! Printing diagnostics in the format the user asked for.
 
 use crate::cli::Format;
+use crate::commands::check::Files;
 use pipewright_syntax::{render, CodeInfo, Diagnostic, SourceMap};
 use std::io::IsTerminal;
 
@@ -14,25 +15,57 @@ pub fn use_color_stderr() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
-pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: usize) {
+pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &Files) {
     let text = match format {
         Format::Human => {
             let mut s = render::human(diags, sources, use_color());
             if !s.is_empty() && !s.ends_with('\n') {
                 s.push('\n');
             }
-            s.push_str(&render::summary(diags, files));
+            s.push_str(&summary(diags, files));
             s
         }
-        Format::Json => render::json(diags, sources),
+        Format::Json => render::json_with_files(
+            diags,
+            sources,
+            render::FileCounts {
+                checked: files.checked,
+                skipped: files.skipped,
+                unreadable: files.unreadable,
+            },
+        ),
         Format::Sarif => render::sarif(diags, sources, env!("CARGO_PKG_VERSION"), &all_codes()),
+        // Workflow commands only: a run with no findings prints nothing at all.
         Format::Github => render::github(diags, sources),
     };
-    if text.ends_with('\n') {
-        print!("{text}");
+    if text.is_empty() || text.ends_with('\n') {
+        out!("{text}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
+}
+
+/// The human summary line: what was found, then what was not looked at and why.
+fn summary(diags: &[Diagnostic], files: &Files) -> String {
+    let mut line = render::summary(diags, files.checked);
+    if files.warnings_denied {
+        line.push_str(" (warnings fail the check: --deny warnings)");
+    }
+    if files.unreadable > 0 {
+        let n = files.unreadable;
+        line.push_str(&format!(
+            "; {n} {} could not be read",
+            if n == 1 { "path" } else { "paths" }
+        ));
+    }
+    if files.skipped > 0 {
+        let n = files.skipped;
+        line.push_str(&format!(
+            "; skipped {n} {} not recognised as a workflow of any dialect (name a file to check it anyway)",
+            if n == 1 { "file" } else { "files" }
+        ));
+    }
+    line
 }
 
 /// Every documented code, from every crate that emits diagnostics.
@@ -47,4 +80,48 @@ pub fn all_codes() -> Vec<CodeInfo> {
         pipewright_fmt::CODES,
     ];
     tables.iter().flat_map(|t| t.iter().copied()).collect()
+}
+
+/// Set when writing to stdout or stderr failed for a reason other than a closed pipe.
+static WRITE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout or stderr without ever panicking (`out!` panics when the reader has gone).
+/// A closed pipe (`pipewright check . | head -1`) is how a reader says it has seen enough: the
+/// rest is dropped quietly, as Unix tools do, and the exit code stays the command's verdict.
+/// Any other failure (a full disk behind a redirect) loses output, so it is reported once and
+/// turns the exit code into 2 (see [`write_failed`]).
+pub fn write(to_stderr: bool, args: std::fmt::Arguments) {
+    use std::io::Write;
+    let result = if to_stderr {
+        std::io::stderr().lock().write_fmt(args)
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_fmt(args).and_then(|()| out.flush())
+    };
+    if let Err(e) = result {
+        write_error(&e, if to_stderr { "stderr" } else { "stdout" });
+    }
+}
+
+fn write_error(e: &std::io::Error, stream: &str) {
+    use std::io::Write;
+    if e.kind() != std::io::ErrorKind::BrokenPipe
+        && !WRITE_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        let _ = writeln!(std::io::stderr(), "error: cannot write to {stream}: {e}");
+    }
+}
+
+/// [`write`] for bytes that need not be UTF-8 (standard input echoed back by `fmt -`).
+pub fn write_bytes(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        write_error(&e, "stdout");
+    }
+}
+
+/// True when some output could not be written (other than to a closed pipe).
+pub fn write_failed() -> bool {
+    WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -146,8 +146,14 @@ fn stdin_is_formatted_to_stdout() {
     // Input that does not parse is echoed unchanged and reported.
     let broken = read(&fixture("broken.yaml"));
     let o = run_with_stdin(Path::new("."), &["fmt", "-"], broken.as_bytes());
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(stdout(&o), broken);
+    // So is input that is not UTF-8: an editor piping its buffer through `fmt -` loses nothing.
+    let latin1 = b"pipeline: caf\xe9\n";
+    let o = run_with_stdin(Path::new("."), &["fmt", "-"], latin1);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.stdout, latin1);
+    assert!(stderr(&o).contains("error[PW0009]"), "{}", text(&o));
     assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
     assert!(stderr(&o).contains("<stdin>:4:"), "{}", text(&o));
 }
@@ -163,7 +169,8 @@ fn a_file_that_does_not_parse_is_left_untouched() {
         &["fmt", "--diff", "broken.yaml"],
     ] {
         let o = run_in(d.path(), args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        // 2, not 1: "cannot format" is a failure of the command, "would reformat" a verdict.
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
         assert!(stderr(&o).contains("broken.yaml:4:29"), "{}", text(&o));
         assert_eq!(stdout(&o), "", "{args:?}");
@@ -191,7 +198,8 @@ fn directories_are_walked() {
     std::fs::write(flows.join("notes.txt"), "   not yaml").unwrap_or_else(|e| panic!("{e}"));
 
     let o = run_in(d.path(), &["fmt", "--check", "flows"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // broken.yaml cannot be formatted: 2, with the other files still reported.
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = stdout(&o);
     let mut named: Vec<&str> = out.lines().collect();
     named.sort();

@@ -12,6 +12,14 @@ pub const FORMAT: &str = "pipewright-graph";
 
 pub fn json(program: &Program, sources: &SourceMap, opts: &ExportOptions) -> Value {
     let view = View::new(program, opts);
+    // Node numbers are dense and unique across the export: one table turns every edge end and
+    // call site into its path in constant time (a search per edge end made large graphs
+    // quadratic).
+    let mut paths: Vec<&str> = Vec::new();
+    for w in &view.workflows {
+        index_paths(&w.body, &mut paths);
+    }
+    let path_of = |n: usize| paths.get(n).copied().filter(|p| !p.is_empty());
     let workflows: Vec<Value> = view
         .workflows
         .iter()
@@ -22,11 +30,10 @@ pub fn json(program: &Program, sources: &SourceMap, opts: &ExportOptions) -> Val
                 "dialect": w.workflow.dialect.name(),
                 "description": w.workflow.description,
                 "span": span(sources, w.workflow.span),
-                "body": region(sources, &w.body),
+                "body": region(sources, &w.body, &path_of),
             })
         })
         .collect();
-    let path_of = |n: usize| find_path(&view, n);
     let calls: Vec<Value> = view
         .calls
         .iter()
@@ -47,32 +54,27 @@ pub fn json(program: &Program, sources: &SourceMap, opts: &ExportOptions) -> Val
     })
 }
 
-fn find_path(view: &View, number: usize) -> Option<String> {
-    fn in_region(r: &RegionView, number: usize) -> Option<String> {
-        r.nodes.iter().find_map(|n| {
-            if n.number == number {
-                Some(n.path.clone())
-            } else {
-                n.regions.iter().find_map(|(_, s)| in_region(s, number))
-            }
-        })
+fn index_paths<'v>(r: &'v RegionView, paths: &mut Vec<&'v str>) {
+    for n in &r.nodes {
+        if paths.len() <= n.number {
+            paths.resize(n.number + 1, "");
+        }
+        paths[n.number] = &n.path;
+        for (_, sub) in &n.regions {
+            index_paths(sub, paths);
+        }
     }
-    view.workflows
-        .iter()
-        .find_map(|w| in_region(&w.body, number))
 }
 
-fn region(sources: &SourceMap, r: &RegionView) -> Value {
-    let path_of = |num: usize| {
-        r.nodes
-            .iter()
-            .find(|n| n.number == num)
-            .map(|n| n.path.clone())
-    };
+fn region<'v>(
+    sources: &SourceMap,
+    r: &RegionView,
+    path_of: &impl Fn(usize) -> Option<&'v str>,
+) -> Value {
     json!({
         "id": r.path,
         "entry": r.entry.and_then(path_of),
-        "nodes": r.nodes.iter().map(|n| node(sources, n)).collect::<Vec<_>>(),
+        "nodes": r.nodes.iter().map(|n| node(sources, n, path_of)).collect::<Vec<_>>(),
         "edges": r.edges.iter().map(|(a, b, e)| json!({
             "from": path_of(*a),
             "to": path_of(*b),
@@ -82,7 +84,11 @@ fn region(sources: &SourceMap, r: &RegionView) -> Value {
     })
 }
 
-fn node(sources: &SourceMap, n: &NodeView) -> Value {
+fn node<'v>(
+    sources: &SourceMap,
+    n: &NodeView,
+    path_of: &impl Fn(usize) -> Option<&'v str>,
+) -> Value {
     let node = n.node;
     let mut o = Map::new();
     o.insert("id".into(), json!(n.path));
@@ -100,7 +106,7 @@ fn node(sources: &SourceMap, n: &NodeView) -> Value {
         Value::Array(
             n.regions
                 .iter()
-                .map(|(role, r)| json!({"role": role, "region": region(sources, r)}))
+                .map(|(role, r)| json!({"role": role, "region": region(sources, r, path_of)}))
                 .collect(),
         ),
     );

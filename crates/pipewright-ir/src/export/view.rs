@@ -3,7 +3,7 @@
 use crate::ir::{Edge, Node, Program, Region, WorkflowId};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
@@ -13,6 +13,8 @@ pub struct ExportOptions {
 
 pub(crate) struct View<'a> {
     pub workflows: Vec<WorkflowView<'a>>,
+    /// The entry node number of each shown workflow.
+    entries: HashMap<WorkflowId, Option<usize>>,
     /// Calls: (from node number, case label, target name, target workflow if shown).
     pub calls: Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
 }
@@ -45,6 +47,7 @@ pub(crate) struct NodeView<'a> {
 impl<'a> View<'a> {
     pub fn new(program: &'a Program, opts: &ExportOptions) -> View<'a> {
         let shown = shown(program, opts);
+        let shown_set: HashSet<WorkflowId> = shown.iter().copied().collect();
         let mut counter = 0;
         let mut calls = Vec::new();
         let workflows = shown
@@ -56,7 +59,7 @@ impl<'a> View<'a> {
                     format!("w{}", id.0),
                     &mut counter,
                     &mut calls,
-                    &shown,
+                    &shown_set,
                 );
                 Some(WorkflowView {
                     id: *id,
@@ -64,16 +67,18 @@ impl<'a> View<'a> {
                     body,
                 })
             })
-            .collect();
-        View { workflows, calls }
+            .collect::<Vec<WorkflowView>>();
+        let entries = workflows.iter().map(|w| (w.id, w.body.entry)).collect();
+        View {
+            workflows,
+            entries,
+            calls,
+        }
     }
 
     /// The entry node number of a shown workflow.
     pub fn entry_of(&self, id: WorkflowId) -> Option<usize> {
-        self.workflows
-            .iter()
-            .find(|w| w.id == id)
-            .and_then(|w| w.body.entry)
+        self.entries.get(&id).copied().flatten()
     }
 }
 
@@ -109,7 +114,7 @@ fn region<'a>(
     path: String,
     counter: &mut usize,
     calls: &mut Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
-    shown: &[WorkflowId],
+    shown: &HashSet<WorkflowId>,
 ) -> RegionView<'a> {
     let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
     let mut nodes = Vec::new();

@@ -500,12 +500,20 @@ impl<'a> Walker<'a, '_> {
             return;
         };
         if self.env.opts.invoker.as_deref() != Some(id.text.as_str()) {
-            let invoker = self.env.opts.invoker.as_deref().unwrap_or("the invoker");
-            self.diags.push(
-                Diagnostic::error("PW0258", id.span, format!("inline pipeline runs an agent as `{}`", id.text))
+            let d = Diagnostic::error(
+                "PW0258",
+                id.span,
+                format!("inline pipeline runs an agent as `{}`", id.text),
+            );
+            self.diags.push(match self.env.opts.invoker.as_deref() {
+                Some(invoker) => d
                     .with_label(format!("not the invoking identity `{invoker}`"))
                     .with_help("an agent-generated pipeline may only use the invoker's own identity: remove `identity`"),
-            );
+                // Without an invoker no identity can be shown to be the invoker's own.
+                None => d
+                    .with_label("no invoking identity was given to compare it with")
+                    .with_help("name the invoker (`--invoker NAME` or `invoker` under `[check]` in pipewright.toml), or remove `identity`"),
+            });
         }
     }
 

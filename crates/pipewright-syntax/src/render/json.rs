@@ -11,11 +11,35 @@ pub const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// Renders every diagnostic as one pretty-printed JSON document (ending in a newline).
 pub fn json(diags: &[Diagnostic], sources: &SourceMap) -> String {
+    document(diags, sources, None)
+}
+
+/// How many files a run checked, skipped (not a workflow of any dialect) and could not read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileCounts {
+    pub checked: usize,
+    pub skipped: usize,
+    pub unreadable: usize,
+}
+
+/// [`json`], with the file counts in the summary (`files_checked`, `files_skipped`,
+/// `files_unreadable`).
+pub fn json_with_files(diags: &[Diagnostic], sources: &SourceMap, files: FileCounts) -> String {
+    document(diags, sources, Some(files))
+}
+
+fn document(diags: &[Diagnostic], sources: &SourceMap, files: Option<FileCounts>) -> String {
     let c = count(diags);
+    let mut summary = json!({ "errors": c.errors, "warnings": c.warnings, "notes": c.notes });
+    if let (Some(f), Some(map)) = (files, summary.as_object_mut()) {
+        map.insert("files_checked".into(), f.checked.into());
+        map.insert("files_skipped".into(), f.skipped.into());
+        map.insert("files_unreadable".into(), f.unreadable.into());
+    }
     let doc = json!({
         "version": JSON_SCHEMA_VERSION,
         "diagnostics": diags.iter().map(|d| diagnostic(d, sources)).collect::<Vec<_>>(),
-        "summary": { "errors": c.errors, "warnings": c.warnings, "notes": c.notes },
+        "summary": summary,
     });
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string());
     text.push('\n');

@@ -13,7 +13,7 @@ mod sarif;
 
 pub use github::github;
 pub use human::{human, summary};
-pub use json::{json, JSON_SCHEMA_VERSION};
+pub use json::{json, json_with_files, FileCounts, JSON_SCHEMA_VERSION};
 pub use sarif::sarif;
 
 use crate::diagnostic::{Diagnostic, Severity};

@@ -8,7 +8,6 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-const INFORMATION_URI: &str = "https://github.com/pipewright/pipewright";
 /// The key under `partialFingerprints`; the `/v1` changes if the fingerprint recipe does, so
 /// code scanning treats old and new alerts as unrelated rather than mismatching them.
 const FINGERPRINT_KEY: &str = "pipewright/v1";
@@ -44,7 +43,8 @@ pub fn sarif(
         "runs": [{
             "tool": { "driver": {
                 "name": "pipewright",
-                "informationUri": INFORMATION_URI,
+                // No `informationUri`: pipewright has no public home page yet, and SARIF
+                // viewers link it, so a made-up address would be a dead link.
                 "version": tool_version,
                 "rules": rule_objects,
             }},

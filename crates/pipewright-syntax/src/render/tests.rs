@@ -121,9 +121,8 @@ fn sarif_has_the_structure_code_scanning_requires() {
     let driver = &run["tool"]["driver"];
     assert_eq!(driver["name"], "pipewright");
     assert_eq!(driver["version"], "1.2.3");
-    assert!(driver["informationUri"]
-        .as_str()
-        .is_some_and(|u| u.starts_with("https://")));
+    // Optional in SARIF; omitted until pipewright has a real home page to link.
+    assert!(driver.get("informationUri").is_none(), "{driver}");
     let rules = driver["rules"].as_array().cloned().unwrap_or_default();
     let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
     assert_eq!(

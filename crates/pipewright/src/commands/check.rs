@@ -6,7 +6,7 @@ use crate::discover;
 use pipewright_pipeline::ast::Program;
 use pipewright_pipeline::CheckOptions;
 use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap, Span};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Codes the CLI itself emits.
 pub const CLI_CODES: &[CodeInfo] = &[
@@ -19,6 +19,12 @@ pub const CLI_CODES: &[CodeInfo] = &[
         code: "PW0007",
         title: "a dialect this version cannot check yet",
         explanation: include_str!("../../explain/PW0007.md"),
+    },
+    crate::read::CODE,
+    CodeInfo {
+        code: "PW0010",
+        title: "a file that is almost a workflow (a misspelled top-level key)",
+        explanation: include_str!("../../explain/PW0010.md"),
     },
     CodeInfo {
         code: "PW0190",
@@ -33,42 +39,42 @@ pub const CLI_CODES: &[CodeInfo] = &[
 ];
 
 pub fn run(args: &CheckArgs) -> u8 {
-    let inputs = match discover::expand(&args.paths) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
+    let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
     let mut program = Program::default();
     // The YAML trees the ASTs were built from, kept only to be left to process exit.
     let mut trees: Vec<Vec<pipewright_yaml::Document>> = Vec::new();
-    let mut checked = 0usize;
+    let mut files = Files::default();
     for input in &inputs {
-        let text = match read(&input.path) {
+        let (id, text) = match crate::read::input(input, &mut sources) {
             Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot read `{}`: {e}", input.path.display());
-                return 2;
+            Err(d) => {
+                files.unreadable += 1;
+                diags.push(*d);
+                continue;
             }
         };
-        let name = discover::display(&input.path);
         let detected = args
             .dialect
             .map(Dialect::from)
             .or_else(|| dialect::detect(&input.path, &text));
         let Some(d) = detected else {
+            let near = dialect::near_miss(id, &input.path, &text);
             if input.explicit {
-                let id = sources.add(name, text.as_str());
-                checked += 1;
-                diags.push(dialect::unrecognised(id, &text));
+                files.checked += 1;
+                let mut d = dialect::unrecognised(id, &text);
+                if let Some(n) = near {
+                    d = d.with_secondary(n.span, format!("did you mean `{}`?", n.expected));
+                }
+                diags.push(d);
+            } else {
+                files.skipped += 1;
+                diags.extend(near.map(|n| n.warning()));
             }
             continue;
         };
-        checked += 1;
-        let id = sources.add(name, text.as_str());
+        files.checked += 1;
         match d {
             Dialect::Pipeline => {
                 let (file, tree) =
@@ -92,7 +98,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     ) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 2;
         }
     };
@@ -105,12 +111,17 @@ pub fn run(args: &CheckArgs) -> u8 {
     let include_dirs: Vec<PathBuf> = args.include.iter().cloned().chain(config_dirs).collect();
     let mut included: Vec<FileId> = Vec::new();
     for dir in &include_dirs {
-        let Ok(found) = discover::expand(std::slice::from_ref(dir)) else {
-            eprintln!("error: cannot read include directory `{}`", dir.display());
+        let found = discover::expand(std::slice::from_ref(dir));
+        if let Some(bad) = found.iter().find(|i| i.problem.is_some()) {
+            errln!(
+                "error: cannot read include directory `{}`: {}",
+                bad.path.display(),
+                bad.problem.as_deref().unwrap_or_default()
+            );
             return 2;
-        };
+        }
         for input in found {
-            let Ok(text) = read(&input.path) else {
+            let Ok(text) = crate::read::text(&input.path) else {
                 continue;
             };
             if dialect::detect(&input.path, &text) != Some(Dialect::Pipeline) {
@@ -140,12 +151,20 @@ pub fn run(args: &CheckArgs) -> u8 {
     }
     diagnostic::sort(&mut diags);
     diags.dedup();
-    crate::output::print(args.format, &diags, &sources, checked);
-    let failing = diags.iter().any(|d| {
-        d.is_error()
-            || (args.deny == Some(Deny::Warnings)
-                && d.severity == pipewright_syntax::Severity::Warning)
-    });
+    let denied = args.deny == Some(Deny::Warnings)
+        && diags
+            .iter()
+            .any(|d| d.severity == pipewright_syntax::Severity::Warning);
+    files.warnings_denied = denied;
+    crate::output::print(args.format, &diags, &sources, &files);
+    let failing = denied || diags.iter().any(Diagnostic::is_error);
+    // Nothing could be checked at all: that is an I/O failure of the whole command, though
+    // every unreadable path was still reported above.
+    let code = if files.checked == 0 && files.unreadable > 0 {
+        2
+    } else {
+        u8::from(failing)
+    };
     // The process exits right after this (`run` is only called from `main`), and freeing the
     // trees of a large file one node at a time only delays that exit, as rustc also found:
     // the OS takes the memory back at once.
@@ -153,22 +172,18 @@ pub fn run(args: &CheckArgs) -> u8 {
     std::mem::forget(program);
     std::mem::forget(sources);
     std::mem::forget(diags);
-    u8::from(failing)
+    code
 }
 
-pub fn read(path: &Path) -> std::io::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        return Ok(s);
-    }
-    let bytes = std::fs::read(path)?;
-    String::from_utf8(bytes).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "the file is not UTF-8 text",
-        )
-    })
+/// What a check run looked at, for the summary line.
+#[derive(Default)]
+pub struct Files {
+    pub checked: usize,
+    /// Files found by walking a directory that are not workflows of any dialect.
+    pub skipped: usize,
+    pub unreadable: usize,
+    /// `--deny warnings` turned warnings into a failure.
+    pub warnings_denied: bool,
 }
 
 fn unsupported(file: FileId, d: Dialect) -> Diagnostic {

@@ -6,15 +6,35 @@ use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
 
 pub fn run(args: &EvalArgs) -> u8 {
     let mut sources = SourceMap::new();
-    let ctx_file = sources.add("--ctx", args.ctx.as_str());
+    // `--scope` is the whole top level; `--ctx` (and `--pipe`, `--item`, `--acc`) bind one name.
+    let (flag, given) = match &args.scope {
+        Some(scope) => ("--scope", scope.as_str()),
+        None => ("--ctx", args.ctx.as_str()),
+    };
+    let ctx_file = sources.add(flag, given);
     let expr_file = sources.add("EXPR", args.expr.as_str());
     let parse_json = |text: &str, what: &str| -> Result<serde_json::Value, String> {
         serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
     };
-    let ctx = match parse_json(&args.ctx, "--ctx") {
+    let ctx = match parse_json(given, flag) {
         Ok(v) => v,
-        Err(e) => return fail_usage(&sources, ctx_file, &args.ctx, &e),
+        Err(e) => return fail_usage(&sources, ctx_file, given, &e),
     };
+    let mut scope = Scope::new();
+    if args.scope.is_some() {
+        let Some(names) = ctx.as_object() else {
+            errln!("error: --scope must be a JSON object of top-level names, e.g. '{{\"ctx\": {{}}, \"pipe\": 1}}'");
+            return 2;
+        };
+        let values: Vec<(&str, Value)> = names
+            .iter()
+            .map(|(n, v)| (n.as_str(), Value::from_json(v)))
+            .collect();
+        for (n, v) in &values {
+            scope = scope.with(*n, v);
+        }
+        return evaluate(args, &sources, expr_file, &scope, &ctx);
+    }
     let mut bound = vec![("ctx", Value::from_json(&ctx)), ("pipe", Value::Null)];
     for (name, text) in [
         ("pipe", &args.pipe),
@@ -28,46 +48,56 @@ pub fn run(args: &EvalArgs) -> u8 {
                     bound.push((name, Value::from_json(&v)));
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return 2;
                 }
             }
         }
     }
-    let mut scope = Scope::new();
     for (n, v) in &bound {
         scope = scope.with(*n, v);
     }
+    evaluate(args, &sources, expr_file, &scope, &ctx)
+}
+
+/// Evaluates EXPR in `scope` (R1, prompt) or against `vars` (recipe condition, template).
+fn evaluate(
+    args: &EvalArgs,
+    sources: &SourceMap,
+    expr_file: pipewright_syntax::FileId,
+    scope: &Scope,
+    vars: &serde_json::Value,
+) -> u8 {
     let whole = |r: std::ops::Range<usize>| Span::new(expr_file, r);
     let result: Result<String, Vec<Diagnostic>> = match args.lang {
         EvalLang::R1 => match pipewright_r1::parse(&args.expr) {
             Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
-            Ok(expr) => pipewright_r1::eval(&expr, &scope)
+            Ok(expr) => pipewright_r1::eval(&expr, scope)
                 .map(|v| v.to_json_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
         EvalLang::Prompt => match pipewright_r1::parse_template(&args.expr) {
             Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
-            Ok(t) => pipewright_r1::render(&t, &scope)
+            Ok(t) => pipewright_r1::render(&t, scope)
                 .map(|s| serde_json::Value::String(s).to_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
-        EvalLang::Condition => pipewright_recipe::condition::eval(&args.expr, &ctx)
+        EvalLang::Condition => pipewright_recipe::condition::eval(&args.expr, vars)
             .map(|v| v.to_string())
             .map_err(|i| vec![recipe_issue(&i, expr_file)]),
-        EvalLang::Template => pipewright_recipe::template::render(&args.expr, &ctx)
+        EvalLang::Template => pipewright_recipe::template::render(&args.expr, vars)
             .map(|s| serde_json::Value::String(s).to_string())
             .map_err(|i| vec![recipe_issue(&i, expr_file)]),
     };
     match result {
         Ok(json) => {
-            println!("{json}");
+            outln!("{json}");
             0
         }
         Err(diags) => {
-            print!(
+            out!(
                 "{}",
-                render::human(&diags, &sources, crate::output::use_color())
+                render::human(&diags, sources, crate::output::use_color())
             );
             1
         }
@@ -91,7 +121,7 @@ fn fail_usage(
         message.to_string(),
     )
     .with_label("invalid JSON");
-    eprint!("{}", render::human(&[d], sources, false));
+    err!("{}", render::human(&[d], sources, false));
     2
 }
 

@@ -7,37 +7,39 @@ use pipewright_fmt::{format_source, unified_diff, Dialect as FmtDialect};
 use pipewright_syntax::{render, Diagnostic, SourceMap};
 
 pub fn run(args: &FmtArgs) -> u8 {
-    let inputs = match discover::expand(&args.paths) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
+    let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags: Vec<Diagnostic> = Vec::new();
     let mut would_change = Vec::new();
     let mut io_failed = false;
     for input in &inputs {
         let stdin = input.path.as_os_str() == "-";
-        let text = match super::check::read(&input.path) {
+        let read = if stdin {
+            // Standard input is echoed unchanged when it cannot be formatted, so keep its bytes.
+            match crate::read::bytes(&input.path) {
+                Ok(bytes) => crate::read::decode("<stdin>".into(), bytes.clone(), &mut sources)
+                    .inspect_err(|_| crate::output::write_bytes(&bytes)),
+                Err(e) => Err(Box::new(crate::read::failed(
+                    "<stdin>",
+                    &e.to_string(),
+                    &mut sources,
+                ))),
+            }
+        } else {
+            crate::read::input(input, &mut sources)
+        };
+        let (id, text) = match read {
             Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot read `{}`: {e}", input.path.display());
-                io_failed = true;
+            Err(d) => {
+                diags.push(*d);
                 continue;
             }
         };
-        let name = if stdin {
-            "<stdin>".to_string()
-        } else {
-            discover::display(&input.path)
-        };
+        let name = crate::read::display_name(&input.path);
         let detected = args
             .dialect
             .map(Dialect::from)
             .or_else(|| dialect::detect(&input.path, &text));
-        let id = sources.add(name.clone(), text.as_str());
         let Some(d) = detected else {
             if input.explicit {
                 diags.push(dialect::unrecognised(id, &text));
@@ -55,40 +57,45 @@ pub fn run(args: &FmtArgs) -> u8 {
             Err(mut ds) => {
                 // A file that does not parse is left untouched; stdin is echoed unchanged.
                 if stdin {
-                    print!("{text}");
+                    out!("{text}");
                 }
                 diags.append(&mut ds);
                 continue;
             }
         };
         if stdin {
-            print!("{}", formatted.output);
+            out!("{}", formatted.output);
         } else if args.diff {
             if formatted.changed {
-                print!("{}", unified_diff(&name, &text, &formatted.output));
+                // `a/` + an absolute path would give `a//tmp/x.yaml`; like `git diff --no-index`,
+                // the header names the path without its leading slash.
+                let header = name.trim_start_matches('/');
+                out!("{}", unified_diff(header, &text, &formatted.output));
                 would_change.push(name);
             }
         } else if args.check {
             if formatted.changed {
-                println!("would reformat {name}");
+                outln!("would reformat {name}");
                 would_change.push(name);
             }
         } else if formatted.changed {
             if let Err(e) = write_atomically(&input.path, &formatted.output) {
-                eprintln!("error: cannot write `{}`: {e}", input.path.display());
+                errln!("error: cannot write `{}`: {e}", input.path.display());
                 io_failed = true;
             }
         }
     }
     if !diags.is_empty() {
-        eprint!(
+        err!(
             "{}",
             render::human(&diags, &sources, crate::output::use_color_stderr())
         );
     }
-    if io_failed {
+    // 2: some file could not be read, formatted or written (the others were still done);
+    // 1: `--check`/`--diff` found files that would change; 0: nothing to do.
+    if io_failed || !diags.is_empty() {
         2
-    } else if !diags.is_empty() || ((args.check || args.diff) && !would_change.is_empty()) {
+    } else if (args.check || args.diff) && !would_change.is_empty() {
         1
     } else {
         0

@@ -17,11 +17,11 @@ pub fn run(args: &GraphArgs) -> u8 {
             Some(id) => Some(id),
             None => {
                 let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
-                eprintln!(
+                errln!(
                     "error: no pipeline named `{name}` in `{}`",
-                    args.file.display()
+                    crate::read::display_name(&args.file)
                 );
-                eprintln!("help: the file declares: {}", names.join(", "));
+                errln!("help: the file declares: {}", names.join(", "));
                 return 2;
             }
         },
@@ -35,9 +35,9 @@ pub fn run(args: &GraphArgs) -> u8 {
         }
     };
     if out.ends_with('\n') {
-        print!("{out}");
+        out!("{out}");
     } else {
-        println!("{out}");
+        outln!("{out}");
     }
     0
 }

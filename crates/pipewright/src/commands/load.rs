@@ -3,7 +3,7 @@
 
 use pipewright_pipeline::ast::{PipelineFile, Program};
 use pipewright_pipeline::CheckOptions;
-use pipewright_syntax::{diagnostic, render, Diagnostic, FileId, SourceMap};
+use pipewright_syntax::{diagnostic, render, Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
 
 /// Loads one pipeline file; its namespace (what `ns.name` call targets use) is its file stem.
@@ -31,17 +31,33 @@ pub fn pipeline_file_with_tree(
 
 /// The checked program, or the exit code to return (1: the file has errors, 2: unreadable).
 pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program, u8> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        eprintln!("error: cannot read `{}`: {e}", path.display());
+    let text = crate::read::text(path).map_err(|e| {
+        errln!("error: {e}");
         2u8
     })?;
-    let id = sources.add(crate::discover::display(path), text.as_str());
+    let id = sources.add(crate::read::display_name(path), text.as_str());
     let mut diags = Vec::new();
-    let file = pipeline_file(path, id, &text, &mut diags);
+    let mut file = pipeline_file(path, id, &text, &mut diags);
+    if path.as_os_str() == "-" {
+        file.namespace = None;
+    }
+    if file.pipelines.is_empty() && !diags.iter().any(Diagnostic::is_error) {
+        // An empty file (or only comments) loads to nothing at all; `graph` and `run` both
+        // need a pipeline, and say so the same way.
+        diags.push(
+            Diagnostic::error(
+                "PW0201",
+                Span::new(id, 0..0),
+                "this file declares no pipeline",
+            )
+            .with_label("nothing to graph or run")
+            .with_help("a pipeline file needs a document with `pipeline: NAME` and `steps:`"),
+        );
+    }
     let program = Program { files: vec![file] };
     let (project, _) =
         crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             2u8
         })?;
     let opts = CheckOptions {
@@ -52,11 +68,11 @@ pub fn checked_pipeline(path: &Path, sources: &mut SourceMap) -> Result<Program,
     diags.extend(pipewright_pipeline::check_program(&program, sources, &opts));
     diagnostic::sort(&mut diags);
     if diags.iter().any(|d| d.is_error()) {
-        eprint!(
+        err!(
             "{}",
             render::human(&diags, sources, crate::output::use_color_stderr())
         );
-        eprintln!("{}", render::summary(&diags, 1));
+        errln!("{}", render::summary(&diags, 1));
         return Err(1);
     }
     Ok(program)

@@ -13,7 +13,7 @@ pub fn run(args: &RunArgs) -> u8 {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            errln!("error: cannot start the runtime: {e}");
             return 2;
         }
     };
@@ -24,7 +24,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("error: no working directory: {e}");
+            errln!("error: no working directory: {e}");
             return 2;
         }
     };
@@ -42,26 +42,34 @@ async fn run_async(args: &RunArgs) -> u8 {
                 )
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return 2;
             }
         },
         (None, Some(file)) => (file.clone(), args.pipeline.clone(), None),
         (None, None) => {
-            eprintln!("error: give a pipeline file (or --resume RUN_ID)");
+            errln!("error: give a pipeline file (or --resume RUN_ID)");
             return 2;
         }
     };
+    if args
+        .identity
+        .as_deref()
+        .is_some_and(|i| i.trim().is_empty())
+    {
+        errln!("error: --identity must not be empty");
+        return 2;
+    }
     let input = match input(args) {
         Ok(Some(v)) => v,
         Ok(None) => stored_input.unwrap_or(serde_json::Value::Null),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 2;
         }
     };
     if !(input.is_object() || input.is_null()) {
-        eprintln!(
+        errln!(
             "error: the input must be a JSON object of named stores, e.g. '{{\"name\": \"Ada\"}}'"
         );
         return 2;
@@ -74,7 +82,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     if let (Some(old), Some(id)) = (stored_hash.filter(|h| !h.is_empty()), &args.resume) {
         let now = pipewright_run::store::source_hash(sources.files().map(|f| &*f.text));
         if old != now {
-            eprintln!(
+            errln!(
                 "warning: the pipeline files changed since run {id} started; its landed steps are replayed as recorded, the rest runs from the current files"
             );
         }
@@ -83,8 +91,11 @@ async fn run_async(args: &RunArgs) -> u8 {
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
-            eprintln!("error: no pipeline named `{name}` in `{}`", file.display());
-            eprintln!("help: the file declares: {}", names.join(", "));
+            errln!(
+                "error: no pipeline named `{name}` in `{}`",
+                crate::read::display_name(&file)
+            );
+            errln!("help: the file declares: {}", names.join(", "));
             return 2;
         }
     }
@@ -94,7 +105,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     let cfg = match ProjectConfig::load(&project_dir) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 2;
         }
     };
@@ -115,7 +126,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     ) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 2;
         }
     };
@@ -125,7 +136,10 @@ async fn run_async(args: &RunArgs) -> u8 {
         max_spawns: cfg.max_spawns,
     };
     o.store_root = Some(store_root);
-    o.file_label = crate::discover::display(&file);
+    o.file_label = crate::read::display_name(&file);
+    if let Some(id) = args.identity.clone().or(cfg.identity.clone()) {
+        o.identity = id;
+    }
     o.resume = args.resume.clone();
     o.cancel.cancel_on_ctrl_c();
     if args.format == RunFormat::Human {
@@ -136,37 +150,38 @@ async fn run_async(args: &RunArgs) -> u8 {
     let outcome = match pipewright_run::run(Arc::new(program), &sources, o).await {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 2;
         }
     };
     match args.format {
-        RunFormat::Json => println!(
+        RunFormat::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&outcome.to_json(&sources)).unwrap_or_default()
         ),
         RunFormat::Human => {
             if let Some(d) = outcome.diagnostic() {
-                eprint!(
+                err!(
                     "{}",
                     render::human(&[d], &sources, crate::output::use_color_stderr())
                 );
             }
             match outcome.status {
-                pipewright_run::RunStatus::Ok => println!(
+                pipewright_run::RunStatus::Ok => outln!(
                     "{}",
                     serde_json::to_string_pretty(&outcome.output.to_json()).unwrap_or_default()
                 ),
                 pipewright_run::RunStatus::Cancelled => {
-                    eprintln!(
+                    errln!(
                         "run {} cancelled; continue it with `pipewright run --resume {}`",
-                        outcome.run_id, outcome.run_id
+                        outcome.run_id,
+                        outcome.run_id
                     );
-                    eprint!("{}", stopped_summary(&outcome));
+                    err!("{}", stopped_summary(&outcome));
                 }
                 pipewright_run::RunStatus::Failed => {
-                    eprintln!("run {} failed", outcome.run_id);
-                    eprint!("{}", stopped_summary(&outcome));
+                    errln!("run {} failed", outcome.run_id);
+                    err!("{}", stopped_summary(&outcome));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Runs parse, eval or both a fixed number of times, for `perf stat -e instructions` or
 //! callgrind, whose counts do not depend on machine load the way criterion timings do.
-//! Usage: `profile parse|eval|both [iterations]`.
+//! Usage: `r1_profile parse|eval|both [iterations]`.
 
 use pipewright_r1::{eval, parse, Scope, Value};
 use std::hint::black_box;

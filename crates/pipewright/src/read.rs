@@ -1,0 +1,103 @@
+//! Reading the files a command works on. A file that cannot be read becomes a diagnostic on that
+//! file instead of ending the command: CI uploads what `check` prints, and one unreadable file
+//! must not hide the results of every other file.
+
+use crate::discover::{self, Input};
+use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap, Span};
+use std::path::Path;
+
+pub const CODE: CodeInfo = CodeInfo {
+    code: "PW0009",
+    title: "a file or directory that cannot be read",
+    explanation: include_str!("../explain/PW0009.md"),
+};
+
+/// The name a file is shown under: as given, with forward slashes; standard input is `<stdin>`.
+pub fn display_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        discover::display(path)
+    }
+}
+
+/// Reads one input into `sources`. On failure the file is still added (empty, or with the
+/// invalid bytes replaced) so that the diagnostic has a place to point at.
+/// A failure is boxed: a `Diagnostic` is large, and the text is the common case.
+pub fn input(input: &Input, sources: &mut SourceMap) -> Result<(FileId, String), Box<Diagnostic>> {
+    let name = display_name(&input.path);
+    if let Some(problem) = &input.problem {
+        return Err(Box::new(failed(&name, problem, sources)));
+    }
+    let bytes = match bytes(&input.path) {
+        Ok(b) => b,
+        Err(e) => return Err(Box::new(failed(&name, &e.to_string(), sources))),
+    };
+    decode(name, bytes, sources)
+}
+
+/// Adds the bytes read for `name` to `sources` as text, or reports where they stop being UTF-8.
+pub fn decode(
+    name: String,
+    bytes: Vec<u8>,
+    sources: &mut SourceMap,
+) -> Result<(FileId, String), Box<Diagnostic>> {
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let id = sources.add(name, text.as_str());
+            Ok((id, text))
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let bad = e.as_bytes().get(at).copied().unwrap_or_default();
+            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let id = sources.add(name, lossy.as_str());
+            // Up to the first bad byte the lossy text is the file itself, and the bad byte
+            // became one U+FFFD (3 bytes), so the span marks the exact place.
+            let end = (at + '\u{FFFD}'.len_utf8()).min(lossy.len());
+            let d = Diagnostic::error(
+                "PW0009",
+                Span::new(id, at..end),
+                "this file is not UTF-8 text",
+            )
+            .with_label(format!("byte 0x{bad:02X} is not valid UTF-8 here"))
+            .with_note("workflow files are read as UTF-8; nothing else in this file was checked")
+            .with_help("re-encode the file as UTF-8 (e.g. `iconv -f LATIN1 -t UTF-8`)");
+            Err(Box::new(d))
+        }
+    }
+}
+
+/// The raw bytes of a path; `-` is standard input.
+pub fn bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    if path.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
+        return Ok(b);
+    }
+    std::fs::read(path)
+}
+
+/// The text of a path (`-` is standard input), for the verbs that take exactly one file.
+pub fn text(path: &Path) -> Result<String, String> {
+    let bytes = bytes(path).map_err(|e| format!("cannot read `{}`: {e}", display_name(path)))?;
+    String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "cannot read `{}`: the file is not UTF-8 text",
+            display_name(path)
+        )
+    })
+}
+
+/// The diagnostic for a path that could not be read; the path is added to `sources` (empty) so
+/// that the diagnostic has a file to name.
+pub fn failed(name: &str, why: &str, sources: &mut SourceMap) -> Diagnostic {
+    let file = sources.add(name.to_string(), "");
+    Diagnostic::error(
+        "PW0009",
+        Span::new(file, 0..0),
+        format!("cannot read `{name}`: {why}"),
+    )
+    .with_label("not read")
+    .with_note("nothing in this path was checked; the other paths were")
+}
