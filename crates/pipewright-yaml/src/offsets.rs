@@ -65,7 +65,11 @@ pub fn map_scalar_range(
     map.push(src.get(j).map_or(body.len(), |c| c.0));
     let a = map.get(rel.start).copied().unwrap_or(body.len());
     let b = if rel.end > rel.start {
-        map.get(rel.end - 1).map_or(body.len(), |p| p + 1)
+        // The end is past the whole source character the last value byte maps to, which
+        // may be several bytes long.
+        map.get(rel.end - 1).map_or(body.len(), |&p| {
+            p + body[p..].chars().next().map_or(0, char::len_utf8)
+        })
     } else {
         a
     };

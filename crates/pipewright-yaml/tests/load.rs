@@ -119,6 +119,27 @@ fn value_ranges_map_back_into_quoted_and_block_scalars() {
     }
 }
 
+/// Found by the `yaml_load` fuzz target: a folded plain scalar ending in a two-byte character
+/// mapped its last character to one byte, ending the span inside that character (a renderer
+/// slicing the source there panics).
+#[test]
+fn value_ranges_ending_in_a_multibyte_character_end_on_a_char_boundary() {
+    for (src, needle) in [
+        ("\u{1c}#[\nfile_[.X\u{6f0}", "file_[.X\u{6f0}"),
+        ("v: a\n  \u{e9}\n", "\u{e9}"),
+        ("v: \"a\\t\u{1f600}\"\n", "\u{1f600}"),
+        ("v: >-\n  x\n  \u{6f22}\u{5b57}\n", "\u{6f22}\u{5b57}"),
+    ] {
+        let (docs, _) = load(FileId(0), src, Limits::default());
+        let root = docs[0].root.as_ref().expect("a document");
+        let v = root.get("v").unwrap_or(root);
+        let s = v.as_scalar().expect("scalar");
+        let at = s.text.find(needle).expect("needle in value");
+        let span = map_scalar_range(src, v.span, s.style, &s.text, at..at + needle.len());
+        assert_eq!(src.get(span.range()), Some(needle), "in {src:?}");
+    }
+}
+
 #[test]
 fn quoted_scalars_end_at_their_closing_quote_before_a_comment() {
     let src = "a:\n  b: \"x \\\" y\" # note\n  c: 'it''s' # other\n";
