@@ -39,6 +39,11 @@ pub struct Recipe {
     pub context: Vec<ContextEntry>,
     pub recursion: Option<Recursion>,
     pub rate_limiting: Option<RateLimiting>,
+    /// `orchestrator.config.min_delay_between_calls_ms`, the one orchestrator setting the
+    /// runner validates.
+    pub min_delay_between_calls_ms: Option<Spanned<i64>>,
+    /// Top-level keys whose value had the wrong type (already reported): not also "missing".
+    pub mistyped: Vec<&'static str>,
     /// `None` when the key is absent or its value is not a list.
     pub steps: Option<Spanned<Vec<Step>>>,
     pub stages: Option<Spanned<Vec<Stage>>>,
@@ -82,6 +87,8 @@ pub struct Stage {
     pub steps: Vec<Step>,
     pub steps_span: Option<Span>,
     pub approval: Option<Approval>,
+    /// Keys whose value had the wrong type (already reported): not also "missing".
+    pub mistyped: Vec<&'static str>,
     pub span: Span,
 }
 
@@ -181,6 +188,8 @@ pub struct Step {
     pub depends_on: Option<Spanned<Vec<Text>>>,
     /// Every key written on the step (known ones), with the key's span.
     pub keys: Vec<(&'static str, Span)>,
+    /// Keys whose value had the wrong type (already reported): not also "missing".
+    pub mistyped: Vec<&'static str>,
     pub span: Span,
 }
 

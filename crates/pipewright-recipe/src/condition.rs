@@ -728,7 +728,11 @@ mod tests {
             assert_ne!(canon(a), canon(b), "{a} vs {b}");
         }
         assert_eq!(canon("{{a}} and {{b}} == 1").len(), 2);
-        let c = conjuncts(&parse("{{x.y}} == {{z}} and {{x}}").0.unwrap_or_else(|| panic!()));
+        let c = conjuncts(
+            &parse("{{x.y}} == {{z}} and {{x}}")
+                .0
+                .unwrap_or_else(|| panic!()),
+        );
         let roots: Vec<&[String]> = c.iter().map(|c| c.roots.as_slice()).collect();
         assert!(roots.contains(&&["x".to_string(), "z".to_string()][..]));
     }

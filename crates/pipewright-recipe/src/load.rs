@@ -102,12 +102,15 @@ impl Loader {
             context: Vec::new(),
             recursion: None,
             rate_limiting: None,
+            min_delay_between_calls_ms: None,
+            mistyped: Vec::new(),
             steps: None,
             stages: None,
             span: root.span,
         };
         for e in root.as_map().unwrap_or(&[]) {
             let key = e.key.key_text().unwrap_or("");
+            let before = self.diags.len();
             match key {
                 "name" => r.name = self.text(e),
                 "description" => r.description = self.text(e),
@@ -126,13 +129,33 @@ impl Loader {
                         span: e.value.span,
                     })
                 }
-                "orchestrator" => {
-                    self.map_value(e);
-                }
+                "orchestrator" => r.min_delay_between_calls_ms = self.orchestrator(e),
                 _ => self.unknown(e, TOP_KEYS, false, "recipe"),
+            }
+            if let Some(k) = static_key(TOP_KEYS, key).filter(|_| self.mistyped_since(before)) {
+                r.mistyped.push(k);
             }
         }
         r
+    }
+
+    /// Whether a wrong-type diagnostic was pushed since `before` (the field's value is then
+    /// absent from the AST, but it was written).
+    fn mistyped_since(&self, before: usize) -> bool {
+        self.diags[before..]
+            .iter()
+            .any(|d| d.code == codes::WRONG_TYPE)
+    }
+
+    /// The runner reads only `orchestrator.config`, and validates only this one setting of it.
+    fn orchestrator(&mut self, e: &Entry) -> Option<Spanned<i64>> {
+        let m = self.map_value(e)?;
+        let config = m.iter().find(|c| c.key.key_text() == Some("config"))?;
+        let cm = self.map_value(config)?;
+        let delay = cm
+            .iter()
+            .find(|c| c.key.key_text() == Some("min_delay_between_calls_ms"))?;
+        self.int(delay)
     }
 
     fn unknown(&mut self, e: &Entry, known: &[&str], strict: bool, what: &str) {
@@ -447,11 +470,18 @@ impl Loader {
             steps: Vec::new(),
             steps_span: None,
             approval: None,
+            mistyped: Vec::new(),
             span: n.span,
         };
         for e in m {
             match e.key.key_text().unwrap_or("") {
-                "name" => st.name = self.text(e),
+                "name" => {
+                    let before = self.diags.len();
+                    st.name = self.text(e);
+                    if self.mistyped_since(before) {
+                        st.mistyped.push("name");
+                    }
+                }
                 "steps" => {
                     st.steps_span = Some(e.value.span);
                     st.steps = self.steps(e).map(|s| s.value).unwrap_or_default();
@@ -529,11 +559,15 @@ impl Loader {
                     )
                     .with_label("a second spelling of one step field")
                     .with_secondary(first, "first set here")
-                    .with_help(format!("{} are one field: keep one of them", alias_names(k))),
+                    .with_help(format!(
+                        "{} are one field: keep one of them",
+                        alias_names(k)
+                    )),
                 );
                 continue;
             }
             s.keys.push((k, e.key.span));
+            let before = self.diags.len();
             match k {
                 "id" => s.id = self.text(e),
                 "type" => {
@@ -597,6 +631,9 @@ impl Loader {
                 "depends_on" => s.depends_on = self.depends_on(e),
                 _ => {}
             }
+            if self.mistyped_since(before) {
+                s.mistyped.push(k);
+            }
         }
         Some(s)
     }
@@ -641,6 +678,8 @@ impl Loader {
         let mut out = Vec::new();
         for n in items {
             let Some(m) = n.as_map() else {
+                // Kept as an entry: the list is not empty, only this entry is wrong.
+                out.push(ProviderPreference::Invalid { span: n.span });
                 self.diags.push(
                     Diagnostic::error(
                         codes::PROVIDER_PREFERENCES,

@@ -9,6 +9,9 @@ use std::collections::HashMap;
 
 pub const RESERVED: &[&str] = &["recipe", "session", "step"];
 const MODEL_CLASSES: &[&str] = &["reasoning", "fast", "vision", "research"];
+/// The runner's `rate_limiting.backoff` defaults, used when only one bound is written.
+const DEFAULT_INITIAL_DELAY_MS: i64 = 1000;
+const DEFAULT_MAX_DELAY_MS: i64 = 60_000;
 
 pub struct Validator {
     pub diags: Vec<Diagnostic>,
@@ -41,13 +44,14 @@ impl Validator {
     }
 
     pub fn recipe(&mut self, r: &Recipe) {
-        self.required_text(&r.name, "name", "a recipe needs a `name`");
+        self.required_text(r, &r.name, "name", "a recipe needs a `name`");
         self.required_text(
+            r,
             &r.description,
             "description",
             "a recipe needs a `description`",
         );
-        self.required_text(&r.version, "version", "a recipe needs a `version`");
+        self.required_text(r, &r.version, "version", "a recipe needs a `version`");
         if let Some(n) = &r.name {
             if !alnum_after_removing(&n.value, &['-', '_']) {
                 self.push(
@@ -128,6 +132,12 @@ impl Validator {
         if let Some(rl) = &r.rate_limiting {
             self.rate_limiting(rl);
         }
+        self.range(
+            &r.min_delay_between_calls_ms,
+            "orchestrator.config.min_delay_between_calls_ms",
+            0,
+            None,
+        );
         let steps = r.steps.as_ref().filter(|s| !s.value.is_empty());
         let stages = r.stages.as_ref().filter(|s| !s.value.is_empty());
         match (steps, stages) {
@@ -188,8 +198,8 @@ impl Validator {
         self.depends_on(&all.iter().map(|(_, s)| *s).collect::<Vec<_>>());
     }
 
-    fn required_text(&mut self, t: &Option<Text>, field: &str, msg: &str) {
-        if t.is_none() {
+    fn required_text(&mut self, r: &Recipe, t: &Option<Text>, field: &str, msg: &str) {
+        if t.is_none() && !r.mistyped.contains(&field) {
             self.push(
                 Diagnostic::error(codes::MISSING_FIELD, self.anchor, msg)
                     .with_label(format!("`{field}` is missing"))
@@ -270,36 +280,66 @@ impl Validator {
     }
 
     fn rate_limiting(&mut self, r: &RateLimiting) {
+        // The runner's limits; it reports the upper bounds as "unusually high" errors too.
         self.range(
             &r.max_concurrent_llm,
             "rate_limiting.max_concurrent_llm",
             1,
-            None,
+            Some(100),
         );
-        self.range(&r.min_delay_ms, "rate_limiting.min_delay_ms", 0, None);
+        self.range(
+            &r.min_delay_ms,
+            "rate_limiting.min_delay_ms",
+            0,
+            Some(60_000),
+        );
         if let Some(b) = &r.backoff {
-            self.range(&b.initial_delay_ms, "backoff.initial_delay_ms", 0, None);
+            self.range(&b.initial_delay_ms, "backoff.initial_delay_ms", 100, None);
             self.range(
                 &b.reset_after_success,
                 "backoff.reset_after_success",
                 1,
                 None,
             );
-            if let (Some(i), Some(m)) = (&b.initial_delay_ms, &b.max_delay_ms) {
-                if m.value < i.value {
-                    self.push(
-                        Diagnostic::error(
-                            codes::OUT_OF_RANGE,
-                            m.span,
-                            format!(
-                                "`backoff.max_delay_ms` ({}) is below `initial_delay_ms` ({})",
-                                m.value, i.value
-                            ),
-                        )
-                        .with_label("must be at least initial_delay_ms")
-                        .with_secondary(i.span, "initial delay"),
-                    );
-                }
+            // An omitted bound takes the runner's default in this comparison.
+            match (&b.initial_delay_ms, &b.max_delay_ms) {
+                (Some(i), Some(m)) if m.value < i.value => self.push(
+                    Diagnostic::error(
+                        codes::OUT_OF_RANGE,
+                        m.span,
+                        format!(
+                            "`backoff.max_delay_ms` ({}) is below `initial_delay_ms` ({})",
+                            m.value, i.value
+                        ),
+                    )
+                    .with_label("must be at least initial_delay_ms")
+                    .with_secondary(i.span, "initial delay"),
+                ),
+                (None, Some(m)) if m.value < DEFAULT_INITIAL_DELAY_MS => self.push(
+                    Diagnostic::error(
+                        codes::OUT_OF_RANGE,
+                        m.span,
+                        format!(
+                            "`backoff.max_delay_ms` ({}) is below the default `initial_delay_ms` ({DEFAULT_INITIAL_DELAY_MS})",
+                            m.value
+                        ),
+                    )
+                    .with_label("must be at least initial_delay_ms")
+                    .with_help("set `initial_delay_ms` too, or raise `max_delay_ms`"),
+                ),
+                (Some(i), None) if i.value > DEFAULT_MAX_DELAY_MS => self.push(
+                    Diagnostic::error(
+                        codes::OUT_OF_RANGE,
+                        i.span,
+                        format!(
+                            "`backoff.initial_delay_ms` ({}) is above the default `max_delay_ms` ({DEFAULT_MAX_DELAY_MS})",
+                            i.value
+                        ),
+                    )
+                    .with_label("must be at most max_delay_ms")
+                    .with_help("set `max_delay_ms` too, or lower `initial_delay_ms`"),
+                ),
+                _ => {}
             }
             if let Some(m) = &b.multiplier {
                 if m.value < 1.0 || !m.value.is_finite() {
@@ -318,6 +358,7 @@ impl Validator {
 
     fn stage(&mut self, st: &Stage) {
         match &st.name {
+            None if st.mistyped.contains(&"name") => {}
             None => self.push(
                 Diagnostic::error(
                     codes::MISSING_FIELD,
@@ -477,6 +518,7 @@ impl Validator {
 
     fn require(&mut self, s: &Step, t: &Option<Text>, field: &str, kind: &str) {
         match t {
+            None if s.mistyped.contains(&field) => {}
             None => self.push(
                 Diagnostic::error(
                     codes::MISSING_FIELD,
@@ -500,6 +542,7 @@ impl Validator {
 
     fn step(&mut self, s: &Step, nested: bool) {
         match &s.id {
+            None if s.mistyped.contains(&"id") => {}
             None => self.push(
                 Diagnostic::error(
                     codes::MISSING_FIELD,
