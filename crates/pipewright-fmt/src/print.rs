@@ -593,12 +593,18 @@ impl<'s, 'r> Printer<'s, 'r> {
         };
         let start = out.len();
         self.props_into(n, &p, out);
-        if !matches!(sc.resolve(), ScalarValue::Str(_)) {
+        let value = sc.resolve();
+        if !matches!(value, ScalarValue::Str(_)) {
             if raw.is_empty() {
                 let kept = out[start..].trim_end().len();
                 out.truncate(start + kept);
             }
-            out.push_str(raw);
+            // A tag decides the type for PyYAML too; only an untagged number may be read
+            // differently by it.
+            match quote::yaml11_number(&sc.text, &value).filter(|_| n.tag.is_none()) {
+                Some(respelled) => out.push_str(&respelled),
+                None => out.push_str(raw),
+            }
             return;
         }
         let is_expr = !is_key
@@ -607,7 +613,13 @@ impl<'s, 'r> Printer<'s, 'r> {
         if is_expr {
             let done = self.canon.with(&sc.text, |c| match c {
                 Some(c) => {
-                    quote::render_into(c, in_flow, sc.style == ScalarStyle::Plain, out);
+                    quote::render_into(
+                        c,
+                        in_flow,
+                        self.rules.yaml11_bool_words(),
+                        sc.style == ScalarStyle::Plain,
+                        out,
+                    );
                     true
                 }
                 None => {
@@ -628,7 +640,13 @@ impl<'s, 'r> Printer<'s, 'r> {
                 return;
             }
         }
-        quote::render_into(&sc.text, in_flow, sc.style == ScalarStyle::Plain, out);
+        quote::render_into(
+            &sc.text,
+            in_flow,
+            self.rules.yaml11_bool_words(),
+            sc.style == ScalarStyle::Plain,
+            out,
+        );
     }
 
     /// A block scalar's header (`|`, `>-`, `|2+`…) and its content lines without indentation,

@@ -1,10 +1,14 @@
-//! How a string scalar is written: plain when YAML reads the plain text back as the same
-//! string, otherwise double-quoted — or single-quoted when that avoids escaping `"` or `\`.
+//! How a string scalar is written: plain when both readers of workflow files read the plain text
+//! back as the same string — pipewright (YAML 1.2 core schema) and the reference runtimes
+//! (PyYAML, YAML 1.1) — otherwise double-quoted, or single-quoted when that avoids escaping `"`
+//! or `\`. Numbers the two read differently (`010`, `0o17`, `1e3`) are respelled so that both
+//! read the same number.
 
 use pipewright_yaml::{Scalar, ScalarStyle, ScalarValue};
 
-/// Whether `v` can be written as a plain scalar and read back as the string `v` by this
-/// loader. `in_flow` adds the restrictions of `{…}`/`[…]`.
+/// Whether `v` can be written as a plain scalar, read back as the string `v` by this loader, and
+/// scanned as one plain scalar by PyYAML (which may still resolve it to something other than a
+/// string: see [`yaml11_non_string`]). `in_flow` adds the restrictions of `{…}`/`[…]`.
 pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     let bytes = v.as_bytes();
     let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
@@ -47,8 +51,10 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
             _ => return false,
         }
     }
-    // One pass for what may not occur anywhere: `: `, ` #`, control characters and, in flow
-    // style, flow indicators. Non-ASCII text is checked by character afterwards (rare).
+    // One pass for what may not occur anywhere: `: `, ` #`, control characters (tabs included:
+    // PyYAML cannot scan a plain scalar with a tab inside) and, in flow style, flow indicators
+    // and `?` (PyYAML ends a plain scalar there; YAML 1.2 does not). Non-ASCII text is checked by
+    // character afterwards (rare).
     let mut ascii = true;
     let mut prev = 0u8;
     for &b in bytes {
@@ -56,17 +62,13 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
             0..=0x1f | 0x7f => return false,
             b' ' if prev == b':' => return false,
             b'#' if prev == b' ' => return false,
-            b',' | b'[' | b']' | b'{' | b'}' | b':' if in_flow => return false,
+            b',' | b'[' | b']' | b'{' | b'}' | b':' | b'?' if in_flow => return false,
             0x80.. => ascii = false,
             _ => {}
         }
         prev = b;
     }
-    if !ascii
-        && v.chars().any(|c| {
-            c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
-        })
-    {
+    if !ascii && v.chars().any(needs_escape) {
         return false;
     }
     // Plain scalars that resolve to something other than a string are these keywords or start
@@ -88,23 +90,296 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     )
 }
 
-/// Text that a YAML 1.1 loader (the reference runtime uses one) would read as something other
-/// than a string: numbers with `_` or `:`, dates, `yes`/`no`/`on`/`off`, `=`, `<<`. Such
-/// strings are written quoted when the author quoted them, even though this loader would not
-/// need it, so the file means the same to both.
-pub fn yaml11_special(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~" | "=" | "<<"
-    ) {
+/// Characters written as escapes in double quotes and never plain: control characters, the
+/// byte-order mark, the characters YAML 1.1 takes for line breaks (`\u{85}`, `\u{2028}`,
+/// `\u{2029}`: inside a quoted scalar PyYAML would fold them), and the two PyYAML's reader
+/// rejects anywhere in a file.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+        )
+}
+
+/// Whether PyYAML's resolver (what `yaml.safe_load` applies to plain scalars) reads the plain
+/// scalar `v` as something other than a string: null, a boolean, an integer (`010` is octal,
+/// `1_000`, `0b1`, `1:30` sexagesimal), a float (`.5`, `1.0`, `1:30.0`), a date or timestamp,
+/// the merge key `<<` or the value key `=`. `bool_words`: `yes`/`no`/`on`/`off` are booleans
+/// (the recipe runner; the pipeline runtime turns them off); with it `y`/`n`, the other YAML
+/// 1.1 booleans, count too, although PyYAML itself does not implement them.
+pub fn yaml11_non_string(v: &str, bool_words: bool) -> bool {
+    let b = v.as_bytes();
+    match b.first() {
+        None => true,
+        Some(b'0'..=b'9' | b'+' | b'-' | b'.') => {
+            int11(b).is_some() || float11(b) || timestamp11(b)
+        }
+        Some(_) => {
+            matches!(
+                v,
+                "~" | "null"
+                    | "Null"
+                    | "NULL"
+                    | "true"
+                    | "True"
+                    | "TRUE"
+                    | "false"
+                    | "False"
+                    | "FALSE"
+                    | "<<"
+                    | "="
+            ) || (bool_words
+                && matches!(
+                    v,
+                    "yes"
+                        | "Yes"
+                        | "YES"
+                        | "no"
+                        | "No"
+                        | "NO"
+                        | "on"
+                        | "On"
+                        | "ON"
+                        | "off"
+                        | "Off"
+                        | "OFF"
+                        | "y"
+                        | "Y"
+                        | "n"
+                        | "N"
+                ))
+        }
+    }
+}
+
+/// A cursor over ASCII bytes for the hand-written forms of PyYAML's resolver patterns.
+struct Cur<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cur<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn eat(&mut self, f: impl Fn(u8) -> bool) -> bool {
+        let ok = self.peek().is_some_and(f);
+        self.i += usize::from(ok);
+        ok
+    }
+    fn eat_all(&mut self, f: impl Fn(u8) -> bool) -> usize {
+        let from = self.i;
+        while self.eat(&f) {}
+        self.i - from
+    }
+    fn sign(&mut self) {
+        self.eat(|c| c == b'+' || c == b'-');
+    }
+    fn done(&self) -> bool {
+        self.i == self.b.len()
+    }
+    /// `(:[0-5]?[0-9])+`, the sexagesimal groups; greedy is exact here (a one-digit group
+    /// followed by a digit could not be followed by what must come next either).
+    fn sexagesimal(&mut self) -> bool {
+        let mut groups = 0;
+        while self.peek() == Some(b':') {
+            let d = |k: usize| self.b.get(self.i + k).copied().filter(u8::is_ascii_digit);
+            match (d(1), d(2)) {
+                (Some(x), Some(_)) if x <= b'5' => self.i += 3,
+                (Some(_), _) => self.i += 2,
+                _ => return false,
+            }
+            groups += 1;
+        }
+        groups > 0
+    }
+}
+
+fn digit(c: u8) -> bool {
+    c.is_ascii_digit()
+}
+
+fn digit_(c: u8) -> bool {
+    c.is_ascii_digit() || c == b'_'
+}
+
+/// How PyYAML reads an integer: `Some(radix)` of the form it matches (2, 8, 10, 16, or 60 for
+/// sexagesimal), `None` when the text is not an integer to it.
+fn int11(b: &[u8]) -> Option<u32> {
+    let mut c = Cur { b, i: 0 };
+    c.sign();
+    let body = &b[c.i..];
+    let all =
+        |from: usize, f: fn(u8) -> bool| body.len() > from && body[from..].iter().all(|&x| f(x));
+    if body.starts_with(b"0b") {
+        return all(2, |x| x == b'0' || x == b'1' || x == b'_').then_some(2);
+    }
+    if body.starts_with(b"0x") {
+        return all(2, |x| x.is_ascii_hexdigit() || x == b'_').then_some(16);
+    }
+    if body == b"0" {
+        return Some(10);
+    }
+    if body.first() == Some(&b'0') {
+        return all(1, |x| matches!(x, b'0'..=b'7' | b'_')).then_some(8);
+    }
+    if !c.eat(|x| matches!(x, b'1'..=b'9')) {
+        return None;
+    }
+    c.eat_all(digit_);
+    if c.done() {
+        return Some(10);
+    }
+    (c.sexagesimal() && c.done()).then_some(60)
+}
+
+/// Whether PyYAML reads the text as a float.
+fn float11(b: &[u8]) -> bool {
+    if matches!(b, b".nan" | b".NaN" | b".NAN" | b".inf" | b".Inf" | b".INF") {
         return true;
     }
-    let mut chars = v.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_digit() => true,
-        Some('+' | '-' | '.') => chars.next().is_some_and(|c| c.is_ascii_digit() || c == '.'),
-        _ => false,
+    let exponent = |c: &mut Cur| {
+        if c.eat(|x| x == b'e' || x == b'E') {
+            c.eat(|x| x == b'+' || x == b'-') && c.eat_all(digit) > 0
+        } else {
+            true
+        }
+    };
+    // `\.[0-9][0-9_]*([eE][-+][0-9]+)?`: no sign before a leading dot.
+    let mut c = Cur { b, i: 0 };
+    if c.eat(|x| x == b'.') {
+        return c.eat(digit) && {
+            c.eat_all(digit_);
+            exponent(&mut c) && c.done()
+        };
+    }
+    c.sign();
+    let body = &b[c.i..];
+    if matches!(body, b".inf" | b".Inf" | b".INF") {
+        return true;
+    }
+    if !c.eat(digit) {
+        return false;
+    }
+    c.eat_all(digit_);
+    if c.eat(|x| x == b'.') {
+        c.eat_all(digit_);
+        return exponent(&mut c) && c.done();
+    }
+    // `[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*`
+    c.sexagesimal() && c.eat(|x| x == b'.') && {
+        c.eat_all(digit_);
+        c.done()
+    }
+}
+
+/// Whether PyYAML reads the text as a date or timestamp (`2001-12-14`,
+/// `2001-12-14t21:59:43.10-05:00`, `2001-12-14 21:59:43.10 -5`).
+fn timestamp11(b: &[u8]) -> bool {
+    let mut c = Cur { b, i: 0 };
+    let n = |c: &mut Cur, min: usize, max: usize| {
+        let from = c.i;
+        while c.i - from < max && c.eat(digit) {}
+        c.i - from >= min
+    };
+    if !(n(&mut c, 4, 4) && c.eat(|x| x == b'-') && n(&mut c, 1, 2) && c.eat(|x| x == b'-')) {
+        return false;
+    }
+    let day = c.i;
+    if !n(&mut c, 1, 2) {
+        return false;
+    }
+    if c.done() {
+        // The date alone needs two-digit month and day.
+        return c.i - day == 2 && b[5..7].iter().all(u8::is_ascii_digit);
+    }
+    let blanks = |c: &mut Cur| c.eat_all(|x| x == b' ' || x == b'\t');
+    if !(c.eat(|x| x == b'T' || x == b't') || blanks(&mut c) > 0) {
+        return false;
+    }
+    if !(n(&mut c, 1, 2)
+        && c.eat(|x| x == b':')
+        && n(&mut c, 2, 2)
+        && c.eat(|x| x == b':')
+        && n(&mut c, 2, 2))
+    {
+        return false;
+    }
+    if c.eat(|x| x == b'.') {
+        c.eat_all(digit);
+    }
+    blanks(&mut c);
+    if c.done() {
+        return true;
+    }
+    if c.eat(|x| x == b'Z') {
+        return c.done();
+    }
+    c.eat(|x| x == b'+' || x == b'-')
+        && n(&mut c, 1, 2)
+        && (c.done() || (c.eat(|x| x == b':') && n(&mut c, 2, 2) && c.done()))
+}
+
+/// Whether PyYAML reads the plain, untagged scalar `sc` (as written in a formatted file) as a
+/// different value than YAML 1.2 does: the verifier's check that the printer quoted and
+/// respelled everything it had to.
+pub fn yaml11_misread(sc: &Scalar, bool_words: bool) -> bool {
+    match sc.text.as_bytes().first() {
+        Some(b'0'..=b'9' | b'+' | b'-' | b'.') => match sc.resolve() {
+            ScalarValue::Str(t) => yaml11_non_string(t, bool_words),
+            v => yaml11_number(&sc.text, &v).is_some(),
+        },
+        // Null and the booleans both read alike; other keywords are strings to YAML 1.2.
+        _ => yaml11_non_string(&sc.text, bool_words) && matches!(sc.resolve(), ScalarValue::Str(_)),
+    }
+}
+
+/// A spelling of the plain number `text` (an integer or float to YAML 1.2) that PyYAML reads as
+/// the same number, when the text itself is not one: `010` is 10 to YAML 1.2 but octal 8 to
+/// PyYAML, `0o17` and `1e3` are strings to it. `None` keeps the text. Integers too large for
+/// pipewright (a float to it) stay as written: PyYAML reads the same number as an integer.
+/// `value` is what YAML 1.2 reads in the plain `text`.
+pub fn yaml11_number(text: &str, value: &ScalarValue) -> Option<String> {
+    match value {
+        ScalarValue::Int(i) => {
+            let body = text.trim_start_matches(['+', '-']);
+            let same = body.starts_with("0x") || body == "0" || !body.starts_with('0');
+            (!same).then(|| i.to_string())
+        }
+        ScalarValue::Float(_) if float11(text.as_bytes()) => None,
+        ScalarValue::Float(_) => {
+            let b = text.as_bytes();
+            if int11(b) == Some(10) {
+                return None;
+            }
+            let (sign, rest) = match b.first() {
+                Some(b'+' | b'-') => text.split_at(1),
+                _ => ("", text),
+            };
+            let (mant, exp) = match rest.find(['e', 'E']) {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            let mut s = String::with_capacity(text.len() + 3);
+            s.push_str(sign);
+            if mant.starts_with('.') {
+                s.push('0');
+            }
+            s.push_str(mant);
+            if !mant.contains('.') {
+                s.push_str(".0");
+            }
+            if let Some(digits) = exp.get(1..) {
+                s.push_str(&exp[..1]);
+                if !digits.starts_with(['+', '-']) {
+                    s.push('+');
+                }
+                s.push_str(digits);
+            }
+            Some(s)
+        }
+        _ => None,
     }
 }
 
@@ -122,9 +397,7 @@ pub fn double(v: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 s.push_str(&format!("\\x{:02x}", c as u32))
             }
-            c if c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}') => {
-                s.push_str(&format!("\\u{:04x}", c as u32))
-            }
+            c if needs_escape(c) => s.push_str(&format!("\\u{:04x}", c as u32)),
             c => s.push(c),
         }
     }
@@ -136,26 +409,49 @@ pub fn single(v: &str) -> String {
     format!("'{}'", v.replace('\'', "''"))
 }
 
-/// The text of string `v`. `was_plain`: the author wrote it plain, so it stays plain whenever
-/// that still reads back the same (YAML 1.1 look-alikes included: quoting them would change
-/// what the reference runtime sees).
-pub fn render(v: &str, in_flow: bool, was_plain: bool) -> String {
+/// Text that some YAML 1.1 reader might take for something other than a string: anything that
+/// starts like a number, and the 1.1 keywords in any casing. Broader than what PyYAML actually
+/// does ([`yaml11_non_string`]): a string the author quoted that looks like this stays quoted
+/// (`version: "1.0.0"`), although PyYAML would read it plain as the same string.
+pub fn yaml11_special(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    if matches!(
+        lower.as_str(),
+        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~" | "=" | "<<"
+    ) {
+        return true;
+    }
+    let mut chars = v.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_digit() => true,
+        Some('+' | '-' | '.') => chars.next().is_some_and(|c| c.is_ascii_digit() || c == '.'),
+        _ => false,
+    }
+}
+
+/// The text of string `v`. `bool_words`: see [`yaml11_non_string`]; `was_plain`: the author
+/// wrote it plain.
+pub fn render(v: &str, in_flow: bool, bool_words: bool, was_plain: bool) -> String {
     let mut s = String::new();
-    render_into(v, in_flow, was_plain, &mut s);
+    render_into(v, in_flow, bool_words, was_plain, &mut s);
     s
 }
 
 /// [`render`] appended to `out`, so the printer builds its lines without a string per scalar.
-pub fn render_into(v: &str, in_flow: bool, was_plain: bool, out: &mut String) {
-    if plain_ok(v, in_flow) && (was_plain || !yaml11_special(v)) {
+/// Plain only when both YAML 1.2 and PyYAML read the plain text as this string, whatever the
+/// author wrote: a plain `yes` is the string "yes" to pipewright but `True` to the recipe
+/// runner, so it is written `"yes"`, which both read as the string `check` verified. A quoted
+/// string that merely looks like a number ([`yaml11_special`]) keeps its quotes.
+pub fn render_into(v: &str, in_flow: bool, bool_words: bool, was_plain: bool, out: &mut String) {
+    if plain_ok(v, in_flow)
+        && !yaml11_non_string(v, bool_words)
+        && (was_plain || !yaml11_special(v))
+    {
         out.push_str(v);
         return;
     }
     let needs_escape_in_double = v.contains(['"', '\\']);
-    let single_ok = !v.contains('\'')
-        && !v
-            .chars()
-            .any(|c| c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}'));
+    let single_ok = !v.contains('\'') && !v.chars().any(needs_escape);
     if needs_escape_in_double && single_ok {
         out.push_str(&single(v));
     } else {
@@ -177,7 +473,11 @@ mod tests {
             return false;
         }
         if v.chars().any(|c| {
-            c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
+            c.is_control()
+                || [
+                    '\u{feff}', '\u{2028}', '\u{2029}', '\u{85}', '\u{fffe}', '\u{ffff}',
+                ]
+                .contains(&c)
         }) {
             return false;
         }
@@ -193,7 +493,7 @@ mod tests {
                 _ => return false,
             }
         }
-        if in_flow && v.contains([',', '[', ']', '{', '}', ':']) {
+        if in_flow && v.contains([',', '[', ']', '{', '}', ':', '?']) {
             return false;
         }
         matches!(
@@ -209,7 +509,7 @@ mod tests {
     proptest! {
         #[test]
         fn one_pass_plain_ok_agrees_with_the_reference(
-            v in "[ -~\t\n\u{85}\u{a0}\u{feff}\u{2028}é]{0,12}|[-:#. a-z0-9]{0,8}",
+            v in "[ -~\t\n\u{85}\u{a0}\u{feff}\u{2028}\u{ffff}é]{0,12}|[-:#?. a-z0-9]{0,8}",
             in_flow in any::<bool>(),
         ) {
             prop_assert_eq!(plain_ok(&v, in_flow), plain_ok_reference(&v, in_flow), "{:?}", v);
@@ -218,22 +518,128 @@ mod tests {
 
     #[test]
     fn quoting_choices() {
-        assert_eq!(render("hello world", false, false), "hello world");
-        assert_eq!(render("true", false, false), "\"true\"");
-        assert_eq!(render("0", false, true), "\"0\"");
-        assert_eq!(render("a: b", false, false), "\"a: b\"");
-        assert_eq!(render("a #b", false, false), "\"a #b\"");
-        assert_eq!(render("'x' + y", false, false), "\"'x' + y\"");
-        assert_eq!(render("say \"hi\"", false, false), "say \"hi\"");
-        assert_eq!(render("\"hi\" said", false, false), "'\"hi\" said'");
-        assert_eq!(render("'it's \"x\"", false, false), "\"'it's \\\"x\\\"\"");
-        assert_eq!(render("a, b", true, false), "\"a, b\"");
-        assert_eq!(render("a, b", false, false), "a, b");
-        assert_eq!(render("line\nnext", false, false), "\"line\\nnext\"");
-        assert_eq!(render("2024-01-01", false, false), "\"2024-01-01\"");
-        assert_eq!(render("yes", false, true), "yes");
-        assert_eq!(render("-x", false, false), "-x");
-        assert_eq!(render("- x", false, false), "\"- x\"");
-        assert_eq!(render("", false, false), "\"\"");
+        assert_eq!(render("hello world", false, true, false), "hello world");
+        assert_eq!(render("true", false, true, false), "\"true\"");
+        assert_eq!(render("0", false, true, false), "\"0\"");
+        assert_eq!(render("a: b", false, true, false), "\"a: b\"");
+        assert_eq!(render("a #b", false, true, false), "\"a #b\"");
+        assert_eq!(render("'x' + y", false, true, false), "\"'x' + y\"");
+        assert_eq!(render("say \"hi\"", false, true, false), "say \"hi\"");
+        assert_eq!(render("\"hi\" said", false, true, false), "'\"hi\" said'");
+        assert_eq!(
+            render("'it's \"x\"", false, true, false),
+            "\"'it's \\\"x\\\"\""
+        );
+        assert_eq!(render("a, b", true, true, false), "\"a, b\"");
+        assert_eq!(render("a, b", false, true, false), "a, b");
+        assert_eq!(render("line\nnext", false, true, false), "\"line\\nnext\"");
+        assert_eq!(render("2024-01-01", false, true, false), "\"2024-01-01\"");
+        assert_eq!(render("-x", false, true, false), "-x");
+        assert_eq!(render("- x", false, true, false), "\"- x\"");
+        assert_eq!(render("", false, true, false), "\"\"");
+        assert_eq!(render("1.0.0", false, true, true), "1.0.0");
+        assert_eq!(render("1.0.0", false, true, false), "\"1.0.0\"");
+    }
+
+    #[test]
+    fn what_pyyaml_would_misread_is_quoted() {
+        // `?` ends a plain scalar inside PyYAML's flow collections.
+        assert_eq!(render("Ship it?", true, true, false), "\"Ship it?\"");
+        assert_eq!(render("Ship it?", false, true, false), "Ship it?");
+        assert_eq!(render("echo ok?", true, false, false), "\"echo ok?\"");
+        // YAML 1.1 booleans: strings to pipewright, so quoted for the recipe runner; the
+        // pipeline runtime reads them as strings already.
+        for w in ["yes", "No", "ON", "off", "y", "N"] {
+            assert_eq!(render(w, false, true, true), format!("\"{w}\""));
+            assert_eq!(render(w, false, false, true), w);
+            // Quoted by the author: kept quoted for YAML 1.1 readers other than PyYAML.
+            assert_eq!(render(w, false, false, false), format!("\"{w}\""));
+        }
+        for v in [
+            "010",
+            "1_000",
+            "1:30",
+            "1:30.5",
+            "190:20:30",
+            "0b101",
+            "+1",
+            ".5",
+            "1.0",
+            "-1.5e+3",
+            "0x1F",
+            "2001-12-14",
+            "2001-12-14t21:59:43.10-05:00",
+            "2001-12-14 21:59:43.10 -5",
+            "2001-1-4 1:59:43Z",
+            "=",
+            "<<",
+            "~",
+            "-.inf",
+            ".NaN",
+            "12:30:45",
+            "1__",
+        ] {
+            assert!(yaml11_non_string(v, false), "{v}");
+            assert_eq!(render(v, false, false, true), format!("\"{v}\""));
+        }
+        for v in [
+            "1e3",
+            "0o",
+            "1.5e3",
+            "-.5",
+            "+.5",
+            "1:60",
+            "2001-1-14",
+            "1.2.3",
+            "v1",
+            "0x",
+            "08",
+            "-",
+            "yes!",
+            "<",
+            "==",
+            "2001-12-14T",
+            "Y2K",
+        ] {
+            assert!(!yaml11_non_string(v, true), "{v}");
+        }
+        // A number to YAML 1.2 (though not to PyYAML): quoted for pipewright's sake.
+        assert_eq!(render("0o10", false, false, false), "\"0o10\"");
+    }
+
+    #[test]
+    fn numbers_pyyaml_reads_differently_are_respelled() {
+        for (from, to) in [
+            ("010", Some("10")),
+            ("-010", Some("-10")),
+            ("08", Some("8")),
+            ("0o17", Some("15")),
+            ("1e3", Some("1.0e+3")),
+            ("-.5", Some("-0.5")),
+            ("+.5E-2", Some("+0.5E-2")),
+            ("1.5e3", Some("1.5e+3")),
+            ("7.e3", Some("7.e+3")),
+            ("10", None),
+            ("0", None),
+            ("-0x1F", None),
+            ("1.5", None),
+            (".5", None),
+            ("1.0e+3", None),
+            ("-.inf", None),
+            (".nan", None),
+            ("123456789012345678901234", None),
+            ("true", None),
+            ("abc", None),
+        ] {
+            let value = Scalar {
+                text: from.to_string(),
+                style: ScalarStyle::Plain,
+            };
+            assert_eq!(
+                yaml11_number(from, &value.resolve()).as_deref(),
+                to,
+                "{from}"
+            );
+        }
     }
 }

@@ -102,6 +102,16 @@ fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Resul
     }
     match (&a.kind, &b.kind) {
         (NodeKind::Scalar(x), NodeKind::Scalar(y)) => {
+            if y.style == ScalarStyle::Plain
+                && b.tag.is_none()
+                && crate::quote::yaml11_misread(y, cx.rules.yaml11_bool_words())
+            {
+                return Err(format!(
+                    "YAML 1.1 loaders (the reference runtimes) would misread {:?} at {}",
+                    y.text,
+                    at()
+                ));
+            }
             // The same text read the same way (both plain, or both quoted/block: strings) is
             // the same value; only a changed text or style needs resolving.
             if x.text == y.text

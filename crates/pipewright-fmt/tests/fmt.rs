@@ -325,3 +325,31 @@ fn codes_are_documented() {
         assert!(c.explanation.contains(c.code));
     }
 }
+
+#[test]
+fn the_verifier_rejects_what_yaml11_loaders_misread() {
+    // The printer never writes these; the verifier is the net should it ever do so.
+    use pipewright_fmt::rules::{pipeline::PipelineRules, recipe::RecipeRules};
+    let load = |t: &str| pipewright_yaml::load(FileId(0), t, Limits::default()).0;
+    for (text, misread) in [
+        ("a: yes\n", true),
+        ("a: 010\n", true),
+        ("a: 1e3\n", true),
+        ("a: 1_000\n", true),
+        ("a: \"yes\"\n", false),
+        ("a: 10\n", false),
+        ("a: !expr yes\n", false),
+    ] {
+        let before = load(text);
+        let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
+        let r = verify::same_docs(&roots, &load(text), &RecipeRules);
+        assert_eq!(r.is_err(), misread, "{text}: {r:?}");
+        if let Err(e) = r {
+            assert!(e.contains("YAML 1.1"), "{e}");
+        }
+    }
+    // The pipeline runtime reads `yes` as a string, like pipewright.
+    let before = load("a: yes\n");
+    let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
+    assert!(verify::same_docs(&roots, &load("a: yes\n"), &PipelineRules).is_ok());
+}

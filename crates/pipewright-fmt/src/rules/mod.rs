@@ -30,6 +30,11 @@ pub trait DialectRules {
     /// comment, whatever style the author used. Other collections keep the author's style
     /// (flow falls back to block when it does not fit or holds a comment).
     fn prefer_flow(&self, path: &CstPath) -> bool;
+    /// Whether the dialect's runtime reads plain `yes`/`no`/`on`/`off` as booleans (YAML 1.1,
+    /// as `yaml.safe_load` does), so that strings spelled so must be quoted.
+    fn yaml11_bool_words(&self) -> bool {
+        true
+    }
 }
 
 /// Formatting without dialect knowledge: the author's key order and collection styles.

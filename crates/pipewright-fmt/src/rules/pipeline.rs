@@ -138,6 +138,11 @@ impl DialectRules for PipelineRules {
     fn prefer_flow(&self, path: &CstPath) -> bool {
         matches!(locate(path), Loc::Body(_))
     }
+    /// The pipeline runtime's loader turns the YAML 1.1 `yes/no/on/off` booleans off (so that
+    /// `match`'s `on:` is a key): quoting them would change nothing for it.
+    fn yaml11_bool_words(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

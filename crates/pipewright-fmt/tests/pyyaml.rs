@@ -1,0 +1,420 @@
+//! The reference runtimes read workflow files with PyYAML (YAML 1.1); pipewright reads them as
+//! YAML 1.2. `fmt` must write what both read the same way.
+//!
+//! The property, for every input: PyYAML loads the *formatted* text, and the value it sees equals
+//! the value pipewright's own loader sees in it (compared as JSON, with the types JSON lacks
+//! spelled out — see `tests/pyyaml_load.py`), which in turn is the value pipewright sees in the
+//! *input*, R1 expressions compared in canonical form (`verify::same_docs`, asserted here too).
+//! The input's YAML 1.2 meaning is the reference, not PyYAML's reading of it: where the two
+//! loaders disagree about an input (`enabled: yes` is a string to pipewright, a boolean to the
+//! recipe runner), the formatter keeps what `check` verified and writes it so that the runtime
+//! reads that too; an input PyYAML cannot load at all must still come out loadable. Such inputs
+//! are listed on stderr for information.
+//!
+//! Each dialect is read with its runtime's loader: recipes with `yaml.safe_load_all`, pipelines
+//! with SafeLoader minus the `yes/no/on/off` booleans (the pipeline runtime's change).
+//!
+//! PyYAML is required, not optional: without it these tests fail (`.ci/run` installs it).
+
+use pipewright_fmt::{format_source, verify, yaml_rules, Dialect};
+use pipewright_syntax::FileId;
+use pipewright_yaml::{Limits, Node, NodeKind, ScalarValue};
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn loader(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Recipe => "recipe",
+        _ => "pipeline",
+    }
+}
+
+/// What PyYAML makes of each text: `Ok(documents)` or `Err(message)`. One python process for
+/// the whole batch (starting one per text would dominate the run time).
+fn pyyaml(jobs: &[(&str, &'static str)]) -> Vec<Result<Value, String>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pyyaml_load.py");
+    let input: Vec<Value> = jobs
+        .iter()
+        .map(|(text, l)| json!({"text": text, "loader": l}))
+        .collect();
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run python3 ({e}): these tests need python3 with PyYAML; .ci/run installs them (apt-get install python3-yaml)")
+        });
+    let payload = serde_json::to_vec(&input).expect("JSON of strings");
+    // A script that stops early (PyYAML missing) closes its input: its status says why.
+    let wrote = child.stdin.take().expect("piped stdin").write_all(&payload);
+    let out = child.wait_with_output().expect("python3 runs");
+    assert!(
+        out.status.code() != Some(3),
+        "PyYAML is not installed for python3: these tests need it; .ci/run installs it (apt-get install python3-yaml, or pip install pyyaml)"
+    );
+    wrote.expect("python3 reads its input");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
+    assert_eq!(results.len(), jobs.len());
+    results
+        .into_iter()
+        .map(|r| match (r.get("ok"), r.get("error")) {
+            (Some(v), _) => Ok(v.clone()),
+            (_, Some(e)) => Err(e.as_str().unwrap_or("?").to_string()),
+            _ => Err(format!("unexpected answer {r}")),
+        })
+        .collect()
+}
+
+/// JSON for an integer the way the script encodes Python's (exact beyond 2^53 as text).
+fn int(i: i64) -> Value {
+    if i.unsigned_abs() <= 1 << 53 {
+        json!(i)
+    } else {
+        json!({"!int": i.to_string()})
+    }
+}
+
+fn float(f: f64) -> Value {
+    if f.is_nan() {
+        json!({"!float": "nan"})
+    } else if f.is_infinite() {
+        json!({"!float": if f > 0.0 { "inf" } else { "-inf" }})
+    } else {
+        json!(f)
+    }
+}
+
+/// The value pipewright's YAML 1.2 loader sees, in the script's encoding.
+fn meaning(n: &Node) -> Value {
+    let local = n
+        .tag
+        .as_ref()
+        .filter(|t| t.handle == "!")
+        .map(|t| format!("!{}", t.suffix));
+    let core_str = n
+        .tag
+        .as_ref()
+        .is_some_and(|t| t.handle == "tag:yaml.org,2002:" && t.suffix == "str");
+    let v = match &n.kind {
+        NodeKind::Scalar(s) if local.is_some() || core_str => Value::String(s.text.clone()),
+        NodeKind::Scalar(s) => match s.resolve() {
+            ScalarValue::Null => Value::Null,
+            ScalarValue::Bool(b) => json!(b),
+            ScalarValue::Int(i) => int(i),
+            ScalarValue::Float(f) => float(f),
+            ScalarValue::Str(t) => json!(t),
+        },
+        NodeKind::Seq(items) => Value::Array(items.iter().map(meaning).collect()),
+        NodeKind::Map(entries) => {
+            let mut m = Map::new();
+            for e in entries {
+                // Duplicate keys: the last one wins, as in PyYAML.
+                m.insert(key(&e.key), meaning(&e.value));
+            }
+            Value::Object(m)
+        }
+    };
+    match local {
+        Some(tag) => json!({ tag: v }),
+        None => v,
+    }
+}
+
+fn key(n: &Node) -> String {
+    match meaning(n) {
+        Value::String(s) => s,
+        Value::Bool(b) => format!("!bool:{b}"),
+        Value::Null => "!null:".into(),
+        other => match n.as_scalar().map(|s| s.resolve()) {
+            Some(ScalarValue::Int(i)) => format!("!int:{i}"),
+            Some(ScalarValue::Float(f)) => float_key(f),
+            _ => format!("!key:{other}"),
+        },
+    }
+}
+
+/// A float key as the script writes one (its bits: no decimal spelling to agree on).
+fn float_key(f: f64) -> String {
+    if f.is_nan() {
+        "!float:nan".into()
+    } else {
+        format!("!float:{:016x}", f.to_bits())
+    }
+}
+
+/// Whether pipewright reads the same values in `before` and `after` (expressions canonical).
+fn same_to_pipewright(before: &str, after: &str, d: Dialect) -> Result<(), String> {
+    let (a, _) = pipewright_yaml::load(FileId(0), before, Limits::default());
+    let (b, _) = pipewright_yaml::load(FileId(0), after, Limits::default());
+    let roots: Vec<_> = a.iter().map(|d| d.root.as_ref()).collect();
+    verify::same_docs(&roots, &b, yaml_rules(d).ok_or("not a YAML dialect")?)
+}
+
+fn meaning_of_text(text: &str) -> Value {
+    let (docs, _) = pipewright_yaml::load(FileId(0), text, Limits::default());
+    Value::Array(
+        docs.iter()
+            .map(|d| d.root.as_ref().map_or(Value::Null, meaning))
+            .collect(),
+    )
+}
+
+/// Equal values; an integer beyond 2^53 pipewright keeps as a float (it has no big integers)
+/// equals the integer with the same value.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        (Value::Number(p), Value::Number(q)) => p.as_f64() == q.as_f64(),
+        (Value::Number(p), Value::Object(o)) | (Value::Object(o), Value::Number(p)) => {
+            let big = o.get("!int").and_then(|s| s.as_str()?.parse::<f64>().ok());
+            big.is_some() && big == p.as_f64()
+        }
+        _ => a == b,
+    }
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            yaml_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every file the differential test formats, with its dialect: the fmt fixtures (inputs and
+/// expected outputs), the examples, and the shared corpus read in place.
+fn files() -> Vec<(PathBuf, Dialect)> {
+    let mut out = Vec::new();
+    let r = root();
+    for (dir, d) in [
+        (r.join("testdata/fmt/pipeline"), Dialect::Pipeline),
+        (r.join("testdata/fmt/cli"), Dialect::Pipeline),
+        (r.join("testdata/fmt/recipe"), Dialect::Recipe),
+        (r.join("examples"), Dialect::Pipeline),
+        (PathBuf::from("/work/shared/corpus/reyn"), Dialect::Pipeline),
+        (
+            PathBuf::from("/work/shared/corpus/amplifier"),
+            Dialect::Recipe,
+        ),
+    ] {
+        let mut v = Vec::new();
+        yaml_files(&dir, &mut v);
+        out.extend(v.into_iter().map(|p| (p, d)));
+    }
+    out
+}
+
+#[test]
+fn formatted_files_mean_to_pyyaml_what_their_input_means_to_pipewright() {
+    let mut cases = Vec::new();
+    for (path, dialect) in files() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        // Files that do not parse (a CLI fixture) are not formatted: nothing to compare.
+        let Ok(f) = format_source(FileId(0), &text, dialect) else {
+            continue;
+        };
+        cases.push((path, dialect, text, f.output));
+    }
+    assert!(cases.len() > 40, "fixtures or corpus missing");
+    let mut jobs = Vec::new();
+    for (_, d, text, out) in &cases {
+        jobs.push((text.as_str(), loader(*d)));
+        jobs.push((out.as_str(), loader(*d)));
+    }
+    let loaded = pyyaml(&jobs);
+    let mut failures = Vec::new();
+    for ((path, d, text, out), pair) in cases.iter().zip(loaded.chunks(2)) {
+        match &pair[0] {
+            Ok(v) if same(v, &meaning_of_text(text)) => {}
+            Ok(_) => eprintln!(
+                "note: PyYAML reads the input {} differently",
+                path.display()
+            ),
+            Err(e) => eprintln!("note: PyYAML cannot load the input {}: {e}", path.display()),
+        }
+        if let Err(e) = same_to_pipewright(text, out, *d) {
+            failures.push(format!(
+                "{}: the output means something else: {e}",
+                path.display()
+            ));
+        }
+        let want = meaning_of_text(out);
+        match &pair[1] {
+            Ok(v) if same(v, &want) => {}
+            Ok(v) => failures.push(format!(
+                "{}: PyYAML reads the output as\n{v}\nbut the input means\n{want}\n--- output\n{out}",
+                path.display()
+            )),
+            Err(e) => failures.push(format!(
+                "{}: PyYAML cannot load the output: {e}\n--- output\n{out}",
+                path.display()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Scalars rich in what YAML 1.1 and 1.2 read differently: indicators, `:`, `?`, `#`, flow
+/// punctuation, digits and number punctuation, and the 1.1 keywords whole or as prefixes.
+fn scalar() -> impl Strategy<Value = String> {
+    let words = prop::sample::select(vec![
+        "yes",
+        "No",
+        "ON",
+        "off",
+        "y",
+        "n",
+        "Y",
+        "~",
+        "null",
+        "true",
+        "010",
+        "0o10",
+        "08",
+        "1_000",
+        "1:30",
+        "1:30.5",
+        "12:30:45",
+        ".5",
+        "-.5",
+        "+1",
+        "0x1F",
+        "0b11",
+        "1e3",
+        "1.5e3",
+        "1.0",
+        "2001-12-14",
+        "2001-12-14 21:59:43.10 -5",
+        "=",
+        "<<",
+        ".inf",
+        "-.inf",
+        ".NaN",
+        "Ship it?",
+        "echo ok?",
+        "- x",
+        "a: b",
+        "a #b",
+        "? k",
+        "%x",
+        "@x",
+        "---",
+        "...",
+    ]);
+    prop_oneof![
+        3 => words.clone().prop_map(str::to_string),
+        4 => "[a-z0-9 :?#,\\[\\]{}._+=<>~'\"!&*|%@`yYnNeEx-]{0,8}",
+        2 => (words, "[a-z0-9 :?#,._-]{0,3}").prop_map(|(w, s)| format!("{w}{s}")),
+        1 => "[ -~\t\n\u{85}\u{a0}\u{2028}é]{0,6}",
+    ]
+}
+
+/// `v` as the input writes it: plain when asked and pipewright reads the plain text back as
+/// the same scalar text (whatever type it resolves to), otherwise double-quoted.
+fn write_input(v: &str, plain: bool, in_flow: bool) -> String {
+    if plain && !v.is_empty() {
+        let probe = if in_flow {
+            format!("k: [{v}]\n")
+        } else {
+            format!("k: {v}\n")
+        };
+        let (docs, diags) = pipewright_yaml::load(FileId(0), &probe, Limits::default());
+        let text = docs
+            .first()
+            .and_then(|d| d.root.as_ref()?.get("k"))
+            .and_then(|n| {
+                if in_flow {
+                    n.as_seq()?.first()
+                } else {
+                    Some(n)
+                }
+            })
+            .and_then(|n| n.as_scalar().filter(|_| n.tag.is_none()))
+            .map(|s| s.text.as_str());
+        if diags.is_empty() && text == Some(v) {
+            return v.to_string();
+        }
+    }
+    pipewright_fmt::quote::double(v)
+}
+
+prop_compose! {
+    /// A document with generated scalars as block mapping values and keys, block sequence
+    /// items, and flow mapping values, keys and flow sequence items.
+    fn document()(
+        recipe in any::<bool>(),
+        vals in prop::collection::vec((scalar(), any::<bool>()), 6),
+    ) -> (Dialect, String) {
+        let w = |i: usize, flow: bool| write_input(&vals[i].0, vals[i].1, flow);
+        let body = format!(
+            "  value: {}\n  {}: key\n  list:\n    - {}\n  flow: {{v: {}, {}: k, l: [{}]}}\n",
+            w(0, false), w(1, false), w(2, false), w(3, true), w(4, true), w(5, true),
+        );
+        if recipe {
+            (Dialect::Recipe, format!("name: gen\ncontext:\n{body}"))
+        } else {
+            (Dialect::Pipeline, format!("pipeline: gen\nsteps: []\nextra:\n{body}"))
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// One python process per case, each case a batch of documents.
+    #[test]
+    fn generated_scalars_mean_the_same_to_pyyaml_and_format_idempotently(
+        docs in prop::collection::vec(document(), 16),
+    ) {
+        let mut outs = Vec::new();
+        for (d, text) in &docs {
+            // Duplicate keys (two equal generated keys) are kept; anything else must load.
+            let (_, diags) = pipewright_yaml::load(FileId(0), text, Limits::default());
+            prop_assume!(diags.iter().all(|x| !x.is_error() || x.code == "PW0005"));
+            let first = format_source(FileId(0), text, *d)
+                .map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
+            let second = format_source(FileId(0), &first.output, *d)
+                .map_err(|e| TestCaseError::fail(format!("{e:?}\n{}", first.output)))?;
+            prop_assert_eq!(&second.output, &first.output, "not idempotent:\n{}", text);
+            same_to_pipewright(text, &first.output, *d)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            outs.push((first.output, loader(*d)));
+        }
+        let jobs: Vec<(&str, &'static str)> = outs.iter().map(|(o, l)| (o.as_str(), *l)).collect();
+        for ((out, _), got) in outs.iter().zip(pyyaml(&jobs)) {
+            let want = meaning_of_text(out);
+            match got {
+                Ok(v) => prop_assert!(same(&v, &want), "PyYAML reads\n{}\nas {} but pipewright as {}", out, v, want),
+                Err(e) => prop_assert!(false, "PyYAML cannot load\n{}\n{}", out, e),
+            }
+        }
+    }
+}
