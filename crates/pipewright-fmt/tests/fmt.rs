@@ -164,6 +164,61 @@ fn guarantees_hold_on_expected_outputs() {
     }
 }
 
+/// The YAML files under `examples/` with their dialect (a recipe has `name:` at the top and no
+/// `pipeline:`).
+fn example_files() -> Vec<(PathBuf, Dialect)> {
+    let mut files = Vec::new();
+    yaml_files(&testdata().join("../../examples"), &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let recipe = text.lines().any(|l| l.starts_with("name:"))
+                && !text.lines().any(|l| l.starts_with("pipeline:"));
+            let d = if recipe {
+                Dialect::Recipe
+            } else {
+                Dialect::Pipeline
+            };
+            (p, d)
+        })
+        .collect()
+}
+
+#[test]
+fn examples_and_goldens_are_fixed_points() {
+    // What users copy from (examples/) and what the goldens promise must already be canonical:
+    // `pipewright fmt --check` on them changes nothing.
+    let mut files = example_files();
+    assert!(!files.is_empty(), "examples/ has no YAML file");
+    for &(dialect, dir, _) in DIALECTS {
+        files.extend(
+            expected_files(&testdata().join(dir))
+                .into_iter()
+                .map(|p| (p, dialect)),
+        );
+    }
+    let mut not_canonical = Vec::new();
+    for (p, dialect) in files {
+        let text = std::fs::read_to_string(&p).expect("readable");
+        assert!(!text.trim().is_empty(), "{} is empty", p.display());
+        match format_source(FileId(0), &text, dialect) {
+            Ok(f) if !f.changed => {}
+            Ok(f) => not_canonical.push(format!(
+                "{}:\n{}",
+                p.display(),
+                pipewright_fmt::unified_diff(&p.display().to_string(), &text, &f.output)
+            )),
+            Err(d) => not_canonical.push(format!("{}: does not format: {d:?}", p.display())),
+        }
+    }
+    assert!(
+        not_canonical.is_empty(),
+        "not in canonical form (run `pipewright fmt` on them):\n{}",
+        not_canonical.join("\n")
+    );
+}
+
 #[test]
 fn guarantees_hold_on_corpus() {
     for &(dialect, _, corpus) in DIALECTS {
