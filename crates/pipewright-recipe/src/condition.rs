@@ -6,8 +6,9 @@
 //! variables here are operands of their own: the expression is parsed once, at check time.
 
 use crate::codes;
-use crate::issue::{is_word, lookup, path_len, render_value, Issue};
+use crate::issue::{is_word, lookup, path_len, Issue};
 use crate::template::VarRef;
+use crate::value::Value;
 use std::ops::Range;
 
 /// Nesting limit for parentheses and `not`, so no input can overflow the stack.
@@ -569,7 +570,7 @@ impl Parser<'_> {
 const FALSY: &[&str] = &["false", "False", "", "0", "none", "None"];
 
 /// The text an operand compares as.
-fn operand_text(e: &Expr, ctx: &serde_json::Value) -> Result<String, Issue> {
+fn operand_text(e: &Expr, ctx: &Value) -> Result<String, Issue> {
     Ok(match e {
         Expr::Var(v) => {
             let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
@@ -577,7 +578,7 @@ fn operand_text(e: &Expr, ctx: &serde_json::Value) -> Result<String, Issue> {
                 Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
                     .label("cannot be evaluated")
             })?;
-            if value.is_null() {
+            if *value == Value::Null {
                 return Err(Issue::error(
                     codes::UNDEFINED_VARIABLE,
                     v.range.clone(),
@@ -586,7 +587,7 @@ fn operand_text(e: &Expr, ctx: &serde_json::Value) -> Result<String, Issue> {
                 .label("a null value counts as undefined in conditions"));
             }
             let mut s = String::new();
-            render_value(value, &mut s);
+            value.render(&mut s);
             s
         }
         Expr::Str { value, .. } => value.clone(),
@@ -609,7 +610,7 @@ fn number(s: &str) -> Option<f64> {
     }
 }
 
-fn truth(e: &Expr, ctx: &serde_json::Value) -> Result<bool, Issue> {
+fn truth(e: &Expr, ctx: &Value) -> Result<bool, Issue> {
     match e {
         Expr::Not(x) => Ok(!truth(x, ctx)?),
         Expr::Group(x) => truth(x, ctx),
@@ -640,9 +641,14 @@ fn truth(e: &Expr, ctx: &serde_json::Value) -> Result<bool, Issue> {
 
 /// Evaluates a condition against a JSON context; the result is a JSON boolean.
 pub fn eval(src: &str, ctx: &serde_json::Value) -> Result<serde_json::Value, Issue> {
+    eval_value(src, &Value::from(ctx)).map(serde_json::Value::Bool)
+}
+
+/// Evaluates a condition against a context.
+pub fn eval_value(src: &str, ctx: &Value) -> Result<bool, Issue> {
     let (expr, issues) = parse(src);
     match expr {
-        Some(e) => truth(&e, ctx).map(serde_json::Value::Bool),
+        Some(e) => truth(&e, ctx),
         None => Err(issues.into_iter().find(Issue::is_error).unwrap_or_else(|| {
             Issue::error(codes::CONDITION_SYNTAX, 0..src.len(), "invalid condition")
         })),

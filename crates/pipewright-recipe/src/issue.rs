@@ -2,6 +2,7 @@
 //! the expression text. The checker maps the range into the YAML source; `pipewright eval`
 //! prints it directly.
 
+use crate::value::Value;
 use pipewright_syntax::Severity;
 use std::fmt;
 use std::ops::Range;
@@ -94,15 +95,12 @@ pub(crate) fn path_len(s: &str) -> Option<usize> {
     }
 }
 
-/// Resolves `path` in a JSON context through objects only, as the runner does.
-pub(crate) fn lookup<'v>(
-    ctx: &'v serde_json::Value,
-    path: &[&str],
-) -> Result<&'v serde_json::Value, String> {
+/// Resolves `path` in a context through mappings only, as the runner does.
+pub(crate) fn lookup<'v>(ctx: &'v Value, path: &[&str]) -> Result<&'v Value, String> {
     let mut cur = ctx;
     for (i, part) in path.iter().enumerate() {
         match cur {
-            serde_json::Value::Object(m) => match m.get(*part) {
+            Value::Map(m) => match m.get(*part) {
                 Some(v) => cur = v,
                 None if i == 0 => return Err(format!("undefined variable `{part}`")),
                 None => {
@@ -119,60 +117,10 @@ pub(crate) fn lookup<'v>(
                 return Err(format!(
                     "cannot access `{part}` on `{}`: it is {}, not a mapping",
                     path[..i].join("."),
-                    json_kind(other)
+                    other.kind()
                 ))
             }
         }
     }
     Ok(cur)
-}
-
-pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "a list",
-        serde_json::Value::Object(_) => "a mapping",
-    }
-}
-
-/// Renders a value as template text: strings verbatim, everything else as JSON with the
-/// `", "`/`": "` separators the reference runner's `json.dumps` produces.
-pub(crate) fn render_value(v: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => out.push_str(s),
-        _ => write_json(v, out),
-    }
-}
-
-fn write_json(v: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match v {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, it) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json(it, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, it)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                write_json(it, out);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }

@@ -2,7 +2,8 @@
 //!
 //! Pipeline per file: YAML (`pipewright-yaml`) → typed AST ([`load`]) → structural rules
 //! ([`validate`]) → templates, conditions and variable availability ([`variables`]) →
-//! sub-recipes ([`subrecipe`]).
+//! sub-recipes ([`subrecipe`]). [`value`] holds context values and their text as the runner
+//! renders them.
 
 pub mod ast;
 pub mod codes;
@@ -12,6 +13,7 @@ pub mod load;
 pub mod subrecipe;
 pub mod template;
 pub mod validate;
+pub mod value;
 pub mod variables;
 
 pub use codes::CODES;

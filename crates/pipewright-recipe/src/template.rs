@@ -6,7 +6,8 @@
 //! obviously a reference (`{{ name }}`, `{{a..b}}`), as a warning otherwise (`{{#if x}}`).
 
 use crate::codes;
-use crate::issue::{is_word, lookup, path_len, render_value, Issue};
+use crate::issue::{is_word, lookup, path_len, Issue};
+use crate::value::Value;
 use std::ops::Range;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,9 +147,29 @@ fn classify(src: &str, at: usize) -> Option<Issue> {
     )
 }
 
-/// Substitutes every reference from `ctx` (a JSON object). Strings are inserted verbatim,
-/// other values as JSON; an undefined variable is an error.
+/// Substitutes every reference from `ctx` (a JSON object), as [`render_value`] does. An integer
+/// beyond 64 bits has already lost digits in a `serde_json::Value`: [`render_json`] keeps them.
 pub fn render(src: &str, ctx: &serde_json::Value) -> Result<String, Issue> {
+    render_value(src, &Value::from(ctx))
+}
+
+/// Substitutes every reference from a context given as JSON text, read as the runner reads
+/// JSON (integers of any size, `NaN`, `Infinity`).
+pub fn render_json(src: &str, ctx_json: &str) -> Result<String, Issue> {
+    let ctx = Value::from_json_text(ctx_json).map_err(|e| {
+        Issue::error(
+            codes::UNDEFINED_VARIABLE,
+            0..0,
+            format!("the context is not valid JSON: {e}"),
+        )
+        .label("no variables to substitute")
+    })?;
+    render_value(src, &ctx)
+}
+
+/// Substitutes every reference from `ctx` (a mapping) with the runner's text for each value
+/// ([`Value::render`]); an undefined variable is an error.
+pub fn render_value(src: &str, ctx: &Value) -> Result<String, Issue> {
     let (t, issues) = parse(src);
     if let Some(e) = issues.into_iter().find(Issue::is_error) {
         return Err(e);
@@ -163,7 +184,7 @@ pub fn render(src: &str, ctx: &serde_json::Value) -> Result<String, Issue> {
                     Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
                         .label("cannot be substituted")
                 })?;
-                render_value(value, &mut out);
+                value.render(&mut out);
             }
         }
     }
@@ -192,6 +213,11 @@ mod tests {
         assert_eq!(
             render("{{x}}/{{n}}/{{d}}/{{d.k}}/{{b}}", &ctx).unwrap(),
             "hi/3/{\"k\": [1, true]}/[1, true]/false"
+        );
+        let ctx = json!({"f": 1e-7, "one": 1.0, "e": 1e20, "m": {"k": ["é", 0.5]}});
+        assert_eq!(
+            render("{{f}} {{one}} {{e}} {{m}}", &ctx).unwrap(),
+            r#"1e-07 1.0 1e+20 {"k": ["\u00e9", 0.5]}"#
         );
         assert!(render("{{nope}}", &ctx).is_err());
         assert!(render("{{x.y}}", &ctx).is_err());
