@@ -85,9 +85,13 @@ fn evaluate(
         EvalLang::Condition => pipewright_recipe::condition::eval(&args.expr, vars)
             .map(|v| v.to_string())
             .map_err(|i| vec![recipe_issue(&i, expr_file)]),
-        EvalLang::Template => pipewright_recipe::template::render(&args.expr, vars)
-            .map(|s| serde_json::Value::String(s).to_string())
-            .map_err(|i| vec![recipe_issue(&i, expr_file)]),
+        // From the text: a parsed `serde_json::Value` has lost the digits of big integers.
+        EvalLang::Template => pipewright_recipe::template::render_json(
+            &args.expr,
+            args.scope.as_deref().unwrap_or(&args.ctx),
+        )
+        .map(|s| serde_json::Value::String(s).to_string())
+        .map_err(|i| vec![recipe_issue(&i, expr_file)]),
     };
     match result {
         Ok(json) => {
