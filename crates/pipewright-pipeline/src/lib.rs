@@ -19,39 +19,29 @@ use pipewright_syntax::{Diagnostic, FileId};
 /// Loads one file's text into the AST. The YAML layer's and the document grammar's
 /// diagnostics are appended to `diags`.
 pub fn load_source(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> ast::PipelineFile {
-    load_source_with_tree(file, text, diags).0
-}
-
-/// [`load_source`], also returning the YAML documents the AST was built from: a short-lived
-/// process can then leave freeing that tree (millions of nodes for a large file) to its exit.
-pub fn load_source_with_tree(
-    file: FileId,
-    text: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> (ast::PipelineFile, Vec<pipewright_yaml::Document>) {
     let (docs, yaml_diags) = pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
     diags.extend(yaml_diags);
-    let out = load_documents(file, text, &docs, diags);
-    (out, docs)
+    load_documents(file, text, docs, diags)
 }
 
 /// [`load_source`] after the YAML layer has run (its diagnostics already in `diags`); public so
-/// the phase-timing example can measure the AST build apart from YAML parsing.
+/// the phase-timing example can measure the AST build apart from YAML parsing. The tree is
+/// consumed as the AST is built.
 #[doc(hidden)]
 pub fn load_documents(
     file: FileId,
     text: &str,
-    docs: &[pipewright_yaml::Document],
+    docs: Vec<pipewright_yaml::Document>,
     diags: &mut Vec<Diagnostic>,
 ) -> ast::PipelineFile {
+    let any_docs = !docs.is_empty();
+    let first_root = docs
+        .first()
+        .and_then(|d| d.root.as_ref())
+        .map(|r| r.span.sub(0..0));
     let mut out = load::load_file(file, text, docs, diags);
-    if out.pipelines.is_empty() && !docs.is_empty() && !diags.iter().any(|d| d.is_error()) {
-        let span = docs
-            .first()
-            .and_then(|d| d.root.as_ref())
-            .map_or(pipewright_syntax::Span::new(file, 0..0), |r| {
-                r.span.sub(0..0)
-            });
+    if out.pipelines.is_empty() && any_docs && !diags.iter().any(|d| d.is_error()) {
+        let span = first_root.unwrap_or(pipewright_syntax::Span::new(file, 0..0));
         diags.push(
             Diagnostic::error("PW0201", span, "this file declares no pipeline")
                 .with_label("only schema documents here")

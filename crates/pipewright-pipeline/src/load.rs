@@ -21,10 +21,13 @@ pub const STEP_KINDS: &[&str] = &[
 
 /// Loads one file's documents. Documents that fail to load are skipped after their
 /// diagnostics are recorded, so one bad step does not hide problems in the next one.
+///
+/// The documents are consumed: each step's part of the YAML tree is freed as soon as its AST
+/// exists, so a large file never holds its whole tree and its whole AST at once.
 pub fn load_file(
     file: FileId,
     source: &str,
-    docs: &[Document],
+    docs: Vec<Document>,
     diags: &mut Vec<Diagnostic>,
 ) -> PipelineFile {
     let mut l = Loader { source, diags };
@@ -35,7 +38,7 @@ pub fn load_file(
         pipelines: Vec::new(),
     };
     for doc in docs {
-        let Some(root) = &doc.root else { continue };
+        let Some(mut root) = doc.root else { continue };
         let Some(entries) = root.as_map() else {
             l.diags.push(
                 Diagnostic::error("PW0200", root.span, format!("a pipeline file's document must be a mapping, found {}", root.describe()))
@@ -45,11 +48,11 @@ pub fn load_file(
             continue;
         };
         if root.entry("schema").is_some() {
-            if let Some(s) = load_schema(root, l.source, l.diags) {
+            if let Some(s) = load_schema(&root, l.source, l.diags) {
                 out.schemas.push(s);
             }
         } else if root.entry("pipeline").is_some() {
-            if let Some(p) = l.pipeline(root, entries) {
+            if let Some(p) = l.pipeline(&mut root) {
                 out.pipelines.push(p);
             }
         } else if let Some(e) = ["input", "defaults", "refine"]
@@ -90,7 +93,8 @@ pub(crate) struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn pipeline(&mut self, root: &Node, entries: &[Entry]) -> Option<Pipeline> {
+    fn pipeline(&mut self, root: &mut Node) -> Option<Pipeline> {
+        let entries = root.as_map()?;
         self.unknown_keys(
             entries,
             &["pipeline", "description", "steps"],
@@ -120,28 +124,40 @@ impl Loader<'_> {
                 }
             },
         };
-        let steps = match root.entry("steps") {
+        let name_span = name_node.span;
+        let span = root.span;
+        // The last `steps` entry counts, as for every other key (`Node::entry`).
+        let steps_entry = match &mut root.kind {
+            NodeKind::Map(entries) => entries
+                .iter_mut()
+                .rev()
+                .find(|e| e.key.key_text() == Some("steps")),
+            _ => None,
+        };
+        let steps = match steps_entry {
             None => {
                 self.missing(
-                    name_node.span.to(root.span.sub(0..0)),
+                    name_span.to(span.sub(0..0)),
                     "steps",
                     "a pipeline",
                     "add `steps:` with at least one step",
                 );
                 Vec::new()
             }
-            Some(e) => self.step_list(&e.value, &e.key),
+            Some(e) => self.step_list(&mut e.value, &e.key),
         };
         Some(Pipeline {
             name,
             description,
             steps,
-            span: root.span,
+            span,
         })
     }
 
-    fn step_list(&mut self, node: &Node, key: &Node) -> Vec<Step> {
-        let Some(items) = node.as_seq() else {
+    /// Takes the step nodes out of `node` and drops each one once its step is built.
+    fn step_list(&mut self, node: &mut Node, key: &Node) -> Vec<Step> {
+        let span = node.span;
+        let NodeKind::Seq(items) = &mut node.kind else {
             self.wrong_type(node, "`steps`", "a list of steps");
             return Vec::new();
         };
@@ -149,14 +165,19 @@ impl Loader<'_> {
             self.diags.push(
                 Diagnostic::error(
                     "PW0216",
-                    key.span.to(node.span),
+                    key.span.to(span),
                     "a pipeline needs at least one step",
                 )
                 .with_label("empty step list")
                 .with_help("add a step, e.g. `- transform: {value: \"pipe\"}`"),
             );
         }
-        items.iter().filter_map(|n| self.step(n, "step")).collect()
+        let items = std::mem::take(items);
+        let mut steps = Vec::with_capacity(items.len());
+        for n in items {
+            steps.extend(self.step(&n, "step"));
+        }
+        steps
     }
 
     /// `role` names where the step sits (`step`, `for_each do`, …) for messages.

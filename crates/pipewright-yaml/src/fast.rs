@@ -241,7 +241,7 @@ impl P<'_> {
                 style: ScalarStyle::Plain,
             }),
             span: self.span(a, b),
-            tag,
+            tag: tag.map(Box::new),
             flow: false,
         }
     }
@@ -357,7 +357,7 @@ impl P<'_> {
                     .trim_end_matches([' ', '\t', '\r', '\n'])
                     .len();
             n.span = self.span(start, end);
-            n.tag = Some(tag);
+            n.tag = Some(Box::new(tag));
             return n;
         }
         self.retag(n, start, tag)
@@ -377,7 +377,7 @@ impl P<'_> {
         Node {
             kind: n.kind,
             span: self.span(start, end as usize),
-            tag: Some(tag),
+            tag: Some(Box::new(tag)),
             flow: false,
         }
     }
@@ -1165,7 +1165,7 @@ impl P<'_> {
                             return Err(Unsupported);
                         }
                         n.span = self.span(start, n.span.end as usize);
-                        n.tag = Some(tag);
+                        n.tag = Some(Box::new(tag));
                         Ok(n)
                     }
                     c if c == b'#' || is_break(c) || c == 0 => Err(Unsupported),

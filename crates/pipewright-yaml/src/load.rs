@@ -35,14 +35,14 @@ pub struct Document {
 enum Frame {
     Seq {
         start: usize,
-        tag: Option<Tag>,
+        tag: Option<Box<Tag>>,
         anchor: usize,
         flow: bool,
         items: Vec<Node>,
     },
     Map {
         start: usize,
-        tag: Option<Tag>,
+        tag: Option<Box<Tag>>,
         anchor: usize,
         flow: bool,
         entries: Vec<Entry>,
@@ -189,7 +189,7 @@ impl Builder {
                             style,
                         }),
                         span,
-                        tag: tag.map(|t| convert_tag(&t)),
+                        tag: tag.map(|t| Box::new(convert_tag(&t))),
                         flow: false,
                     };
                     Some((node, anchor))
@@ -199,7 +199,7 @@ impl Builder {
                         &mut stack,
                         Frame::Seq {
                             start: s,
-                            tag: tag.map(|t| convert_tag(&t)),
+                            tag: tag.map(|t| Box::new(convert_tag(&t))),
                             anchor,
                             flow: text_at(text, &self.offsets, s) == Some('['),
                             items: Vec::new(),
@@ -214,7 +214,7 @@ impl Builder {
                         &mut stack,
                         Frame::Map {
                             start: s,
-                            tag: tag.map(|t| convert_tag(&t)),
+                            tag: tag.map(|t| Box::new(convert_tag(&t))),
                             anchor,
                             flow: text_at(text, &self.offsets, s) == Some('{'),
                             entries: Vec::new(),

@@ -45,7 +45,9 @@ pub struct Node {
     /// From the first character of the node to just after its last one (for a quoted scalar,
     /// the quotes included).
     pub span: Span,
-    pub tag: Option<Tag>,
+    /// Boxed: few nodes carry a tag, and an inline `Tag` (two strings) doubled the size of every
+    /// node of the tree, which is most of the memory a large file's check needs.
+    pub tag: Option<Box<Tag>>,
     /// `true` for `{…}` / `[…]` collections.
     pub flow: bool,
 }

@@ -5,6 +5,7 @@
 use crate::discover::{self, Input};
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
 pub const CODE: CodeInfo = CodeInfo {
     code: "PW0009",
@@ -24,7 +25,10 @@ pub fn display_name(path: &Path) -> String {
 /// Reads one input into `sources`. On failure the file is still added (empty, or with the
 /// invalid bytes replaced) so that the diagnostic has a place to point at.
 /// A failure is boxed: a `Diagnostic` is large, and the text is the common case.
-pub fn input(input: &Input, sources: &mut SourceMap) -> Result<(FileId, String), Box<Diagnostic>> {
+pub fn input(
+    input: &Input,
+    sources: &mut SourceMap,
+) -> Result<(FileId, Arc<str>), Box<Diagnostic>> {
     let name = display_name(&input.path);
     if let Some(problem) = &input.problem {
         return Err(Box::new(failed(&name, problem, sources)));
@@ -41,10 +45,12 @@ pub fn decode(
     name: String,
     bytes: Vec<u8>,
     sources: &mut SourceMap,
-) -> Result<(FileId, String), Box<Diagnostic>> {
+) -> Result<(FileId, Arc<str>), Box<Diagnostic>> {
     match String::from_utf8(bytes) {
         Ok(text) => {
-            let id = sources.add(name, text.as_str());
+            // One copy of the text, shared with the source map: a large file is not held twice.
+            let text: Arc<str> = Arc::from(text);
+            let id = sources.add(name, Arc::clone(&text));
             Ok((id, text))
         }
         Err(e) => {

@@ -148,14 +148,14 @@ fn stdin_is_formatted_to_stdout() {
     let o = run_with_stdin(Path::new("."), &["fmt", "-"], broken.as_bytes());
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(stdout(&o), broken);
+    assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
+    assert!(stderr(&o).contains("<stdin>:4:"), "{}", text(&o));
     // So is input that is not UTF-8: an editor piping its buffer through `fmt -` loses nothing.
     let latin1 = b"pipeline: caf\xe9\n";
     let o = run_with_stdin(Path::new("."), &["fmt", "-"], latin1);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(o.stdout, latin1);
     assert!(stderr(&o).contains("error[PW0009]"), "{}", text(&o));
-    assert!(stderr(&o).contains("error[PW0001]"), "{}", text(&o));
-    assert!(stderr(&o).contains("<stdin>:4:"), "{}", text(&o));
 }
 
 #[test]
@@ -217,8 +217,8 @@ fn directories_are_walked() {
     let o = run_in(d.path(), &["fmt", "flows"]);
     assert_eq!(
         o.status.code(),
-        Some(1),
-        "the broken file is an error: {}",
+        Some(2),
+        "the broken file cannot be formatted: {}",
         text(&o)
     );
     let canonical = read(&fixture("canonical.yaml"));

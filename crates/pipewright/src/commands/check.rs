@@ -43,8 +43,6 @@ pub fn run(args: &CheckArgs) -> u8 {
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
     let mut program = Program::default();
-    // The YAML trees the ASTs were built from, kept only to be left to process exit.
-    let mut trees: Vec<Vec<pipewright_yaml::Document>> = Vec::new();
     let mut files = Files::default();
     for input in &inputs {
         let (id, text) = match crate::read::input(input, &mut sources) {
@@ -77,10 +75,8 @@ pub fn run(args: &CheckArgs) -> u8 {
         files.checked += 1;
         match d {
             Dialect::Pipeline => {
-                let (file, tree) =
-                    super::load::pipeline_file_with_tree(&input.path, id, &text, &mut diags);
+                let file = super::load::pipeline_file(&input.path, id, &text, &mut diags);
                 program.files.push(file);
-                trees.push(tree);
             }
             Dialect::Recipe => diags.extend(pipewright_recipe::check_file(
                 &mut sources,
@@ -130,10 +126,8 @@ pub fn run(args: &CheckArgs) -> u8 {
             let id = sources.add(discover::display(&input.path), text.as_str());
             included.push(id);
             let mut ignored = Vec::new();
-            let (file, tree) =
-                super::load::pipeline_file_with_tree(&input.path, id, &text, &mut ignored);
+            let file = super::load::pipeline_file(&input.path, id, &text, &mut ignored);
             program.files.push(file);
-            trees.push(tree);
         }
     }
     if !program.files.is_empty() {
@@ -166,9 +160,9 @@ pub fn run(args: &CheckArgs) -> u8 {
         u8::from(failing)
     };
     // The process exits right after this (`run` is only called from `main`), and freeing the
-    // trees of a large file one node at a time only delays that exit, as rustc also found:
-    // the OS takes the memory back at once.
-    std::mem::forget(trees);
+    // AST of a large file one node at a time only delays that exit, as rustc also found: the
+    // OS takes the memory back at once. (The YAML trees are already gone: loading consumes
+    // them step by step, which keeps the peak memory down.)
     std::mem::forget(program);
     std::mem::forget(sources);
     std::mem::forget(diags);

@@ -13,20 +13,9 @@ pub fn pipeline_file(
     text: &str,
     diags: &mut Vec<Diagnostic>,
 ) -> PipelineFile {
-    pipeline_file_with_tree(path, id, text, diags).0
-}
-
-/// [`pipeline_file`], also returning the YAML tree it was built from, for `check` to leave to
-/// process exit.
-pub fn pipeline_file_with_tree(
-    path: &Path,
-    id: FileId,
-    text: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> (PipelineFile, Vec<pipewright_yaml::Document>) {
-    let (mut file, docs) = pipewright_pipeline::load_source_with_tree(id, text, diags);
+    let mut file = pipewright_pipeline::load_source(id, text, diags);
     file.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
-    (file, docs)
+    file
 }
 
 /// The checked program, or the exit code to return (1: the file has errors, 2: unreadable).
