@@ -158,3 +158,20 @@ fn assert_mermaid_shape(m: &str) {
     }
     assert_eq!(depth, 0, "unbalanced subgraphs");
 }
+
+/// `graph` streams the document; the bytes must be those of the value tree pretty-printed.
+#[test]
+fn streamed_json_equals_the_pretty_printed_value() {
+    for name in ["graph_all_kinds.yaml", "graph_calls.yaml", "fan_gate.yaml"] {
+        let (p, s) = load(name);
+        for root in [None, Some(WorkflowId(0))] {
+            let opts = ExportOptions { root };
+            let mut streamed = Vec::new();
+            json::write_pretty(&p, &s, &opts, &mut streamed)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let tree = serde_json::to_string_pretty(&json::json(&p, &s, &opts))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(String::from_utf8_lossy(&streamed), tree, "{name} {root:?}");
+        }
+    }
+}

@@ -103,7 +103,8 @@ pub fn write(to_stderr: bool, args: std::fmt::Arguments) {
     }
 }
 
-fn write_error(e: &std::io::Error, stream: &str) {
+/// Reports a failed write once (a closed pipe is not a failure: see [`write`]).
+pub fn write_error(e: &std::io::Error, stream: &str) {
     use std::io::Write;
     if e.kind() != std::io::ErrorKind::BrokenPipe
         && !WRITE_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed)

@@ -274,12 +274,13 @@ fn examples_dir() -> std::path::PathBuf {
 fn a_closed_pipe_ends_output_quietly_with_the_commands_own_exit_code() {
     let err_dir = testdata("pipeline/err");
     let err_dir = err_dir.to_string_lossy();
-    let cases: [(&[&str], i32); 6] = [
+    let cases: [(&[&str], i32); 7] = [
         (&["explain", "--list"], 0),
         (&["explain", "PW0009"], 0),
         (&["check", &err_dir], 1),
         (&["check", "--format", "sarif", &err_dir], 1),
         (&["graph", "hello.yaml"], 0),
+        (&["graph", "hello.yaml", "--format", "json"], 0),
         (&["eval", "1 + 1"], 0),
     ];
     for (args, code) in cases {

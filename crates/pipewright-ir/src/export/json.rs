@@ -1,116 +1,250 @@
 //! The versioned JSON graph (docs/graph-json.md). Field order is fixed and every list is in
 //! walk order, so the output is byte-stable.
 
-use super::view::{NodeView, RegionView, View};
+use super::view::{NodeView, RegionView, View, WorkflowView};
 use super::ExportOptions;
 use crate::ir::{on_error_text, ArgValue, ListSource, NodeKind, Program, IR_VERSION};
 use pipewright_syntax::{SourceMap, Span};
-use serde_json::{json, Map, Value};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
 
 /// The `format` field every document carries.
 pub const FORMAT: &str = "pipewright-graph";
 
+/// The graph document as a JSON value (for tests and library users; `graph` streams it with
+/// [`write_pretty`] instead, since a large graph's value tree costs many times its text).
 pub fn json(program: &Program, sources: &SourceMap, opts: &ExportOptions) -> Value {
     let view = View::new(program, opts);
-    // Node numbers are dense and unique across the export: one table turns every edge end and
-    // call site into its path in constant time (a search per edge end made large graphs
-    // quadratic).
-    let mut paths: Vec<&str> = Vec::new();
-    for w in &view.workflows {
-        index_paths(&w.body, &mut paths);
-    }
-    let path_of = |n: usize| paths.get(n).copied().filter(|p| !p.is_empty());
-    let workflows: Vec<Value> = view
-        .workflows
-        .iter()
-        .map(|w| {
-            json!({
-                "id": format!("w{}", w.id.0),
-                "name": w.workflow.name,
-                "dialect": w.workflow.dialect.name(),
-                "description": w.workflow.description,
-                "span": span(sources, w.workflow.span),
-                "body": region(sources, &w.body, &path_of),
-            })
-        })
-        .collect();
-    let calls: Vec<Value> = view
-        .calls
-        .iter()
-        .map(|(from, label, target, to)| {
-            json!({
-                "from": path_of(*from),
-                "case": label,
-                "target": target,
-                "workflow": to.map(|id| format!("w{}", id.0)),
-            })
-        })
-        .collect();
-    json!({
-        "format": FORMAT,
-        "version": IR_VERSION,
-        "workflows": workflows,
-        "calls": calls,
+    let paths = Paths::new(&view);
+    serde_json::to_value(Document {
+        view: &view,
+        sources,
+        paths: &paths,
     })
+    .unwrap_or(Value::Null)
 }
 
-fn index_paths<'v>(r: &'v RegionView, paths: &mut Vec<&'v str>) {
-    for n in &r.nodes {
-        if paths.len() <= n.number {
-            paths.resize(n.number + 1, "");
+/// Writes the graph document pretty-printed (the same bytes as `serde_json::to_string_pretty`
+/// of [`json`]), one node at a time: no value tree of the whole graph is ever built.
+pub fn write_pretty(
+    program: &Program,
+    sources: &SourceMap,
+    opts: &ExportOptions,
+    out: impl std::io::Write,
+) -> serde_json::Result<()> {
+    let view = View::new(program, opts);
+    let paths = Paths::new(&view);
+    serde_json::to_writer_pretty(
+        out,
+        &Document {
+            view: &view,
+            sources,
+            paths: &paths,
+        },
+    )
+}
+
+/// Node numbers are dense and unique across the export: one table turns every edge end and call
+/// site into its path in constant time (a search per edge end made large graphs quadratic).
+struct Paths<'v>(Vec<&'v str>);
+
+impl<'v> Paths<'v> {
+    fn new(view: &'v View) -> Paths<'v> {
+        fn index<'v>(r: &'v RegionView, paths: &mut Vec<&'v str>) {
+            for n in &r.nodes {
+                if paths.len() <= n.number {
+                    paths.resize(n.number + 1, "");
+                }
+                paths[n.number] = &n.path;
+                for (_, sub) in &n.regions {
+                    index(sub, paths);
+                }
+            }
         }
-        paths[n.number] = &n.path;
-        for (_, sub) in &n.regions {
-            index_paths(sub, paths);
+        let mut paths = Vec::new();
+        for w in &view.workflows {
+            index(&w.body, &mut paths);
         }
+        Paths(paths)
+    }
+
+    fn of(&self, number: usize) -> Option<&'v str> {
+        self.0.get(number).copied().filter(|p| !p.is_empty())
     }
 }
 
-fn region<'v>(
-    sources: &SourceMap,
-    r: &RegionView,
-    path_of: &impl Fn(usize) -> Option<&'v str>,
-) -> Value {
-    json!({
-        "id": r.path,
-        "entry": r.entry.and_then(path_of),
-        "nodes": r.nodes.iter().map(|n| node(sources, n, path_of)).collect::<Vec<_>>(),
-        "edges": r.edges.iter().map(|(a, b, e)| json!({
-            "from": path_of(*a),
-            "to": path_of(*b),
-            "kind": e.name(),
-            "label": e.label(),
-        })).collect::<Vec<_>>(),
-    })
+/// What every serializer below needs.
+#[derive(Clone, Copy)]
+struct Cx<'a, 'v> {
+    sources: &'a SourceMap,
+    paths: &'a Paths<'v>,
 }
 
-fn node<'v>(
-    sources: &SourceMap,
-    n: &NodeView,
-    path_of: &impl Fn(usize) -> Option<&'v str>,
-) -> Value {
-    let node = n.node;
-    let mut o = Map::new();
-    o.insert("id".into(), json!(n.path));
-    o.insert("kind".into(), json!(node.kind.name()));
-    o.insert("summary".into(), json!(node.summary()));
-    o.insert("span".into(), span(sources, node.span));
-    o.insert("output".into(), json!(node.output));
-    o.insert(
-        "on_error".into(),
-        json!(node.kind.on_error().map(on_error_text)),
-    );
-    o.insert("details".into(), details(&node.kind));
-    o.insert(
-        "regions".into(),
-        Value::Array(
-            n.regions
-                .iter()
-                .map(|(role, r)| json!({"role": role, "region": region(sources, r, path_of)}))
-                .collect(),
-        ),
-    );
-    Value::Object(o)
+struct Document<'a, 'v> {
+    view: &'a View<'v>,
+    sources: &'a SourceMap,
+    paths: &'a Paths<'v>,
+}
+
+impl Serialize for Document<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let cx = Cx {
+            sources: self.sources,
+            paths: self.paths,
+        };
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("format", FORMAT)?;
+        m.serialize_entry("version", &IR_VERSION)?;
+        m.serialize_entry(
+            "workflows",
+            &List(&self.view.workflows, cx, |w, cx| WorkflowSer { w, cx }),
+        )?;
+        m.serialize_entry(
+            "calls",
+            &Each(&self.view.calls, |(from, label, target, to): &Call| {
+                json!({
+                    "from": cx.paths.of(*from),
+                    "case": label,
+                    "target": target,
+                    "workflow": to.map(|id| format!("w{}", id.0)),
+                })
+            }),
+        )?;
+        m.end()
+    }
+}
+
+type Call<'v> = (
+    usize,
+    Option<&'v str>,
+    &'v str,
+    Option<crate::ir::WorkflowId>,
+);
+
+/// A list whose elements are made one at a time while it is written.
+struct Each<'a, T, F>(&'a [T], F);
+
+impl<T, F, E> Serialize for Each<'_, T, F>
+where
+    F: Fn(&T) -> E,
+    E: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&(self.1)(item))?;
+        }
+        seq.end()
+    }
+}
+
+/// A list of borrowed views, each written through its serializer (`Each` cannot express an
+/// element that borrows from the item).
+struct List<'a, 'v, T, E>(&'a [T], Cx<'a, 'v>, fn(&'a T, Cx<'a, 'v>) -> E);
+
+impl<'a, 'v, T, E: Serialize> Serialize for List<'a, 'v, T, E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&(self.2)(item, self.1))?;
+        }
+        seq.end()
+    }
+}
+
+struct WorkflowSer<'a, 'v> {
+    w: &'a WorkflowView<'v>,
+    cx: Cx<'a, 'v>,
+}
+
+impl Serialize for WorkflowSer<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = self.w;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("id", &format!("w{}", w.id.0))?;
+        m.serialize_entry("name", &w.workflow.name)?;
+        m.serialize_entry("dialect", w.workflow.dialect.name())?;
+        m.serialize_entry("description", &w.workflow.description)?;
+        m.serialize_entry("span", &span(self.cx.sources, w.workflow.span))?;
+        m.serialize_entry(
+            "body",
+            &RegionSer {
+                r: &w.body,
+                cx: self.cx,
+            },
+        )?;
+        m.end()
+    }
+}
+
+struct RegionSer<'a, 'v> {
+    r: &'a RegionView<'v>,
+    cx: Cx<'a, 'v>,
+}
+
+impl Serialize for RegionSer<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (r, cx) = (self.r, self.cx);
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("id", &r.path)?;
+        m.serialize_entry("entry", &r.entry.and_then(|e| cx.paths.of(e)))?;
+        m.serialize_entry("nodes", &List(&r.nodes, cx, |n, cx| NodeSer { n, cx }))?;
+        m.serialize_entry(
+            "edges",
+            &Each(&r.edges, |(a, b, e): &(usize, usize, &crate::ir::Edge)| {
+                json!({
+                    "from": cx.paths.of(*a),
+                    "to": cx.paths.of(*b),
+                    "kind": e.name(),
+                    "label": e.label(),
+                })
+            }),
+        )?;
+        m.end()
+    }
+}
+
+struct NodeSer<'a, 'v> {
+    n: &'a NodeView<'v>,
+    cx: Cx<'a, 'v>,
+}
+
+impl Serialize for NodeSer<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (n, cx) = (self.n, self.cx);
+        let node = n.node;
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry("id", &n.path)?;
+        m.serialize_entry("kind", node.kind.name())?;
+        m.serialize_entry("summary", &node.summary())?;
+        m.serialize_entry("span", &span(cx.sources, node.span))?;
+        m.serialize_entry("output", &node.output)?;
+        m.serialize_entry("on_error", &node.kind.on_error().map(on_error_text))?;
+        m.serialize_entry("details", &details(&node.kind))?;
+        m.serialize_entry(
+            "regions",
+            &List(&n.regions, cx, |(role, r), cx| RoleSer {
+                role,
+                region: RegionSer { r, cx },
+            }),
+        )?;
+        m.end()
+    }
+}
+
+struct RoleSer<'a, 'v> {
+    role: &'a str,
+    region: RegionSer<'a, 'v>,
+}
+
+impl Serialize for RoleSer<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("role", self.role)?;
+        m.serialize_entry("region", &self.region)?;
+        m.end()
+    }
 }
 
 fn details(kind: &NodeKind) -> Value {

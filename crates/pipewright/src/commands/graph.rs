@@ -1,7 +1,7 @@
 //! `pipewright graph`.
 
 use crate::cli::{GraphArgs, GraphFormat};
-use pipewright_ir::export::{dot::dot, json::json, mermaid::mermaid, ExportOptions};
+use pipewright_ir::export::{dot::dot, json::write_pretty, mermaid::mermaid, ExportOptions};
 use pipewright_syntax::SourceMap;
 
 pub fn run(args: &GraphArgs) -> u8 {
@@ -31,7 +31,16 @@ pub fn run(args: &GraphArgs) -> u8 {
         GraphFormat::Dot => dot(&program, &opts),
         GraphFormat::Mermaid => mermaid(&program, &opts),
         GraphFormat::Json => {
-            serde_json::to_string_pretty(&json(&program, &sources, &opts)).unwrap_or_default()
+            // Streamed: the document of a large graph is many times the size of its file.
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            let written = write_pretty(&program, &sources, &opts, &mut w)
+                .map_err(std::io::Error::from)
+                .and_then(|()| std::io::Write::write_all(&mut w, b"\n"))
+                .and_then(|()| std::io::Write::flush(&mut w));
+            if let Err(e) = written {
+                crate::output::write_error(&e, "stdout");
+            }
+            return 0;
         }
     };
     if out.ends_with('\n') {
