@@ -22,6 +22,9 @@
 //! [run]
 //! identity = "release-bot"           # the agent identity of agent steps that name none
 //!
+//! [store]
+//! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
+//!
 //! [check]
 //! invoker = "alice"                  # the identity `check --inline` compares agent steps with
 //! include = ["lib/pipelines"]        # registered pipelines call/match targets may name
@@ -45,6 +48,8 @@ pub struct ProjectConfig {
     pub identity: Option<String>,
     /// Directories of registered pipelines, relative to the config file.
     pub include: Vec<String>,
+    /// `[store] path`: the run store database, relative to this file (resolved by `load`).
+    pub store_path: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +88,7 @@ impl Default for ProjectConfig {
             invoker: None,
             identity: None,
             include: Vec::new(),
+            store_path: None,
         }
     }
 }
@@ -112,6 +118,9 @@ impl ProjectConfig {
                     if ca.is_relative() {
                         *ca = dir.join(&*ca);
                     }
+                }
+                if let Some(p) = cfg.store_path.as_mut().filter(|p| p.is_relative()) {
+                    *p = dir.join(&*p);
                 }
                 Ok(cfg)
             }
@@ -204,6 +213,15 @@ impl ProjectConfig {
                 cfg.identity = Some(id.to_string());
             }
         }
+        if let Some(store) = table(doc.as_table(), "store")? {
+            if let Some(p) = store.get("path") {
+                let p = p.as_str().ok_or("`store.path` must be a string")?;
+                if p.trim().is_empty() {
+                    return Err("`store.path` must not be empty".into());
+                }
+                cfg.store_path = Some(PathBuf::from(p));
+            }
+        }
         if let Some(check) = table(doc.as_table(), "check")? {
             if let Some(dirs) = strings(check.get("include"), "check.include")? {
                 cfg.include = dirs;
@@ -270,6 +288,24 @@ mod tests {
         assert_eq!(id(""), Ok(None));
         assert!(id("[run]\nidentity = 5\n").is_err());
         assert!(id("[run]\nidentity = \" \"\n").is_err());
+    }
+
+    #[test]
+    fn store_path_is_a_non_empty_string_resolved_next_to_the_file() {
+        let path = |t: &str| ProjectConfig::parse(t).map(|c| c.store_path);
+        assert_eq!(path(""), Ok(None));
+        assert_eq!(
+            path("[store]\npath = \"state/runs.db\"\n"),
+            Ok(Some(PathBuf::from("state/runs.db")))
+        );
+        assert!(path("[store]\npath = 1\n").is_err_and(|e| e.contains("must be a string")));
+        assert!(path("[store]\npath = \"\"\n").is_err_and(|e| e.contains("must not be empty")));
+        let dir = std::env::temp_dir().join(format!("pw-project-store-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(dir.join(FILE_NAME), "[store]\npath = \"x/runs.db\"\n");
+        let cfg = ProjectConfig::load(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(cfg.map(|c| c.store_path), Ok(Some(dir.join("x/runs.db"))));
     }
 
     #[test]

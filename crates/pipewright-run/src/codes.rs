@@ -58,6 +58,11 @@ pub const CODES: &[CodeInfo] = &[
         title: "the run was cancelled",
         explanation: include_str!("../explain/PW0810.md"),
     },
+    CodeInfo {
+        code: "PW0811",
+        title: "the run store could not record the run",
+        explanation: include_str!("../explain/PW0811.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";
@@ -71,3 +76,4 @@ pub const DEPTH: &str = "PW0807";
 pub const SPAWNS: &str = "PW0808";
 pub const UNSUPPORTED: &str = "PW0809";
 pub const CANCELLED: &str = "PW0810";
+pub const STORE: &str = "PW0811";

@@ -5,7 +5,6 @@ use crate::failure::RunError;
 use pipewright_r1::Value;
 use pipewright_syntax::{Diagnostic, SourceMap};
 use serde_json::json;
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
@@ -37,8 +36,8 @@ pub struct RunOutcome {
     pub error: Option<RunError>,
     /// The step key at which a cancelled run stopped.
     pub cancelled_at: Option<String>,
-    /// `.pipewright/runs/<run-id>` when the run had a store.
-    pub run_dir: Option<PathBuf>,
+    /// The run store (its database path) when the run had one.
+    pub store: Option<String>,
     /// The store could not be written (the run itself may have succeeded).
     pub store_error: Option<String>,
 }
@@ -57,7 +56,7 @@ impl RunOutcome {
             stores,
             error: None,
             cancelled_at: None,
-            run_dir: None,
+            store: None,
             store_error: None,
         }
     }

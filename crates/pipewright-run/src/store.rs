@@ -1,19 +1,22 @@
-//! The run store: `<root>/<run-id>/state.json` (every landed step's result by recovery key,
-//! replaced atomically by write-then-rename) and `events.jsonl`.
+//! The run store: every run, its input (stored once), its landed steps, its events and its
+//! agent spawn count, behind the [`Store`] trait so a second implementation (a server database
+//! shared by several machines) can replace [`SqliteStore`] without touching the interpreter.
 //!
-//! Landings are recorded in memory and a writer thread persists them. When landings arrive
-//! faster than the disk, one write covers several of them, so a 10,000-item fan-out does not
-//! rewrite a growing file 10,000 times; a landing that had not reached the disk before a crash
-//! is simply re-run on resume.
+//! Durability rule: a step is reported done (event sinks, the next step) only after the
+//! transaction holding its landing and its `step_completed` event has committed. A kill -9 at
+//! any point leaves the database at a committed transaction, so a resume sees a landing together
+//! with its event, or neither.
 
 use indexmap::IndexMap;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value as Json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub const STATE_VERSION: u32 = 1;
+/// The version of the `runs show` document (`state.json` of the file store was version 1;
+/// version 2 moved dropped fan-out members out of `completed` into `dropped`).
+pub const STATE_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
@@ -78,12 +81,28 @@ fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// Receives every event of a run (progress displays, tests, the store).
+/// Receives every event of a run (progress displays, tests).
 pub trait EventSink: Send + Sync {
     fn event(&self, e: &Event);
 }
 
-/// What `state.json` holds, as loaded for `--resume`.
+/// What a landed step holds: its value, or the error that dropped it from its fan-out under
+/// `on_error: continue` (kept apart from values, so no input value can pass for a drop).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Landed {
+    Value(Json),
+    Dropped(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Landing {
+    pub key: String,
+    /// The step's content hash: a landing is replayed only into the step it came from.
+    pub step_hash: String,
+    pub landed: Landed,
+}
+
+/// A run as loaded for `--resume`.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
     pub run_id: String,
@@ -93,263 +112,101 @@ pub struct RunRecord {
     pub workflow: String,
     pub input: Json,
     pub source_hash: String,
-    pub completed: IndexMap<String, Json>,
+    /// In landing order.
+    pub landings: Vec<Landing>,
+    /// Agent executions so far, over every attempt of the run.
+    pub spawns: u64,
 }
 
-/// A new run id: the start time (seconds) and a few bits that tell apart runs started in the
-/// same second.
+/// A new run, recorded before its first step starts.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub run_id: String,
+    pub file: String,
+    pub workflow: String,
+    pub source_hash: String,
+    pub input: Json,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub status: String,
+    pub output: Json,
+    /// The top-level stores when the run stopped.
+    pub stores: Json,
+    pub error: Option<Json>,
+    pub cancelled_at: Option<String>,
+}
+
+/// One change to a run. [`Store::record`] applies a batch of them in one transaction.
+#[derive(Debug, Clone)]
+pub enum Write {
+    Land(Landing),
+    /// Forgets the landing at `key` and every landing under it (`key.…`): a retried fan-out
+    /// item runs its whole body again.
+    ForgetUnder(String),
+    /// One event as a JSON line.
+    Event(String),
+    /// The spawn count is at least this.
+    Spawns(u64),
+    Status(String),
+    Finish(Finish),
+}
+
+/// A line of `pipewright runs`.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub status: String,
+    pub file: String,
+    pub workflow: String,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+/// Ownership of a run; dropping it (or the death of the process) releases it.
+pub trait RunLock: Send + Sync {}
+
+/// The run store. Every error is a message for the user that names the store.
+pub trait Store: Send + Sync {
+    /// The store as diagnostics name it (the database path).
+    fn describe(&self) -> String;
+    /// Takes ownership of a run; refused while another live process owns it.
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String>;
+    fn create_run(&self, run: &NewRun) -> Result<(), String>;
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, String>;
+    /// Applies the writes in order, in one transaction: all of them or none.
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), String>;
+    /// Newest first.
+    fn list_runs(&self) -> Result<Vec<RunSummary>, String>;
+    /// The run as one JSON document (`pipewright runs show`).
+    fn state(&self, run_id: &str) -> Result<Json, String>;
+    /// The run's events as JSON lines, in order.
+    fn events(&self, run_id: &str) -> Result<Vec<String>, String>;
+    /// Deletes a run and everything it recorded; refused while the run is owned.
+    fn remove(&self, run_id: &str) -> Result<(), String>;
+}
+
+/// A new run id: a UUIDv7, 48 bits of milliseconds then 74 random bits, so ids sort by
+/// start time and two runs never share one.
 pub fn new_run_id() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let salt = (now.subsec_nanos() ^ (std::process::id() << 8)) & 0xffff;
-    format!("{}-{salt:04x}", now.as_secs())
+    uuid::Uuid::now_v7().to_string()
 }
 
-pub fn run_dir(root: &Path, run_id: &str) -> PathBuf {
-    root.join(run_id)
-}
-
-/// Loads `state.json` of a run. Errors are messages for the user.
-pub fn load_run(root: &Path, run_id: &str) -> Result<RunRecord, String> {
-    if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
+/// Run ids name lock files: anything but hex digits and dashes is refused before it reaches
+/// a path.
+pub fn check_run_id(run_id: &str) -> Result<(), String> {
+    if run_id.is_empty()
+        || run_id.len() > 64
+        || !run_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+    {
         return Err(format!("`{run_id}` is not a run id"));
     }
-    let path = run_dir(root, run_id).join("state.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let v: Json = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
-    let s = |k: &str| {
-        v.get(k)
-            .and_then(Json::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    if v.get("version").and_then(Json::as_u64) != Some(u64::from(STATE_VERSION)) {
-        return Err(format!(
-            "{} has an unsupported state version",
-            path.display()
-        ));
-    }
-    let completed = match v.get("completed") {
-        Some(Json::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        _ => IndexMap::new(),
-    };
-    Ok(RunRecord {
-        run_id: s("run_id"),
-        status: s("status"),
-        file: s("file"),
-        workflow: s("workflow"),
-        input: v.get("input").cloned().unwrap_or(Json::Null),
-        source_hash: s("source_hash"),
-        completed,
-    })
+    Ok(())
 }
 
-struct Inner {
-    meta: IndexMap<String, Json>,
-    completed: IndexMap<String, Json>,
-    events: Vec<String>,
-    generation: u64,
-    written: u64,
-    closing: bool,
-    error: Option<String>,
-}
-
-/// The store of one run, shared by every task of the run.
-pub struct RunStore {
-    dir: PathBuf,
-    run_id: String,
-    inner: Arc<(Mutex<Inner>, Condvar)>,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    started: Instant,
-}
-
-fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    // A poisoned lock only means a writer panicked mid-update; the data is still usable.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl RunStore {
-    /// Creates (or, for a resume, reopens) the run directory and starts the writer.
-    pub fn open(
-        dir: PathBuf,
-        run_id: &str,
-        meta: IndexMap<String, Json>,
-        completed: IndexMap<String, Json>,
-    ) -> Result<RunStore, String> {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let inner = Arc::new((
-            Mutex::new(Inner {
-                meta,
-                completed,
-                events: Vec::new(),
-                generation: 1,
-                written: 0,
-                closing: false,
-                error: None,
-            }),
-            Condvar::new(),
-        ));
-        let writer = {
-            let inner = inner.clone();
-            let dir = dir.clone();
-            std::thread::Builder::new()
-                .name("pipewright-store".into())
-                .spawn(move || writer_loop(&dir, &inner))
-                .map_err(|e| format!("cannot start the store writer: {e}"))?
-        };
-        Ok(RunStore {
-            dir,
-            run_id: run_id.to_string(),
-            inner,
-            writer: Mutex::new(Some(writer)),
-            started: Instant::now(),
-        })
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    pub fn elapsed_ms(&self) -> f64 {
-        self.started.elapsed().as_secs_f64() * 1000.0
-    }
-
-    /// Records a landed step.
-    pub fn land(&self, key: &str, value: Json) {
-        let (m, cv) = &*self.inner;
-        let mut g = lock(m);
-        g.completed.insert(key.to_string(), value);
-        g.generation += 1;
-        cv.notify_all();
-    }
-
-    pub fn set_meta(&self, key: &str, value: Json) {
-        let (m, cv) = &*self.inner;
-        let mut g = lock(m);
-        g.meta.insert(key.to_string(), value);
-        g.generation += 1;
-        cv.notify_all();
-    }
-
-    /// Waits until everything recorded so far is on disk and stops the writer.
-    pub fn close(&self) -> Result<(), String> {
-        {
-            let (m, cv) = &*self.inner;
-            let mut g = lock(m);
-            g.closing = true;
-            g.generation += 1;
-            cv.notify_all();
-        }
-        let handle = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = handle {
-            let _ = h.join();
-        }
-        let (m, _) = &*self.inner;
-        match lock(m).error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-}
-
-impl EventSink for RunStore {
-    fn event(&self, e: &Event) {
-        let line = e.to_json(&self.run_id).to_string();
-        let (m, cv) = &*self.inner;
-        let mut g = lock(m);
-        g.events.push(line);
-        g.generation += 1;
-        cv.notify_all();
-    }
-}
-
-impl Drop for RunStore {
-    fn drop(&mut self) {
-        let _ = self.close();
-    }
-}
-
-fn writer_loop(dir: &Path, inner: &(Mutex<Inner>, Condvar)) {
-    let (m, cv) = inner;
-    loop {
-        let (state, events, generation, closing) = {
-            let mut g = lock(m);
-            while g.written == g.generation && !g.closing {
-                g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
-            }
-            let mut state = serde_json::Map::new();
-            for (k, v) in &g.meta {
-                state.insert(k.clone(), v.clone());
-            }
-            state.insert(
-                "completed".into(),
-                Json::Object(
-                    g.completed
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                ),
-            );
-            (
-                Json::Object(state),
-                std::mem::take(&mut g.events),
-                g.generation,
-                g.closing,
-            )
-        };
-        let result =
-            append_events(dir, &events).and_then(|_| write_atomic(&dir.join("state.json"), &state));
-        let mut g = lock(m);
-        if let Err(e) = result {
-            g.error.get_or_insert(e);
-        }
-        g.written = generation;
-        if closing && g.written == g.generation {
-            return;
-        }
-    }
-}
-
-fn append_events(dir: &Path, events: &[String]) -> Result<(), String> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let path = dir.join("events.jsonl");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut buf = String::new();
-    for e in events {
-        buf.push_str(e);
-        buf.push('\n');
-    }
-    f.write_all(buf.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// Write to a temporary file in the same directory, fsync, then rename over the target: a
-/// reader (or a resume after kill -9) sees the old or the new state, never a torn one.
-pub fn write_atomic(path: &Path, value: &Json) -> Result<(), String> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(value).map_err(|e| e.to_string())?;
-    let mut f =
-        std::fs::File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    f.write_all(&text)
-        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    f.sync_all()
-        .map_err(|e| format!("cannot sync {}: {e}", tmp.display()))?;
-    drop(f);
-    std::fs::rename(&tmp, path)
-        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
-}
-
-/// A stable hash of the source texts (FNV-1a), to warn when a resumed run's files changed.
+/// A stable hash of texts (FNV-1a): the source hash of a run, the content hash of a step.
 pub fn source_hash<'a>(texts: impl Iterator<Item = &'a str>) -> String {
     let mut h: u64 = 0xcbf29ce484222325;
     for t in texts {
@@ -359,4 +216,539 @@ pub fn source_hash<'a>(texts: impl Iterator<Item = &'a str>) -> String {
         }
     }
     format!("{h:016x}")
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Schema migrations, applied in order; `schema_migrations` records the applied versions. A
+/// database written by a newer pipewright (a version beyond this list) is refused.
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    "CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        file TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        source_hash TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        spawns INTEGER NOT NULL DEFAULT 0,
+        output TEXT,
+        -- the stores the steps wrote over the input (the input itself is in `inputs`)
+        stores TEXT,
+        error TEXT,
+        cancelled_at TEXT
+    );
+    CREATE INDEX runs_by_time ON runs (created_ms);
+    CREATE TABLE inputs (
+        run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE landings (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        step_hash TEXT NOT NULL,
+        value TEXT,
+        dropped TEXT,
+        PRIMARY KEY (run_id, key),
+        CHECK ((value IS NULL) <> (dropped IS NULL))
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX events_by_run ON events (run_id, id);
+    CREATE TABLE approvals (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        request TEXT NOT NULL,
+        decision TEXT,
+        requested_ms INTEGER NOT NULL,
+        decided_ms INTEGER,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE TABLE sessions (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        PRIMARY KEY (run_id, name)
+    );",
+];
+
+pub const SCHEMA_VERSION: usize = MIGRATIONS.len();
+
+/// The default store: one SQLite database (WAL mode) shared by every run of a project.
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+fn guard(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the connection cannot leave a transaction half applied: an
+    // uncommitted transaction is rolled back when it is dropped.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its directory if needed) and migrates the database.
+    pub fn open(path: &Path) -> Result<SqliteStore, String> {
+        let shown = path.display().to_string();
+        let err = |e: &dyn std::fmt::Display| format!("the run store {shown}: {e}");
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(&e))?;
+        // Another process writing (a run next to a `runs rm`) holds the write lock for
+        // milliseconds; waiting beats failing.
+        conn.busy_timeout(Duration::from_secs(30))
+            .map_err(|e| err(&e))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| err(&e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(err(&format!("cannot use WAL mode (got `{mode}`)")));
+        }
+        // NORMAL in WAL mode: a commit survives the death of the process (kill -9); only a
+        // power loss can take back the last commits, never corrupt the database.
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| err(&e))?;
+        migrate(&conn).map_err(|e| err(&e))?;
+        Ok(SqliteStore {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> String {
+        format!("the run store {}: {e}", self.path.display())
+    }
+
+    fn lock_dir(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".locks");
+        self.path.with_file_name(name)
+    }
+
+    fn apply(tx: &rusqlite::Transaction<'_>, run_id: &str, w: &Write) -> rusqlite::Result<()> {
+        match w {
+            Write::Land(l) => {
+                let (value, dropped) = match &l.landed {
+                    Landed::Value(v) => (Some(v.to_string()), None),
+                    Landed::Dropped(e) => (None, Some(e.as_str())),
+                };
+                // Delete then insert (not REPLACE in place): the rowid gives landing order.
+                tx.prepare_cached("DELETE FROM landings WHERE run_id = ?1 AND key = ?2")?
+                    .execute(params![run_id, l.key])?;
+                tx.prepare_cached(
+                    "INSERT INTO landings (run_id, key, step_hash, value, dropped) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![run_id, l.key, l.step_hash, value, dropped])?;
+            }
+            Write::ForgetUnder(key) => {
+                // Keys under `k` are `k.…`; '/' is the character after '.', so the range
+                // `[k., k/)` is exactly them and can use the primary key index.
+                tx.prepare_cached(
+                    "DELETE FROM landings WHERE run_id = ?1 AND (key = ?2 OR (key >= ?3 AND key < ?4))",
+                )?
+                .execute(params![run_id, key, format!("{key}."), format!("{key}/")])?;
+            }
+            Write::Event(line) => {
+                tx.prepare_cached("INSERT INTO events (run_id, body) VALUES (?1, ?2)")?
+                    .execute(params![run_id, line])?;
+            }
+            Write::Spawns(n) => {
+                tx.prepare_cached("UPDATE runs SET spawns = MAX(spawns, ?2) WHERE id = ?1")?
+                    .execute(params![run_id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
+            }
+            Write::Status(s) => {
+                tx.prepare_cached("UPDATE runs SET status = ?2, updated_ms = ?3 WHERE id = ?1")?
+                    .execute(params![run_id, s, now_ms()])?;
+            }
+            Write::Finish(f) => {
+                let input: Option<String> = tx
+                    .query_row(
+                        "SELECT value FROM inputs WHERE run_id = ?1",
+                        [run_id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let input: Json = input
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or(Json::Null);
+                let delta = stores_delta(&input, &f.stores);
+                tx.prepare_cached(
+                    "UPDATE runs SET status = ?2, output = ?3, stores = ?4, error = ?5, cancelled_at = ?6, updated_ms = ?7 WHERE id = ?1",
+                )?
+                .execute(params![
+                    run_id,
+                    f.status,
+                    f.output.to_string(),
+                    delta.to_string(),
+                    f.error.as_ref().map(Json::to_string),
+                    f.cancelled_at,
+                    now_ms()
+                ])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The stores a run wrote over its input: a 100 MB input is written once, at the start, not
+/// again with the final stores.
+fn stores_delta(input: &Json, stores: &Json) -> Json {
+    let empty = serde_json::Map::new();
+    let input = input.as_object().unwrap_or(&empty);
+    match stores.as_object() {
+        Some(m) => Json::Object(
+            m.iter()
+                .filter(|(k, v)| input.get(*k) != Some(*v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        None => stores.clone(),
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<(), String> {
+    let e = |e: rusqlite::Error| e.to_string();
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)",
+    )
+    .map_err(e)?;
+    loop {
+        // One migration per IMMEDIATE transaction: two processes opening a new database at
+        // once apply each migration exactly once.
+        let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+            .map_err(e)?;
+        let have: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(e)?;
+        let have = usize::try_from(have).unwrap_or(0);
+        if have > MIGRATIONS.len() {
+            return Err(format!(
+                "schema version {have} was written by a newer pipewright (this one knows {})",
+                MIGRATIONS.len()
+            ));
+        }
+        let Some(sql) = MIGRATIONS.get(have) else {
+            return tx.commit().map_err(e);
+        };
+        tx.execute_batch(sql).map_err(e)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_ms) VALUES (?1, ?2)",
+            params![have as i64 + 1, now_ms()],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+    }
+}
+
+struct FileLock {
+    _file: std::fs::File,
+}
+
+impl RunLock for FileLock {}
+
+/// An exclusive `flock` on a per-run file: the kernel releases it when the process dies,
+/// however it dies, so a kill -9 never leaves a run owned. The file holds the owner's pid for
+/// the refusal message.
+fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
+    use std::io::{Read, Seek, Write as _};
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("cannot open the run lock {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: flock on a file descriptor this function owns.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                let mut pid = String::new();
+                let _ = f.read_to_string(&mut pid);
+                let pid = pid.trim();
+                let by = if pid.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (process {pid})")
+                };
+                return Err(format!(
+                    "run {run_id} is in progress in another process{by}; a run has one owner at a time, so wait for it to stop (or stop it) and resume again"
+                ));
+            }
+            return Err(format!("cannot lock {}: {e}", path.display()));
+        }
+    }
+    let _ = f.set_len(0);
+    let _ = f.rewind();
+    let _ = write!(f, "{}", std::process::id());
+    Ok(f)
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String> {
+        check_run_id(run_id)?;
+        let dir = self.lock_dir();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let file = lock_file(&dir.join(run_id), run_id)?;
+        Ok(Box::new(FileLock { _file: file }))
+    }
+
+    fn create_run(&self, run: &NewRun) -> Result<(), String> {
+        let mut c = guard(&self.conn);
+        let tx = c
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let now = now_ms();
+        tx.execute(
+            "INSERT INTO runs (id, status, file, workflow, source_hash, created_ms, updated_ms) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?5)",
+            params![run.run_id, run.file, run.workflow, run.source_hash, now],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO inputs (run_id, value) VALUES (?1, ?2)",
+            params![run.run_id, run.input.to_string()],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, String> {
+        check_run_id(run_id)?;
+        let c = guard(&self.conn);
+        let row = c
+            .query_row(
+                "SELECT r.status, r.file, r.workflow, r.source_hash, r.spawns, i.value FROM runs r LEFT JOIN inputs i ON i.run_id = r.id WHERE r.id = ?1",
+                [run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((status, file, workflow, source_hash, spawns, input)) = row else {
+            return Err(format!(
+                "no run {run_id} in the run store {} (`pipewright runs` lists the runs)",
+                self.path.display()
+            ));
+        };
+        let input = match input {
+            Some(t) => serde_json::from_str(&t)
+                .map_err(|e| self.err(format!("the input of run {run_id} is not JSON: {e}")))?,
+            None => Json::Null,
+        };
+        let mut landings = Vec::new();
+        let mut stmt = c
+            .prepare(
+                "SELECT key, step_hash, value, dropped FROM landings WHERE run_id = ?1 ORDER BY rowid",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            let (key, step_hash, value, dropped) = row.map_err(|e| self.err(e))?;
+            let landed = match (value, dropped) {
+                (Some(v), _) => Landed::Value(serde_json::from_str(&v).map_err(|e| {
+                    self.err(format!(
+                        "the landing {key} of run {run_id} is not JSON: {e}"
+                    ))
+                })?),
+                (None, d) => Landed::Dropped(d.unwrap_or_default()),
+            };
+            landings.push(Landing {
+                key,
+                step_hash,
+                landed,
+            });
+        }
+        Ok(RunRecord {
+            run_id: run_id.to_string(),
+            status,
+            file,
+            workflow,
+            input,
+            source_hash,
+            landings,
+            spawns: u64::try_from(spawns).unwrap_or(0),
+        })
+    }
+
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), String> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut c = guard(&self.conn);
+        let tx = c
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        for w in writes {
+            SqliteStore::apply(&tx, run_id, w).map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    fn list_runs(&self) -> Result<Vec<RunSummary>, String> {
+        let c = guard(&self.conn);
+        let mut stmt = c
+            .prepare(
+                "SELECT id, status, file, workflow, created_ms, updated_ms FROM runs ORDER BY created_ms DESC, id DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunSummary {
+                    run_id: r.get(0)?,
+                    status: r.get(1)?,
+                    file: r.get(2)?,
+                    workflow: r.get(3)?,
+                    created_ms: r.get(4)?,
+                    updated_ms: r.get(5)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    fn state(&self, run_id: &str) -> Result<Json, String> {
+        let rec = self.load_run(run_id)?;
+        let c = guard(&self.conn);
+        let (output, stores, error, cancelled_at, created, updated) = c
+            .query_row(
+                "SELECT output, stores, error, cancelled_at, created_ms, updated_ms FROM runs WHERE id = ?1",
+                [run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let parse = |t: Option<String>| t.and_then(|t| serde_json::from_str::<Json>(&t).ok());
+        let mut completed = serde_json::Map::new();
+        let mut dropped = serde_json::Map::new();
+        for l in rec.landings {
+            match l.landed {
+                Landed::Value(v) => completed.insert(l.key, v),
+                Landed::Dropped(e) => dropped.insert(l.key, Json::String(e)),
+            };
+        }
+        let mut o: IndexMap<&str, Json> = IndexMap::new();
+        o.insert("version", json!(STATE_VERSION));
+        o.insert("run_id", json!(rec.run_id));
+        o.insert("status", json!(rec.status));
+        o.insert("file", json!(rec.file));
+        o.insert("workflow", json!(rec.workflow));
+        o.insert("input", rec.input.clone());
+        o.insert("source_hash", json!(rec.source_hash));
+        o.insert("completed", Json::Object(completed));
+        o.insert("dropped", Json::Object(dropped));
+        o.insert("spawns", json!(rec.spawns));
+        o.insert("created_ms", json!(created));
+        o.insert("updated_ms", json!(updated));
+        if let Some(out) = parse(output) {
+            o.insert("output", out);
+        }
+        if let Some(Json::Object(delta)) = parse(stores) {
+            let mut all = rec.input.as_object().cloned().unwrap_or_default();
+            for (k, v) in delta {
+                all.insert(k, v);
+            }
+            o.insert("stores", Json::Object(all));
+        }
+        if let Some(e) = parse(error) {
+            o.insert("error", e);
+        }
+        if let Some(k) = cancelled_at {
+            o.insert("cancelled_at", json!(k));
+        }
+        Ok(Json::Object(
+            o.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        ))
+    }
+
+    fn events(&self, run_id: &str) -> Result<Vec<String>, String> {
+        check_run_id(run_id)?;
+        let c = guard(&self.conn);
+        let exists: Option<i64> = c
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if exists.is_none() {
+            return Err(format!(
+                "no run {run_id} in the run store {}",
+                self.path.display()
+            ));
+        }
+        let mut stmt = c
+            .prepare("SELECT body FROM events WHERE run_id = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([run_id], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    fn remove(&self, run_id: &str) -> Result<(), String> {
+        let lock = self.lock_run(run_id)?;
+        let n = {
+            let c = guard(&self.conn);
+            c.execute("DELETE FROM runs WHERE id = ?1", [run_id])
+                .map_err(|e| self.err(e))?
+        };
+        drop(lock);
+        let _ = std::fs::remove_file(self.lock_dir().join(run_id));
+        if n == 0 {
+            return Err(format!(
+                "no run {run_id} in the run store {}",
+                self.path.display()
+            ));
+        }
+        Ok(())
+    }
 }

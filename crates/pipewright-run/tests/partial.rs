@@ -69,7 +69,7 @@ fn a_failure_inside_a_for_each_item_reports_the_stores_before_the_fan_out() {
 fn a_cancelled_run_reports_the_stores_written_before_the_boundary() {
     let d = tempdir();
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.sinks = vec![Arc::new(CancelAt(o.cancel.clone(), "1"))];
     let (out, s) = exec(
         "pipeline: p\nsteps:\n  - transform: {value: \"'a'\", output: a}\n  - transform: {value: \"'b'\", output: b}\n  - transform: {value: \"'c'\", output: c}\n",
@@ -80,12 +80,9 @@ fn a_cancelled_run_reports_the_stores_written_before_the_boundary() {
     assert_eq!(v["cancelled_at"], "2", "{v}");
     assert_eq!(v["stores"], json!({"a": "a", "b": "b"}), "{v}");
     assert_eq!(v["output"], "b");
-    let state: serde_json::Value = out
-        .run_dir
-        .as_ref()
-        .and_then(|d| std::fs::read_to_string(d.join("state.json")).ok())
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| panic!("no state.json"));
+    assert!(out.store.is_some());
+    let (id, state) = only_run(d.path()).unwrap_or_else(|| panic!("no run in the store"));
+    assert_eq!(id, out.run_id);
     assert_eq!(state["stores"], v["stores"], "{state}");
     assert_eq!(state["output"], "b", "{state}");
 }

@@ -8,18 +8,14 @@ use std::time::{Duration, Instant};
 const FAN: &str = "pipeline: fan\nsteps:\n  - transform: {value: \"[1, 2, 3, 4, 5, 6, 7, 8]\", output: xs}\n  - for_each:\n      over: ctx.xs\n      max_parallel: 2\n      on_error: abort\n      do: {shell: {command: !expr \"'sleep 0.3; echo ' + join(map([item], i -> 'run'), '') + ' >> log; echo done'\"}}\n      collect: {transform: {value: \"map(pipe, r -> r.text)\"}}\n      output: results\n  - transform: {value: \"count(ctx.results)\"}\n";
 
 fn state(dir: &std::path::Path) -> Option<(String, serde_json::Value)> {
-    let runs = runs_root(dir);
-    let entry = std::fs::read_dir(&runs).ok()?.flatten().next()?;
-    let id = entry.file_name().to_string_lossy().into_owned();
-    let text = std::fs::read_to_string(entry.path().join("state.json")).ok()?;
-    Some((id, serde_json::from_str(&text).ok()?))
+    only_run(dir)
 }
 
 #[test]
 fn store_records_every_landing_and_events() {
     let d = tempdir();
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.file_label = "fan.yaml".into();
     let v = run_json(FAN, o);
     assert_eq!(v["output"], 8, "{v}");
@@ -29,10 +25,11 @@ fn store_records_every_landing_and_events() {
     assert_eq!(s["file"], "fan.yaml");
     let completed = s["completed"].as_object().map(|m| m.len()).unwrap_or(0);
     assert_eq!(completed, 3 + 8 + 1, "{s}");
-    let events = std::fs::read_to_string(runs_root(d.path()).join(&id).join("events.jsonl"))
-        .unwrap_or_default();
+    let events = store_at(d.path())
+        .events(&id)
+        .unwrap_or_else(|e| panic!("{e}"));
     let kinds: Vec<serde_json::Value> = events
-        .lines()
+        .iter()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     assert!(kinds
@@ -47,7 +44,7 @@ fn store_records_every_landing_and_events() {
 fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
     let d = tempdir();
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.sinks = vec![Arc::new(CancelAt(o.cancel.clone(), "1.for_each.2"))];
     let (out, _) = exec(FAN, o);
     assert_eq!(out.status.name(), "cancelled");
@@ -55,7 +52,7 @@ fn cancellation_stops_at_a_step_boundary_and_resume_finishes() {
     let (id, s) = state(d.path()).unwrap_or_else(|| panic!("no state"));
     assert_eq!(s["status"], "cancelled");
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.resume = Some(id.clone());
     let v = run_json(FAN, o);
     assert_eq!(v["status"], "ok", "{v}");
@@ -76,7 +73,7 @@ fn child_run_for_kill_test() {
     };
     let dir = std::path::PathBuf::from(dir);
     let mut o = opts(&dir);
-    o.store_root = Some(runs_root(&dir));
+    o.store = Some(store_at(&dir));
     let _ = run_json(FAN, o);
 }
 
@@ -121,7 +118,7 @@ fn kill_9_mid_fan_out_then_resume() {
     assert!(landed_before < 12, "killed before the end");
 
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.resume = Some(id);
     let resumed = run_json(FAN, o);
     let uninterrupted = {
@@ -158,7 +155,7 @@ fn cancellation_lets_in_flight_items_land() {
     }
     let d = tempdir();
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.sinks = vec![Arc::new(CancelOnDone(o.cancel.clone()))];
     let (out, _) = exec(SIDE, o);
     assert_eq!(out.status.name(), "cancelled");
@@ -168,7 +165,7 @@ fn cancellation_lets_in_flight_items_land() {
         "the in-flight item landed: {s}"
     );
     let mut o = opts(d.path());
-    o.store_root = Some(runs_root(d.path()));
+    o.store = Some(store_at(d.path()));
     o.resume = Some(id);
     let v = run_json(SIDE, o);
     assert_eq!(v["status"], "ok", "{v}");
@@ -181,30 +178,22 @@ fn cancellation_lets_in_flight_items_land() {
     assert_eq!(lines, ["a", "b", "c"], "every item ran exactly once");
 }
 
-/// Items that land slower than the disk are each persisted before the next one lands: a
-/// reader polling `state.json` sees 1, 2, 3, 4 landed items in turn, and every read parses
-/// (the file is replaced atomically, never torn).
+/// Items that land slower than the disk are each committed before the next one lands: a
+/// reader polling the store from another connection sees 1, 2, 3, 4 landed items in turn.
 #[test]
-fn state_json_is_written_after_each_for_each_item() {
+fn the_store_is_written_after_each_for_each_item() {
     const ITEMS: &str = "pipeline: items\nsteps:\n  - for_each:\n      items: [a, b, c, d]\n      max_parallel: 1\n      on_error: abort\n      do: {shell: {command: \"sleep 0.4; echo x\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n";
     let d = tempdir();
     let root = d.path().to_path_buf();
     let worker = std::thread::spawn(move || {
         let mut o = opts(&root);
-        o.store_root = Some(runs_root(&root));
+        o.store = Some(store_at(&root));
         run_json(ITEMS, o)
     });
     let mut seen = std::collections::BTreeSet::new();
     let mut reads = 0;
     while !worker.is_finished() {
-        let path = std::fs::read_dir(runs_root(d.path()))
-            .ok()
-            .and_then(|mut rd| rd.next())
-            .and_then(Result::ok)
-            .map(|e| e.path().join("state.json"));
-        if let Some(text) = path.and_then(|p| std::fs::read_to_string(p).ok()) {
-            let s: serde_json::Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("a torn state.json ({e}): {text}"));
+        if let Some((_, s)) = state(d.path()) {
             reads += 1;
             let items = s["completed"]
                 .as_object()

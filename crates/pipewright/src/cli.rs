@@ -28,6 +28,43 @@ pub enum Command {
     Graph(GraphArgs),
     /// Execute a pipeline.
     Run(RunArgs),
+    /// List recorded runs (newest first); show, print the events of, or remove one.
+    Runs(RunsArgs),
+}
+
+#[derive(Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: Option<RunsAction>,
+    /// Output of the list: a table, or a JSON array.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: RunFormat,
+}
+
+#[derive(Subcommand)]
+pub enum RunsAction {
+    /// Print a run as JSON: status, file, workflow, input, completed steps, output, stores…
+    Show {
+        #[arg(value_name = "RUN_ID")]
+        id: String,
+    },
+    /// Print a run's events, one JSON object per line.
+    Events {
+        #[arg(value_name = "RUN_ID")]
+        id: String,
+    },
+    /// Delete a run (or every run last active before DUR ago) and all it recorded.
+    Rm {
+        #[arg(
+            value_name = "RUN_ID",
+            required_unless_present = "older_than",
+            conflicts_with = "older_than"
+        )]
+        id: Option<String>,
+        /// A duration: 90s, 30m, 12h, 7d, 2w.
+        #[arg(long, value_name = "DUR")]
+        older_than: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -99,9 +136,13 @@ pub struct RunArgs {
     pub script: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: RunFormat,
-    /// Continue a stopped run from `.pipewright/runs/RUN_ID`.
+    /// Continue a stopped run recorded in the run store (`pipewright runs` lists them).
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
+    /// With --resume: continue although the pipeline files changed since the run started.
+    /// Only landed steps whose key and content are unchanged are replayed.
+    #[arg(long, requires = "resume")]
+    pub force: bool,
     /// The agent identity for agent steps that name none (default: `identity` under `[run]`
     /// in pipewright.toml, else `pipewright`).
     #[arg(long, value_name = "NAME")]

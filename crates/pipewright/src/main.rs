@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         cli::Command::Fmt(args) => commands::fmt::run(&args),
         cli::Command::Graph(args) => commands::graph::run(&args),
         cli::Command::Run(args) => commands::run::run(&args),
+        cli::Command::Runs(args) => commands::runs::run(&args),
     };
     if output::write_failed() {
         return ExitCode::from(2);

@@ -37,21 +37,28 @@ fn keys(v: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// The runs of the project's store (`pipewright runs --format json`), oldest first.
 fn run_ids(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir.join(".pipewright/runs"))
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
+    let o = run_in(dir, &["runs", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = parse(&o);
+    let mut ids: Vec<String> = v
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["run_id"].as_str().map(String::from))
                 .collect()
         })
         .unwrap_or_default();
-    v.sort();
-    v
+    ids.reverse();
+    ids
 }
 
+/// `pipewright runs show ID`: the fields `state.json` had.
 fn state(dir: &Path, id: &str) -> Value {
-    let path = dir.join(".pipewright/runs").join(id).join("state.json");
-    serde_json::from_str(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let o = run_in(dir, &["runs", "show", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    parse(&o)
 }
 
 #[test]
@@ -68,12 +75,8 @@ fn hello_example_prints_its_result() {
     assert_eq!(s["file"], "hello.yaml");
     assert_eq!(s["workflow"], "hello");
     assert_eq!(s["output"], "Hello, world! All reviews passed.");
-    assert!(d
-        .path()
-        .join(".pipewright/runs")
-        .join(&ids[0])
-        .join("events.jsonl")
-        .is_file());
+    assert!(d.path().join(".pipewright/runs.db").is_file());
+    assert!(!events(d.path(), &ids[0]).is_empty());
 }
 
 #[test]
@@ -241,10 +244,13 @@ fn for_each_continue_drops_failed_items() {
     assert_eq!(v["output"], json!([10, 5]));
     assert_eq!(v["stores"]["ratios"], json!([10, 5]));
     let s = state(d.path(), v["run_id"].as_str().unwrap_or("?"));
-    assert_eq!(
-        s["completed"]["0.for_each.1"]["__fan_out_dropped__"], true,
+    assert!(
+        s["dropped"]["0.for_each.1"]
+            .as_str()
+            .is_some_and(|e| e.contains("division by zero")),
         "{s}"
     );
+    assert!(s["completed"].get("0.for_each.1").is_none(), "{s}");
 }
 
 #[test]
@@ -485,12 +491,7 @@ fn kill_9_mid_fan_out_then_resume_gives_the_uninterrupted_result() {
     // Items a and b land; c and d then wait for the gate, so the run cannot end before the kill.
     let id = wait_for(Duration::from_secs(10), "two landed items on disk", || {
         let id = run_ids(d.path()).into_iter().next()?;
-        let path = d
-            .path()
-            .join(".pipewright/runs")
-            .join(&id)
-            .join("state.json");
-        let s: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let s = state(d.path(), &id);
         let items = s["completed"]
             .as_object()?
             .keys()
@@ -608,7 +609,7 @@ fn a_failed_run_reports_the_stores_written_before_the_failure() {
         .unwrap_or_else(|| panic!("no stores summary: {err}"));
     assert!(
         summary.starts_with(
-            "  xs = [2,0,1]\n  side = {\"text\":\"side\\n\"}\nfull state: .pipewright/runs/"
+            "  xs = [2,0,1]\n  side = {\"text\":\"side\\n\"}\nfull state: pipewright runs show "
         ),
         "{err}"
     );
@@ -669,9 +670,11 @@ fn sigint_in_human_format_exits_130_and_shows_the_stores() {
     assert!(!err.contains('\u{1b}'), "stderr is not a terminal: {err:?}");
 }
 
-/// Parses `events.jsonl` of a run.
+/// `pipewright runs events ID`, parsed.
 fn events(dir: &Path, id: &str) -> Vec<Value> {
-    read(&dir.join(".pipewright/runs").join(id).join("events.jsonl"))
+    let o = run_in(dir, &["runs", "events", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    stdout(&o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
@@ -886,25 +889,84 @@ fn no_progress_and_no_escape_codes_when_stderr_is_not_a_terminal() {
 }
 
 #[test]
-fn resuming_after_the_file_changed_warns() {
+fn resuming_after_the_file_changed_is_refused_unless_forced() {
     let d = project(&["divide.yaml"]);
     let (code, v) = run_json(d.path(), &["divide.yaml"]);
     assert_eq!(code, Some(1), "{v}");
     let id = v["run_id"].as_str().unwrap_or("?").to_string();
-    // Fix the divisor's default: the landed step 0 (n = 0) is still replayed as recorded.
+    // Fix the divisor's default: the landed step 0 (n = 0) is unchanged and replayed.
     let path = d.path().join("divide.yaml");
     let fixed = read(&path).replace("10 / ctx.n", "10 / (ctx.n + 1)");
     std::fs::write(&path, fixed).unwrap_or_else(|e| panic!("{e}"));
     let o = run_in(d.path(), &["run", "--resume", &id, "--format", "json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         stderr(&o).contains(&format!(
-            "warning: the pipeline files changed since run {id} started"
+            "error: the pipeline files changed since run {id} started"
+        )) && stderr(&o).contains("--force"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(stdout(&o), "");
+    assert_eq!(state(d.path(), &id)["status"], "failed", "nothing ran");
+    let o = run_in(
+        d.path(),
+        &["run", "--resume", &id, "--force", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = parse(&o);
+    assert_eq!(v["output"], 10, "{v}");
+    assert_eq!(v["stores"], json!({"n": 0, "ratio": 10}), "{v}");
+}
+
+/// With --force after a step was inserted, every key after it names a different step: a
+/// landing is replayed only into the step (kind and text) that landed it, never by position.
+#[test]
+fn forced_resume_after_an_inserted_step_replays_by_identity_not_position() {
+    let d = tempdir();
+    let file = "pipeline: ins\nsteps:\n  - shell: {command: \"echo one >> log; echo one\", output: a}\n  - shell: {command: \"echo two >> log; echo two\", output: b}\n  - transform: {value: \"1 / 0\"}\n";
+    fixture(d.path(), "ins.yaml", file);
+    let (code, v) = run_json(d.path(), &["ins.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    let edited = file
+        .replace(
+            "steps:\n",
+            "steps:\n  - transform: {value: \"'new'\", output: z}\n",
+        )
+        .replace("1 / 0", "ctx.a.text + ctx.b.text");
+    fixture(d.path(), "ins.yaml", &edited);
+    let (code, v) = run_json(d.path(), &["--resume", &id, "--force"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["a"]["text"], "one\n", "{v}");
+    assert_eq!(v["stores"]["b"]["text"], "two\n", "{v}");
+    assert_eq!(v["output"], "one\ntwo\n", "{v}");
+}
+
+#[test]
+fn resume_refuses_another_pipeline_and_an_input() {
+    let d = project(&["on_error.yaml"]);
+    let (code, v) = run_json(d.path(), &["on_error.yaml", "--pipeline", "aborts"]);
+    assert_eq!(code, Some(1), "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    let o = run_in(d.path(), &["run", "--resume", &id, "--pipeline", "drops"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "run {id} runs pipeline `aborts`; it cannot be resumed as `drops`"
         )),
         "{}",
         text(&o)
     );
-    let v = parse(&o);
-    assert_eq!(v["output"], 10, "{v}");
-    assert_eq!(v["stores"], json!({"n": 0, "ratio": 10}), "{v}");
+    let o = run_in(d.path(), &["run", "--resume", &id, "--input", "{}"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--input cannot be given with --resume"),
+        "{}",
+        text(&o)
+    );
+    // The same pipeline named explicitly is fine.
+    let o = run_in(d.path(), &["run", "--resume", &id, "--pipeline", "aborts"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("error[PW0806]"), "{}", text(&o));
 }

@@ -1,8 +1,8 @@
 //! for_each and parallel: isolated per-item frames, bounded concurrency, results in
 //! declaration order, continue/abort/retry(N), the fan-out depth cap.
 
-use super::steps::{add_context, dropped_marker, is_dropped_marker};
-use super::{Frame, Interp};
+use super::steps::add_context;
+use super::{Frame, Interp, Journaled};
 use crate::codes;
 use crate::failure::Failure;
 use crate::tools;
@@ -27,35 +27,37 @@ impl Interp {
     }
 
     /// Runs one item or branch with retries. `Ok(None)`: dropped in an earlier attempt of the
-    /// run (replayed from the store).
+    /// run (replayed from the store). `node` is the fan-out step: its content hash identifies
+    /// the drops it recorded.
     async fn run_member(
         &self,
+        node: &Node,
         body: &Region,
         frame: &Frame,
         key: String,
         attempts: usize,
     ) -> Result<Option<Value>, Failure> {
-        if let Some(v) = self
-            .journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            if is_dropped_marker(v).is_some() {
-                return Ok(None);
-            }
+        if self.dropped(&key, &self.step_hash(node)).is_some() {
+            return Ok(None);
         }
         let body_is_tool = body
             .entry
             .and_then(|n| body.node(n))
             .is_some_and(|n| matches!(n.kind, NodeKind::Tool { .. } | NodeKind::Shell { .. }));
         let mut last = None;
-        for _ in 0..attempts.max(1) {
+        for attempt in 0..attempts.max(1) {
+            if attempt > 0 {
+                // A retry runs the whole item again: the steps of its body that landed in the
+                // failed attempt are forgotten, not replayed.
+                self.forget_under(&key)
+                    .map_err(|msg| self.fail(codes::STORE, &key, node, msg))?;
+            }
             match self.exec_body(body, frame, key.clone()).await {
                 // An error-flagged tool result fails the item even under the tool's own
                 // `on_error: continue` (§6.8).
                 Ok((v, _)) if body_is_tool && tools::is_error(&v) => {
-                    self.forget(&key);
+                    self.forget_under(&key)
+                        .map_err(|msg| self.fail(codes::STORE, &key, node, msg))?;
                     let node = body.entry.and_then(|n| body.node(n));
                     let text = v
                         .as_object()
@@ -125,8 +127,9 @@ impl Interp {
                     ..base.clone()
                 };
                 let item_key = format!("{key}.for_each.{k}");
-                running
-                    .push(async move { (k, self.run_member(body, &f, item_key, attempts).await) });
+                running.push(async move {
+                    (k, self.run_member(node, body, &f, item_key, attempts).await)
+                });
             }
             let Some((k, r)) = running.next().await else {
                 break;
@@ -134,15 +137,16 @@ impl Interp {
             match r {
                 Ok(v) => results[k] = v,
                 Err(Failure::Cancelled { key: at }) => {
-                    self.drain_cancelled(&mut running, on_error, |k| format!("{key}.for_each.{k}"))
-                        .await;
+                    self.drain_cancelled(node, &mut running, on_error, |k| {
+                        format!("{key}.for_each.{k}")
+                    })
+                    .await;
                     return Err(Failure::Cancelled { key: at });
                 }
                 Err(e) => match on_error.kind {
-                    OnErrorKind::Continue => self.land(
-                        &format!("{key}.for_each.{k}"),
-                        &dropped_marker(&e.raw_text()),
-                    ),
+                    OnErrorKind::Continue => {
+                        self.land_dropped(node, &format!("{key}.for_each.{k}"), e.raw_text())?
+                    }
                     policy => {
                         // Returning drops `running`: the still-pending items are cancelled.
                         return Err(self.member_failed(node, key, &format!("item {k}"), policy, e));
@@ -189,7 +193,12 @@ impl Interp {
             .map(|(i, b)| {
                 let f = base.clone();
                 let bkey = format!("{key}.parallel.{}", b.name);
-                async move { (i, self.run_member(&b.region, &f, bkey, attempts).await) }
+                async move {
+                    (
+                        i,
+                        self.run_member(node, &b.region, &f, bkey, attempts).await,
+                    )
+                }
             })
             .collect();
         let mut results: Vec<Option<Result<Option<Value>, String>>> = vec![None; branches.len()];
@@ -197,7 +206,7 @@ impl Interp {
             match r {
                 Ok(v) => results[i] = Some(Ok(v)),
                 Err(Failure::Cancelled { key: at }) => {
-                    self.drain_cancelled(&mut running, on_error, |i| {
+                    self.drain_cancelled(node, &mut running, on_error, |i| {
                         format!("{key}.parallel.{}", branches[i].name)
                     })
                     .await;
@@ -206,10 +215,11 @@ impl Interp {
                 Err(e) => match on_error.kind {
                     OnErrorKind::Continue => {
                         let msg = e.raw_text();
-                        self.land(
+                        self.land_dropped(
+                            node,
                             &format!("{key}.parallel.{}", branches[i].name),
-                            &dropped_marker(&msg),
-                        );
+                            msg.clone(),
+                        )?;
                         results[i] = Some(Err(msg));
                     }
                     policy => {
@@ -235,14 +245,10 @@ impl Interp {
                 Some(Err(msg)) => {
                     errors.insert(b.name.clone(), Value::Str(msg));
                 }
-                // Dropped in an earlier attempt: the reason is in the store's marker.
+                // Dropped in an earlier attempt: the reason is in the store.
                 Some(Ok(None)) | None => {
                     let msg = self
-                        .journal
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&format!("{key}.parallel.{}", b.name))
-                        .and_then(is_dropped_marker)
+                        .dropped(&format!("{key}.parallel.{}", b.name), &self.step_hash(node))
                         .unwrap_or_default();
                     errors.insert(b.name.clone(), Value::Str(msg));
                 }
@@ -271,6 +277,7 @@ impl Interp {
     /// not yet started see the cancel flag and return at once.
     async fn drain_cancelled<F>(
         &self,
+        node: &Node,
         running: &mut FuturesUnordered<F>,
         on_error: OnError,
         member_key: impl Fn(usize) -> String,
@@ -279,10 +286,17 @@ impl Interp {
     {
         while let Some((i, r)) = running.next().await {
             if let (Err(e @ Failure::Step(_)), OnErrorKind::Continue) = (r, on_error.kind) {
-                // Dropped under `continue` stays dropped on resume, as without the cancel.
-                self.land(&member_key(i), &dropped_marker(&e.raw_text()));
+                // Dropped under `continue` stays dropped on resume, as without the cancel. A
+                // store failure here is remembered and fails the run at its end.
+                let _ = self.land_dropped(node, &member_key(i), e.raw_text());
             }
         }
+    }
+
+    /// Records a member dropped under `on_error: continue`, apart from the values.
+    fn land_dropped(&self, node: &Node, key: &str, error: String) -> Result<(), Failure> {
+        self.land(key, self.step_hash(node), Journaled::Dropped(error), None)
+            .map_err(|msg| self.fail(codes::STORE, key, node, msg).into())
     }
 
     fn member_failed(

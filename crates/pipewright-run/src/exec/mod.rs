@@ -8,9 +8,10 @@ mod steps;
 
 use crate::backend::{mock::MockBackend, AgentBackend, BoxFuture};
 use crate::cancel::CancelToken;
+use crate::codes;
 use crate::failure::{Failure, RunError};
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::store::{self, Event, EventKind, EventSink, RunStore};
+use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, RunLock, Store, Write};
 use crate::tools::Tools;
 use frame::Frame;
 use indexmap::IndexMap;
@@ -48,11 +49,14 @@ pub struct RunOptions {
     pub backend: Arc<dyn AgentBackend>,
     pub tools: Tools,
     pub caps: Caps,
-    /// Where runs are stored (`.pipewright/runs`); `None` runs without a store (no resume).
-    pub store_root: Option<PathBuf>,
-    /// Resume this run from `store_root`: its input is reused and landed steps are replayed.
+    /// Where runs are recorded; `None` runs without a store (no resume).
+    pub store: Option<Arc<dyn Store>>,
+    /// Resume this run from `store`: its input is reused and landed steps are replayed.
     pub resume: Option<String>,
-    /// The file name recorded in `state.json` (what `--resume` reloads).
+    /// Resume even though the source changed since the run started: a landing is replayed only
+    /// into a step with the same key and the same content hash.
+    pub force: bool,
+    /// The file name recorded with the run (what `--resume` reloads).
     pub file_label: String,
     pub cancel: CancelToken,
     pub sinks: Vec<Arc<dyn EventSink>>,
@@ -73,8 +77,9 @@ impl RunOptions {
             backend: Arc::new(MockBackend),
             tools: Tools::new(workdir),
             caps: Caps::default(),
-            store_root: None,
+            store: None,
             resume: None,
+            force: false,
             file_label: String::new(),
             cancel: CancelToken::new(),
             sinks: Vec::new(),
@@ -93,10 +98,12 @@ pub(crate) struct Interp {
     caps: Caps,
     spawns: AtomicU64,
     cancel: CancelToken,
-    /// Every landed step of this run (and, on resume, of the earlier attempt) by key, so a
-    /// retry or a resume replays instead of re-running.
-    journal: Mutex<HashMap<String, Value>>,
-    store: Option<Arc<RunStore>>,
+    /// Every landed step of this run (and, on resume, of the earlier attempts) by key, with
+    /// the content hash of the step that landed it, so a resume replays instead of re-running.
+    journal: Mutex<HashMap<String, (String, Journaled)>>,
+    store: Option<Recorder>,
+    /// The first store write that failed: the run cannot end `ok` after it.
+    store_failed: Mutex<Option<String>>,
     sinks: Vec<Arc<dyn EventSink>>,
     run_id: String,
     identity: String,
@@ -105,8 +112,51 @@ pub(crate) struct Interp {
     started: Instant,
 }
 
+/// A landed step as the interpreter keeps it.
+#[derive(Debug, Clone)]
+pub(crate) enum Journaled {
+    Value(Value),
+    Dropped(String),
+}
+
+/// The run's connection to its store: events wait in `pending` and go out with the next
+/// transaction (a landing's transaction carries its own `step_completed`), so a landing and
+/// its event commit together and nothing is reported done before its commit.
+pub(crate) struct Recorder {
+    store: Arc<dyn Store>,
+    run_id: String,
+    pending: Mutex<Vec<Write>>,
+    /// Held for the whole run: a second process cannot resume it meanwhile.
+    _lock: Box<dyn RunLock>,
+}
+
+impl Recorder {
+    pub(crate) fn buffer(&self, e: &Event) {
+        let line = e.to_json(&self.run_id).to_string();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Write::Event(line));
+    }
+
+    /// Commits the buffered events and then `writes`, in one transaction.
+    pub(crate) fn commit(&self, writes: Vec<Write>) -> Result<(), String> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut batch = std::mem::take(&mut *pending);
+        batch.extend(writes);
+        let r = self.store.record(&self.run_id, &batch);
+        if r.is_err() {
+            // Kept for the next attempt: the events are still true.
+            batch.retain(|w| matches!(w, Write::Event(_)));
+            *pending = batch;
+        }
+        r
+    }
+}
+
 /// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
-/// store) reported before anything runs; everything after that is in the [`RunOutcome`].
+/// store, a resume the store refuses) reported before anything runs; everything after that
+/// is in the [`RunOutcome`].
 pub async fn run(
     program: Arc<Program>,
     sources: &SourceMap,
@@ -114,24 +164,53 @@ pub async fn run(
 ) -> Result<RunOutcome, String> {
     let mut input = opts.input;
     let mut journal = HashMap::new();
+    let mut spawns = 0;
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+    let mut lock = None;
+    let mut resumed_workflow = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let root = opts
-                .store_root
-                .as_ref()
-                .ok_or("--resume needs a run store")?;
-            let rec = store::load_run(root, id)?;
+            let st = opts.store.as_ref().ok_or("--resume needs a run store")?;
+            store::check_run_id(id)?;
+            // Owner first, then read: what is read cannot change under us.
+            lock = Some(st.lock_run(id)?);
+            let rec = st.load_run(id)?;
+            if !input.is_null() {
+                return Err(format!(
+                    "run {id} keeps the input it started with; --input cannot be given with --resume"
+                ));
+            }
+            if rec.source_hash != source_hash && !opts.force {
+                return Err(format!(
+                    "the pipeline files changed since run {id} started; resuming would mix results of two versions. Restore the files, or pass --force to replay only the steps whose content did not change"
+                ));
+            }
+            if let Some(w) = opts.workflow.as_ref().filter(|w| **w != rec.workflow) {
+                return Err(format!(
+                    "run {id} runs pipeline `{}`; it cannot be resumed as `{w}`",
+                    rec.workflow
+                ));
+            }
+            resumed_workflow = Some(rec.workflow.clone());
             input = rec.input;
+            spawns = rec.spawns;
             journal = rec
-                .completed
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                .landings
+                .into_iter()
+                .map(|l| {
+                    let j = match l.landed {
+                        Landed::Value(v) => Journaled::Value(Value::from_json(&v)),
+                        Landed::Dropped(e) => Journaled::Dropped(e),
+                    };
+                    (l.key, (l.step_hash, j))
+                })
                 .collect();
             rec.run_id
         }
         None => store::new_run_id(),
     };
-    let wid = match &opts.workflow {
+    let workflow_name = opts.workflow.clone().or(resumed_workflow);
+    let wid = match &workflow_name {
         Some(name) => program.find(name).ok_or_else(|| {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
             format!(
@@ -155,29 +234,33 @@ pub async fn run(
         .workflow(wid)
         .ok_or("internal: workflow index out of range")?;
     let wf_name = workflow.name.clone();
-    let store = match &opts.store_root {
-        Some(root) => {
-            let mut meta = IndexMap::new();
-            meta.insert("version".into(), json!(store::STATE_VERSION));
-            meta.insert("run_id".into(), json!(run_id));
-            meta.insert("status".into(), json!("running"));
-            meta.insert("file".into(), json!(opts.file_label));
-            meta.insert("workflow".into(), json!(wf_name));
-            meta.insert("input".into(), input.clone());
-            meta.insert(
-                "source_hash".into(),
-                json!(store::source_hash(sources.files().map(|f| &*f.text))),
-            );
-            let completed = journal
-                .iter()
-                .map(|(k, v)| (k.clone(), v.to_json()))
-                .collect();
-            Some(Arc::new(RunStore::open(
-                store::run_dir(root, &run_id),
-                &run_id,
-                meta,
-                completed,
-            )?))
+    let recorder = match &opts.store {
+        Some(st) => {
+            let lock = match lock {
+                Some(l) => {
+                    st.record(&run_id, &[Write::Status("running".into())])?;
+                    l
+                }
+                None => {
+                    let l = st.lock_run(&run_id)?;
+                    // The run exists before its first step starts: a kill -9 at any later
+                    // point leaves a run that `--resume` can open.
+                    st.create_run(&store::NewRun {
+                        run_id: run_id.clone(),
+                        file: opts.file_label.clone(),
+                        workflow: wf_name.clone(),
+                        source_hash: source_hash.clone(),
+                        input: input.clone(),
+                    })?;
+                    l
+                }
+            };
+            Some(Recorder {
+                store: st.clone(),
+                run_id: run_id.clone(),
+                pending: Mutex::new(Vec::new()),
+                _lock: lock,
+            })
         }
         None => None,
     };
@@ -187,10 +270,11 @@ pub async fn run(
         backend: opts.backend,
         tools: opts.tools,
         caps: opts.caps,
-        spawns: AtomicU64::new(0),
+        spawns: AtomicU64::new(spawns),
         cancel: opts.cancel,
         journal: Mutex::new(journal),
-        store: store.clone(),
+        store: recorder,
+        store_failed: Mutex::new(None),
         sinks: opts.sinks,
         run_id: run_id.clone(),
         identity: opts.identity,
@@ -225,25 +309,51 @@ pub async fn run(
             o
         }
     };
-    if let Some(s) = &store {
-        s.set_meta("status", json!(outcome.status.name()));
-        s.set_meta("output", outcome.output.to_json());
-        s.set_meta("stores", outcome.stores.to_json());
-        if let Some(e) = &outcome.error {
-            s.set_meta(
-                "error",
-                json!({"code": e.code, "key": e.key, "message": e.message}),
-            );
+    if let Some(rec) = &interp.store {
+        outcome.store = Some(rec.store.describe());
+        // A write that failed inside a fan-out under `continue`, or after a step already
+        // failed, still fails the run: nothing may look done that the store does not have.
+        let earlier = interp
+            .store_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(msg) = earlier {
+            store_failure(&mut outcome, workflow, msg);
         }
-        if let Some(k) = &outcome.cancelled_at {
-            s.set_meta("cancelled_at", json!(k));
-        }
-        outcome.run_dir = Some(s.dir().to_path_buf());
-        if let Err(e) = s.close() {
-            outcome.store_error = Some(e);
+        let fin = store::Finish {
+            status: outcome.status.name().into(),
+            output: outcome.output.to_json(),
+            stores: outcome.stores.to_json(),
+            error: outcome
+                .error
+                .as_ref()
+                .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
+            cancelled_at: outcome.cancelled_at.clone(),
+        };
+        if let Err(msg) = rec.commit(vec![Write::Finish(fin)]) {
+            store_failure(&mut outcome, workflow, msg);
         }
     }
     Ok(outcome)
+}
+
+/// Turns the outcome into a failure of the store (unless it already failed of that).
+fn store_failure(outcome: &mut RunOutcome, workflow: &pipewright_ir::Workflow, msg: String) {
+    outcome.store_error.get_or_insert(msg.clone());
+    if outcome.error.is_some() {
+        // The step's own failure stays the diagnostic; the CLI reports the store's too.
+        return;
+    }
+    outcome.status = RunStatus::Failed;
+    outcome.cancelled_at = None;
+    outcome.error = Some(RunError::new(
+        codes::STORE,
+        "",
+        "run",
+        workflow.span,
+        format!("the run could not be recorded: {msg}"),
+    ));
 }
 
 pub(crate) fn child_key(prefix: &str, j: usize) -> String {
@@ -321,63 +431,149 @@ impl Interp {
             if self.cancel.is_cancelled() {
                 return Err(Failure::Cancelled { key });
             }
-            if let Some(v) = self.replayed(&key) {
-                self.emit(EventKind::Replayed, &key, node, frame, None, None);
+            let hash = self.step_hash(node);
+            if let Some(v) = self.replayed(&key, &hash) {
+                let e = self.event(EventKind::Replayed, &key, node, frame, None, None);
+                self.report(e);
                 return Ok(v);
             }
             let t0 = Instant::now();
-            self.emit(EventKind::Started, &key, node, frame, None, None);
+            let e = self.event(EventKind::Started, &key, node, frame, None, None);
+            self.report(e);
             let r = self.dispatch(node, frame, &key).await;
             let elapsed = Some(t0.elapsed().as_secs_f64() * 1000.0);
             match &r {
                 Ok(v) => {
-                    self.land(&key, v);
-                    self.emit(EventKind::Completed, &key, node, frame, elapsed, None);
+                    let e = self.event(EventKind::Completed, &key, node, frame, elapsed, None);
+                    // The landing and its event commit together, before anyone hears of it.
+                    self.land(&key, hash, Journaled::Value(v.clone()), e.as_ref())
+                        .map_err(|msg| self.fail(codes::STORE, &key, node, msg))?;
+                    if let Some(e) = e {
+                        self.notify(&e);
+                    }
                 }
-                Err(Failure::Step(e)) => self.emit(
-                    EventKind::Failed,
-                    &key,
-                    node,
-                    frame,
-                    elapsed,
-                    Some(e.message.clone()),
-                ),
+                Err(Failure::Step(err)) => {
+                    let e = self.event(
+                        EventKind::Failed,
+                        &key,
+                        node,
+                        frame,
+                        elapsed,
+                        Some(err.message.clone()),
+                    );
+                    self.report(e);
+                }
                 Err(Failure::Cancelled { .. }) => {
-                    self.emit(EventKind::Cancelled, &key, node, frame, elapsed, None)
+                    let e = self.event(EventKind::Cancelled, &key, node, frame, elapsed, None);
+                    self.report(e);
                 }
             }
             r
         })
     }
 
-    fn replayed(&self, key: &str) -> Option<Value> {
-        self.journal
+    /// A step's identity beside its key: a hash of its kind and its source text, so after an
+    /// edit (`--resume --force`) a landing is never replayed into a different step that now
+    /// has its key.
+    pub(crate) fn step_hash(&self, node: &Node) -> String {
+        let text = self
+            .sources
+            .get(node.span.file)
+            .and_then(|f| f.text.get(node.span.start as usize..node.span.end as usize))
+            .unwrap_or("");
+        store::source_hash([node.kind.name(), text].into_iter())
+    }
+
+    fn replayed(&self, key: &str, hash: &str) -> Option<Value> {
+        match self
+            .journal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
-            .cloned()
-    }
-
-    pub(crate) fn land(&self, key: &str, v: &Value) {
-        self.journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string(), v.clone());
-        if let Some(s) = &self.store {
-            s.land(key, v.to_json());
+        {
+            Some((h, Journaled::Value(v))) if h == hash => Some(v.clone()),
+            _ => None,
         }
     }
 
-    /// Drops a landing so a retry runs the step again (an error-flagged tool result landed
-    /// as a value but fails its fan-out item).
-    pub(crate) fn forget(&self, key: &str) {
+    /// The drop recorded for a fan-out member in an earlier attempt, if any.
+    pub(crate) fn dropped(&self, key: &str, hash: &str) -> Option<String> {
+        match self
+            .journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            Some((h, Journaled::Dropped(e))) if h == hash => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    /// Records a landing (with the event that reports it) in one transaction. A failed write
+    /// is also remembered so the run cannot end `ok`.
+    pub(crate) fn land(
+        &self,
+        key: &str,
+        hash: String,
+        landed: Journaled,
+        event: Option<&Event>,
+    ) -> Result<(), String> {
+        if let Some(rec) = &self.store {
+            if let Some(e) = event {
+                rec.buffer(e);
+            }
+            let l = Landing {
+                key: key.to_string(),
+                step_hash: hash.clone(),
+                landed: match &landed {
+                    Journaled::Value(v) => Landed::Value(v.to_json()),
+                    Journaled::Dropped(e) => Landed::Dropped(e.clone()),
+                },
+            };
+            rec.commit(vec![Write::Land(l)])
+                .map_err(|e| self.store_failed(e))?;
+        }
         self.journal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+            .insert(key.to_string(), (hash, landed));
+        Ok(())
     }
 
-    fn emit(
+    /// Forgets the landing at `key` and every landing under it, so the next attempt of a
+    /// fan-out item (a retry) runs its whole body again.
+    pub(crate) fn forget_under(&self, key: &str) -> Result<(), String> {
+        let under = format!("{key}.");
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| k != key && !k.starts_with(&under));
+        if let Some(rec) = &self.store {
+            rec.commit(vec![Write::ForgetUnder(key.to_string())])
+                .map_err(|e| self.store_failed(e))?;
+        }
+        Ok(())
+    }
+
+    /// Persists the spawn count before the agent runs, so a resume counts on from it.
+    pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
+        match &self.store {
+            Some(rec) => rec
+                .commit(vec![Write::Spawns(n)])
+                .map_err(|e| self.store_failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn store_failed(&self, msg: String) -> String {
+        self.store_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| msg.clone());
+        msg
+    }
+
+    fn event(
         &self,
         kind: EventKind,
         key: &str,
@@ -385,11 +581,11 @@ impl Interp {
         frame: &Frame,
         elapsed_ms: Option<f64>,
         error: Option<String>,
-    ) {
+    ) -> Option<Event> {
         if self.sinks.is_empty() && self.store.is_none() {
-            return;
+            return None;
         }
-        let e = Event {
+        Some(Event {
             kind,
             key: key.to_string(),
             step_kind: node.kind.name(),
@@ -402,12 +598,22 @@ impl Interp {
             elapsed_ms,
             error,
             summary: node.summary(),
-        };
-        if let Some(s) = &self.store {
-            s.event(&e);
+        })
+    }
+
+    /// An event that reports nothing landed: it goes out with the store's next transaction.
+    fn report(&self, e: Option<Event>) {
+        if let Some(e) = e {
+            if let Some(rec) = &self.store {
+                rec.buffer(&e);
+            }
+            self.notify(&e);
         }
+    }
+
+    fn notify(&self, e: &Event) {
         for s in &self.sinks {
-            s.event(&e);
+            s.event(e);
         }
     }
 

@@ -5,7 +5,7 @@ use crate::backend::AgentRequest;
 use crate::codes;
 use crate::failure::{Failure, RunError};
 use crate::tools;
-use crate::value::{obj, python_str};
+use crate::value::python_str;
 use indexmap::IndexMap;
 use pipewright_ir::{
     Arg, ArgValue, CallRef, Expr, ListSource, Node, NodeKind, OnError, OnErrorKind, Region,
@@ -73,6 +73,8 @@ impl Interp {
                         .fail(codes::SPAWNS, key, node, format!("would exceed the per-run agent spawn cap ({0}): {0} agent session(s) already spawned this run", self.caps.max_spawns))
                         .into());
                 }
+                self.record_spawns(prev + 1)
+                    .map_err(|msg| self.fail(codes::STORE, key, node, msg))?;
                 let text =
                     pipewright_r1::render(&prompt.template, &frame.scope()).map_err(|e| {
                         let span = match self.sources.get(prompt.span.file) {
@@ -595,25 +597,4 @@ fn parse_reply(text: &str) -> Result<serde_json::Value, String> {
         .and_then(|r| r.trim_end().strip_suffix("```"))
         .unwrap_or(t);
     serde_json::from_str(inner.trim()).map_err(|e| e.to_string())
-}
-
-pub(crate) fn dropped_marker(message: &str) -> Value {
-    obj(vec![
-        ("__fan_out_dropped__", Value::Bool(true)),
-        ("error", Value::Str(message.to_string())),
-    ])
-}
-
-pub(crate) fn is_dropped_marker(v: &Value) -> Option<String> {
-    let o = v.as_object()?;
-    if o.get("__fan_out_dropped__").is_some_and(Value::truthy) {
-        Some(
-            o.get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        )
-    } else {
-        None
-    }
 }

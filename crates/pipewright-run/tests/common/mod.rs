@@ -1,5 +1,6 @@
 #![allow(dead_code)]
 
+use pipewright_run::store::{SqliteStore, Store};
 use pipewright_run::{run, RunOptions, RunOutcome};
 use pipewright_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -45,8 +46,24 @@ pub fn run_json(text: &str, o: RunOptions) -> serde_json::Value {
     out.to_json(&s)
 }
 
-pub fn runs_root(dir: &Path) -> PathBuf {
-    dir.join(".pipewright/runs")
+/// The default run store of a project directory.
+pub fn db_path(dir: &Path) -> PathBuf {
+    dir.join(".pipewright/runs.db")
+}
+
+pub fn store_at(dir: &Path) -> Arc<dyn Store> {
+    Arc::new(SqliteStore::open(&db_path(dir)).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The only run of a project (`None` before the run row exists) and its `runs show` document.
+pub fn only_run(dir: &Path) -> Option<(String, serde_json::Value)> {
+    if !db_path(dir).exists() {
+        return None;
+    }
+    let st = SqliteStore::open(&db_path(dir)).ok()?;
+    let id = st.list_runs().ok()?.into_iter().next()?.run_id;
+    let state = st.state(&id).ok()?;
+    Some((id, state))
 }
 
 /// What a mock HTTP server received: the request head and the body its `Content-Length`

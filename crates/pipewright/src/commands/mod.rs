@@ -5,3 +5,4 @@ pub mod fmt;
 pub mod graph;
 pub mod load;
 pub mod run;
+pub mod runs;

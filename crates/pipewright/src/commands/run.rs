@@ -1,10 +1,15 @@
 //! `pipewright run`.
 
 use crate::cli::{Backend, RunArgs, RunFormat};
+use pipewright_run::store::Store;
 use pipewright_run::{Caps, ProjectConfig, RunOptions};
 use pipewright_syntax::{render, SourceMap};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+fn open_store(cwd: &std::path::Path) -> Result<Arc<dyn Store>, String> {
+    super::runs::open_store(cwd).map(|s| Arc::new(s) as Arc<dyn Store>)
+}
 
 pub fn run(args: &RunArgs) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -28,30 +33,31 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
-    let store_root = cwd.join(".pipewright/runs");
-    // A resumed run takes its file, pipeline and input from the run store.
-    let mut stored_hash = None;
-    let (file, workflow, stored_input) = match (&args.resume, &args.file) {
-        (Some(id), file) => match pipewright_run::store::load_run(&store_root, id) {
-            Ok(rec) => {
-                stored_hash = Some(rec.source_hash);
-                (
-                    file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
-                    args.pipeline.clone().or(Some(rec.workflow)),
-                    Some(rec.input),
-                )
-            }
-            Err(e) => {
-                errln!("error: {e}");
+    // A resumed run takes its file from the run store; its pipeline and input are checked
+    // against the record by the interpreter.
+    let file = match (&args.resume, &args.file) {
+        (Some(id), file) => {
+            if args.input.is_some() || args.input_file.is_some() {
+                errln!(
+                    "error: run {id} keeps the input it started with; --input cannot be given with --resume"
+                );
                 return 2;
             }
-        },
-        (None, Some(file)) => (file.clone(), args.pipeline.clone(), None),
+            match open_store(&cwd).and_then(|s| s.load_run(id)) {
+                Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
+                Err(e) => {
+                    errln!("error: {e}");
+                    return 2;
+                }
+            }
+        }
+        (None, Some(file)) => file.clone(),
         (None, None) => {
             errln!("error: give a pipeline file (or --resume RUN_ID)");
             return 2;
         }
     };
+    let workflow = args.pipeline.clone();
     if args
         .identity
         .as_deref()
@@ -62,7 +68,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     }
     let input = match input(args) {
         Ok(Some(v)) => v,
-        Ok(None) => stored_input.unwrap_or(serde_json::Value::Null),
+        Ok(None) => serde_json::Value::Null,
         Err(e) => {
             errln!("error: {e}");
             return 2;
@@ -79,14 +85,6 @@ async fn run_async(args: &RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    if let (Some(old), Some(id)) = (stored_hash.filter(|h| !h.is_empty()), &args.resume) {
-        let now = pipewright_run::store::source_hash(sources.files().map(|f| &*f.text));
-        if old != now {
-            errln!(
-                "warning: the pipeline files changed since run {id} started; its landed steps are replayed as recorded, the rest runs from the current files"
-            );
-        }
-    }
     let program = pipewright_ir::lower::pipeline(&ast);
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
@@ -135,7 +133,15 @@ async fn run_async(args: &RunArgs) -> u8 {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,
     };
-    o.store_root = Some(store_root);
+    // Opened only now: a run that cannot start leaves no store behind.
+    o.store = match open_store(&cwd) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    o.force = args.force;
     o.file_label = crate::read::display_name(&file);
     if let Some(id) = args.identity.clone().or(cfg.identity.clone()) {
         o.identity = id;
@@ -154,6 +160,15 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
+    // A store failure beside a step's own failure (which stays the diagnostic) is still said.
+    if let Some(e) = outcome.store_error.as_ref().filter(|_| {
+        outcome
+            .error
+            .as_ref()
+            .is_none_or(|e| e.code != pipewright_run::codes::STORE)
+    }) {
+        errln!("error: the run could not be recorded: {e}");
+    }
     match args.format {
         RunFormat::Json => outln!(
             "{}",
@@ -203,10 +218,9 @@ fn stopped_summary(outcome: &pipewright_run::RunOutcome) -> String {
             }
         }
     }
-    if outcome.run_dir.is_some() {
-        // The store root is always `.pipewright/runs` under the working directory.
+    if outcome.store.is_some() {
         out.push_str(&format!(
-            "full state: .pipewright/runs/{}/state.json\n",
+            "full state: pipewright runs show {}\n",
             outcome.run_id
         ));
     }

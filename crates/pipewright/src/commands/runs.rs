@@ -1,0 +1,224 @@
+//! `pipewright runs`: the run store seen from the command line.
+
+use crate::cli::{RunFormat, RunsAction, RunsArgs};
+use pipewright_run::store::{SqliteStore, Store};
+use pipewright_run::ProjectConfig;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// The run store of the working directory: `[store] path` of the nearest pipewright.toml
+/// from the working directory, else `.pipewright/runs.db` in it. Every verb (`run`,
+/// `run --resume`, `runs`) finds it the same way, so they always agree.
+pub fn store_path(cwd: &Path) -> Result<PathBuf, String> {
+    let cfg = match ProjectConfig::find(cwd).and_then(|p| p.parent().map(PathBuf::from)) {
+        Some(dir) => ProjectConfig::load(&dir)?,
+        None => ProjectConfig::default(),
+    };
+    // Relative by default so messages name `.pipewright/runs.db`, as the user sees it.
+    Ok(cfg
+        .store_path
+        .unwrap_or_else(|| PathBuf::from(".pipewright/runs.db")))
+}
+
+pub fn open_store(cwd: &Path) -> Result<SqliteStore, String> {
+    SqliteStore::open(&store_path(cwd)?)
+}
+
+pub fn run(args: &RunsArgs) -> u8 {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            errln!("error: no working directory: {e}");
+            return 2;
+        }
+    };
+    let path = match store_path(&cwd) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    // `runs` never creates a store where there is none.
+    if !path.exists() {
+        return match &args.action {
+            None => {
+                match args.format {
+                    RunFormat::Json => outln!("[]"),
+                    RunFormat::Human => errln!("no runs yet ({} does not exist)", path.display()),
+                }
+                0
+            }
+            Some(RunsAction::Show { id } | RunsAction::Events { id }) => {
+                errln!("error: no run {id}: {} does not exist", path.display());
+                1
+            }
+            Some(RunsAction::Rm { id, .. }) => match id {
+                Some(id) => {
+                    errln!("error: no run {id}: {} does not exist", path.display());
+                    1
+                }
+                None => 0,
+            },
+        };
+    }
+    let store = match SqliteStore::open(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    let result = match &args.action {
+        None => list(&store, args.format),
+        Some(RunsAction::Show { id }) => store.state(id).map(|s| {
+            outln!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        }),
+        Some(RunsAction::Events { id }) => store.events(id).map(|lines| {
+            for l in lines {
+                outln!("{l}");
+            }
+        }),
+        Some(RunsAction::Rm { id: Some(id), .. }) => store.remove(id).map(|()| {
+            errln!("removed run {id}");
+        }),
+        Some(RunsAction::Rm {
+            id: None,
+            older_than: Some(dur),
+        }) => remove_older(&store, dur),
+        Some(RunsAction::Rm { .. }) => Err("give a run id or --older-than DUR".into()),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            errln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
+    let runs = store.list_runs()?;
+    match format {
+        RunFormat::Json => {
+            let v: Vec<serde_json::Value> = runs
+                .iter()
+                .map(|r| {
+                    json!({
+                        "run_id": r.run_id,
+                        "status": r.status,
+                        "file": r.file,
+                        "workflow": r.workflow,
+                        "created_ms": r.created_ms,
+                        "updated_ms": r.updated_ms,
+                    })
+                })
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        RunFormat::Human => {
+            if runs.is_empty() {
+                errln!("no runs yet");
+            }
+            for r in &runs {
+                outln!(
+                    "{}  {:<9}  {}  {} ({})",
+                    r.run_id,
+                    r.status,
+                    utc(r.created_ms),
+                    r.file,
+                    r.workflow
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn remove_older(store: &SqliteStore, dur: &str) -> Result<(), String> {
+    let ms = parse_duration_ms(dur)?;
+    let cutoff = pipewright_run::store::now_ms().saturating_sub(ms);
+    let mut removed = 0;
+    let mut skipped = Vec::new();
+    for r in store.list_runs()? {
+        if r.updated_ms >= cutoff {
+            continue;
+        }
+        // A run in progress is refused by `remove` (it is owned); the others still go.
+        match store.remove(&r.run_id) {
+            Ok(()) => removed += 1,
+            Err(e) => skipped.push(e),
+        }
+    }
+    errln!(
+        "removed {removed} run{} last active more than {dur} ago",
+        if removed == 1 { "" } else { "s" }
+    );
+    if skipped.is_empty() {
+        Ok(())
+    } else {
+        Err(skipped.join("\n"))
+    }
+}
+
+/// `90s`, `30m`, `12h`, `7d`, `2w` in milliseconds.
+pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let bad = || format!("`{text}` is not a duration (write e.g. 90s, 30m, 12h, 7d, 2w)");
+    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (n, unit) = t.split_at(split);
+    let n: i64 = n.parse().map_err(|_| bad())?;
+    let unit_ms: i64 = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 604_800_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(unit_ms).ok_or_else(bad)
+}
+
+/// `2026-11-25 13:29:47Z` from milliseconds since the epoch (days to a civil date after
+/// Howard Hinnant's `civil_from_days`).
+fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("90s"), Ok(90_000));
+        assert_eq!(parse_duration_ms("7d"), Ok(7 * 86_400_000));
+        assert!(parse_duration_ms("7").is_err());
+        assert!(parse_duration_ms("d").is_err());
+        assert!(parse_duration_ms("3y").is_err());
+        assert!(parse_duration_ms("99999999999999999999w").is_err());
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_827_696_000), "2000-02-29 12:34:56Z");
+        assert_eq!(utc(1_795_000_000_000), "2026-11-18 11:06:40Z");
+    }
+}
