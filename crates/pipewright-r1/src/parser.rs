@@ -582,10 +582,16 @@ where
         )))
         .boxed();
 
+        // A lambda (`x -> body`) ends where its body does, so whatever follows a body that
+        // failed to continue it (a `[…]`, an operator and its operand) is tried again by the
+        // level around the lambda, and again for every enclosing lambda: exponential on bad
+        // input. Each such continuation (here and the operator tails below) remembers its
+        // failure at a position, so it is parsed once.
         let index = expr
             .clone()
             .delimited_by(just(Token::LBracket), just(Token::RBracket))
-            .map_with(|_, e| span_of(e.span()));
+            .map_with(|_, e| span_of(e.span()))
+            .memoized();
         let primary = base
             .clone()
             .then(index.repeated().collect::<Vec<_>>())
@@ -631,16 +637,17 @@ where
         let mul_op = select! { Token::Star => BinOp::Mul, Token::Slash => BinOp::Div };
         let product = unary
             .clone()
-            .foldl_with(mul_op.then(unary).repeated(), |l, (op, r), _| {
+            .foldl_with(mul_op.then(unary).memoized().repeated(), |l, (op, r), _| {
                 binary(op, l, r)
             })
             .boxed();
         let add_op = select! { Token::Plus => BinOp::Add, Token::Minus => BinOp::Sub };
         let sum = product
             .clone()
-            .foldl_with(add_op.then(product).repeated(), |l, (op, r), _| {
-                binary(op, l, r)
-            })
+            .foldl_with(
+                add_op.then(product).memoized().repeated(),
+                |l, (op, r), _| binary(op, l, r),
+            )
             .boxed();
         let cmp_op = select! {
             Token::EqEq => BinOp::Eq,
@@ -653,7 +660,7 @@ where
         .map_with(|op, e| (op, span_of(e.span())));
         let comparison = sum
             .clone()
-            .then(cmp_op.then(sum).repeated().collect::<Vec<_>>())
+            .then(cmp_op.then(sum).memoized().repeated().collect::<Vec<_>>())
             .validate(|(first, rest): (Expr, CmpRest), _, emitter| {
                 let mut acc = first;
                 for (i, ((op, op_span), r)) in rest.into_iter().enumerate() {
@@ -684,14 +691,16 @@ where
             .boxed();
         let conj = not
             .clone()
-            .foldl_with(just(Token::And).ignore_then(not).repeated(), |l, r, _| {
-                binary(BinOp::And, l, r)
-            })
+            .foldl_with(
+                just(Token::And).ignore_then(not).memoized().repeated(),
+                |l, r, _| binary(BinOp::And, l, r),
+            )
             .boxed();
         conj.clone()
-            .foldl_with(just(Token::Or).ignore_then(conj).repeated(), |l, r, _| {
-                binary(BinOp::Or, l, r)
-            })
+            .foldl_with(
+                just(Token::Or).ignore_then(conj).memoized().repeated(),
+                |l, r, _| binary(BinOp::Or, l, r),
+            )
             .labelled("expression")
     })
 }

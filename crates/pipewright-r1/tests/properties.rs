@@ -214,3 +214,39 @@ fn long_chains_do_not_recurse() {
         assert!(slow.same_as(&expr));
     }
 }
+
+/// Found by the `r1_parse` fuzz target (a 475-byte input took 15 s): after a lambda's body
+/// stopped short of a `[…]` or an operator with a broken operand, the level around the lambda
+/// tried the same continuation again, doubling the work per enclosing lambda. Each pattern
+/// repeated 40 times would take hours that way; parsed once per position it takes
+/// milliseconds. The parse runs on a thread so a regression fails here instead of hanging.
+#[test]
+fn broken_input_after_nested_lambdas_parses_in_linear_time() {
+    let patterns = [
+        "x -> t[",
+        "[x -> x[",
+        "x -> !x -> t[",
+        "x -> x -> t[",
+        "x -> a + [",
+        "x -> a * (",
+        "x -> a == (",
+        "x -> a and (",
+        "x -> a or [",
+        "x -> a == not (",
+        "f(x -> a, x -> b + [",
+    ];
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for p in patterns {
+            let src = format!("{}!", p.repeat(40));
+            let errs = parse(&src).err().unwrap_or_default();
+            tx.send((p, errs.is_empty())).ok();
+        }
+    });
+    for _ in patterns {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok((p, no_errors)) => assert!(!no_errors, "{p:?} repeated parsed without an error"),
+            Err(_) => panic!("a pattern took more than 20 s to parse"),
+        }
+    }
+}
