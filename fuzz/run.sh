@@ -75,18 +75,26 @@ for t in "${targets[@]}"; do
     echo "== $t: ${seconds}s"
     start=$(date +%s)
     status=0
-    # The first corpus directory is where libFuzzer writes new inputs.
     : >"$log"
-    "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" \
+    # libFuzzer's hang report allocates inside a signal handler, and without a sanitizer's
+    # allocator it can deadlock there for good (seen on r1_parse): a process still alive well
+    # past its time is killed (exit 137), and the run recorded as a hang. The first corpus
+    # directory is where libFuzzer writes new inputs.
+    timeout -s KILL $((seconds + 2 * timeout + 120)) \
+        "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" \
         -max_total_time="$seconds" -timeout="$timeout" -print_final_stats=1 \
         "${extra[@]}" "fuzz/corpus/$t" "${seeds[@]}" >"$log" 2>&1 &
     pid=$!
     tail -n +1 -f --pid="$pid" "$log" |
-        grep --line-buffered -E '^(#[0-9]+[[:space:]]+(INITED|DONE|pulse)|==[0-9]+== ERROR|.*panicked at|Test unit written|stat::)' || true
+        grep --line-buffered -E '^(#[0-9]+[[:space:]]+(INITED|DONE|pulse)|==[0-9]+== ERROR|.*panicked at|Test unit written|ALARM|stat::)' || true
     wait "$pid" || status=$?
+    pid=
     elapsed=$(($(date +%s) - start))
-    # The final stats are only printed on a clean finish; after a crash the last `#N` status
-    # line is the best count there is.
+    # Time spent stuck after the deadline is not fuzzing time.
+    if [[ $elapsed -gt $seconds ]]; then
+        elapsed=$seconds
+    fi
+    # Without final stats (a process killed), the last `#N` status line is the best count.
     inputs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -1)
     if [[ -z $inputs ]]; then
         inputs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)
@@ -95,6 +103,9 @@ for t in "${targets[@]}"; do
     found=$(sed -n 's/.*Test unit written to \([^ ]*\).*/\1/p' "$log" | grep -v '/slow-unit-' | tail -1 || true)
     if [[ -n $found ]]; then
         result="finding:$found"
+        failed=1
+    elif [[ $status -eq 137 ]]; then
+        result="finding:hang-input-lost"
         failed=1
     elif [[ $status -ne 0 ]]; then
         result="error:exit-$status"
