@@ -142,12 +142,14 @@ impl Recorder {
     /// Commits the buffered events and then `writes`, in one transaction.
     pub(crate) fn commit(&self, writes: Vec<Write>) -> Result<(), String> {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let earlier = pending.len();
         let mut batch = std::mem::take(&mut *pending);
         batch.extend(writes);
         let r = self.store.record(&self.run_id, &batch);
         if r.is_err() {
-            // Kept for the next attempt: the events are still true.
-            batch.retain(|w| matches!(w, Write::Event(_)));
+            // The buffered events are still true and go out with a later transaction; the
+            // ones that came with `writes` (a completion whose landing failed) are not.
+            batch.truncate(earlier);
             *pending = batch;
         }
         r
@@ -446,8 +448,19 @@ impl Interp {
                 Ok(v) => {
                     let e = self.event(EventKind::Completed, &key, node, frame, elapsed, None);
                     // The landing and its event commit together, before anyone hears of it.
-                    self.land(&key, hash, Journaled::Value(v.clone()), e.as_ref())
-                        .map_err(|msg| self.fail(codes::STORE, &key, node, msg))?;
+                    if let Err(msg) = self.land(&key, hash, Journaled::Value(v.clone()), e.as_ref())
+                    {
+                        let failed = self.event(
+                            EventKind::Failed,
+                            &key,
+                            node,
+                            frame,
+                            elapsed,
+                            Some(msg.clone()),
+                        );
+                        self.report(failed);
+                        return Err(self.fail(codes::STORE, &key, node, msg).into());
+                    }
                     if let Some(e) = e {
                         self.notify(&e);
                     }
@@ -519,9 +532,6 @@ impl Interp {
         event: Option<&Event>,
     ) -> Result<(), String> {
         if let Some(rec) = &self.store {
-            if let Some(e) = event {
-                rec.buffer(e);
-            }
             let l = Landing {
                 key: key.to_string(),
                 step_hash: hash.clone(),
@@ -530,8 +540,12 @@ impl Interp {
                     Journaled::Dropped(e) => Landed::Dropped(e.clone()),
                 },
             };
-            rec.commit(vec![Write::Land(l)])
-                .map_err(|e| self.store_failed(e))?;
+            let mut writes = Vec::with_capacity(2);
+            if let Some(e) = event {
+                writes.push(Write::Event(e.to_json(&self.run_id).to_string()));
+            }
+            writes.push(Write::Land(l));
+            rec.commit(writes).map_err(|e| self.store_failed(e))?;
         }
         self.journal
             .lock()
