@@ -970,3 +970,160 @@ fn resume_refuses_another_pipeline_and_an_input() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("error[PW0806]"), "{}", text(&o));
 }
+
+/// Two `--resume` of one run at once: exactly one proceeds, the other is refused at once with
+/// a clear message, and no landed item runs twice. The kill -9 before them left no lock behind.
+#[test]
+fn two_concurrent_resumes_exactly_one_proceeds() {
+    let d = project(&["fan_gate.yaml"]);
+    let mut child = spawn_run(d.path(), &["fan_gate.yaml"]);
+    let id = wait_for(Duration::from_secs(10), "two landed items", || {
+        let id = run_ids(d.path()).into_iter().next()?;
+        let s = state(d.path(), &id);
+        let items = s["completed"]
+            .as_object()?
+            .keys()
+            .filter(|k| k.starts_with("1.for_each.") && *k != "1.for_each.collect")
+            .count();
+        (items >= 2).then_some(id)
+    });
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    finish(child);
+
+    let mut a = spawn_run(d.path(), &["--resume", &id]);
+    let mut b = spawn_run(d.path(), &["--resume", &id]);
+    // The loser is refused at once; the winner waits for the gate.
+    let a_first = wait_for(Duration::from_secs(10), "one resume to be refused", || {
+        if matches!(a.try_wait(), Ok(Some(_))) {
+            Some(true)
+        } else if matches!(b.try_wait(), Ok(Some(_))) {
+            Some(false)
+        } else {
+            None
+        }
+    });
+    let (winner, loser) = if a_first { (b, a) } else { (a, b) };
+    let refused = finish(loser);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        stderr(&refused).contains(&format!(
+            "run {id} is in progress in another process (process "
+        )),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(stdout(&refused), "");
+    std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
+    let o = finish(winner);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(parse(&o)["output"], "a\nb\nc\nd\ne\nf\n");
+    let log = read(&d.path().join("log"));
+    for item in ["a", "b", "e", "f"] {
+        assert_eq!(
+            log.lines().filter(|l| *l == item).count(),
+            1,
+            "{item} ran once: {log}"
+        );
+    }
+}
+
+#[test]
+fn runs_lists_shows_prints_events_and_removes() {
+    let d = tempdir();
+    let o = run_in(d.path(), &["runs"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stderr(&o).contains("no runs yet"), "{}", text(&o));
+    assert!(
+        !d.path().join(".pipewright").exists(),
+        "listing creates no store"
+    );
+    let o = run_in(d.path(), &["runs", "show", "0123"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    fixture(
+        d.path(),
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    fixture(
+        d.path(),
+        "bad.yaml",
+        "pipeline: bad\nsteps:\n  - transform: {value: \"1 / 0\"}\n",
+    );
+    let (_, first) = run_json(d.path(), &["ok.yaml"]);
+    let (_, second) = run_json(d.path(), &["bad.yaml"]);
+    let (first, second) = (
+        first["run_id"].as_str().unwrap_or("?").to_string(),
+        second["run_id"].as_str().unwrap_or("?").to_string(),
+    );
+    let o = run_in(d.path(), &["runs"]);
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 2, "{}", text(&o));
+    assert!(
+        lines[0].starts_with(&format!("{second}  failed ")) && lines[0].ends_with("bad.yaml (bad)"),
+        "newest first: {lines:?}"
+    );
+    assert!(lines[1].starts_with(&format!("{first}  ok ")), "{lines:?}");
+
+    let s = state(d.path(), &second);
+    let fields = [
+        "version",
+        "run_id",
+        "status",
+        "file",
+        "workflow",
+        "input",
+        "source_hash",
+        "completed",
+        "dropped",
+        "spawns",
+        "created_ms",
+        "updated_ms",
+        "output",
+        "stores",
+        "error",
+    ];
+    assert_eq!(keys(&s), fields, "{s}");
+    assert_eq!(s["error"]["code"], "PW0800", "{s}");
+
+    let evs = events(d.path(), &first);
+    let kinds: Vec<&str> = evs.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds, ["step_started", "step_completed"]);
+
+    let o = run_in(d.path(), &["runs", "rm", &first]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(run_ids(d.path()), [second.as_str()]);
+    let o = run_in(d.path(), &["runs", "rm", &first]);
+    assert_eq!(o.status.code(), Some(1), "removing twice: {}", text(&o));
+    let o = run_in(d.path(), &["runs", "rm", "--older-than", "1h"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(run_ids(d.path()), [second.as_str()], "a fresh run stays");
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = run_in(d.path(), &["runs", "rm", "--older-than", "1s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stderr(&o).contains("removed 1 run "), "{}", text(&o));
+    assert!(run_ids(d.path()).is_empty());
+    let o = run_in(d.path(), &["runs", "rm", "--older-than", "soon"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("is not a duration"), "{}", text(&o));
+}
+
+#[test]
+fn store_path_in_pipewright_toml_moves_the_store() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "pipewright.toml",
+        "[store]\npath = \"state/all-runs.db\"\n",
+    );
+    fixture(
+        d.path(),
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let (code, v) = run_json(d.path(), &["ok.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert!(d.path().join("state/all-runs.db").is_file());
+    assert!(!d.path().join(".pipewright").exists());
+    assert_eq!(run_ids(d.path()), [v["run_id"].as_str().unwrap_or("?")]);
+}
