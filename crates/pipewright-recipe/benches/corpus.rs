@@ -1,7 +1,12 @@
-//! Checks every amplifier corpus recipe in one process (target: under 30 ms in total).
+//! Checks every amplifier corpus recipe in one process (target: under 30 ms in total), and
+//! checks generated recipes of n and 10·n steps: the time must grow about 10×, not 100×
+//! (the variable scope was once copied per step). Run: `cargo bench -p pipewright-recipe`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use std::path::PathBuf;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 fn corpus() -> Vec<(PathBuf, String)> {
     let root = PathBuf::from("/work/shared/corpus");
@@ -33,5 +38,82 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// `n` steps, each with an output the next one reads; every third step is conditional (on a
+/// variable an earlier step set) and every fifth is a foreach with a body, so the guard and
+/// loop-scope paths are on the measured path too.
+fn generated(n: usize) -> String {
+    let mut s = String::from(
+        "name: gen\ndescription: generated\nversion: \"1.0.0\"\ncontext:\n  out_0: x\n  items: []\nsteps:\n",
+    );
+    for i in 1..=n {
+        let _ = write!(s, "  - id: s{i}\n");
+        if i % 3 == 0 {
+            let _ = write!(s, "    condition: \"{{{{out_{}}}}} == 'go'\"\n", i - 2);
+        }
+        if i % 5 == 0 {
+            let _ = write!(
+                s,
+                "    foreach: \"{{{{items}}}}\"\n    steps:\n      - id: b{i}\n        agent: foundation:a\n        prompt: \"{{{{item}}}} {{{{out_{}}}}}\"\n        output: inner_{i}\n",
+                i - 1
+            );
+        } else {
+            let _ = write!(
+                s,
+                "    agent: foundation:a\n    prompt: \"use {{{{out_{}}}}}\"\n",
+                i - 1
+            );
+        }
+        let _ = write!(s, "    output: out_{i}\n");
+    }
+    s
+}
+
+/// The median of 9 runs (a minimum is too much at the mercy of one lucky run).
+fn check_time(text: &str) -> Duration {
+    let mut times: Vec<Duration> = (0..9)
+        .map(|_| {
+            let start = Instant::now();
+            let mut sources = pipewright_syntax::SourceMap::new();
+            black_box(pipewright_recipe::check_file(
+                &mut sources,
+                Path::new("gen.yaml"),
+                text,
+            ));
+            start.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+fn growth(c: &mut Criterion) {
+    let (small, large) = (generated(5_000), generated(50_000));
+    let mut g = c.benchmark_group("growth");
+    g.sample_size(10);
+    g.bench_function("check 5000 steps", |b| {
+        b.iter(|| {
+            let mut sources = pipewright_syntax::SourceMap::new();
+            pipewright_recipe::check_file(&mut sources, Path::new("gen.yaml"), &small).len()
+        })
+    });
+    g.bench_function("check 50000 steps", |b| {
+        b.iter(|| {
+            let mut sources = pipewright_syntax::SourceMap::new();
+            pipewright_recipe::check_file(&mut sources, Path::new("gen.yaml"), &large).len()
+        })
+    });
+    g.finish();
+    let (t1, t10) = (check_time(&small), check_time(&large));
+    let ratio = t10.as_secs_f64() / t1.as_secs_f64().max(1e-9);
+    println!(
+        "growth: 5000 steps {t1:?}, 50000 steps {t10:?}: ×{ratio:.1} for 10× the input (linear ≈ 10, quadratic ≈ 100)"
+    );
+    // Linear is about 10 (a little more as the larger scope falls out of the caches).
+    assert!(
+        ratio < 30.0,
+        "recipe check grew ×{ratio:.1} for 10× the steps: no longer linear"
+    );
+}
+
+criterion_group!(benches, bench, growth);
 criterion_main!(benches);
