@@ -1,12 +1,19 @@
 //! Cooperative cancellation: the flag is polled before every step, so a run stops at the next
 //! step boundary and leaves the store consistent.
+//!
+//! SIGINT and SIGTERM are handled alike: the first one cancels (steps already running finish
+//! and land, nothing new starts; exit 130 for SIGINT, 143 for SIGTERM); a second one kills the
+//! process groups of every child still running and exits at once with the same code. The store
+//! then holds the run as its last commit left it, and `--resume` continues it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
+    /// The signal that cancelled the run (0: none, or cancelled by the program).
+    signal: Arc<AtomicI32>,
 }
 
 impl CancelToken {
@@ -22,29 +29,56 @@ impl CancelToken {
         self.flag.load(Ordering::Relaxed)
     }
 
-    /// Cancels on the first Ctrl-C (SIGINT). Must be called inside a tokio runtime.
+    /// The signal number that cancelled the run, if a signal did.
+    pub fn signal(&self) -> Option<i32> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    fn cancel_by(&self, sig: i32) {
+        if self.flag.swap(true, Ordering::SeqCst) {
+            // The second signal: stop now. Every child dies with its process group; the
+            // store is at its last commit, which is what a resume continues from.
+            crate::tools::process::kill_all_children();
+            let first = self.signal().unwrap_or(sig);
+            std::process::exit(128 + first);
+        }
+        self.signal.store(sig, Ordering::SeqCst);
+    }
+
+    /// Cancels on SIGINT (Ctrl-C) and SIGTERM. Must be called inside a tokio runtime.
     ///
-    /// On Unix the handler is installed before this returns: `ctrl_c()` only installs it when
-    /// its future is first polled by the spawned task, so a SIGINT arriving in between (early
-    /// in a run) would kill the process with the default action instead of cancelling it.
+    /// On Unix the handlers are installed before this returns: `ctrl_c()` only installs it
+    /// when its future is first polled by the spawned task, so a signal arriving in between
+    /// (early in a run) would kill the process with the default action instead of cancelling.
     pub fn cancel_on_ctrl_c(&self) {
-        let token = self.clone();
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
-            if let Ok(mut sigint) = signal(SignalKind::interrupt()) {
-                tokio::spawn(async move {
-                    if sigint.recv().await.is_some() {
-                        token.cancel();
-                    }
-                });
-                return;
+            for (kind, sig) in [
+                (SignalKind::interrupt(), libc::SIGINT),
+                (SignalKind::terminate(), libc::SIGTERM),
+            ] {
+                if let Ok(mut stream) = signal(kind) {
+                    let token = self.clone();
+                    tokio::spawn(async move {
+                        while stream.recv().await.is_some() {
+                            token.cancel_by(sig);
+                        }
+                    });
+                }
             }
         }
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                token.cancel();
-            }
-        });
+        #[cfg(not(unix))]
+        {
+            let token = self.clone();
+            tokio::spawn(async move {
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    token.cancel_by(2);
+                }
+            });
+        }
     }
 }

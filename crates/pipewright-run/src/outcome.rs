@@ -40,6 +40,8 @@ pub struct RunOutcome {
     pub store: Option<String>,
     /// The store could not be written (the run itself may have succeeded).
     pub store_error: Option<String>,
+    /// The signal that cancelled the run (SIGINT, SIGTERM), if one did.
+    pub signal: Option<i32>,
 }
 
 impl RunOutcome {
@@ -58,15 +60,17 @@ impl RunOutcome {
             cancelled_at: None,
             store: None,
             store_error: None,
+            signal: None,
         }
     }
 
-    /// 0 ok, 1 failed, 130 cancelled (the shell convention for SIGINT).
+    /// 0 ok, 1 failed; cancelled: 128 + the signal (the shell convention), 130 for SIGINT
+    /// or a cancel without a signal, 143 for SIGTERM.
     pub fn exit_code(&self) -> i32 {
         match self.status {
             RunStatus::Ok => 0,
             RunStatus::Failed => 1,
-            RunStatus::Cancelled => 130,
+            RunStatus::Cancelled => 128 + self.signal.unwrap_or(2),
         }
     }
 

@@ -311,6 +311,9 @@ pub async fn run(
             o
         }
     };
+    if outcome.status == RunStatus::Cancelled {
+        outcome.signal = interp.cancel.signal();
+    }
     if let Some(rec) = &interp.store {
         outcome.store = Some(rec.store.describe());
         // A write that failed inside a fan-out under `continue`, or after a step already

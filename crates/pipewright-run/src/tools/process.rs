@@ -1,10 +1,16 @@
 //! Child processes for shell steps, project tools and the command backend. Output goes to
 //! temporary files, never pipes, so a chatty child cannot block on a full pipe; every child
 //! runs in its own process group under a timeout and the whole group is killed on expiry.
+//!
+//! Children die with the run: the group is killed whenever its step ends or is dropped (an
+//! aborted fan-out), every live group is killed on a second SIGINT/SIGTERM, and on Linux the
+//! child gets SIGKILL from the kernel when pipewright dies, even by kill -9 (PR_SET_PDEATHSIG).
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
@@ -86,6 +92,42 @@ pub fn signal_name(sig: i32) -> Option<&'static str> {
     names.iter().find(|(n, _)| *n == sig).map(|(_, name)| *name)
 }
 
+/// The process groups of the children running now.
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Kills the process group of every child still running (the run is stopping now).
+pub fn kill_all_children() {
+    let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    for pgid in live.iter() {
+        // SAFETY: kill(2) on a process group this process created; no memory preconditions.
+        unsafe {
+            libc::kill(-*pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Kills the child's process group when the step is done with it, however that happens
+/// (finished, timed out, or its future dropped by an aborting fan-out).
+struct Group(Option<u32>);
+
+impl Group {
+    fn new(pid: Option<u32>) -> Group {
+        if let Some(p) = pid.and_then(|p| i32::try_from(p).ok()) {
+            LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(p);
+        }
+        Group(pid)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            LIVE.lock().unwrap_or_else(|p| p.into_inner()).remove(&p);
+        }
+        kill_group(self.0);
+    }
+}
+
 pub struct Spec<'a> {
     pub argv: &'a [String],
     pub stdin: Option<Vec<u8>>,
@@ -119,10 +161,32 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id();
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                // SIGKILL when pipewright dies, however it dies. The spawning thread is the
+                // one whose death counts: spawns happen on the thread that runs the run,
+                // which lives as long as the run.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // pipewright died before the prctl took effect: nobody would kill us later.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start `{prog}`: {e}"))?;
     let pid = child.id();
+    let _group = Group::new(pid);
     if let (Some(data), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task so a child that never reads stdin cannot stall us; a child that
         // exits early makes the write fail, which is fine.
@@ -144,8 +208,7 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
         }
     };
     // The group may still hold children that inherited the output files; they are not ours
-    // to wait for.
-    kill_group(pid);
+    // to wait for (`_group` kills them when this returns).
     Ok(ProcOutput {
         code: status.code(),
         signal: std::os::unix::process::ExitStatusExt::signal(&status),
