@@ -43,6 +43,11 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
+    // Inside `[…]`/`{…}` a `-` after a blank and before the closing indicator reads as a plain
+    // scalar starting with `-` followed by that indicator, which the loader rejects.
+    if in_flow && v.ends_with(" -") {
+        return false;
+    }
     if first == b'-' {
         // `-x` is a plain scalar, `- x` a sequence entry.
         match bytes.get(1) {
@@ -493,7 +498,7 @@ mod tests {
                 _ => return false,
             }
         }
-        if in_flow && v.contains([',', '[', ']', '{', '}', ':', '?']) {
+        if in_flow && (v.contains([',', '[', ']', '{', '}', ':', '?']) || v.ends_with(" -")) {
             return false;
         }
         matches!(
@@ -532,6 +537,8 @@ mod tests {
         );
         assert_eq!(render("a, b", true, true, false), "\"a, b\"");
         assert_eq!(render("a, b", false, true, false), "a, b");
+        assert_eq!(render("yes -", true, false, false), "\"yes -\"");
+        assert_eq!(render("yes -", false, false, false), "yes -");
         assert_eq!(render("line\nnext", false, true, false), "\"line\\nnext\"");
         assert_eq!(render("2024-01-01", false, true, false), "\"2024-01-01\"");
         assert_eq!(render("-x", false, true, false), "-x");
