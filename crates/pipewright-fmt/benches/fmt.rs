@@ -9,6 +9,12 @@
 //! 30 runs, 1 MiB): 70–74 / 85–88 ms → 56 / 63–64 ms. Under callgrind a `FORMAT_ONLY` run went
 //! from 148M to 108M instructions for 256 KiB and from 601M to 427M for 1 MiB (linear); the
 //! two YAML loads (input, and the output for verification) are about a third of what is left.
+//!
+//! 2026-11-25, verification by digest with one tree at a time and no token list (for memory:
+//! `pipewright fmt --check` of 10 MiB 203 → 133 MiB peak RSS, see docs/fmt.md): 1 MiB 423M →
+//! 444M instructions; `FORMAT_ONLY` min / median of 25 runs, 1 MiB 37–42 / 50–64 → 29–38 /
+//! 45–48 ms, 4 MiB 154–167 / 199–204 → 120–135 / 185–186 ms (machine load 4–6; criterion
+//! `--quick` means varied ±30% between runs of one build).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pipewright_fmt::{format_source, Dialect};

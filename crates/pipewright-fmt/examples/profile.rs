@@ -1,6 +1,7 @@
 //! Timing of the formatter's phases (a development aid). `profile FILE` or `profile --kib N`
 //! (a generated pipeline file like the bench's); minimum of several runs per phase, since the
-//! machine is shared.
+//! machine is shared. `profile --kib N --write PATH` only writes the generated file (the input
+//! for measuring the CLI's peak memory with `/usr/bin/time -v pipewright fmt --check PATH`).
 
 use pipewright_syntax::FileId;
 use std::time::{Duration, Instant};
@@ -21,6 +22,17 @@ fn main() {
         Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
         None => generated(1_000_000),
     };
+    if let Some(i) = args.iter().position(|a| a == "--write") {
+        let Some(path) = args.get(i + 1) else {
+            eprintln!("--write needs a path");
+            std::process::exit(2);
+        };
+        if let Err(e) = std::fs::write(path, &text) {
+            eprintln!("{path}: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let runs: usize = std::env::var("RUNS")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -127,53 +127,97 @@ struct Token {
 fn tokens(src: &str, root: &Node, flow: bool, out: &mut impl Extend<Token>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        let (start, end) = (n.span.start as usize, n.span.end as usize);
-        // Only a node starting with `*` can be an alias (see `props`), and only a collection
-        // needs the rest of its properties (whether it is flow).
-        let collection = matches!(n.kind, NodeKind::Seq(_) | NodeKind::Map(_));
-        let p = (src.as_bytes().get(start) == Some(&b'*') || (flow && collection))
-            .then(|| props(src, n));
-        if p.is_some_and(|p| p.alias) {
-            out.extend(Some(Token {
-                start,
-                end,
-                scalar: true,
-                keep: false,
-            }));
-            continue;
+        out.extend(visit(src, n, flow, &mut stack));
+    }
+}
+
+/// The token of one node of the walk, if it is one, with its children pushed on `stack` (last
+/// child first, so that they pop in source order).
+fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> Option<Token> {
+    let (start, end) = (n.span.start as usize, n.span.end as usize);
+    // Only a node starting with `*` can be an alias (see `props`), and only a collection
+    // needs the rest of its properties (whether it is flow).
+    let collection = matches!(n.kind, NodeKind::Seq(_) | NodeKind::Map(_));
+    let p =
+        (src.as_bytes().get(start) == Some(&b'*') || (flow && collection)).then(|| props(src, n));
+    if p.is_some_and(|p| p.alias) {
+        return Some(Token {
+            start,
+            end,
+            scalar: true,
+            keep: false,
+        });
+    }
+    let flow_token = || {
+        p.filter(|p| flow && p.flow).map(|p| Token {
+            start,
+            end: flow_end(src, n, &p),
+            scalar: false,
+            keep: false,
+        })
+    };
+    match &n.kind {
+        NodeKind::Scalar(sc) => (!n.span.is_empty()).then(|| Token {
+            start,
+            end,
+            scalar: true,
+            keep: crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n"),
+        }),
+        NodeKind::Seq(items) => {
+            stack.extend(items.iter().rev());
+            flow_token()
         }
-        let flow_token = |out: &mut dyn FnMut(Token)| {
-            if let Some(p) = p.filter(|p| flow && p.flow) {
-                out(Token {
-                    start,
-                    end: flow_end(src, n, &p),
-                    scalar: false,
-                    keep: false,
-                });
+        NodeKind::Map(entries) => {
+            for e in entries.iter().rev() {
+                stack.push(&e.value);
+                stack.push(&e.key);
             }
-        };
-        match &n.kind {
-            NodeKind::Scalar(sc) => {
-                if !n.span.is_empty() {
-                    let keep = crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n");
-                    out.extend(Some(Token {
-                        start,
-                        end,
-                        scalar: true,
-                        keep,
-                    }));
+            flow_token()
+        }
+    }
+}
+
+/// The tokens of all documents in source order, walked as they are asked for: no list of them
+/// is built (on a large file that list, and the lists derived from it, weighed more than the
+/// trivia they serve). `disordered` is set when a token does not start after the previous one,
+/// which the loader's trees never do; the caller then takes the general path.
+struct Tokens<'s, 'n> {
+    src: &'s str,
+    flow: bool,
+    docs: std::slice::Iter<'n, Document>,
+    stack: Vec<&'n Node>,
+    last_start: Option<usize>,
+    disordered: bool,
+}
+
+impl<'s, 'n> Tokens<'s, 'n> {
+    fn new(src: &'s str, docs: &'n [Document], flow: bool) -> Self {
+        Tokens {
+            src,
+            flow,
+            docs: docs.iter(),
+            stack: Vec::new(),
+            last_start: None,
+            disordered: false,
+        }
+    }
+}
+
+impl Iterator for Tokens<'_, '_> {
+    type Item = Token;
+    fn next(&mut self) -> Option<Token> {
+        loop {
+            let Some(n) = self.stack.pop() else {
+                let d = self.docs.next()?;
+                self.stack.extend(d.root.as_ref());
+                continue;
+            };
+            if let Some(t) = visit(self.src, n, self.flow, &mut self.stack) {
+                if self.last_start.is_some_and(|s| t.start <= s) {
+                    self.disordered = true;
                 }
-            }
-            NodeKind::Seq(items) => {
-                flow_token(&mut |t| out.extend(Some(t)));
-                stack.extend(items.iter().rev());
-            }
-            NodeKind::Map(entries) => {
-                flow_token(&mut |t| out.extend(Some(t)));
-                for e in entries.iter().rev() {
-                    stack.push(&e.value);
-                    stack.push(&e.key);
-                }
+                self.last_start = Some(t.start);
+                return Some(t);
             }
         }
     }
@@ -190,6 +234,14 @@ enum Event<'a> {
     Blank {
         pos: usize,
     },
+}
+
+impl Event<'_> {
+    fn pos(&self) -> usize {
+        match self {
+            Event::Comment { pos, .. } | Event::Blank { pos } => *pos,
+        }
+    }
 }
 
 /// Returns the attached trivia and, per document, the trivia after its last token.
@@ -232,12 +284,144 @@ fn sorted_tokens(src: &str, docs: &[Document], flow: bool) -> Vec<Token> {
     toks
 }
 
+/// What [`collect_with_texts`] returns: the attached trivia, each document's trailing trivia,
+/// and every comment text.
+pub type Collected<'a> = (Trivia, Vec<Vec<Item>>, Vec<&'a str>);
+
+/// `(end, start)` of a token.
+type Ends = (usize, usize);
+
 /// [`collect`], plus every comment text (borrowed from `src`, sorted) for the
 /// comment-preservation check, so the formatter need not copy them out of the trivia.
-pub fn collect_with_texts<'a>(
+pub fn collect_with_texts<'a>(src: &'a str, docs: &[Document]) -> Collected<'a> {
+    collect_streamed(src, docs).unwrap_or_else(|| collect_listed(src, docs))
+}
+
+/// [`collect_with_texts`] in one walk over the trees that advances with the comment scan: no
+/// list of all tokens exists (on a large file that list, and the lists derived from it, weighed
+/// more than the trivia they serve). `None` when the tokens are not in source order or scalars
+/// overlap (the loader's trees never do), for [`collect_listed`] to sort them.
+fn collect_streamed<'a>(src: &'a str, docs: &[Document]) -> Option<Collected<'a>> {
+    let mut walk = Tokens::new(src, docs, true);
+    let next = walk.next();
+    let mut sink = Streamed {
+        src,
+        walk,
+        next,
+        cur: None,
+        last: None,
+        prev: None,
+        open: Vec::new(),
+        closed: None,
+        overlapping: false,
+        attach: Attacher::new(src, docs),
+        texts: Vec::new(),
+    };
+    scan_into(src, &mut sink);
+    if sink.walk.disordered || sink.overlapping {
+        return None;
+    }
+    sink.texts.sort_unstable();
+    let (trivia, trailing) = sink.attach.finish();
+    Some((trivia, trailing, sink.texts))
+}
+
+/// The state of [`collect_streamed`]'s walk, advanced to each position the scan asks about.
+struct Streamed<'a, 'n> {
     src: &'a str,
-    docs: &[Document],
-) -> (Trivia, Vec<Vec<Item>>, Vec<&'a str>) {
+    walk: Tokens<'a, 'n>,
+    /// The first token not yet passed.
+    next: Option<Token>,
+    /// The range of the last scalar passed (for the scan: is a position inside a scalar?).
+    cur: Option<(usize, usize)>,
+    /// `(end, start)` of the last two scalars passed. Scalars do not overlap, so when the last
+    /// has not ended by a position, the one before it is the last that has.
+    last: Option<Ends>,
+    prev: Option<Ends>,
+    /// Flow collections passed that had not ended at the last event, and the latest-ending one
+    /// that had (flow collections end after their items, out of order with the scalars).
+    open: Vec<Ends>,
+    closed: Option<Ends>,
+    overlapping: bool,
+    attach: Attacher,
+    texts: Vec<&'a str>,
+}
+
+impl Streamed<'_, '_> {
+    fn advance(&mut self, p: usize) {
+        while let Some(t) = self.next.filter(|t| t.start <= p) {
+            if t.scalar {
+                self.cur = Some((t.start, scalar_range_end(self.src, &t)));
+                self.overlapping |= self.last.is_some_and(|l| l.0 > t.start);
+                self.prev = self.last;
+                self.last = Some((t.end, t.start));
+            } else {
+                self.open.push((t.end, t.start));
+            }
+            self.next = self.walk.next();
+        }
+    }
+}
+
+impl<'a> Sink<'a> for Streamed<'a, '_> {
+    fn inside(&mut self, p: usize) -> bool {
+        self.advance(p);
+        self.cur.is_some_and(|c| p < c.1)
+    }
+
+    fn event(&mut self, e: Event<'a>) {
+        let pos = e.pos();
+        self.advance(pos);
+        let closed = &mut self.closed;
+        self.open.retain(|f| {
+            let done = f.0 <= pos;
+            if done {
+                *closed = (*closed).max(Some(*f));
+            }
+            !done
+        });
+        let scalar = match self.last {
+            Some(l) if l.0 <= pos => Some(l),
+            _ => self.prev.filter(|p| p.0 <= pos),
+        };
+        if let Event::Comment { text, .. } = e {
+            self.texts.push(text);
+        }
+        self.attach
+            .add(e, scalar.max(self.closed), self.next.map(|t| t.start));
+    }
+}
+
+/// The end of a scalar token's range for the comment scanner: a keeping block scalar owns the
+/// blank lines after it.
+fn scalar_range_end(src: &str, t: &Token) -> usize {
+    if t.keep {
+        after_blank_lines(src, t.end)
+    } else {
+        t.end
+    }
+}
+
+/// The last `(end, start)` of a list sorted by end that ends by `pos`.
+fn last_by_end(v: &[(usize, usize)], pos: usize) -> Option<(usize, usize)> {
+    let i = v.partition_point(|t| t.0 <= pos);
+    i.checked_sub(1).and_then(|i| v.get(i)).copied()
+}
+
+fn comment_texts_of<'a>(events: &[Event<'a>]) -> Vec<&'a str> {
+    let mut texts: Vec<&'a str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Comment { text, .. } => Some(*text),
+            Event::Blank { .. } => None,
+        })
+        .collect();
+    texts.sort_unstable();
+    texts
+}
+
+/// The general path of [`collect_with_texts`]: every token in a list, sorted.
+fn collect_listed<'a>(src: &'a str, docs: &[Document]) -> Collected<'a> {
     let toks = sorted_tokens(src, docs, true);
     let scalars = scalar_ranges(src, &toks);
     // `(end, start)` of every token, sorted, in two lists: scalars and aliases never overlap,
@@ -257,37 +441,48 @@ pub fn collect_with_texts<'a>(
         by_end.sort_unstable();
     }
     flow_by_end.sort_unstable();
-    let last_ending_by = |pos: usize| {
-        let last = |v: &[(usize, usize)]| {
-            let i = v.partition_point(|t| t.0 <= pos);
-            i.checked_sub(1).and_then(|i| v.get(i)).copied()
-        };
-        last(&by_end).max(last(&flow_by_end))
-    };
-    let events = scan(src, &scalars);
-    let mut texts: Vec<&'a str> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Comment { text, .. } => Some(*text),
-            Event::Blank { .. } => None,
-        })
-        .collect();
-    texts.sort_unstable();
-
-    let doc_starts: Vec<usize> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| if i == 0 { 0 } else { d.span.start as usize })
-        .collect();
-    let doc_of = |p: usize| doc_starts.partition_point(|&s| s <= p).saturating_sub(1);
-    let doc_end = |i: usize| doc_starts.get(i + 1).copied().unwrap_or(usize::MAX);
-
-    let mut trivia = Trivia {
-        may_have: vec![0; src.len() / 64 + 1],
-        ..Trivia::default()
-    };
-    let mut trailing: Vec<Vec<Item>> = vec![Vec::new(); docs.len().max(1)];
+    let events = scan(src, scalars.iter().copied());
+    let texts = comment_texts_of(&events);
+    let mut attach = Attacher::new(src, docs);
     for ev in events {
+        let pos = ev.pos();
+        let i = toks.partition_point(|t| t.start <= pos);
+        attach.add(
+            ev,
+            last_by_end(&by_end, pos).max(last_by_end(&flow_by_end, pos)),
+            toks.get(i).map(|t| t.start),
+        );
+    }
+    let (trivia, trailing) = attach.finish();
+    (trivia, trailing, texts)
+}
+
+/// Attaches events, given in source order, to tokens.
+struct Attacher {
+    doc_starts: Vec<usize>,
+    trivia: Trivia,
+    trailing: Vec<Vec<Item>>,
+}
+
+impl Attacher {
+    fn new(src: &str, docs: &[Document]) -> Self {
+        Attacher {
+            doc_starts: docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| if i == 0 { 0 } else { d.span.start as usize })
+                .collect(),
+            trivia: Trivia {
+                may_have: vec![0; src.len() / 64 + 1],
+                ..Trivia::default()
+            },
+            trailing: vec![Vec::new(); docs.len().max(1)],
+        }
+    }
+
+    /// `last_ending`: `(end, start)` of the last token ending by the event; `next_start`: the
+    /// start of the first token starting after it.
+    fn add(&mut self, ev: Event<'_>, last_ending: Option<Ends>, next_start: Option<usize>) {
         let (pos, item) = match ev {
             Event::Comment {
                 pos,
@@ -297,15 +492,15 @@ pub fn collect_with_texts<'a>(
             } => {
                 if after_content {
                     // The token that ends last before the comment, if it ends on this line.
-                    if let Some((end, start)) = last_ending_by(pos) {
+                    if let Some((end, start)) = last_ending {
                         if end >= line_start {
-                            trivia
+                            self.trivia
                                 .trailing
                                 .entry(start as u32)
                                 .or_default()
                                 .push(text.to_string());
-                            trivia.mark(start as u32);
-                            continue;
+                            self.trivia.mark(start as u32);
+                            return;
                         }
                     }
                 }
@@ -313,21 +508,31 @@ pub fn collect_with_texts<'a>(
             }
             Event::Blank { pos } => (pos, Item::Blank),
         };
-        let d = doc_of(pos);
-        let i = toks.partition_point(|t| t.start <= pos);
-        match toks.get(i) {
-            Some(t) if t.start < doc_end(d) => {
-                trivia.mark(t.start as u32);
-                trivia.leading.entry(t.start as u32).or_default().push(item)
+        let d = self
+            .doc_starts
+            .partition_point(|&s| s <= pos)
+            .saturating_sub(1);
+        let doc_end = self.doc_starts.get(d + 1).copied().unwrap_or(usize::MAX);
+        match next_start {
+            Some(start) if start < doc_end => {
+                self.trivia.mark(start as u32);
+                self.trivia
+                    .leading
+                    .entry(start as u32)
+                    .or_default()
+                    .push(item)
             }
             _ => {
-                if let Some(v) = trailing.get_mut(d) {
+                if let Some(v) = self.trailing.get_mut(d) {
                     v.push(item);
                 }
             }
         }
     }
-    (trivia, trailing, texts)
+
+    fn finish(self) -> (Trivia, Vec<Vec<Item>>) {
+        (self.trivia, self.trailing)
+    }
 }
 
 /// The end of the blank lines that follow `at`'s line.
@@ -344,29 +549,62 @@ fn after_blank_lines(src: &str, at: usize) -> usize {
 }
 
 /// Whether positions fall inside the scalar ranges (sorted by start), asked in increasing
-/// order: a cursor instead of a binary search per question.
-struct Inside<'r> {
-    scalars: &'r [(usize, usize)],
-    i: usize,
+/// order: a cursor instead of a binary search per question, over ranges that may be produced
+/// as they are needed.
+struct Inside<I: Iterator<Item = (usize, usize)>> {
+    ranges: std::iter::Peekable<I>,
+    /// The last range starting at or before the last position asked.
+    cur: Option<(usize, usize)>,
 }
 
-impl Inside<'_> {
-    fn at(&mut self, p: usize) -> bool {
-        while self.scalars.get(self.i).is_some_and(|s| s.0 <= p) {
-            self.i += 1;
+impl<I: Iterator<Item = (usize, usize)>> Inside<I> {
+    fn new(ranges: I) -> Self {
+        Inside {
+            ranges: ranges.peekable(),
+            cur: None,
         }
-        self.i
-            .checked_sub(1)
-            .and_then(|i| self.scalars.get(i))
-            .is_some_and(|s| p < s.1)
+    }
+
+    fn at(&mut self, p: usize) -> bool {
+        while let Some(r) = self.ranges.next_if(|r| r.0 <= p) {
+            self.cur = Some(r);
+        }
+        self.cur.is_some_and(|s| p < s.1)
     }
 }
 
 /// Finds comments and blank lines outside scalars: one pass over the bytes, looking for the
 /// line end and a comment's `#` at once (runs twice per file, over the input and the output).
-fn scan<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
-    let mut events = Vec::new();
-    let mut inside = Inside { scalars, i: 0 };
+fn scan<'a>(src: &'a str, scalars: impl Iterator<Item = (usize, usize)>) -> Vec<Event<'a>> {
+    struct Listed<'a, I: Iterator<Item = (usize, usize)>> {
+        inside: Inside<I>,
+        events: Vec<Event<'a>>,
+    }
+    impl<'a, I: Iterator<Item = (usize, usize)>> Sink<'a> for Listed<'a, I> {
+        fn inside(&mut self, p: usize) -> bool {
+            self.inside.at(p)
+        }
+        fn event(&mut self, e: Event<'a>) {
+            self.events.push(e);
+        }
+    }
+    let mut sink = Listed {
+        inside: Inside::new(scalars),
+        events: Vec::new(),
+    };
+    scan_into(src, &mut sink);
+    sink.events
+}
+
+/// What the comment scan asks and tells as it goes: whether a position is inside a scalar
+/// (asked with increasing positions), and each event found, in source order.
+trait Sink<'a> {
+    fn inside(&mut self, p: usize) -> bool;
+    fn event(&mut self, e: Event<'a>);
+}
+
+/// [`scan`] into a [`Sink`].
+fn scan_into<'a>(src: &'a str, sink: &mut impl Sink<'a>) {
     let b = src.as_bytes();
     let mut line_start = 0usize;
     while line_start < b.len() {
@@ -379,7 +617,7 @@ fn scan<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
             if c == b'#'
                 && hash.is_none()
                 && (i == line_start || matches!(b[i - 1], b' ' | b'\t'))
-                && !inside.at(i)
+                && !sink.inside(i)
             {
                 hash = Some(i);
             }
@@ -393,14 +631,15 @@ fn scan<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
         let line_end = if i < b.len() { i + 1 } else { i };
         let body = src[line_start..line_end].trim_end_matches(['\n', '\r']);
         if let Some(pos) = hash {
-            events.push(comment_event(body, line_start, pos - line_start));
-        } else if !ascii_content && (!non_ascii || body.trim().is_empty()) && !inside.at(line_start)
+            sink.event(comment_event(body, line_start, pos - line_start));
+        } else if !ascii_content
+            && (!non_ascii || body.trim().is_empty())
+            && !sink.inside(line_start)
         {
-            events.push(Event::Blank { pos: line_start });
+            sink.event(Event::Blank { pos: line_start });
         }
         line_start = line_end;
     }
-    events
 }
 
 /// The comment texts of a YAML source, for the comment-preservation check.
@@ -415,8 +654,12 @@ pub fn comment_texts(src: &str, docs: &[Document]) -> Vec<String> {
 /// finds is attached somewhere, so the multiset does not depend on attachment: this skips it
 /// (and flow collections, which only matter for trailing comments) and is one linear scan.
 pub fn comment_slices<'a>(src: &'a str, docs: &[Document]) -> Vec<&'a str> {
-    let scalars = scalar_ranges_of(src, docs);
-    let mut out: Vec<&str> = scan(src, &scalars)
+    if let Some(texts) = comment_slices_streamed(src, docs) {
+        return texts;
+    }
+    // Not reached for trees the loader builds; the general path orders ties as before.
+    let scalars = scalar_ranges(src, &sorted_tokens(src, docs, false));
+    let mut out: Vec<&str> = scan(src, scalars.iter().copied())
         .into_iter()
         .filter_map(|e| match e {
             Event::Comment { text, .. } => Some(text),
@@ -427,40 +670,45 @@ pub fn comment_slices<'a>(src: &'a str, docs: &[Document]) -> Vec<&'a str> {
     out
 }
 
-/// [`scalar_ranges`] of the scalar and alias tokens of `docs`, straight from the source-order
-/// walk without a token list (what the verifier's scan of the output needs).
-fn scalar_ranges_of(src: &str, docs: &[Document]) -> Vec<(usize, usize)> {
-    struct Ranges<'s> {
-        src: &'s str,
-        out: Vec<(usize, usize)>,
+/// The comment texts of `docs`' source, scanning with the scalar ranges produced as the scan
+/// advances (no list of them).
+fn comment_slices_streamed<'a>(src: &'a str, docs: &[Document]) -> Option<Vec<&'a str>> {
+    struct Texts<'a, 'n> {
+        src: &'a str,
+        walk: Tokens<'a, 'n>,
+        next: Option<Token>,
+        cur: Option<(usize, usize)>,
+        texts: Vec<&'a str>,
     }
-    impl Extend<Token> for Ranges<'_> {
-        fn extend<I: IntoIterator<Item = Token>>(&mut self, iter: I) {
-            for t in iter {
-                let end = if t.keep {
-                    after_blank_lines(self.src, t.end)
-                } else {
-                    t.end
-                };
-                self.out.push((t.start, end));
+    impl<'a> Sink<'a> for Texts<'a, '_> {
+        fn inside(&mut self, p: usize) -> bool {
+            while let Some(t) = self.next.filter(|t| t.start <= p) {
+                self.cur = Some((t.start, scalar_range_end(self.src, &t)));
+                self.next = self.walk.next();
+            }
+            self.cur.is_some_and(|c| p < c.1)
+        }
+        fn event(&mut self, e: Event<'a>) {
+            if let Event::Comment { text, .. } = e {
+                self.texts.push(text);
             }
         }
     }
-    let mut r = Ranges {
+    let mut walk = Tokens::new(src, docs, false);
+    let next = walk.next();
+    let mut sink = Texts {
         src,
-        out: Vec::with_capacity(src.len() / 16),
+        walk,
+        next,
+        cur: None,
+        texts: Vec::new(),
     };
-    for d in docs {
-        if let Some(root) = &d.root {
-            tokens(src, root, false, &mut r);
-        }
+    scan_into(src, &mut sink);
+    if sink.walk.disordered {
+        return None;
     }
-    if r.out.windows(2).all(|w| w[0].0 < w[1].0) {
-        r.out
-    } else {
-        // Not reached for trees the loader builds; the general path orders ties as before.
-        scalar_ranges(src, &sorted_tokens(src, docs, false))
-    }
+    sink.texts.sort_unstable();
+    Some(sink.texts)
 }
 
 /// The comment starting at byte `i` of the line `body` (which starts at `line_start`).
@@ -486,7 +734,7 @@ mod tests {
     /// The former line-by-line scanner, the reference for the one-pass [`scan`].
     fn scan_reference<'a>(src: &'a str, scalars: &[(usize, usize)]) -> Vec<Event<'a>> {
         let mut events = Vec::new();
-        let mut inside = Inside { scalars, i: 0 };
+        let mut inside = Inside::new(scalars.iter().copied());
         let mut line_start = 0usize;
         for line in src.split_inclusive('\n') {
             let body = line.trim_end_matches(['\n', '\r']);
@@ -528,6 +776,53 @@ mod tests {
             .collect()
     }
 
+    /// Fixtures, the corpus and generated files: the streamed walk attaches exactly as the
+    /// sorted token list does.
+    #[test]
+    fn streamed_collection_agrees_with_the_listed_one() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut texts = vec![
+            crate::bench_support::pipeline_file(64 * 1024),
+            "a: 1 # c\n---\n# d\n\nb: [x, {y: z}] # e\n# f\n".to_string(),
+            "k: |+\n  keep\n\n\n# after\nl: *a # alias\n".to_string(),
+        ];
+        for dir in [
+            root.join("testdata/fmt/pipeline"),
+            root.join("testdata/fmt/recipe"),
+            root.join("examples"),
+            "/work/shared/corpus/reyn".into(),
+            "/work/shared/corpus/amplifier".into(),
+        ] {
+            let mut stack = vec![dir];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                        texts.extend(std::fs::read_to_string(&p));
+                    }
+                }
+            }
+        }
+        assert!(texts.len() > 40);
+        for text in &texts {
+            let (docs, _) =
+                pipewright_yaml::load(pipewright_syntax::FileId(0), text, Default::default());
+            let (st, sl, sx) = collect_streamed(text, &docs).expect("loader trees are in order");
+            let (lt, ll, lx) = collect_listed(text, &docs);
+            assert_eq!(st.leading, lt.leading, "{text}");
+            assert_eq!(st.trailing, lt.trailing, "{text}");
+            assert_eq!(sl, ll, "{text}");
+            assert_eq!(sx, lx, "{text}");
+            let scalars = scalar_ranges(text, &sorted_tokens(text, &docs, false));
+            assert_eq!(
+                comment_slices_streamed(text, &docs),
+                Some(comment_texts_of(&scan(text, scalars.iter().copied())))
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn one_pass_scan_agrees_with_the_reference(
@@ -537,7 +832,10 @@ mod tests {
             let mut scalars: Vec<(usize, usize)> =
                 cuts.into_iter().map(|(s, l)| (s, s + l)).collect();
             scalars.sort_by_key(|s| s.0);
-            prop_assert_eq!(flat(scan(&src, &scalars)), flat(scan_reference(&src, &scalars)));
+            prop_assert_eq!(
+                flat(scan(&src, scalars.iter().copied())),
+                flat(scan_reference(&src, &scalars))
+            );
         }
     }
 }

@@ -408,3 +408,74 @@ fn the_verifier_rejects_what_yaml11_loaders_misread() {
     let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
     assert!(verify::same_docs(&roots, &load("a: yes\n"), &PipelineRules).is_ok());
 }
+
+#[test]
+fn expression_children_agree_with_is_expression() {
+    // The verifier asks once per collection what the printer asks per scalar.
+    use pipewright_fmt::rules::{CstPath, DialectRules, Seg};
+    use pipewright_yaml::Node;
+    fn walk<'a>(
+        n: &'a Node,
+        path: &mut Vec<Seg<'a>>,
+        rules: &dyn DialectRules,
+        checked: &mut usize,
+    ) {
+        let kids: Vec<(Seg<'a>, &'a Node)> = match &n.kind {
+            NodeKind::Seq(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Seg::Index(i), x))
+                .collect(),
+            NodeKind::Map(es) => es
+                .iter()
+                .map(|e| (Seg::Key(e.key.key_text().unwrap_or("")), &e.value))
+                .collect(),
+            NodeKind::Scalar(_) => return,
+        };
+        let seq = matches!(n.kind, NodeKind::Seq(_));
+        let answer = rules.expression_children(path as &CstPath, seq);
+        // The verifier asks once per sequence: the index may not matter.
+        let first: Vec<Seg> = path
+            .iter()
+            .map(|s| match s {
+                Seg::Index(_) => Seg::Index(0),
+                s => *s,
+            })
+            .collect();
+        assert_eq!(rules.expression_children(&first, seq), answer, "{path:?}");
+        for (seg, child) in kids {
+            path.push(seg);
+            let key = match seg {
+                Seg::Key(k) => Some(k),
+                _ => None,
+            };
+            let want = rules.is_expression(path);
+            assert_eq!(answer.has(key, || want), want, "{path:?}");
+            *checked += usize::from(want);
+            walk(child, path, rules, checked);
+            path.pop();
+        }
+    }
+    let mut texts: Vec<(String, Dialect)> = vec![(
+        pipewright_fmt::bench_support::pipeline_file(32 * 1024),
+        Dialect::Pipeline,
+    )];
+    for &(dialect, dir, corpus) in DIALECTS {
+        let mut files = Vec::new();
+        yaml_files(&testdata().join(dir), &mut files);
+        yaml_files(Path::new(corpus), &mut files);
+        for p in files {
+            texts.extend(std::fs::read_to_string(&p).ok().map(|t| (t, dialect)));
+        }
+    }
+    let mut checked = 0;
+    for (text, dialect) in &texts {
+        let rules = yaml_rules(*dialect).expect("a YAML dialect");
+        let (docs, _) = pipewright_yaml::load(FileId(0), text, Limits::default());
+        for root in docs.iter().filter_map(|d| d.root.as_ref()) {
+            let mut path = vec![Seg::Doc(rules.doc_kind(root))];
+            walk(root, &mut path, rules, &mut checked);
+        }
+    }
+    assert!(checked > 100, "too few expressions seen: {checked}");
+}

@@ -18,6 +18,32 @@ pub enum Seg<'a> {
 
 pub type CstPath<'a> = [Seg<'a>];
 
+/// See [`DialectRules::expression_children`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExprChildren {
+    /// No child is an expression.
+    None,
+    /// The values of these keys are.
+    Keys(&'static [&'static str]),
+    /// Every child is.
+    All,
+    /// Ask [`DialectRules::is_expression`] for each child.
+    Ask,
+}
+
+impl ExprChildren {
+    /// Whether the child at `seg` is an expression, asking `rules` at `child_path` only when
+    /// the answer is [`ExprChildren::Ask`].
+    pub fn has(self, key: Option<&str>, ask: impl FnOnce() -> bool) -> bool {
+        match self {
+            ExprChildren::None => false,
+            ExprChildren::Keys(ks) => key.is_some_and(|k| ks.contains(&k)),
+            ExprChildren::All => true,
+            ExprChildren::Ask => ask(),
+        }
+    }
+}
+
 pub trait DialectRules {
     /// Classifies a document by its root; the answer becomes the path's first segment.
     fn doc_kind(&self, root: &Node) -> &'static str;
@@ -30,6 +56,14 @@ pub trait DialectRules {
     /// comment, whatever style the author used. Other collections keep the author's style
     /// (flow falls back to block when it does not fit or holds a comment).
     fn prefer_flow(&self, path: &CstPath) -> bool;
+    /// Which children of the collection at `path` are R1 expressions (`seq`: it is a
+    /// sequence): the answers of [`DialectRules::is_expression`] for each child's path, given
+    /// once per collection for the verifier's walk over every node. The answer must not depend
+    /// on the values of `Seg::Index` segments (the verifier asks once per sequence for all its
+    /// items).
+    fn expression_children(&self, _path: &CstPath, _seq: bool) -> ExprChildren {
+        ExprChildren::Ask
+    }
     /// Whether the dialect's runtime reads plain `yes`/`no`/`on`/`off` as booleans (YAML 1.1,
     /// as `yaml.safe_load` does), so that strings spelled so must be quoted.
     fn yaml11_bool_words(&self) -> bool {
@@ -49,6 +83,9 @@ impl DialectRules for GenericRules {
     }
     fn is_expression(&self, _path: &CstPath) -> bool {
         false
+    }
+    fn expression_children(&self, _path: &CstPath, _seq: bool) -> ExprChildren {
+        ExprChildren::None
     }
     fn prefer_flow(&self, _path: &CstPath) -> bool {
         false

@@ -1,6 +1,6 @@
 //! Canonical rules of the pipeline dialect (pipeline-dsl-reference.md, pipeline-runtime.md §3).
 
-use super::{CstPath, DialectRules, Seg};
+use super::{CstPath, DialectRules, ExprChildren, Seg};
 use pipewright_yaml::Node;
 
 pub struct PipelineRules;
@@ -137,6 +137,21 @@ impl DialectRules for PipelineRules {
 
     fn prefer_flow(&self, path: &CstPath) -> bool {
         matches!(locate(path), Loc::Body(_))
+    }
+
+    fn expression_children(&self, path: &CstPath, seq: bool) -> ExprChildren {
+        // A sequence's items are never located as expressions (an index leads nowhere there).
+        if seq {
+            return ExprChildren::None;
+        }
+        match locate(path) {
+            Loc::Body("transform") => ExprChildren::Keys(&["value"]),
+            Loc::Body("match") => ExprChildren::Keys(&["on"]),
+            Loc::Body("fold") => ExprChildren::Keys(&["over", "init"]),
+            Loc::Body("for_each") => ExprChildren::Keys(&["over"]),
+            Loc::Pass => ExprChildren::All,
+            _ => ExprChildren::None,
+        }
     }
     /// The pipeline runtime's loader turns the YAML 1.1 `yes/no/on/off` booleans off (so that
     /// `match`'s `on:` is a key): quoting them would change nothing for it.

@@ -6,7 +6,7 @@
 //! wrote (`depends_on: [a, b]`, `tags: [...]`) stay flow when they fit, nothing is forced into
 //! flow.
 
-use super::{CstPath, DialectRules, Seg};
+use super::{CstPath, DialectRules, ExprChildren, Seg};
 use pipewright_yaml::Node;
 
 pub struct RecipeRules;
@@ -177,6 +177,10 @@ impl DialectRules for RecipeRules {
 
     fn is_expression(&self, _path: &CstPath) -> bool {
         false
+    }
+
+    fn expression_children(&self, _path: &CstPath, _seq: bool) -> ExprChildren {
+        ExprChildren::None
     }
 
     fn prefer_flow(&self, _path: &CstPath) -> bool {
