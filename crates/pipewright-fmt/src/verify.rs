@@ -520,3 +520,34 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod digest_check_tests {
+    use super::*;
+    use crate::rules::recipe::RecipeRules;
+
+    fn verdict(before: &str, after: &str) -> Verdict {
+        let (docs, _) = pipewright_yaml::load(FileId(0), before, Limits::default());
+        let roots: Vec<_> = docs.iter().map(|d| d.root.as_ref()).collect();
+        let canon = Canon::default();
+        let d = digest(&roots, &RecipeRules, &canon);
+        let (_, _, comments) = trivia::collect_with_texts(before, &docs);
+        check_digest(FileId(0), d, &comments, after, &RecipeRules, &canon)
+    }
+
+    #[test]
+    fn check_digest_tells_same_changed_and_broken_apart() {
+        assert!(matches!(
+            verdict("a: 1 # c\nb: x\n", "b: x\na: 1 # c\n"),
+            Verdict::Same
+        ));
+        assert!(matches!(verdict("a: 1\n", "a: 2\n"), Verdict::Differs(_)));
+        let failed = |before: &str, after: &str| match verdict(before, after) {
+            Verdict::Failed(why) => why,
+            _ => String::from("not failed"),
+        };
+        assert!(failed("a: 1 # c\n", "a: 1\n").contains("comments changed"));
+        assert!(failed("a: 1\n", "a: [\n").contains("does not load"));
+        assert!(failed("a: 'yes'\n", "a: yes\n").contains("YAML 1.1"));
+    }
+}
