@@ -209,7 +209,8 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Every file the differential test formats, with its dialect: the fmt fixtures (inputs and
-/// expected outputs), the examples, and the shared corpus read in place.
+/// expected outputs), the other YAML fixtures, the examples, and the shared corpus read in
+/// place.
 fn files() -> Vec<(PathBuf, Dialect)> {
     let mut out = Vec::new();
     let r = root();
@@ -217,6 +218,10 @@ fn files() -> Vec<(PathBuf, Dialect)> {
         (r.join("testdata/fmt/pipeline"), Dialect::Pipeline),
         (r.join("testdata/fmt/cli"), Dialect::Pipeline),
         (r.join("testdata/fmt/recipe"), Dialect::Recipe),
+        // The checker's and runner's fixtures too: more shapes, and wrong values on purpose.
+        (r.join("testdata/pipeline"), Dialect::Pipeline),
+        (r.join("testdata/run"), Dialect::Pipeline),
+        (r.join("testdata/recipe"), Dialect::Recipe),
         (r.join("examples"), Dialect::Pipeline),
         (PathBuf::from("/work/shared/corpus/reyn"), Dialect::Pipeline),
         (
