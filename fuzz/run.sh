@@ -76,6 +76,10 @@ for t in "${targets[@]}"; do
     start=$(date +%s)
     status=0
     : >"$log"
+    # Artifacts newer than this marker are this run's findings (in -fork mode they are written
+    # by child processes whose output the parent does not repeat).
+    marker="$log_dir/$t.start"
+    : >"$marker"
     # libFuzzer's hang report allocates inside a signal handler, and without a sanitizer's
     # allocator it can deadlock there for good (seen on r1_parse): a process still alive well
     # past its time is killed (exit 137), and the run recorded as a hang. The first corpus
@@ -97,12 +101,12 @@ for t in "${targets[@]}"; do
     # Without final stats (a process killed), the last `#N` status line is the best count.
     inputs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -1)
     if [[ -z $inputs ]]; then
-        inputs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)
+        inputs=$(sed -n 's/^#\([0-9][0-9]*\)[:[:space:]].*/\1/p' "$log" | tail -1)
     fi
     inputs=${inputs:-0}
-    found=$(sed -n 's/.*Test unit written to \([^ ]*\).*/\1/p' "$log" | grep -v '/slow-unit-' | tail -1 || true)
-    if [[ -n $found ]]; then
-        result="finding:$found"
+    mapfile -t new_artifacts < <(find "fuzz/artifacts/$t" -type f -newer "$marker" ! -name 'slow-unit-*' | sort)
+    if [[ ${#new_artifacts[@]} -gt 0 ]]; then
+        result="finding:${new_artifacts[*]}"
         failed=1
     elif [[ $status -eq 137 ]]; then
         result="finding:hang-input-lost"
