@@ -319,6 +319,13 @@ impl SqliteStore {
         // power loss can take back the last commits, never corrupt the database.
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| err(&e))?;
+        // The WAL is folded into the database by the automatic checkpoints (every 1000 pages),
+        // not at every close: a run's end then costs no extra fsyncs.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(|e| err(&e))?;
         migrate(&conn).map_err(|e| err(&e))?;
         Ok(SqliteStore {
             path: path.to_path_buf(),

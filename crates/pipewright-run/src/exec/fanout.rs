@@ -295,8 +295,14 @@ impl Interp {
 
     /// Records a member dropped under `on_error: continue`, apart from the values.
     fn land_dropped(&self, node: &Node, key: &str, error: String) -> Result<(), Failure> {
-        self.land(key, self.step_hash(node), Journaled::Dropped(error), None)
-            .map_err(|msg| self.fail(codes::STORE, key, node, msg).into())
+        self.land(
+            key,
+            self.step_hash(node),
+            Journaled::Dropped(error),
+            None,
+            false,
+        )
+        .map_err(|msg| self.fail(codes::STORE, key, node, msg).into())
     }
 
     fn member_failed(
