@@ -133,7 +133,8 @@ pub struct NewRun {
 pub struct Finish {
     pub status: String,
     pub output: Json,
-    /// The top-level stores when the run stopped.
+    /// The top-level stores when the run stopped, without those still equal to the input's
+    /// (see [`stores_delta`]): the input is stored once, at the start.
     pub stores: Json,
     pub error: Option<Json>,
     pub cancelled_at: Option<String>,
@@ -383,17 +384,6 @@ impl SqliteStore {
                     .execute(params![run_id, s, now_ms()])?;
             }
             Write::Finish(f) => {
-                let input: Option<String> = tx
-                    .query_row(
-                        "SELECT value FROM inputs WHERE run_id = ?1",
-                        [run_id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                let input: Json = input
-                    .and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or(Json::Null);
-                let delta = stores_delta(&input, &f.stores);
                 tx.prepare_cached(
                     "UPDATE runs SET status = ?2, output = ?3, stores = ?4, error = ?5, cancelled_at = ?6, updated_ms = ?7 WHERE id = ?1",
                 )?
@@ -401,7 +391,7 @@ impl SqliteStore {
                     run_id,
                     f.status,
                     f.output.to_string(),
-                    delta.to_string(),
+                    f.stores.to_string(),
                     f.error.as_ref().map(Json::to_string),
                     f.cancelled_at,
                     now_ms()
@@ -414,7 +404,7 @@ impl SqliteStore {
 
 /// The stores a run wrote over its input: a 100 MB input is written once, at the start, not
 /// again with the final stores.
-fn stores_delta(input: &Json, stores: &Json) -> Json {
+pub fn stores_delta(input: &Json, stores: &Json) -> Json {
     let empty = serde_json::Map::new();
     let input = input.as_object().unwrap_or(&empty);
     match stores.as_object() {

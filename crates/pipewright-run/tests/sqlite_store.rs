@@ -373,3 +373,45 @@ fn a_big_input_is_written_once() {
         .iter()
         .all(|l| matches!(&l.landed, Landed::Value(v) if !v.to_string().contains("xxxx"))));
 }
+
+/// Nothing is reported done before its commit: when a sink hears `step_completed`, another
+/// connection already sees the landing, for steps with side effects (committed at once) and
+/// pure steps (staged and committed in batches) alike.
+#[test]
+fn a_completion_is_reported_only_after_its_landing_committed() {
+    struct Check {
+        dir: std::path::PathBuf,
+        seen: std::sync::Mutex<Vec<(String, bool)>>,
+    }
+    impl pipewright_run::EventSink for Check {
+        fn event(&self, e: &pipewright_run::Event) {
+            if e.kind != pipewright_run::EventKind::Completed {
+                return;
+            }
+            let there = SqliteStore::open(&db_path(&self.dir))
+                .and_then(|st| {
+                    let id = st.list_runs()?.first().map(|r| r.run_id.clone());
+                    st.load_run(&id.unwrap_or_default())
+                })
+                .is_ok_and(|r| r.landings.iter().any(|l| l.key == e.key));
+            self.seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((e.key.clone(), there));
+        }
+    }
+    const MIXED: &str = "pipeline: mixed\nsteps:\n  - transform: {value: \"[1, 2, 3]\", output: xs}\n  - for_each:\n      over: ctx.xs\n      on_error: abort\n      do: {transform: {value: \"item * 2\"}}\n      collect: {transform: {value: \"pipe\"}}\n  - shell: {command: \"echo hi\"}\n  - transform: {value: \"pipe.text\"}\n";
+    let d = tempdir();
+    let check = Arc::new(Check {
+        dir: d.path().to_path_buf(),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut o = opts(d.path());
+    o.store = Some(store_at(d.path()));
+    o.sinks = vec![check.clone()];
+    let v = run_json(MIXED, o);
+    assert_eq!(v["status"], "ok", "{v}");
+    let seen = check.seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(seen.len(), 1 + 3 + 1 + 1 + 1 + 1, "{seen:?}");
+    assert!(seen.iter().all(|(_, there)| *there), "{seen:?}");
+}

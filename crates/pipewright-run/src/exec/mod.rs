@@ -368,7 +368,7 @@ pub async fn run(
         let fin = store::Finish {
             status: outcome.status.name().into(),
             output: outcome.output.to_json(),
-            stores: outcome.stores.to_json(),
+            stores: store::stores_delta(&input, &outcome.stores.to_json()),
             error: outcome
                 .error
                 .as_ref()
