@@ -32,12 +32,26 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
     for (i, doc) in cst.docs.iter().enumerate() {
         let lone_empty =
             doc.root.is_none() && !doc.trailing.iter().any(|t| matches!(t, Item::Comment(_)));
-        if i > 0 || (lone_empty && n > 1) {
+        // An explicit empty document (`---` alone) prints nothing but its marker, which must
+        // stay even first, or the document is lost.
+        let empty_root = doc
+            .root
+            .as_ref()
+            .is_some_and(|r| prints_nothing(cst.src, r));
+        if i > 0 || (lone_empty && n > 1) || empty_root {
             p.out.push_str("---\n");
         }
         if let Some(root) = &doc.root {
             let mut path = vec![Seg::Doc(rules.doc_kind(root))];
-            p.top(root, &mut path);
+            if empty_root {
+                // Only what the loader attached to the empty value (it may span a character).
+                let lead = p.first_leading(root, &mut path);
+                p.leading(lead, 0, true);
+                let trailing = p.triv.take_trailing(root);
+                p.comment_lines(&trailing, 0);
+            } else {
+                p.top(root, &mut path);
+            }
         }
         p.flush_orphans();
         p.leading(doc.trailing.clone(), 0, doc.root.is_none());
@@ -64,6 +78,17 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         p.out.push('\n');
     }
     p.out
+}
+
+/// Whether a node prints as nothing: an empty plain scalar (a null written as nothing) without
+/// tag or anchor.
+fn prints_nothing(src: &str, n: &Node) -> bool {
+    let p = props(src, n);
+    !p.alias
+        && p.anchor.is_none()
+        && n.tag.is_none()
+        && n.as_scalar()
+            .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty())
 }
 
 /// Where a flow attempt's text starts in the output and how many characters fit.
@@ -583,10 +608,18 @@ impl<'s, 'r> Printer<'s, 'r> {
     /// A scalar (or alias) on one line, properties included, appended to `out`.
     fn scalar_into(&self, n: &Node, path: &[Seg], in_flow: bool, is_key: bool, out: &mut String) {
         let p = props(self.src, n);
-        let raw = self
+        // An empty plain scalar is written as nothing whatever its span: the loader gives a
+        // missing value (`{k}`, `---` alone) a span over the character that follows it.
+        let empty = !p.alias
+            && n.as_scalar()
+                .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty());
+        let raw = match self
             .src
             .get(p.content_start..(n.span.end as usize).max(p.content_start))
-            .unwrap_or("");
+        {
+            Some(r) if !empty => r,
+            _ => "",
+        };
         let Some(sc) = n.as_scalar().filter(|_| !p.alias) else {
             out.push_str(raw);
             return;
@@ -690,7 +723,18 @@ impl<'s, 'r> Printer<'s, 'r> {
         let indent_of = |l: &str| l.len() - l.trim_start_matches(' ').len();
         let nonblank = raw_lines.iter().filter(|l| !l.trim().is_empty());
         let n_ind = if explicit {
-            nonblank.map(|l| indent_of(l)).min()
+            // The indicator fixes the content's indentation; spaces beyond it are content. The
+            // value's first line says how many: strip the rest.
+            let kept = sc
+                .text
+                .split('\n')
+                .find(|l| !l.trim().is_empty())
+                .map(indent_of);
+            let mut nonblank = nonblank;
+            match (nonblank.next().map(|l| indent_of(l)), kept) {
+                (Some(ind), Some(kept)) if ind >= kept => Some(ind - kept),
+                (first, _) => first,
+            }
         } else {
             nonblank.map(|l| indent_of(l)).next()
         }

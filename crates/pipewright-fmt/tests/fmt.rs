@@ -479,3 +479,32 @@ fn expression_children_agree_with_is_expression() {
     }
     assert!(checked > 100, "too few expressions seen: {checked}");
 }
+
+#[test]
+fn fuzz_findings_format_and_reformat_the_same() {
+    // Found by the fmt_yaml fuzz target (docs/fuzzing.md): each failed with PW0900 or was not
+    // idempotent.
+    for (src, want) in [
+        // A flow-mapping key without a value (the loader gives the missing value a span over
+        // the next character, which was printed).
+        ("a: {k}\n", "a: {k: null}\n"),
+        ("x: {b, a: 1}\n", "x: {b: null, a: 1}\n"),
+        (
+            "pipeline: p\nsteps:\n  - transform: {value :\"x\", output: v}\n",
+            "pipeline: p\nsteps:\n  - transform: {output: v, 'value :\"x\"': null}\n",
+        ),
+        // Explicit empty documents.
+        ("---\n", "---\n"),
+        ("--- # c\n", "---\n# c\n"),
+        ("---\n---\n", "---\n---\n"),
+        ("a: 1\n---\n", "a: 1\n---\n"),
+        // A block scalar whose content is indented deeper than its indentation indicator.
+        ("a: |2\n   x\n", "a: |2\n   x\n"),
+        ("a:   |2-\n     x\n    y\n", "a: |2-\n     x\n    y\n"),
+    ] {
+        let f = format_source(FileId(0), src, Dialect::Pipeline)
+            .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+        assert_eq!(f.output, want, "{src:?}");
+        check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
+    }
+}
