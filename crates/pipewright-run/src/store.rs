@@ -457,10 +457,20 @@ fn migrate(conn: &Connection) -> Result<(), String> {
 }
 
 struct FileLock {
+    path: PathBuf,
     _file: std::fs::File,
 }
 
 impl RunLock for FileLock {}
+
+impl Drop for FileLock {
+    /// The file goes while still locked, after the owner's last write: a process that opens
+    /// the path afterwards creates a new file and may own the run, and one that opened the old
+    /// file in between sees, once it holds its lock, that the path no longer leads to it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
 
 /// An exclusive `flock` on a per-run file: the kernel releases it when the process dies,
 /// however it dies, so a kill -9 never leaves a run owned. The file holds the owner's pid for
@@ -503,6 +513,20 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
     Ok(f)
 }
 
+#[cfg(unix)]
+fn same_file(f: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::File, path: &Path) -> bool {
+    path.exists()
+}
+
 impl Store for SqliteStore {
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -513,8 +537,19 @@ impl Store for SqliteStore {
         let dir = self.lock_dir();
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let file = lock_file(&dir.join(run_id), run_id)?;
-        Ok(Box::new(FileLock { _file: file }))
+        let path = dir.join(run_id);
+        // A lock on a file its owner removed in the meantime is no lock: try again on the
+        // file now at the path.
+        for _ in 0..100 {
+            let file = lock_file(&path, run_id)?;
+            if same_file(&file, &path) {
+                return Ok(Box::new(FileLock { path, _file: file }));
+            }
+        }
+        Err(format!(
+            "cannot lock {}: it keeps being replaced",
+            path.display()
+        ))
     }
 
     fn create_run(&self, run: &NewRun) -> Result<(), String> {
@@ -739,7 +774,6 @@ impl Store for SqliteStore {
                 .map_err(|e| self.err(e))?
         };
         drop(lock);
-        let _ = std::fs::remove_file(self.lock_dir().join(run_id));
         if n == 0 {
             return Err(format!(
                 "no run {run_id} in the run store {}",

@@ -290,7 +290,10 @@ fn a_run_has_one_owner_at_a_time() {
         "{:?}",
         refused.map(|o| o.status)
     );
+    let lock_file = d.path().join(".pipewright/runs.db.locks").join(&id);
+    assert!(lock_file.is_file());
     drop(held);
+    assert!(!lock_file.exists(), "an owner leaves no lock file behind");
     assert!(st.lock_run(&id).is_ok(), "released with its owner");
     assert!(st.remove(&id).is_ok());
     assert!(st.load_run(&id).is_err());
