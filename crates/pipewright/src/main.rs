@@ -31,8 +31,29 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc (v2) option numbers, from the `mi_option_e` enum of the bundled `mimalloc.h`; the
+/// Rust bindings name neither of these two.
+const MI_OPTION_ARENA_EAGER_COMMIT: i32 = 4;
+const MI_OPTION_PURGE_DELAY: i32 = 15;
+
+/// `check` and `fmt` free one large tree while building the next (the YAML tree while the AST
+/// grows, the input's tree before the output's): with mimalloc's default 10 ms purge delay and
+/// eagerly committed arenas the freed pages stay resident, and a 10 MiB file peaked 10-25% higher.
+fn tune_allocator() {
+    // SAFETY: plain setters of process-wide integer options; valid at any time.
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if matches!(cli.command, cli::Command::Check(_) | cli::Command::Fmt(_)) {
+        // Only the one-pass commands: `run` frees and allocates in a loop, where purging at
+        // once would cost system calls for nothing.
+        tune_allocator();
+    }
     let code = match cli.command {
         cli::Command::Check(args) => commands::check::run(&args),
         cli::Command::Explain(args) => commands::explain::run(&args),
