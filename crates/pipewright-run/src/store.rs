@@ -487,24 +487,35 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
     #[cfg(unix)]
     {
         use std::os::unix::io::AsRawFd;
-        // SAFETY: flock on a file descriptor this function owns.
-        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if r != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let mut pid = String::new();
-                let _ = f.read_to_string(&mut pid);
-                let pid = pid.trim();
-                let by = if pid.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (process {pid})")
-                };
-                return Err(format!(
-                    "run {run_id} is in progress in another process{by}; a run has one owner at a time, so wait for it to stop (or stop it) and resume again"
-                ));
+        // A dead owner's lock can outlive it by a moment: a child it was forking holds a copy
+        // of the descriptor until its exec (or its death from PR_SET_PDEATHSIG), which on a
+        // loaded machine can take a while to be scheduled. A live owner holds it far longer.
+        let mut tries = 0;
+        loop {
+            // SAFETY: flock on a file descriptor this function owns.
+            let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if r == 0 {
+                break;
             }
-            return Err(format!("cannot lock {}: {e}", path.display()));
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(format!("cannot lock {}: {e}", path.display()));
+            }
+            tries += 1;
+            if tries < 50 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            }
+            let mut pid = String::new();
+            let _ = f.rewind();
+            let _ = f.read_to_string(&mut pid);
+            let by = match pid.trim() {
+                "" => String::new(),
+                pid => format!(" (process {pid})"),
+            };
+            return Err(format!(
+                "run {run_id} is in progress in another process{by}; a run has one owner at a time, so wait for it to stop (or stop it) and resume again"
+            ));
         }
     }
     let _ = f.set_len(0);
