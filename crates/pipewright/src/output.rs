@@ -73,6 +73,7 @@ pub fn all_codes() -> Vec<CodeInfo> {
     let tables: &[&[CodeInfo]] = &[
         pipewright_syntax::codes::GENERAL,
         crate::commands::check::CLI_CODES,
+        crate::read::CODES,
         pipewright_r1::CODES,
         pipewright_pipeline::codes::CODES,
         pipewright_recipe::CODES,

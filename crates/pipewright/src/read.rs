@@ -4,14 +4,22 @@
 
 use crate::discover::{self, Input};
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap, Span};
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-pub const CODE: CodeInfo = CodeInfo {
-    code: "PW0009",
-    title: "a file or directory that cannot be read",
-    explanation: include_str!("../explain/PW0009.md"),
-};
+pub const CODES: &[CodeInfo] = &[
+    CodeInfo {
+        code: "PW0009",
+        title: "a file or directory that cannot be read",
+        explanation: include_str!("../explain/PW0009.md"),
+    },
+    CodeInfo {
+        code: "PW0011",
+        title: "an input larger than pipewright reads",
+        explanation: include_str!("../explain/PW0011.md"),
+    },
+];
 
 /// The name a file is shown under: as given, with forward slashes; standard input is `<stdin>`.
 pub fn display_name(path: &Path) -> String {
@@ -35,6 +43,9 @@ pub fn input(
     }
     let bytes = match bytes(&input.path) {
         Ok(b) => b,
+        Err(e) if e.kind() == ErrorKind::FileTooLarge => {
+            return Err(Box::new(too_large(&name, sources)))
+        }
         Err(e) => return Err(Box::new(failed(&name, &e.to_string(), sources))),
     };
     decode(name, bytes, sources)
@@ -74,14 +85,34 @@ pub fn decode(
     }
 }
 
-/// The raw bytes of a path; `-` is standard input.
+/// The most any verb reads from one file or from standard input. Workflow files are kilobytes;
+/// the limit only stops `check /dev/zero` or an endless pipe from taking all memory.
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The raw bytes of a path; `-` is standard input. More than [`MAX_INPUT_BYTES`] is an error of
+/// kind `FileTooLarge`, found without reading a large regular file at all.
 pub fn bytes(path: &Path) -> std::io::Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
-        return Ok(b);
+    let too_large = || {
+        std::io::Error::new(
+            ErrorKind::FileTooLarge,
+            format!("larger than the {} MiB input limit", MAX_INPUT_BYTES >> 20),
+        )
+    };
+    let reader: Box<dyn Read> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path)?;
+        if file.metadata()?.len() > MAX_INPUT_BYTES {
+            return Err(too_large());
+        }
+        Box::new(file)
+    };
+    let mut b = Vec::new();
+    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut b)?;
+    if b.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large());
     }
-    std::fs::read(path)
+    Ok(b)
 }
 
 /// The text of a path (`-` is standard input), for the verbs that take exactly one file.
@@ -93,6 +124,21 @@ pub fn text(path: &Path) -> Result<String, String> {
             display_name(path)
         )
     })
+}
+
+fn too_large(name: &str, sources: &mut SourceMap) -> Diagnostic {
+    let file = sources.add(name.to_string(), "");
+    Diagnostic::error(
+        "PW0011",
+        Span::new(file, 0..0),
+        format!(
+            "`{name}` is larger than the {} MiB input limit",
+            MAX_INPUT_BYTES >> 20
+        ),
+    )
+    .with_label("not read")
+    .with_note("pipewright stops reading one input at this size, so that a device or an endless pipe cannot take all memory")
+    .with_help("split the workflow into several files")
 }
 
 /// The diagnostic for a path that could not be read; the path is added to `sources` (empty) so

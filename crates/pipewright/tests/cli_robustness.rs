@@ -492,3 +492,37 @@ fn deny_warnings_says_the_warnings_failed_the_check() {
     let last = stdout(&o).lines().last().unwrap_or_default().to_string();
     assert!(last.contains("warnings fail the check"), "{last}");
 }
+
+#[cfg(unix)]
+#[test]
+fn an_endless_input_stops_at_the_documented_limit() {
+    let dir = tempdir();
+    let o = run_in(dir.path(), &["check", "--format", "json", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        json(&o)["diagnostics"][0]["code"],
+        "PW0011",
+        "{}",
+        stdout(&o)
+    );
+    for args in [
+        &["graph", "/dev/zero"][..],
+        &["fmt", "--check", "/dev/zero"],
+    ] {
+        let o = run_in(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("256 MiB input limit"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    write(
+        dir.path(),
+        "p.yaml",
+        b"pipeline: p\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let o = run_in(dir.path(), &["run", "p.yaml", "--input-file", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("input limit"), "{}", stderr(&o));
+}

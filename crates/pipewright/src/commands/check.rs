@@ -20,7 +20,6 @@ pub const CLI_CODES: &[CodeInfo] = &[
         title: "a dialect this version cannot check yet",
         explanation: include_str!("../../explain/PW0007.md"),
     },
-    crate::read::CODE,
     CodeInfo {
         code: "PW0010",
         title: "a file that is almost a workflow (a misspelled top-level key)",

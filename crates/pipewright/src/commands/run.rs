@@ -241,9 +241,7 @@ fn preview(v: &serde_json::Value, max: usize) -> String {
 fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
     let text = match (&args.input, &args.input_file) {
         (Some(t), _) => t.clone(),
-        (None, Some(f)) => {
-            std::fs::read_to_string(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?
-        }
+        (None, Some(f)) => crate::read::text(f)?,
         (None, None) => return Ok(None),
     };
     serde_json::from_str(&text)
