@@ -231,7 +231,9 @@ pub fn now_ms() -> i64 {
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
     "CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
+        -- the other tables refer to a run by this integer: short keys, fast lookups
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
         status TEXT NOT NULL,
         file TEXT NOT NULL,
         workflow TEXT NOT NULL,
@@ -247,39 +249,40 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX runs_by_time ON runs (created_ms);
     CREATE TABLE inputs (
-        run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        run INTEGER PRIMARY KEY REFERENCES runs (seq) ON DELETE CASCADE,
         value TEXT NOT NULL
     );
     CREATE TABLE landings (
-        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
         key TEXT NOT NULL,
         step_hash TEXT NOT NULL,
         value TEXT,
         dropped TEXT,
-        PRIMARY KEY (run_id, key),
+        PRIMARY KEY (run, key),
         CHECK ((value IS NULL) <> (dropped IS NULL))
     );
+    -- one row per transaction: the events it committed, as JSON lines
     CREATE TABLE events (
         id INTEGER PRIMARY KEY,
-        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        body TEXT NOT NULL
+        run INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
+        lines TEXT NOT NULL
     );
-    CREATE INDEX events_by_run ON events (run_id, id);
+    CREATE INDEX events_by_run ON events (run, id);
     CREATE TABLE approvals (
-        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
         key TEXT NOT NULL,
         request TEXT NOT NULL,
         decision TEXT,
         requested_ms INTEGER NOT NULL,
         decided_ms INTEGER,
-        PRIMARY KEY (run_id, key)
+        PRIMARY KEY (run, key)
     );
     CREATE TABLE sessions (
-        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        run INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
         name TEXT NOT NULL,
         state TEXT NOT NULL,
         updated_ms INTEGER NOT NULL,
-        PRIMARY KEY (run_id, name)
+        PRIMARY KEY (run, name)
     );",
 ];
 
@@ -348,47 +351,44 @@ impl SqliteStore {
         self.path.with_file_name(name)
     }
 
-    fn apply(tx: &rusqlite::Transaction<'_>, run_id: &str, w: &Write) -> rusqlite::Result<()> {
+    /// Applies one write other than an event (events go in one row per transaction).
+    fn apply(tx: &rusqlite::Transaction<'_>, run: i64, w: &Write) -> rusqlite::Result<()> {
         match w {
             Write::Land(l) => {
                 let (value, dropped) = match &l.landed {
                     Landed::Value(v) => (Some(v.to_string()), None),
                     Landed::Dropped(e) => (None, Some(e.as_str())),
                 };
-                // Delete then insert (not REPLACE in place): the rowid gives landing order.
-                tx.prepare_cached("DELETE FROM landings WHERE run_id = ?1 AND key = ?2")?
-                    .execute(params![run_id, l.key])?;
+                // REPLACE deletes the old row and inserts a new one: the rowid gives landing
+                // order.
                 tx.prepare_cached(
-                    "INSERT INTO landings (run_id, key, step_hash, value, dropped) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT OR REPLACE INTO landings (run, key, step_hash, value, dropped) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?
-                .execute(params![run_id, l.key, l.step_hash, value, dropped])?;
+                .execute(params![run, l.key, l.step_hash, value, dropped])?;
             }
             Write::ForgetUnder(key) => {
                 // Keys under `k` are `k.…`; '/' is the character after '.', so the range
                 // `[k., k/)` is exactly them and can use the primary key index.
                 tx.prepare_cached(
-                    "DELETE FROM landings WHERE run_id = ?1 AND (key = ?2 OR (key >= ?3 AND key < ?4))",
+                    "DELETE FROM landings WHERE run = ?1 AND (key = ?2 OR (key >= ?3 AND key < ?4))",
                 )?
-                .execute(params![run_id, key, format!("{key}."), format!("{key}/")])?;
+                .execute(params![run, key, format!("{key}."), format!("{key}/")])?;
             }
-            Write::Event(line) => {
-                tx.prepare_cached("INSERT INTO events (run_id, body) VALUES (?1, ?2)")?
-                    .execute(params![run_id, line])?;
-            }
+            Write::Event(_) => {}
             Write::Spawns(n) => {
-                tx.prepare_cached("UPDATE runs SET spawns = MAX(spawns, ?2) WHERE id = ?1")?
-                    .execute(params![run_id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
+                tx.prepare_cached("UPDATE runs SET spawns = MAX(spawns, ?2) WHERE seq = ?1")?
+                    .execute(params![run, i64::try_from(*n).unwrap_or(i64::MAX)])?;
             }
             Write::Status(s) => {
-                tx.prepare_cached("UPDATE runs SET status = ?2, updated_ms = ?3 WHERE id = ?1")?
-                    .execute(params![run_id, s, now_ms()])?;
+                tx.prepare_cached("UPDATE runs SET status = ?2, updated_ms = ?3 WHERE seq = ?1")?
+                    .execute(params![run, s, now_ms()])?;
             }
             Write::Finish(f) => {
                 tx.prepare_cached(
-                    "UPDATE runs SET status = ?2, output = ?3, stores = ?4, error = ?5, cancelled_at = ?6, updated_ms = ?7 WHERE id = ?1",
+                    "UPDATE runs SET status = ?2, output = ?3, stores = ?4, error = ?5, cancelled_at = ?6, updated_ms = ?7 WHERE seq = ?1",
                 )?
                 .execute(params![
-                    run_id,
+                    run,
                     f.status,
                     f.output.to_string(),
                     f.stores.to_string(),
@@ -399,6 +399,20 @@ impl SqliteStore {
             }
         }
         Ok(())
+    }
+
+    /// The integer the other tables know a run by.
+    fn seq(&self, conn: &Connection, run_id: &str) -> Result<i64, String> {
+        check_run_id(run_id)?;
+        conn.prepare_cached("SELECT seq FROM runs WHERE id = ?1")
+            .and_then(|mut s| s.query_row([run_id], |r| r.get(0)).optional())
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| {
+                format!(
+                    "no run {run_id} in the run store {} (`pipewright runs` lists the runs)",
+                    self.path.display()
+                )
+            })
     }
 }
 
@@ -575,8 +589,8 @@ impl Store for SqliteStore {
         )
         .map_err(|e| self.err(e))?;
         tx.execute(
-            "INSERT INTO inputs (run_id, value) VALUES (?1, ?2)",
-            params![run.run_id, run.input.to_string()],
+            "INSERT INTO inputs (run, value) VALUES (?1, ?2)",
+            params![tx.last_insert_rowid(), run.input.to_string()],
         )
         .map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))
@@ -587,7 +601,7 @@ impl Store for SqliteStore {
         let c = guard(&self.conn);
         let row = c
             .query_row(
-                "SELECT r.status, r.file, r.workflow, r.source_hash, r.spawns, i.value FROM runs r LEFT JOIN inputs i ON i.run_id = r.id WHERE r.id = ?1",
+                "SELECT r.status, r.file, r.workflow, r.source_hash, r.spawns, i.value, r.seq FROM runs r LEFT JOIN inputs i ON i.run = r.seq WHERE r.id = ?1",
                 [run_id],
                 |r| {
                     Ok((
@@ -597,12 +611,13 @@ impl Store for SqliteStore {
                         r.get::<_, String>(3)?,
                         r.get::<_, i64>(4)?,
                         r.get::<_, Option<String>>(5)?,
+                        r.get::<_, i64>(6)?,
                     ))
                 },
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let Some((status, file, workflow, source_hash, spawns, input)) = row else {
+        let Some((status, file, workflow, source_hash, spawns, input, seq)) = row else {
             return Err(format!(
                 "no run {run_id} in the run store {} (`pipewright runs` lists the runs)",
                 self.path.display()
@@ -616,11 +631,11 @@ impl Store for SqliteStore {
         let mut landings = Vec::new();
         let mut stmt = c
             .prepare(
-                "SELECT key, step_hash, value, dropped FROM landings WHERE run_id = ?1 ORDER BY rowid",
+                "SELECT key, step_hash, value, dropped FROM landings WHERE run = ?1 ORDER BY rowid",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([run_id], |r| {
+            .query_map([seq], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
@@ -665,8 +680,20 @@ impl Store for SqliteStore {
         let tx = c
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;
+        let run = self.seq(&tx, run_id)?;
+        let mut lines = String::new();
         for w in writes {
-            SqliteStore::apply(&tx, run_id, w).map_err(|e| self.err(e))?;
+            if let Write::Event(line) = w {
+                lines.push_str(line);
+                lines.push('\n');
+            } else {
+                SqliteStore::apply(&tx, run, w).map_err(|e| self.err(e))?;
+            }
+        }
+        if !lines.is_empty() {
+            tx.prepare_cached("INSERT INTO events (run, lines) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![run, lines]))
+                .map_err(|e| self.err(e))?;
         }
         tx.commit().map_err(|e| self.err(e))
     }
@@ -756,25 +783,20 @@ impl Store for SqliteStore {
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<String>, String> {
-        check_run_id(run_id)?;
         let c = guard(&self.conn);
-        let exists: Option<i64> = c
-            .query_row("SELECT 1 FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))?;
-        if exists.is_none() {
-            return Err(format!(
-                "no run {run_id} in the run store {}",
-                self.path.display()
-            ));
-        }
+        let run = self.seq(&c, run_id)?;
         let mut stmt = c
-            .prepare("SELECT body FROM events WHERE run_id = ?1 ORDER BY id")
+            .prepare("SELECT lines FROM events WHERE run = ?1 ORDER BY id")
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([run_id], |r| r.get::<_, String>(0))
+            .query_map([run], |r| r.get::<_, String>(0))
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        let mut out = Vec::new();
+        for chunk in rows {
+            let chunk = chunk.map_err(|e| self.err(e))?;
+            out.extend(chunk.lines().map(String::from));
+        }
+        Ok(out)
     }
 
     fn remove(&self, run_id: &str) -> Result<(), String> {

@@ -37,7 +37,7 @@ impl Interp {
         key: String,
         attempts: usize,
     ) -> Result<Option<Value>, Failure> {
-        if self.dropped(&key, &self.step_hash(node)).is_some() {
+        if self.dropped(&key, node).is_some() {
             return Ok(None);
         }
         let body_is_tool = body
@@ -248,7 +248,7 @@ impl Interp {
                 // Dropped in an earlier attempt: the reason is in the store.
                 Some(Ok(None)) | None => {
                     let msg = self
-                        .dropped(&format!("{key}.parallel.{}", b.name), &self.step_hash(node))
+                        .dropped(&format!("{key}.parallel.{}", b.name), node)
                         .unwrap_or_default();
                     errors.insert(b.name.clone(), Value::Str(msg));
                 }

@@ -578,17 +578,19 @@ impl Interp {
         }
     }
 
-    /// The drop recorded for a fan-out member in an earlier attempt, if any.
-    pub(crate) fn dropped(&self, key: &str, hash: &str) -> Option<String> {
-        match self
+    /// The drop recorded for a fan-out member in an earlier attempt by the fan-out `node`, if
+    /// any. (The node's hash is computed only when there is a drop to compare it with.)
+    pub(crate) fn dropped(&self, key: &str, node: &Node) -> Option<String> {
+        let (h, e) = match self
             .journal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
         {
-            Some((h, Journaled::Dropped(e))) if h == hash => Some(e.clone()),
-            _ => None,
-        }
+            Some((h, Journaled::Dropped(e))) => (h.clone(), e.clone()),
+            _ => return None,
+        };
+        (h == self.step_hash(node)).then_some(e)
     }
 
     /// Records a landing with the event that reports it, in one transaction: at once when
