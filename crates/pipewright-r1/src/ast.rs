@@ -115,10 +115,11 @@ pub enum Combinator {
     Join,
     Get,
     ParseJson,
+    ShellQuote,
 }
 
 impl Combinator {
-    pub const ALL: [Combinator; 10] = [
+    pub const ALL: [Combinator; 11] = [
         Combinator::Map,
         Combinator::Filter,
         Combinator::All,
@@ -129,6 +130,7 @@ impl Combinator {
         Combinator::Join,
         Combinator::Get,
         Combinator::ParseJson,
+        Combinator::ShellQuote,
     ];
 
     pub fn name(self) -> &'static str {
@@ -143,6 +145,7 @@ impl Combinator {
             Combinator::Join => "join",
             Combinator::Get => "get",
             Combinator::ParseJson => "parse_json",
+            Combinator::ShellQuote => "shell_quote",
         }
     }
 
@@ -165,7 +168,10 @@ impl Combinator {
     /// Smallest and largest number of arguments.
     pub fn arity(self) -> (usize, usize) {
         match self {
-            Combinator::Count | Combinator::Sum | Combinator::ParseJson => (1, 1),
+            Combinator::Count
+            | Combinator::Sum
+            | Combinator::ParseJson
+            | Combinator::ShellQuote => (1, 1),
             Combinator::Get => (2, 3),
             _ => (2, 2),
         }
@@ -183,6 +189,7 @@ impl Combinator {
             Combinator::Join => "join(list, separator)",
             Combinator::Get => "get(base, \"dotted.path\", default?)",
             Combinator::ParseJson => "parse_json(string)",
+            Combinator::ShellQuote => "shell_quote(string)",
         }
     }
 }

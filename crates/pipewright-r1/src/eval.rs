@@ -520,7 +520,38 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
                 Err(e) => err(span, format!("parse_json() failed to decode: {e}")),
             }
         }
+        Combinator::ShellQuote => {
+            let v = eval_in(first, env)?;
+            let Value::Str(s) = &*v else {
+                return err(
+                    &first.span,
+                    format!("shell_quote() requires a string, got {}", v.type_name()),
+                );
+            };
+            Ok(Cow::Owned(Value::Str(shell_quote(s))))
+        }
     }
+}
+
+/// One POSIX shell word that stands for `s` literally, as Python's `shlex.quote` writes it: `s`
+/// itself when it holds only characters no shell treats specially, else `s` in single quotes
+/// with each `'` written `'"'"'` (inside single quotes nothing else is special).
+pub fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\"'\"'");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Safe navigation through objects only; `""` segments are literal empty keys.
@@ -620,4 +651,39 @@ fn iterate<'l>(
             Found::Value(Value::Null)
         }
     })
+}
+
+#[cfg(all(test, unix))]
+mod shell_quote_tests {
+    use super::shell_quote;
+
+    /// The quoted word, given to a real `sh`, comes back as exactly the original string.
+    #[test]
+    fn sh_reads_the_quoted_word_back_unchanged() {
+        let cases = [
+            "x; touch pwned",
+            "it's",
+            "",
+            "$(id) `id` $HOME",
+            "a\nb\tc",
+            "-n",
+            "*",
+            "'",
+            "\\'\"",
+            "plain",
+        ];
+        for s in cases {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf '%s' {}", shell_quote(s)))
+                .output()
+                .unwrap_or_else(|e| panic!("sh: {e}"));
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                s,
+                "{:?}",
+                shell_quote(s)
+            );
+        }
+    }
 }

@@ -557,7 +557,10 @@ impl Checker<'_> {
             return Type::Any;
         };
         let t = self.infer(first);
-        let list_arg = !matches!(func, Combinator::Get | Combinator::ParseJson);
+        let list_arg = !matches!(
+            func,
+            Combinator::Get | Combinator::ParseJson | Combinator::ShellQuote
+        );
         if list_arg && t.surely_not_list() {
             self.not_a_list(func, first, &t);
         }
@@ -659,6 +662,20 @@ impl Checker<'_> {
                 }
                 let _ = span;
                 Type::Any
+            }
+            Combinator::ShellQuote => {
+                if t.surely_not_str() {
+                    self.issues.push(
+                        TypeIssue::error(
+                            first.span.clone(),
+                            codes::ARG_TYPE,
+                            format!("`shell_quote` needs a string, but this is {t}"),
+                            format!("{t}, not a string"),
+                        )
+                        .help("R1 never converts values to strings; quote only strings"),
+                    );
+                }
+                Type::Str
             }
         }
     }

@@ -147,6 +147,13 @@ const CASES: &[(&str, &str)] = &[
     ("parse_json('')", "!parse_json() failed to decode"),
     ("parse_json('1 x')", "!parse_json() failed to decode"),
     ("parse_json(1)", "!parse_json() requires a string, got int"),
+    // shell_quote
+    ("shell_quote('x; touch pwned')", "\"'x; touch pwned'\""),
+    ("shell_quote(\"it's\")", "\"'it'\\\"'\\\"'s'\""),
+    ("shell_quote('')", "\"''\""),
+    ("shell_quote('a-b_c/d.txt')", "\"a-b_c/d.txt\""),
+    ("'echo ' + shell_quote(ctx.s)", "\"echo str\""),
+    ("shell_quote(1)", "!shell_quote() requires a string, got int"),
 ];
 
 fn context() -> Value {

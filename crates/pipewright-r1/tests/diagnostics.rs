@@ -105,6 +105,7 @@ const TYPED: &[&str] = &[
     "all(ctx.reviews, r -> r.passd)",
     "ctx.n.value",
     "parse_json(ctx.n)",
+    "shell_quote(ctx.n)",
     "-ctx.name",
     "map([1, 2], x -> x.a)",
     "{a: 1}.b",

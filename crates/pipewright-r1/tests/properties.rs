@@ -100,7 +100,8 @@ fn expr() -> impl Strategy<Value = Expr> {
                 prop::sample::select(vec![
                     Combinator::Count,
                     Combinator::Sum,
-                    Combinator::ParseJson
+                    Combinator::ParseJson,
+                    Combinator::ShellQuote
                 ]),
                 inner.clone()
             )
