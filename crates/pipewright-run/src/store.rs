@@ -321,7 +321,11 @@ impl SqliteStore {
         }
         // NORMAL in WAL mode: a commit survives the death of the process (kill -9); only a
         // power loss can take back the last commits, never corrupt the database.
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        // journal_size_limit: after a checkpoint the WAL shrinks back to 16 MB instead of
+        // keeping the size of the biggest transaction (a 100 MB input) on disk.
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 16777216;",
+        )
             .map_err(|e| err(&e))?;
         // The WAL is folded into the database by the automatic checkpoints (every 1000 pages),
         // not at every close: a run's end then costs no extra fsyncs.
