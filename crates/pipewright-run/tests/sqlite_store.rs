@@ -418,3 +418,72 @@ fn a_completion_is_reported_only_after_its_landing_committed() {
     assert_eq!(seen.len(), 1 + 3 + 1 + 1 + 1 + 1, "{seen:?}");
     assert!(seen.iter().all(|(_, there)| *there), "{seen:?}");
 }
+
+/// Pure landings commit in batches in the background; a batch that fails is still loud: the
+/// next step with side effects does not start, the run fails with PW0811, the store says
+/// `failed`, and a resume computes the lost steps again and runs the side effect once.
+#[test]
+fn a_failed_background_batch_stops_the_run_before_the_next_side_effect() {
+    const PURE_THEN_SHELL: &str = "pipeline: p\nsteps:\n  - transform: {value: \"1\", output: a}\n  - transform: {value: \"2\", output: b}\n  - shell: {command: \"echo s2 >> log; echo s2\"}\n";
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.store = Some(Arc::new(FailingStore {
+        inner: SqliteStore::open(&db_path(d.path())).unwrap_or_else(|e| panic!("{e}")),
+        fail_key: "1",
+        failed: AtomicBool::new(false),
+    }));
+    let v = run_json(PURE_THEN_SHELL, o);
+    assert_eq!(v["status"], "failed", "{v}");
+    assert_eq!(v["error"]["code"], "PW0811", "{v}");
+    assert!(
+        log_lines(d.path()).is_empty(),
+        "the shell step never started"
+    );
+    let (id, s) = only_run(d.path()).unwrap_or_else(|| panic!("no run"));
+    assert_eq!(s["status"], "failed", "{s}");
+    assert_eq!(s["completed"], json!({}), "{s}");
+    let v = run_json(PURE_THEN_SHELL, resume(d.path(), &id));
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(log_lines(d.path()), ["s2"]);
+
+    // The same failure in the last batch, after the last step: the run still fails.
+    const PURE: &str =
+        "pipeline: p\nsteps:\n  - transform: {value: \"1\"}\n  - transform: {value: \"2\"}\n";
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.store = Some(Arc::new(FailingStore {
+        inner: SqliteStore::open(&db_path(d.path())).unwrap_or_else(|e| panic!("{e}")),
+        fail_key: "1",
+        failed: AtomicBool::new(false),
+    }));
+    let (out, sources) = exec(PURE, o);
+    let v = out.to_json(&sources);
+    assert_eq!(out.exit_code(), 1, "{v}");
+    assert_eq!(v["error"]["code"], "PW0811", "{v}");
+    let (_, s) = only_run(d.path()).unwrap_or_else(|| panic!("no run"));
+    assert_eq!(s["status"], "failed", "{s}");
+}
+
+/// The store keeps events without their run id and `runs events` puts it back: the lines read
+/// back are exactly what [`Event::to_json`] gives, field order included.
+#[test]
+fn stored_events_read_back_as_to_json() {
+    use pipewright_run::{Event, EventKind};
+    for (elapsed, error) in [(None, None), (Some(1.5), Some("a \"quoted\", error"))] {
+        let e = Event {
+            kind: EventKind::Failed,
+            key: "0.for_each.1".into(),
+            step_kind: "shell",
+            workflow: "w\"x".into(),
+            at_ms: 12.3456789,
+            elapsed_ms: elapsed,
+            error: error.map(String::from),
+            summary: String::new(),
+        };
+        let id = "01a21300-0000-7000-8000-000000000000";
+        assert_eq!(
+            store::with_run_id(&e.to_stored_line(), id),
+            e.to_json(id).to_string()
+        );
+    }
+}

@@ -104,7 +104,7 @@ pub(crate) struct Interp {
     store: Option<Recorder>,
     /// The first store write that failed: the run cannot end `ok` after it.
     store_failed: Mutex<Option<String>>,
-    sinks: Vec<Arc<dyn EventSink>>,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
     run_id: String,
     identity: String,
     envelope: Option<Vec<String>>,
@@ -124,72 +124,212 @@ pub(crate) enum Journaled {
 /// The landing of a step with side effects (shell, tool, agent) commits at once, with everything
 /// staged before it, and a step with side effects starts only after everything before it has
 /// committed. The landings of pure steps (transforms, and the results of calls, matches and
-/// fan-outs, whose inner steps land on their own) are staged and go out with the next commit,
-/// in batches of at most `MAX_STAGED` writes or `MAX_STAGE_DELAY` old: losing one to a crash only
-/// means computing it again, and a 10,000-item transform fan-out is a few transactions instead of
-/// 10,000. Either way a landing and its `step_completed` commit together, and the completion is
-/// reported (to the event sinks, to the caller) only after that commit.
+/// fan-outs, whose inner steps land on their own) are staged and handed to a writer thread in
+/// batches of at most `MAX_STAGED` writes or `MAX_STAGE_DELAY` old, which commits them while the
+/// run goes on: losing one to a crash only means computing it again, and a 10,000-item transform
+/// fan-out is a few transactions instead of 10,000. Either way a landing and its
+/// `step_completed` commit together, and the writer reports the completion to the event sinks
+/// only after that commit. Batches commit in the order they were staged; once one fails, every
+/// later one fails with it, and the run stops at its next step with side effects (or its end).
 pub(crate) struct Recorder {
     store: Arc<dyn Store>,
-    run_id: String,
     staged: Mutex<Staged>,
+    /// The first failed commit, as the writer saw it.
+    failed: Arc<Mutex<Option<String>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held for the whole run: a second process cannot resume it meanwhile.
     _lock: Box<dyn RunLock>,
 }
 
-#[derive(Default)]
 struct Staged {
     writes: Vec<Write>,
     /// Completions to report once their landings have committed.
     done: Vec<Event>,
     since: Option<Instant>,
+    /// To the writer; `None` once closed.
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+}
+
+struct Job {
+    writes: Vec<Write>,
+    done: Vec<Event>,
+    reply: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
+    /// Committed even after a failed commit: the run's final status.
+    last: bool,
 }
 
 const MAX_STAGED: usize = 4096;
 const MAX_STAGE_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Recorder {
+    fn new(
+        store: Arc<dyn Store>,
+        run_id: String,
+        lock_: Box<dyn RunLock>,
+        sinks: Arc<Vec<Arc<dyn EventSink>>>,
+    ) -> Result<Recorder, String> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let failed = Arc::new(Mutex::new(None));
+        let writer = {
+            let store = store.clone();
+            let failed = failed.clone();
+            std::thread::Builder::new()
+                .name("pipewright-store".into())
+                .spawn(move || writer_loop(&*store, &run_id, &rx, &sinks, &failed))
+                .map_err(|e| format!("cannot start the store writer: {e}"))?
+        };
+        Ok(Recorder {
+            store,
+            staged: Mutex::new(Staged {
+                writes: Vec::new(),
+                done: Vec::new(),
+                since: None,
+                jobs: Some(tx),
+            }),
+            failed,
+            writer: Mutex::new(Some(writer)),
+            _lock: lock_,
+        })
+    }
+
     /// Stages an event that reports nothing landed (started, failed, replayed, cancelled).
-    fn stage_event(&self, e: &Event) {
-        let line = e.to_json(&self.run_id).to_string();
-        let mut st = self.staged.lock().unwrap_or_else(|p| p.into_inner());
+    fn stage_event(&self, line: String) {
+        let mut st = lock(&self.staged);
         st.writes.push(Write::Event(line));
         st.since.get_or_insert_with(Instant::now);
     }
 
-    /// Stages `writes` (and the completion they report), committing everything staged when
-    /// `now` or when the batch is full or old. Returns the completions to report.
-    fn stage(
+    /// Stages `writes` (and the completion they report). With `now`, commits everything staged
+    /// and waits for the commit (and for the completions to be reported); otherwise hands a
+    /// full or old batch to the writer without waiting.
+    fn stage(&self, writes: Vec<Write>, done: Option<Event>, now: bool) -> Result<(), String> {
+        self.send(writes, done, now, false)
+    }
+
+    /// Commits the run's final status. After a failed commit this is still tried (with the
+    /// events staged since), so the store says `failed` when it can.
+    fn finish(&self, fin: store::Finish) -> Result<(), String> {
+        self.send(vec![Write::Finish(fin)], None, true, true)
+    }
+
+    fn send(
         &self,
         writes: Vec<Write>,
         done: Option<Event>,
         now: bool,
-    ) -> Result<Vec<Event>, String> {
-        let mut st = self.staged.lock().unwrap_or_else(|p| p.into_inner());
+        last: bool,
+    ) -> Result<(), String> {
+        if !last {
+            if let Some(e) = lock(&self.failed).clone() {
+                return Err(e);
+            }
+        }
+        let mut st = lock(&self.staged);
         st.writes.extend(writes);
         st.done.extend(done);
         let since = *st.since.get_or_insert_with(Instant::now);
-        if now || st.writes.len() >= MAX_STAGED || since.elapsed() >= MAX_STAGE_DELAY {
-            self.commit(&mut st)
+        if !(now || st.writes.len() >= MAX_STAGED || since.elapsed() >= MAX_STAGE_DELAY) {
+            return Ok(());
+        }
+        let (reply, answer) = if now {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            (Some(tx), Some(rx))
         } else {
-            Ok(Vec::new())
+            (None, None)
+        };
+        let job = Job {
+            writes: std::mem::take(&mut st.writes),
+            done: std::mem::take(&mut st.done),
+            reply,
+            last,
+        };
+        st.since = None;
+        // Sent under the lock: batches reach the writer in the order they were staged.
+        let sent = st.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        drop(st);
+        if !sent {
+            return Err(format!(
+                "the run store {}: its writer stopped",
+                self.store.describe()
+            ));
+        }
+        match answer {
+            Some(rx) => rx.recv().unwrap_or_else(|_| {
+                Err(format!(
+                    "the run store {}: its writer stopped",
+                    self.store.describe()
+                ))
+            }),
+            None => Ok(()),
         }
     }
 
-    fn commit(&self, st: &mut Staged) -> Result<Vec<Event>, String> {
-        st.since = None;
-        let r = if st.writes.is_empty() {
-            Ok(())
-        } else {
-            self.store.record(&self.run_id, &st.writes)
+    /// The first commit that failed, if one did.
+    fn failed(&self) -> Option<String> {
+        lock(&self.failed).clone()
+    }
+
+    /// Stops the writer once it has committed everything handed to it.
+    fn close(&self) {
+        lock(&self.staged).jobs = None;
+        if let Some(h) = lock(&self.writer).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn writer_loop(
+    store: &dyn Store,
+    run_id: &str,
+    rx: &std::sync::mpsc::Receiver<Job>,
+    sinks: &[Arc<dyn EventSink>],
+    failed: &Mutex<Option<String>>,
+) {
+    while let Ok(first) = rx.recv() {
+        // Whatever queued up meanwhile goes in the same transaction.
+        let mut jobs = vec![first];
+        while let Ok(j) = rx.try_recv() {
+            jobs.push(j);
+        }
+        // After a failed commit only the final status goes in (the batches after the failed
+        // one must not land without it).
+        let earlier = lock(failed).clone();
+        let writes: Vec<Write> = jobs
+            .iter_mut()
+            .filter(|j| earlier.is_none() || j.last)
+            .flat_map(|j| std::mem::take(&mut j.writes))
+            .collect();
+        let result = match (&earlier, writes.is_empty()) {
+            (Some(e), true) => Err(e.clone()),
+            _ => store
+                .record(run_id, &writes)
+                .and(earlier.map_or(Ok(()), Err)),
         };
-        st.writes.clear();
-        match r {
-            Ok(()) => Ok(std::mem::take(&mut st.done)),
+        match &result {
+            Ok(()) => {
+                for e in jobs.iter().flat_map(|j| &j.done) {
+                    for s in sinks {
+                        s.event(e);
+                    }
+                }
+            }
             Err(e) => {
-                // Nothing of the batch is in the store: none of its completions is reported.
-                st.done.clear();
-                Err(e)
+                lock(failed).get_or_insert_with(|| e.clone());
+            }
+        }
+        for j in jobs {
+            if let Some(r) = j.reply {
+                let _ = r.send(result.clone());
             }
         }
     }
@@ -275,6 +415,7 @@ pub async fn run(
         .workflow(wid)
         .ok_or("internal: workflow index out of range")?;
     let wf_name = workflow.name.clone();
+    let sinks = Arc::new(opts.sinks);
     let recorder = match &opts.store {
         Some(st) => {
             let lock = match lock {
@@ -296,12 +437,12 @@ pub async fn run(
                     l
                 }
             };
-            Some(Recorder {
-                store: st.clone(),
-                run_id: run_id.clone(),
-                staged: Mutex::new(Staged::default()),
-                _lock: lock,
-            })
+            Some(Recorder::new(
+                st.clone(),
+                run_id.clone(),
+                lock,
+                sinks.clone(),
+            )?)
         }
         None => None,
     };
@@ -316,7 +457,7 @@ pub async fn run(
         journal: Mutex::new(journal),
         store: recorder,
         store_failed: Mutex::new(None),
-        sinks: opts.sinks,
+        sinks,
         run_id: run_id.clone(),
         identity: opts.identity,
         envelope: opts.envelope,
@@ -357,12 +498,15 @@ pub async fn run(
         outcome.store = Some(rec.store.describe());
         // A write that failed inside a fan-out under `continue`, or after a step already
         // failed, still fails the run: nothing may look done that the store does not have.
-        let earlier = interp
+        let seen = interp
             .store_failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(msg) = earlier {
+        // Pure landings commit in the background: flush them first, so a batch that failed
+        // after the last step is known before the final status is written.
+        let _ = rec.stage(Vec::new(), None, true);
+        if let Some(msg) = seen.or_else(|| rec.failed()) {
             store_failure(&mut outcome, workflow, msg);
         }
         let fin = store::Finish {
@@ -375,10 +519,10 @@ pub async fn run(
                 .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
             cancelled_at: outcome.cancelled_at.clone(),
         };
-        match rec.stage(vec![Write::Finish(fin)], None, true) {
-            Ok(done) => done.iter().for_each(|e| interp.notify(e)),
-            Err(msg) => store_failure(&mut outcome, workflow, msg),
+        if let Err(msg) = rec.finish(fin) {
+            store_failure(&mut outcome, workflow, msg);
         }
+        rec.close();
     }
     Ok(outcome)
 }
@@ -616,11 +760,11 @@ impl Interp {
             };
             let mut writes = Vec::with_capacity(2);
             if let Some(e) = &event {
-                writes.push(Write::Event(e.to_json(&self.run_id).to_string()));
+                writes.push(Write::Event(e.to_stored_line()));
             }
             writes.push(Write::Land(l));
             let r = rec.stage(writes, event, now);
-            self.reported(r)?;
+            r.map_err(|e| self.store_failed(e))?;
         } else if let Some(e) = &event {
             self.notify(e);
         }
@@ -640,8 +784,8 @@ impl Interp {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|k, _| k != key && !k.starts_with(&under));
         if let Some(rec) = &self.store {
-            let r = rec.stage(vec![Write::ForgetUnder(key.to_string())], None, true);
-            self.reported(r)?;
+            rec.stage(vec![Write::ForgetUnder(key.to_string())], None, true)
+                .map_err(|e| self.store_failed(e))?;
         }
         Ok(())
     }
@@ -649,34 +793,19 @@ impl Interp {
     /// Commits everything staged.
     pub(crate) fn flush(&self) -> Result<(), String> {
         match &self.store {
-            Some(rec) => {
-                let r = rec.stage(Vec::new(), None, true);
-                self.reported(r)
-            }
+            Some(rec) => rec
+                .stage(Vec::new(), None, true)
+                .map_err(|e| self.store_failed(e)),
             None => Ok(()),
-        }
-    }
-
-    /// Reports the completions a commit made durable; remembers a failed commit.
-    fn reported(&self, r: Result<Vec<Event>, String>) -> Result<(), String> {
-        match r {
-            Ok(done) => {
-                for e in &done {
-                    self.notify(e);
-                }
-                Ok(())
-            }
-            Err(e) => Err(self.store_failed(e)),
         }
     }
 
     /// Persists the spawn count before the agent runs, so a resume counts on from it.
     pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
         match &self.store {
-            Some(rec) => {
-                let r = rec.stage(vec![Write::Spawns(n)], None, true);
-                self.reported(r)
-            }
+            Some(rec) => rec
+                .stage(vec![Write::Spawns(n)], None, true)
+                .map_err(|e| self.store_failed(e)),
             None => Ok(()),
         }
     }
@@ -713,7 +842,12 @@ impl Interp {
             at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             elapsed_ms,
             error,
-            summary: node.summary(),
+            // Only displays read it; the store does not keep it.
+            summary: if self.sinks.is_empty() {
+                String::new()
+            } else {
+                node.summary()
+            },
         })
     }
 
@@ -722,14 +856,14 @@ impl Interp {
     fn report(&self, e: Option<Event>) {
         if let Some(e) = e {
             if let Some(rec) = &self.store {
-                rec.stage_event(&e);
+                rec.stage_event(e.to_stored_line());
             }
             self.notify(&e);
         }
     }
 
     fn notify(&self, e: &Event) {
-        for s in &self.sinks {
+        for s in self.sinks.iter() {
             s.event(e);
         }
     }
