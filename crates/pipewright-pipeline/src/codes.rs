@@ -159,6 +159,11 @@ pub const CODES: &[CodeInfo] = &[
         explanation: include_str!("../explain/PW0262.md"),
     },
     CodeInfo {
+        code: "PW0263",
+        title: "a shell command string splices in a value without quoting it",
+        explanation: include_str!("../explain/PW0263.md"),
+    },
+    CodeInfo {
         code: "PW0300",
         title: "an invalid field type",
         explanation: include_str!("../explain/PW0300.md"),

@@ -96,7 +96,7 @@ pub(crate) fn step_body(
                 let c = req(
                     l,
                     "command",
-                    "add `command: \"ls\"` or `command: !expr \"'ls ' + ctx.dir\"`",
+                    "add `command: \"ls\"` or `command: !expr \"['ls', ctx.dir]\"`",
                 )?;
                 let command = arg_value(l, c, "the shell command")?;
                 StepKind::Shell {

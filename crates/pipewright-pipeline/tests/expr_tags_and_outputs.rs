@@ -72,7 +72,7 @@ fn unknown_tag_on_an_expression_is_reported() {
 
 #[test]
 fn expr_stays_allowed_on_tool_arguments_and_shell_commands() {
-    let text = "pipeline: p\nsteps:\n  - tool: {name: file__read, args: {path: !expr ctx.a}}\n  - shell: {command: !expr \"'ls ' + ctx.a\"}\n";
+    let text = "pipeline: p\nsteps:\n  - tool: {name: file__read, args: {path: !expr ctx.a}}\n  - shell: {command: !expr \"['ls', ctx.a]\"}\n";
     assert_eq!(summary(text), []);
 }
 

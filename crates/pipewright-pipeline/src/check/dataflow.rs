@@ -164,6 +164,9 @@ impl<'a> Walker<'a, '_> {
                 for a in args {
                     if let ArgValue::Expr(e) = &a.value {
                         self.expr(e, scope);
+                        if name.text == "shell" && a.name.text == "command" {
+                            super::shell::check_command(e, self.env.source, self.diags);
+                        }
                     }
                 }
                 self.schema(schema.as_ref());
@@ -173,6 +176,7 @@ impl<'a> Walker<'a, '_> {
             } => {
                 if let ArgValue::Expr(e) = command {
                     self.expr(e, scope);
+                    super::shell::check_command(e, self.env.source, self.diags);
                 }
                 self.schema(schema.as_ref());
             }

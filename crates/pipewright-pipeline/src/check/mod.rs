@@ -4,6 +4,7 @@
 mod dataflow;
 mod recursion;
 mod schemas;
+mod shell;
 mod targets;
 mod types;
 
