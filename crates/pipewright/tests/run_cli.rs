@@ -1219,3 +1219,98 @@ fn kill_9_takes_the_children_with_it() {
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!d.path().join("log").exists(), "the orphaned shell went on");
 }
+
+/// A tmpfs mounted for the test, unmounted when dropped (even when the test fails).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` (and a printed reason) where this process may not mount (not root, a container
+    /// without the capability).
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).ok()?;
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .ok()?;
+        if !o.status.success() {
+            eprintln!("skipped: cannot mount a tmpfs here: {}", text(&o));
+            return None;
+        }
+        Some(Tmpfs(at.to_path_buf()))
+    }
+
+    fn resize(&self, size: &str) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "remount {}", self.0.display());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The store on a disk that fills up (a 512 KiB tmpfs): the run fails loudly — exit 1, PW0811
+/// naming the store, no output — and once there is room again, the resume repeats no step whose
+/// landing was committed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_fails_the_run_loudly_and_the_resume_repeats_no_landed_step() {
+    let d = tempdir();
+    let Some(disk) = Tmpfs::mount(&d.path().join("disk"), "512k") else {
+        return;
+    };
+    fixture(
+        d.path(),
+        "pipewright.toml",
+        "[store]\npath = \"disk/runs.db\"\n",
+    );
+    let steps: String = (0..8)
+        .map(|i| format!("  - shell: {{command: \"echo s{i} >> log; yes x | head -c 100000\"}}\n"))
+        .collect();
+    fixture(
+        d.path(),
+        "fill.yaml",
+        &format!("pipeline: fill\nsteps:\n{steps}"),
+    );
+    let o = run_in(d.path(), &["run", "fill.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(stdout(&o), "", "no output for a failed run");
+    let err = stderr(&o);
+    assert!(err.contains("error[PW0811]"), "{err}");
+    assert!(err.contains("disk/runs.db"), "the store is named: {err}");
+    assert!(err.contains("full"), "{err}");
+    let ran_before = read(&d.path().join("log"));
+    assert!(
+        ran_before.lines().count() < 8,
+        "the disk filled before the end: {ran_before}"
+    );
+
+    disk.resize("16m");
+    let id = run_ids(d.path()).into_iter().next().unwrap_or_default();
+    let s = state(d.path(), &id);
+    let landed: Vec<String> = s["completed"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    assert!(!landed.is_empty(), "{s}");
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{v}");
+    let log = read(&d.path().join("log"));
+    for i in 0..8 {
+        let n = log.lines().filter(|l| *l == format!("s{i}")).count();
+        let expected =
+            if landed.contains(&i.to_string()) || !ran_before.contains(&format!("s{i}\n")) {
+                1
+            } else {
+                2
+            };
+        assert_eq!(n, expected, "s{i}: landed {landed:?}, log {log}");
+    }
+}
