@@ -67,7 +67,8 @@ fn command_backend_generic_template_timeout_and_failure() {
             argv: vec![
                 "sh".into(),
                 "-c".into(),
-                "echo \"$0 for $1\"".into(),
+                "echo \"$1 for $2\"".into(),
+                "--".into(),
                 "{prompt}".into(),
                 "{step}".into(),
             ],
@@ -98,6 +99,75 @@ fn command_backend_generic_template_timeout_and_failure() {
         .unwrap_or("")
         .contains("timed out"));
     assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+fn generic(argv: &[&str], dir: &std::path::Path) -> Arc<CommandBackend> {
+    Arc::new(CommandBackend {
+        profile: Profile::Generic {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            stdin_prompt: !argv.iter().any(|a| a.contains("{prompt}")),
+        },
+        program: None,
+        timeout: Duration::from_secs(20),
+        workdir: dir.to_path_buf(),
+    })
+}
+
+/// Placeholders are substituted in one pass: a prompt (from the input) that contains
+/// `{identity}` or `{step}` reaches the agent as written.
+#[test]
+fn command_backend_does_not_substitute_inside_the_prompt() {
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.backend = generic(
+        &[
+            "sh",
+            "-c",
+            "printf '%s|%s' \"$1\" \"$2\"",
+            "--",
+            "{prompt}",
+            "{identity}/{step}",
+        ],
+        d.path(),
+    );
+    o.input = serde_json::json!({"text": "as {identity} at {step} with {schema} {prompt}"});
+    let v = run_json(
+        "pipeline: p\nsteps:\n  - agent: {prompt: \"{ctx.text}\", identity: bot}\n",
+        o,
+    );
+    assert_eq!(
+        v["output"], "as {identity} at {step} with {schema} {prompt}|bot/0",
+        "{v}"
+    );
+}
+
+/// A prompt that starts with `-` is never read as an option of the agent program: `--` goes
+/// before the argument `{prompt}` opens (unless argv already has one), and without `{prompt}`
+/// in argv the prompt goes to stdin.
+#[test]
+fn command_backend_prompt_starting_with_a_dash_is_not_an_option() {
+    let d = tempdir();
+    let prog = fake_agent(
+        d.path(),
+        "for a; do printf '[%s]' \"$a\"; done; printf '<%s>' \"$(cat)\"",
+    );
+    let run = |argv: &[&str]| {
+        let mut o = opts(d.path());
+        o.backend = generic(argv, d.path());
+        o.input = serde_json::json!({"text": "--version"});
+        run_json(
+            "pipeline: p\nsteps:\n  - agent: {prompt: \"{ctx.text}\"}\n",
+            o,
+        )["output"]
+            .clone()
+    };
+    assert_eq!(
+        run(&[&prog, "--json", "{prompt}"]),
+        "[--json][--][--version]<>"
+    );
+    assert_eq!(run(&[&prog, "--", "{prompt}"]), "[--][--version]<>");
+    assert_eq!(run(&[&prog, "--prompt={prompt}"]), "[--prompt=--version]<>");
+    assert_eq!(run(&[&prog, "--json"]), "[--json]<--version>");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! Runs a CLI agent per turn. Profiles: `claude` (`claude -p --output-format json`, prompt on
 //! stdin, the reply in the JSON `result` field) and a generic argv template where `{prompt}`,
-//! `{schema}`, `{step}` and `{identity}` are substituted as whole arguments' parts (never
-//! through a shell). Output is captured through temporary files; the child is killed on timeout.
+//! `{schema}`, `{step}` and `{identity}` are substituted inside arguments in one pass (never
+//! through a shell; substituted text is not scanned again). Without `{prompt}` in argv the
+//! prompt goes to stdin; with it, `--` is put before the argument that `{prompt}` opens (unless
+//! argv has `--` before it), so a prompt starting with `-` is never an option. Output is
+//! captured through temporary files; the child is killed on timeout.
 
 use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
 use crate::tools::process;
@@ -53,22 +56,58 @@ impl CommandBackend {
                     .as_ref()
                     .map(|s| s.to_string())
                     .unwrap_or_default();
-                let argv = argv
-                    .iter()
-                    .map(|a| {
-                        a.replace("{prompt}", &req.prompt)
-                            .replace("{schema}", &schema)
-                            .replace("{step}", &req.step)
-                            .replace("{identity}", &req.identity)
-                    })
-                    .collect();
+                let values = [
+                    ("prompt", req.prompt.as_str()),
+                    ("schema", schema.as_str()),
+                    ("step", req.step.as_str()),
+                    ("identity", req.identity.as_str()),
+                ];
+                let mut out = Vec::with_capacity(argv.len() + 1);
+                let mut end_of_options = false;
+                for a in argv {
+                    // A prompt opening an argument could read as an option (`--version`,
+                    // `-rf`): `--` ends the options first, unless argv already did.
+                    if a.starts_with("{prompt}") && !end_of_options {
+                        out.push("--".to_string());
+                        end_of_options = true;
+                    }
+                    end_of_options |= a == "--";
+                    out.push(substitute(a, &values));
+                }
                 (
-                    argv,
+                    out,
                     stdin_prompt.then(|| prompt_with_schema(req).into_bytes()),
                 )
             }
         }
     }
+}
+
+/// Replaces each `{name}` of `values` in `template` in one left-to-right pass: substituted text
+/// is never scanned again, so a prompt holding `{identity}` stays as written. Any other brace
+/// text is kept.
+fn substitute(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let hit = values
+            .iter()
+            .find(|(name, _)| after.starts_with(name) && after[name.len()..].starts_with('}'));
+        match hit {
+            Some((name, value)) => {
+                out.push_str(value);
+                rest = &after[name.len() + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The prompt, plus the schema the reply must follow when the step has one: CLI agents have no
@@ -138,5 +177,22 @@ fn claude_result(stdout: &str) -> Result<String, BackendError> {
         None => Err(BackendError::new(
             "the agent's JSON output has no `result` field",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substitute;
+
+    #[test]
+    fn one_pass_leaves_substituted_text_alone() {
+        let v = [("prompt", "{step} {x"), ("step", "3"), ("identity", "me")];
+        assert_eq!(
+            substitute("{prompt}|{step}|{identity}", &v),
+            "{step} {x|3|me"
+        );
+        assert_eq!(substitute("-p={prompt}", &v), "-p={step} {x");
+        assert_eq!(substitute("{other} {step {step}}", &v), "{other} {step 3}");
+        assert_eq!(substitute("{", &v), "{");
     }
 }
