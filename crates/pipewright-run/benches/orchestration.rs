@@ -1,5 +1,5 @@
 //! Orchestration overhead: a pipeline of 1,000 transform steps (per-step cost), and a
-//! for_each over 10,000 items with a transform body.
+//! for_each over 10,000 items with a transform body, without and with the SQLite run store.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pipewright_run::{run, RunOptions};
@@ -39,6 +39,28 @@ fn bench(c: &mut Criterion) {
             o.input = input.clone();
             rt.block_on(run(p.clone(), &s, o)).map(|o| o.output)
         })
+    });
+    // The same with the SQLite run store (a new database each time): every item a landing
+    // and two events.
+    c.bench_function("for_each 10000 items transform body, SQLite store", |b| {
+        b.iter_batched(
+            || {
+                let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+                let store: Arc<dyn pipewright_run::store::Store> = Arc::new(
+                    pipewright_run::store::SqliteStore::open(&dir.path().join("runs.db"))
+                        .unwrap_or_else(|e| panic!("{e}")),
+                );
+                let mut o = RunOptions::new(std::env::temp_dir());
+                o.input = input.clone();
+                o.store = Some(store);
+                (dir, o)
+            },
+            |(dir, o)| {
+                let out = rt.block_on(run(p.clone(), &s, o)).map(|o| o.output);
+                (dir, out)
+            },
+            criterion::BatchSize::PerIteration,
+        )
     });
 }
 

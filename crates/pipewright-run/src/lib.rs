@@ -1,6 +1,7 @@
 //! The pipewright interpreter. [`run`] executes one workflow of a lowered
 //! [`pipewright_ir::Program`] with an [`AgentBackend`], the built-in and project tools, and an
-//! optional run store under `.pipewright/runs/<run-id>/` that makes the run resumable.
+//! optional run store ([`store::Store`]; by default SQLite in `.pipewright/runs.db`) that
+//! makes the run resumable.
 //!
 //! See docs/run.md for the semantics and docs/config.md for `pipewright.toml`.
 
