@@ -2,10 +2,11 @@
 //! agent spawn count, behind the [`Store`] trait so a second implementation (a server database
 //! shared by several machines) can replace [`SqliteStore`] without touching the interpreter.
 //!
-//! Durability rule: a step is reported done (event sinks, the next step) only after the
-//! transaction holding its landing and its `step_completed` event has committed. A kill -9 at
-//! any point leaves the database at a committed transaction, so a resume sees a landing together
-//! with its event, or neither.
+//! Durability rule: a landing and its `step_completed` event are written in one transaction, and
+//! a step is reported done (to event sinks, in the final report) only after it has committed; a
+//! step with side effects starts only after everything before it has committed. A kill -9 at any
+//! point leaves the database at a committed transaction, so a resume sees a landing together
+//! with its event, or neither. (The interpreter's side is `exec::Recorder`.)
 
 use indexmap::IndexMap;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
