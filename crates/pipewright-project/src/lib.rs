@@ -21,6 +21,7 @@
 //!
 //! [run]
 //! identity = "release-bot"           # the agent identity of agent steps that name none
+//! max_call_depth = 64                # call/match frames that may nest (0 = unlimited)
 //!
 //! [store]
 //! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
@@ -46,6 +47,8 @@ pub struct ProjectConfig {
     pub invoker: Option<String>,
     /// `[run] identity`: the default agent identity of `run` (`--identity` overrides it).
     pub identity: Option<String>,
+    /// `[run] max_call_depth`: how many `call`/`match` frames may nest; 0 = unlimited.
+    pub max_call_depth: u64,
     /// Directories of registered pipelines, relative to the config file.
     pub include: Vec<String>,
     /// `[store] path`: the run store database, relative to this file (resolved by `load`).
@@ -87,6 +90,7 @@ impl Default for ProjectConfig {
             command: None,
             invoker: None,
             identity: None,
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             include: Vec::new(),
             store_path: None,
         }
@@ -94,6 +98,10 @@ impl Default for ProjectConfig {
 }
 
 pub const FILE_NAME: &str = "pipewright.toml";
+
+/// The default `[run] max_call_depth`: deeper than any pipeline written by hand nests, shallow
+/// enough that a runaway recursion stops at once.
+pub const DEFAULT_MAX_CALL_DEPTH: u64 = 64;
 
 impl ProjectConfig {
     /// The nearest `pipewright.toml` in `start` (a file's directory, or a directory) or above it.
@@ -212,6 +220,9 @@ impl ProjectConfig {
                 }
                 cfg.identity = Some(id.to_string());
             }
+            if let Some(n) = uint(run.get("max_call_depth"), "run.max_call_depth")? {
+                cfg.max_call_depth = n;
+            }
         }
         if let Some(store) = table(doc.as_table(), "store")? {
             if let Some(p) = store.get("path") {
@@ -280,6 +291,16 @@ fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_max_call_depth() {
+        let m = |t: &str| ProjectConfig::parse(t).map(|c| c.max_call_depth);
+        assert_eq!(m(""), Ok(64));
+        assert_eq!(m("[run]\nmax_call_depth = 5000\n"), Ok(5000));
+        assert_eq!(m("[run]\nmax_call_depth = 0\n"), Ok(0));
+        assert!(m("[run]\nmax_call_depth = -1\n").is_err());
+        assert!(m("[run]\nmax_call_depth = \"deep\"\n").is_err());
+    }
 
     #[test]
     fn run_identity_is_a_non_empty_string() {

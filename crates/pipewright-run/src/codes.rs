@@ -63,6 +63,11 @@ pub const CODES: &[CodeInfo] = &[
         title: "the run store could not record the run",
         explanation: include_str!("../explain/PW0811.md"),
     },
+    CodeInfo {
+        code: "PW0812",
+        title: "call/match nesting exceeds the depth cap",
+        explanation: include_str!("../explain/PW0812.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";
@@ -77,3 +82,4 @@ pub const SPAWNS: &str = "PW0808";
 pub const UNSUPPORTED: &str = "PW0809";
 pub const CANCELLED: &str = "PW0810";
 pub const STORE: &str = "PW0811";
+pub const CALL_DEPTH: &str = "PW0812";

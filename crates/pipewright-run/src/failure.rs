@@ -103,8 +103,19 @@ impl RunError {
         if self.detail_span.is_some() {
             d = d.with_secondary(self.span, format!("in this {} step", self.step_kind));
         }
-        for (span, what) in &self.context {
-            d = d.with_secondary(*span, what.clone());
+        // Recursion repeats the same call sites once per level: each is labelled once.
+        let mut shown: Vec<&(Span, String)> = Vec::new();
+        for c in &self.context {
+            if !shown.contains(&c) {
+                shown.push(c);
+                d = d.with_secondary(c.0, c.1.clone());
+            }
+        }
+        if shown.len() < self.context.len() {
+            d = d.with_note(format!(
+                "the failure passed through {} enclosing steps; each repeated one is labelled once",
+                self.context.len()
+            ));
         }
         if !self.reads.is_empty() {
             for (path, v) in &self.reads {

@@ -51,6 +51,7 @@ fn the_spawn_count_is_persisted_across_resumes() {
     let caps = Caps {
         max_fan_out_depth: 5,
         max_spawns: 2,
+        ..Caps::default()
     };
     let mut o = opts(d.path());
     o.store = Some(store_at(d.path()));

@@ -55,7 +55,7 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
         } else {
             Diagnostic::warning("PW0252", span, format!("recursion through `match`: {}", chain.join(" -> ")))
                 .with_label("this call closes a cycle")
-                .with_help("no call-depth cap stops this at run time; make sure some `match` case always ends it")
+                .with_help("make sure some `match` case always ends it; at run time a recursion past `max_call_depth` (under [run], default 64) fails with PW0812")
         };
         for &(_, e) in path.iter().skip(1) {
             d = d.with_secondary(graph[e].0, "part of the cycle");

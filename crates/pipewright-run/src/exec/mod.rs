@@ -4,6 +4,7 @@
 
 mod fanout;
 mod frame;
+mod stack;
 mod steps;
 
 use crate::backend::{mock::MockBackend, AgentBackend, BoxFuture};
@@ -30,6 +31,8 @@ use std::time::Instant;
 pub struct Caps {
     pub max_fan_out_depth: u64,
     pub max_spawns: u64,
+    /// `[run] max_call_depth`: how many `call`/`match` frames may nest (default 64).
+    pub max_call_depth: u64,
 }
 
 impl Default for Caps {
@@ -37,6 +40,7 @@ impl Default for Caps {
         Caps {
             max_fan_out_depth: 5,
             max_spawns: 100,
+            max_call_depth: pipewright_project::DEFAULT_MAX_CALL_DEPTH,
         }
     }
 }

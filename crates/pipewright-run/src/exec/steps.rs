@@ -404,6 +404,22 @@ impl Interp {
         c: &CallRef,
         how: &str,
     ) -> Result<Value, Failure> {
+        let calls = call_depth(key) + 1;
+        let cap = self.caps.max_call_depth;
+        if cap > 0 && calls > cap {
+            return Err(self
+                .fail(
+                    codes::CALL_DEPTH,
+                    key,
+                    node,
+                    format!(
+                        "this {how} of `{}` would nest {calls} call/match frames, more than the cap of {cap} (`max_call_depth` under [run] in pipewright.toml; 0 = unlimited)",
+                        c.target
+                    ),
+                )
+                .at(c.span)
+                .into());
+        }
         let Some((wid, wf)) = c
             .resolved
             .and_then(|id| self.program.workflow(id).map(|w| (id, w)))
@@ -438,8 +454,7 @@ impl Interp {
             workflow: wid,
         };
         let prefix = format!("{key}.{how}");
-        let f = self
-            .exec_region(&wf.body, callee, &prefix)
+        let f = super::stack::GrowStack::new(self.exec_region(&wf.body, callee, &prefix))
             .await
             .map_err(|f| add_context(f, node, &format!("in {how} of `{}`", c.target)))?;
         Ok((*f.pipe).clone())
@@ -565,6 +580,24 @@ pub(crate) enum ToolArgs<'a> {
     Command(&'a ArgValue),
 }
 
+/// How many `call`/`match` frames enclose the step at `key`: its `call`/`match` segments
+/// (`0.call.1.for_each.2.match.0` → 2). The segment after `parallel` is a branch name, which
+/// may be any word, so it is skipped.
+fn call_depth(key: &str) -> u64 {
+    let mut n = 0;
+    let mut segs = key.split('.');
+    while let Some(s) = segs.next() {
+        match s {
+            "call" | "match" => n += 1,
+            "parallel" => {
+                segs.next();
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
 /// Adds "where" to a failure from a nested step, so the diagnostic shows the chain.
 pub(crate) fn add_context(f: Failure, node: &Node, what: &str) -> Failure {
     match f {
@@ -597,4 +630,18 @@ fn parse_reply(text: &str) -> Result<serde_json::Value, String> {
         .and_then(|r| r.trim_end().strip_suffix("```"))
         .unwrap_or(t);
     serde_json::from_str(inner.trim()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::call_depth;
+
+    #[test]
+    fn call_depth_counts_call_and_match_frames_only() {
+        assert_eq!(call_depth("0"), 0);
+        assert_eq!(call_depth("0.call.1.for_each.2.match.0"), 2);
+        assert_eq!(call_depth("3.parallel.call.call.0"), 1);
+        assert_eq!(call_depth("3.parallel.match"), 0);
+        assert_eq!(call_depth("0.fold.1.call.0.match.2.call.0"), 3);
+    }
 }

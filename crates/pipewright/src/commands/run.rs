@@ -132,6 +132,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,
+        max_call_depth: cfg.max_call_depth,
     };
     // Opened only now: a run that cannot start leaves no store behind.
     o.store = match open_store(&cwd) {
