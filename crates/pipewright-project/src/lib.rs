@@ -22,6 +22,8 @@
 //! [run]
 //! identity = "release-bot"           # the agent identity of agent steps that name none
 //! max_call_depth = 64                # call/match frames that may nest (0 = unlimited)
+//! max_eval_steps = 50000000          # per expression evaluation
+//! max_eval_bytes = 268435456         # bytes one expression evaluation may build
 //!
 //! [store]
 //! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
@@ -49,6 +51,10 @@ pub struct ProjectConfig {
     pub identity: Option<String>,
     /// `[run] max_call_depth`: how many `call`/`match` frames may nest; 0 = unlimited.
     pub max_call_depth: u64,
+    /// `[run] max_eval_steps`: sub-expressions one evaluation may evaluate.
+    pub max_eval_steps: u64,
+    /// `[run] max_eval_bytes`: bytes of values one evaluation may build.
+    pub max_eval_bytes: u64,
     /// Directories of registered pipelines, relative to the config file.
     pub include: Vec<String>,
     /// `[store] path`: the run store database, relative to this file (resolved by `load`).
@@ -91,6 +97,8 @@ impl Default for ProjectConfig {
             invoker: None,
             identity: None,
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
+            max_eval_steps: DEFAULT_MAX_EVAL_STEPS,
+            max_eval_bytes: DEFAULT_MAX_EVAL_BYTES,
             include: Vec::new(),
             store_path: None,
         }
@@ -102,6 +110,13 @@ pub const FILE_NAME: &str = "pipewright.toml";
 /// The default `[run] max_call_depth`: deeper than any pipeline written by hand nests, shallow
 /// enough that a runaway recursion stops at once.
 pub const DEFAULT_MAX_CALL_DEPTH: u64 = 64;
+
+/// The default `[run] max_eval_steps` (the same as `pipewright_r1::Limits::default()`, which this
+/// crate does not depend on): a few seconds of evaluation.
+pub const DEFAULT_MAX_EVAL_STEPS: u64 = 50_000_000;
+
+/// The default `[run] max_eval_bytes`: 256 MiB built by one expression.
+pub const DEFAULT_MAX_EVAL_BYTES: u64 = 256 * 1024 * 1024;
 
 impl ProjectConfig {
     /// The nearest `pipewright.toml` in `start` (a file's directory, or a directory) or above it.
@@ -223,6 +238,16 @@ impl ProjectConfig {
             if let Some(n) = uint(run.get("max_call_depth"), "run.max_call_depth")? {
                 cfg.max_call_depth = n;
             }
+            for (key, slot) in [
+                ("max_eval_steps", &mut cfg.max_eval_steps),
+                ("max_eval_bytes", &mut cfg.max_eval_bytes),
+            ] {
+                match uint(run.get(key), &format!("run.{key}"))? {
+                    Some(0) => return Err(format!("`run.{key}` must be at least 1")),
+                    Some(n) => *slot = n,
+                    None => {}
+                }
+            }
         }
         if let Some(store) = table(doc.as_table(), "store")? {
             if let Some(p) = store.get("path") {
@@ -300,6 +325,18 @@ mod tests {
         assert_eq!(m("[run]\nmax_call_depth = 0\n"), Ok(0));
         assert!(m("[run]\nmax_call_depth = -1\n").is_err());
         assert!(m("[run]\nmax_call_depth = \"deep\"\n").is_err());
+    }
+
+    #[test]
+    fn run_eval_budget() {
+        let b = |t: &str| ProjectConfig::parse(t).map(|c| (c.max_eval_steps, c.max_eval_bytes));
+        assert_eq!(b(""), Ok((50_000_000, 256 * 1024 * 1024)));
+        assert_eq!(
+            b("[run]\nmax_eval_steps = 1000\nmax_eval_bytes = 4096\n"),
+            Ok((1000, 4096))
+        );
+        assert!(b("[run]\nmax_eval_bytes = 0\n").is_err());
+        assert!(b("[run]\nmax_eval_steps = -5\n").is_err());
     }
 
     #[test]

@@ -6,8 +6,109 @@ use crate::ast::{BinOp, Combinator, Expr, ExprKind};
 use crate::value::{num_cmp, Number, Value};
 use indexmap::IndexMap;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
+
+/// How much one evaluation may do. Without a bound, `acc + acc` folded a few dozen times asks
+/// for more memory than the machine has and the process aborts; nested maps over large lists
+/// run for minutes. Both limits fail the evaluation with an error instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Sub-expressions evaluated, lambda bodies once per element (default 50,000,000: a few
+    /// seconds).
+    pub max_steps: u64,
+    /// Bytes of the values the evaluation builds (strings, lists, objects, copies of values it
+    /// read; a value merely read is not counted). Default 256 MiB.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_steps: 50_000_000,
+            max_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// What one evaluation has used of its [`Limits`].
+struct Budget {
+    limits: Limits,
+    steps: Cell<u64>,
+    bytes: Cell<u64>,
+    /// Set when the step limit tripped: the error then names the whole expression, not the
+    /// sub-expression that happened to take the last step.
+    out_of_steps: Cell<bool>,
+}
+
+/// The bookkeeping size of one value slot (a list element, an object entry's value).
+const SLOT: u64 = std::mem::size_of::<Value>() as u64;
+
+impl Budget {
+    fn tick(&self, span: &Range<usize>) -> Result<(), EvalError> {
+        let n = self.steps.get() + 1;
+        self.steps.set(n);
+        if n > self.limits.max_steps {
+            self.out_of_steps.set(true);
+            return err(
+                span,
+                format!(
+                    "evaluation budget exceeded: the expression takes more than {} steps (max_eval_steps under [run] in pipewright.toml)",
+                    self.limits.max_steps
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Charges `n` bytes about to be built by the sub-expression at `span`; called before the
+    /// allocation so that an oversized value is never attempted.
+    fn charge(&self, n: u64, span: &Range<usize>) -> Result<(), EvalError> {
+        let total = self.bytes.get().saturating_add(n);
+        self.bytes.set(total);
+        if total > self.limits.max_bytes {
+            return err(
+                span,
+                format!(
+                    "evaluation budget exceeded: this builds more than {} bytes (max_eval_bytes under [run] in pipewright.toml)",
+                    self.limits.max_bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Charges a copy of `v` (its size, counted only as far as the budget allows).
+    fn charge_copy(&self, v: &Value, span: &Range<usize>) -> Result<(), EvalError> {
+        let room = self.limits.max_bytes.saturating_sub(self.bytes.get());
+        self.charge(approx_bytes(v, room), span)
+    }
+}
+
+/// The size of `v` in memory, roughly; the walk stops once it passes `cap`.
+fn approx_bytes(v: &Value, cap: u64) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total += SLOT;
+        match v {
+            Value::Str(s) => total += s.len() as u64,
+            Value::List(l) => stack.extend(l.iter()),
+            Value::Object(o) => {
+                for (k, v) in o {
+                    total += k.len() as u64 + SLOT;
+                    stack.push(v);
+                }
+            }
+            _ => {}
+        }
+        if total > cap {
+            break;
+        }
+    }
+    total
+}
 
 /// A runtime failure; `range` is the byte range of the failing sub-expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,14 +173,31 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// Evaluates `expr` against `scope`.
+/// Evaluates `expr` against `scope` under the default [`Limits`].
 pub fn eval(expr: &Expr, scope: &Scope<'_>) -> Result<Value, EvalError> {
+    eval_with(expr, scope, &Limits::default())
+}
+
+/// Evaluates `expr` against `scope`; going past `limits` is an error.
+pub fn eval_with(expr: &Expr, scope: &Scope<'_>, limits: &Limits) -> Result<Value, EvalError> {
+    let budget = Budget {
+        limits: *limits,
+        steps: Cell::new(0),
+        bytes: Cell::new(0),
+        out_of_steps: Cell::new(false),
+    };
     let env = Env {
         scope,
         bind: None,
         parent: None,
+        budget: &budget,
     };
-    eval_in(expr, &env).map(Cow::into_owned)
+    eval_in(expr, &env).map(Cow::into_owned).map_err(|mut e| {
+        if budget.out_of_steps.get() {
+            e.range = expr.span.clone();
+        }
+        e
+    })
 }
 
 /// Names visible at one point: the scope plus the chain of enclosing lambda parameters.
@@ -87,6 +205,7 @@ struct Env<'a> {
     scope: &'a Scope<'a>,
     bind: Option<(&'a str, &'a Value)>,
     parent: Option<&'a Env<'a>>,
+    budget: &'a Budget,
 }
 
 impl<'a> Env<'a> {
@@ -113,25 +232,44 @@ impl<'a> Env<'a> {
 
 type Out<'a> = Result<Cow<'a, Value>, EvalError>;
 
+/// `v` as an owned value, charging the copy when it was borrowed.
+fn owned_charged(
+    v: Cow<'_, Value>,
+    env: &Env<'_>,
+    span: &Range<usize>,
+) -> Result<Value, EvalError> {
+    if let Cow::Borrowed(b) = &v {
+        env.budget.charge_copy(b, span)?;
+    }
+    Ok(v.into_owned())
+}
+
 fn eval_in<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
     let owned = |v: Value| Ok(Cow::Owned(v));
+    env.budget.tick(&expr.span)?;
     match &expr.kind {
         ExprKind::Null => owned(Value::Null),
         ExprKind::Bool(b) => owned(Value::Bool(*b)),
         ExprKind::Int(n) => owned(Value::Int(*n)),
         ExprKind::Float(x) => owned(Value::Float(*x)),
-        ExprKind::Str(s) => owned(Value::Str(s.clone())),
+        ExprKind::Str(s) => {
+            env.budget.charge(s.len() as u64, &expr.span)?;
+            owned(Value::Str(s.clone()))
+        }
         ExprKind::List(items) => {
+            env.budget.charge(items.len() as u64 * SLOT, &expr.span)?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
-                out.push(eval_in(i, env)?.into_owned());
+                out.push(owned_charged(eval_in(i, env)?, env, &i.span)?);
             }
             owned(Value::List(out))
         }
         ExprKind::Object(fields) => {
+            env.budget
+                .charge(fields.len() as u64 * 2 * SLOT, &expr.span)?;
             let mut out = IndexMap::with_capacity(fields.len());
             for (k, _, v) in fields {
-                let v = eval_in(v, env)?.into_owned();
+                let v = owned_charged(eval_in(v, env)?, env, &v.span)?;
                 // A repeated key keeps its first position but takes the last value.
                 out.insert(k.clone(), v);
             }
@@ -196,6 +334,18 @@ fn chain_step<'a>(
         BinOp::And | BinOp::Or => eval_in(rhs, env)?,
         _ => {
             let r = eval_in(rhs, env)?;
+            if op == BinOp::Add {
+                match (&*acc, &*r) {
+                    (Value::Str(a), Value::Str(b)) => {
+                        env.budget.charge((a.len() + b.len()) as u64, span)?
+                    }
+                    (Value::List(_), Value::List(_)) => {
+                        env.budget.charge_copy(&acc, span)?;
+                        env.budget.charge_copy(&r, span)?;
+                    }
+                    _ => {}
+                }
+            }
             Cow::Owned(apply(op, &acc, &r, span)?)
         }
     })
@@ -466,6 +616,11 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
                     format!("join() separator must be a string, got {}", sep.type_name()),
                 );
             };
+            let len: usize = items
+                .iter()
+                .map(|i| i.as_str().map_or(0, str::len) + sep.len())
+                .sum();
+            env.budget.charge(len as u64, span)?;
             let mut out = String::new();
             for (i, item) in items.iter().enumerate() {
                 let Value::Str(s) = item else {
@@ -502,7 +657,10 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
                     None => fallback(),
                 },
                 Cow::Owned(b) => match get_path(&b, path) {
-                    Some(v) => Cow::Owned(v.clone()),
+                    Some(v) => {
+                        env.budget.charge_copy(v, span)?;
+                        Cow::Owned(v.clone())
+                    }
                     None => fallback(),
                 },
             })
@@ -515,6 +673,8 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
                     format!("parse_json() requires a string, got {}", v.type_name()),
                 );
             };
+            // The decoded value takes a few times the text's bytes (two trees while converting).
+            env.budget.charge(s.len() as u64 * 4, span)?;
             match serde_json::from_str::<serde_json::Value>(s) {
                 Ok(j) => Ok(Cow::Owned(Value::from_json(&j))),
                 Err(e) => err(span, format!("parse_json() failed to decode: {e}")),
@@ -528,6 +688,7 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
                     format!("shell_quote() requires a string, got {}", v.type_name()),
                 );
             };
+            env.budget.charge(s.len() as u64 + 2, span)?;
             Ok(Cow::Owned(Value::Str(shell_quote(s))))
         }
     }
@@ -598,19 +759,23 @@ fn iterate<'l>(
             scope: env.scope,
             bind: Some((param, item)),
             parent: Some(env),
+            budget: env.budget,
         };
-        eval_in(body, &child).map(|c| Cow::Owned(c.into_owned()))
+        let v = eval_in(body, &child)?;
+        owned_charged(v, env, &body.span).map(Cow::Owned)
     };
     let test = |item: &'l Value| -> Result<bool, EvalError> {
         let child = Env {
             scope: env.scope,
             bind: Some((param, item)),
             parent: Some(env),
+            budget: env.budget,
         };
         eval_in(body, &child).map(|c| c.truthy())
     };
     Ok(match func {
         Combinator::Map => {
+            env.budget.charge(items.len() as u64 * SLOT, &body.span)?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
                 out.push(run(i)?.into_owned());
@@ -621,6 +786,7 @@ fn iterate<'l>(
             let mut out = Vec::new();
             for i in items {
                 if test(i)? {
+                    env.budget.charge_copy(i, &body.span)?;
                     out.push(i.clone());
                 }
             }

@@ -24,4 +24,5 @@ pub use config::ProjectConfig;
 pub use exec::{run, Caps, RunOptions};
 pub use failure::RunError;
 pub use outcome::{RunOutcome, RunStatus};
+pub use pipewright_r1::Limits as EvalLimits;
 pub use store::{Event, EventKind, EventSink};

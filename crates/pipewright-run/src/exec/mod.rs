@@ -33,6 +33,8 @@ pub struct Caps {
     pub max_spawns: u64,
     /// `[run] max_call_depth`: how many `call`/`match` frames may nest (default 64).
     pub max_call_depth: u64,
+    /// `[run] max_eval_steps` / `max_eval_bytes`: the budget of each expression evaluation.
+    pub eval: pipewright_r1::Limits,
 }
 
 impl Default for Caps {
@@ -41,6 +43,7 @@ impl Default for Caps {
             max_fan_out_depth: 5,
             max_spawns: 100,
             max_call_depth: pipewright_project::DEFAULT_MAX_CALL_DEPTH,
+            eval: pipewright_r1::Limits::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use pipewright_ir::{
     Arg, ArgValue, CallRef, Expr, ListSource, Node, NodeKind, OnError, OnErrorKind, Region,
 };
-use pipewright_r1::{eval, Value};
+use pipewright_r1::Value;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -228,7 +228,7 @@ impl Interp {
         what: Option<&str>,
     ) -> Result<Value, Failure> {
         let scope = frame.scope();
-        eval(&e.ast, &scope).map_err(|err| {
+        pipewright_r1::eval_with(&e.ast, &scope, &self.caps.eval).map_err(|err| {
             let msg = match what {
                 Some(w) => format!("{w} failed: {}", err.message),
                 None => err.message.clone(),

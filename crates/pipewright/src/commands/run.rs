@@ -133,6 +133,10 @@ async fn run_async(args: &RunArgs) -> u8 {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,
         max_call_depth: cfg.max_call_depth,
+        eval: pipewright_run::EvalLimits {
+            max_steps: cfg.max_eval_steps,
+            max_bytes: cfg.max_eval_bytes,
+        },
     };
     // Opened only now: a run that cannot start leaves no store behind.
     o.store = match open_store(&cwd) {

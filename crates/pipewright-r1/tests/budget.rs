@@ -1,0 +1,73 @@
+//! The evaluation budget (issue 11): an expression that would build more bytes or take more
+//! steps than its limits fails with an error at the expression, instead of exhausting memory
+//! (an abort) or running for minutes.
+
+use pipewright_r1::eval::{eval_with, Limits};
+use pipewright_r1::{parse, Scope, Value};
+
+fn scope_with(name: &str, v: Value) -> Scope<'static> {
+    Scope::new().with_owned(name, v)
+}
+
+#[test]
+fn building_more_bytes_than_the_limit_fails_at_the_operation() {
+    let src = "'<' + (s + s)";
+    let e = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    let scope = scope_with("s", Value::Str("x".repeat(1 << 20)));
+    let limits = Limits {
+        max_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let err = eval_with(&e, &scope, &limits).expect_err("2 MiB built under a 1 MiB budget");
+    assert_eq!(&src[err.range.clone()], "(s + s)", "{err:?}");
+    assert!(err.message.contains("max_eval_bytes"), "{}", err.message);
+    // Under the default budget the same expression is fine.
+    assert!(eval_with(&e, &scope, &Limits::default()).is_ok());
+}
+
+#[test]
+fn copies_of_large_values_count_too() {
+    let e = parse("map([1, 2, 3, 4], i -> big)").unwrap_or_else(|e| panic!("{e:?}"));
+    let scope = scope_with("big", Value::Str("x".repeat(1 << 20)));
+    let limits = Limits {
+        max_bytes: 3 << 20,
+        ..Limits::default()
+    };
+    let err = eval_with(&e, &scope, &limits).expect_err("four copies of 1 MiB");
+    assert!(err.message.contains("max_eval_bytes"), "{}", err.message);
+}
+
+#[test]
+fn taking_more_steps_than_the_limit_fails_naming_the_whole_expression() {
+    let src = "count(map(xs, x -> map(xs, y -> x)))";
+    let e = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    let xs = Value::List((0..1000).map(Value::Int).collect());
+    let scope = scope_with("xs", xs);
+    let limits = Limits {
+        max_steps: 100_000,
+        ..Limits::default()
+    };
+    let err = eval_with(&e, &scope, &limits).expect_err("a million steps under 100,000");
+    assert_eq!(err.range, 0..src.len(), "{err:?}");
+    assert!(err.message.contains("max_eval_steps"), "{}", err.message);
+    let ok = eval_with(&e, &scope, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ok, Value::Int(1000));
+}
+
+#[test]
+fn string_doubling_stops_at_the_default_budget_instead_of_aborting() {
+    // What a fold of `acc + acc` does one step at a time.
+    let e = parse("acc + acc").unwrap_or_else(|e| panic!("{e:?}"));
+    let mut acc = Value::Str("x".repeat(1024));
+    for _ in 0..40 {
+        let scope = Scope::new().with("acc", &acc);
+        match eval_with(&e, &scope, &Limits::default()) {
+            Ok(v) => acc = v,
+            Err(err) => {
+                assert!(err.message.contains("max_eval_bytes"), "{}", err.message);
+                return;
+            }
+        }
+    }
+    panic!("doubled 40 times without hitting the budget");
+}
