@@ -213,6 +213,9 @@ pub trait Store: Send + Sync {
     fn describe(&self) -> String;
     /// Takes ownership of a run; refused while another live process owns it.
     fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String>;
+    /// Whether a live process owns the run now (a `running` run that nobody owns was
+    /// interrupted: killed, or its machine went down).
+    fn is_owned(&self, run_id: &str) -> bool;
     fn create_run(&self, run: &NewRun) -> Result<(), String>;
     fn load_run(&self, run_id: &str) -> Result<RunRecord, String>;
     /// Applies the writes in order, in one transaction: all of them or none.
@@ -617,6 +620,29 @@ impl Store for SqliteStore {
             "cannot lock {}: it keeps being replaced",
             path.display()
         ))
+    }
+
+    fn is_owned(&self, run_id: &str) -> bool {
+        if check_run_id(run_id).is_err() {
+            return false;
+        }
+        // Probing takes the lock for a moment; an owner starting meanwhile waits for it (see
+        // `lock_file`), so the probe cannot make it fail.
+        let Ok(f) = std::fs::File::open(self.lock_dir().join(run_id)) else {
+            return false;
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: flock on a file descriptor this function owns; closing it unlocks.
+            let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+        }
+        #[cfg(not(unix))]
+        {
+            drop(f);
+            false
+        }
     }
 
     fn create_run(&self, run: &NewRun) -> Result<(), String> {

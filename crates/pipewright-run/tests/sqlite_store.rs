@@ -130,6 +130,9 @@ impl Store for FailingStore {
     fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String> {
         self.inner.lock_run(run_id)
     }
+    fn is_owned(&self, run_id: &str) -> bool {
+        self.inner.is_owned(run_id)
+    }
     fn create_run(&self, run: &NewRun) -> Result<(), String> {
         self.inner.create_run(run)
     }
@@ -217,6 +220,9 @@ fn a_failed_final_write_fails_an_otherwise_good_run() {
         fn lock_run(&self, id: &str) -> Result<Box<dyn RunLock>, String> {
             self.0.lock_run(id)
         }
+        fn is_owned(&self, id: &str) -> bool {
+            self.0.is_owned(id)
+        }
         fn create_run(&self, r: &NewRun) -> Result<(), String> {
             self.0.create_run(r)
         }
@@ -261,7 +267,9 @@ fn a_run_has_one_owner_at_a_time() {
     let d = tempdir();
     let st = store_at(d.path());
     let id = store::new_run_id();
+    assert!(!st.is_owned(&id));
     let held = st.lock_run(&id).unwrap_or_else(|e| panic!("{e}"));
+    assert!(store_at(d.path()).is_owned(&id));
     let second = store_at(d.path()).lock_run(&id);
     let err = second.err().unwrap_or_default();
     assert!(
@@ -295,6 +303,7 @@ fn a_run_has_one_owner_at_a_time() {
     assert!(lock_file.is_file());
     drop(held);
     assert!(!lock_file.exists(), "an owner leaves no lock file behind");
+    assert!(!st.is_owned(&id));
     assert!(st.lock_run(&id).is_ok(), "released with its owner");
     assert!(st.remove(&id).is_ok());
     assert!(st.load_run(&id).is_err());

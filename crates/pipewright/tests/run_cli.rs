@@ -993,6 +993,12 @@ fn two_concurrent_resumes_exactly_one_proceeds() {
     });
     child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
     finish(child);
+    let o = run_in(d.path(), &["runs"]);
+    assert!(
+        stdout(&o).starts_with(&format!("{id}  interrupted ")),
+        "a killed run is listed as interrupted: {}",
+        text(&o)
+    );
 
     let mut a = spawn_run(d.path(), &["--resume", &id]);
     let mut b = spawn_run(d.path(), &["--resume", &id]);
@@ -1007,6 +1013,9 @@ fn two_concurrent_resumes_exactly_one_proceeds() {
         }
     });
     let (winner, loser) = if a_first { (b, a) } else { (a, b) };
+    let o = run_in(d.path(), &["runs", "--format", "json"]);
+    assert_eq!(parse(&o)[0]["in_progress"], true, "{}", text(&o));
+    assert_eq!(parse(&o)[0]["status"], "running", "{}", text(&o));
     let refused = finish(loser);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
     assert!(

@@ -111,6 +111,7 @@ fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
                         "workflow": r.workflow,
                         "created_ms": r.created_ms,
                         "updated_ms": r.updated_ms,
+                        "in_progress": r.status == "running" && store.is_owned(&r.run_id),
                     })
                 })
                 .collect();
@@ -121,10 +122,16 @@ fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
                 errln!("no runs yet");
             }
             for r in &runs {
+                // A `running` run without a live owner was killed: say so, it needs --resume.
+                let status = if r.status == "running" && !store.is_owned(&r.run_id) {
+                    "interrupted"
+                } else {
+                    &r.status
+                };
                 outln!(
-                    "{}  {:<9}  {}  {} ({})",
+                    "{}  {:<11}  {}  {} ({})",
                     r.run_id,
-                    r.status,
+                    status,
                     utc(r.created_ms),
                     r.file,
                     r.workflow
