@@ -1323,3 +1323,39 @@ fn a_full_disk_fails_the_run_loudly_and_the_resume_repeats_no_landed_step() {
         assert_eq!(n, expected, "s{i}: landed {landed:?}, log {log}");
     }
 }
+
+/// Several runs of one project at once share the store: each commits between the others'
+/// transactions (SQLite's write lock, waited for), and every one ends `ok` with its own landings.
+#[test]
+fn concurrent_runs_share_the_store() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "many.yaml",
+        "pipeline: many\nsteps:\n  - for_each:\n      items: [a, b, c, d, e, f, g, h, i, j, k, l]\n      max_parallel: 4\n      on_error: abort\n      do: {shell: {command: !expr \"'echo ' + item\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n",
+    );
+    let children: Vec<Child> = (0..4)
+        .map(|_| spawn_run(d.path(), &["many.yaml"]))
+        .collect();
+    let mut ids = Vec::new();
+    for c in children {
+        let o = finish(c);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v = parse(&o);
+        assert_eq!(v["output"], 12, "{v}");
+        ids.push(v["run_id"].as_str().unwrap_or("?").to_string());
+    }
+    let mut listed = run_ids(d.path());
+    listed.sort();
+    ids.sort();
+    assert_eq!(listed, ids);
+    for id in &ids {
+        let s = state(d.path(), id);
+        assert_eq!(s["status"], "ok", "{s}");
+        assert_eq!(
+            s["completed"].as_object().map(|m| m.len()),
+            Some(12 + 2),
+            "{s}"
+        );
+    }
+}
