@@ -702,6 +702,10 @@ where
                 |l, r, _| binary(BinOp::Or, l, r),
             )
             .labelled("expression")
+            // A call argument is tried as a lambda, then as an expression, which tries a
+            // misplaced lambda: the same body twice per nested call. A failed body is not
+            // parsed again.
+            .memoized()
     })
 }
 
