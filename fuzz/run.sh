@@ -106,7 +106,7 @@ for t in "${targets[@]}"; do
     inputs=${inputs:-0}
     mapfile -t new_artifacts < <(find "fuzz/artifacts/$t" -type f -newer "$marker" ! -name 'slow-unit-*' | sort)
     if [[ ${#new_artifacts[@]} -gt 0 ]]; then
-        result="finding:${new_artifacts[*]}"
+        result="finding:${#new_artifacts[@]}:${new_artifacts[0]}"
         failed=1
     elif [[ $status -eq 137 ]]; then
         result="finding:hang-input-lost"
