@@ -291,6 +291,14 @@ fn parse_response(raw: &[u8]) -> Result<Response, String> {
         .header("content-length")
         .and_then(|n| n.parse::<usize>().ok())
     {
+        // The peer closed before sending what it announced (a crash, a reset proxy): the
+        // prefix is not the reply, and the caller retries it as a transport error.
+        if body.len() < n {
+            return Err(format!(
+                "the connection closed after {} of the {n} body bytes the response announced",
+                body.len()
+            ));
+        }
         body.truncate(n);
     }
     Ok(Response { body, ..resp })
