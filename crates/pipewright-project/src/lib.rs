@@ -59,12 +59,18 @@ pub struct ProjectConfig {
     pub include: Vec<String>,
     /// `[store] path`: the run store database, relative to this file (resolved by `load`).
     pub store_path: Option<PathBuf>,
+    /// `[run] pass_secrets`: shell steps and project tools see the API key's variable
+    /// ([`ProjectConfig::secret_env`]); by default it is removed from their environment.
+    pub pass_secrets: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectToolConfig {
     pub command: Vec<String>,
     pub timeout_secs: u64,
+    /// `[tools.NAME] pass_secrets`: this tool sees the API key's variable even when `[run]
+    /// pass_secrets` is off.
+    pub pass_secrets: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -101,9 +107,13 @@ impl Default for ProjectConfig {
             max_eval_bytes: DEFAULT_MAX_EVAL_BYTES,
             include: Vec::new(),
             store_path: None,
+            pass_secrets: false,
         }
     }
 }
+
+/// The default `[backend.openai] api_key_env`.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 pub const FILE_NAME: &str = "pipewright.toml";
 
@@ -119,6 +129,15 @@ pub const DEFAULT_MAX_EVAL_STEPS: u64 = 50_000_000;
 pub const DEFAULT_MAX_EVAL_BYTES: u64 = 256 * 1024 * 1024;
 
 impl ProjectConfig {
+    /// The variable holding the API key (`[backend.openai] api_key_env`, else its default):
+    /// its value is redacted from what `run` records and prints, and the variable is kept from
+    /// child processes unless `pass_secrets` says otherwise.
+    pub fn secret_env(&self) -> &str {
+        self.openai
+            .as_ref()
+            .map_or(DEFAULT_API_KEY_ENV, |o| o.api_key_env.as_str())
+    }
+
     /// The nearest `pipewright.toml` in `start` (a file's directory, or a directory) or above it.
     pub fn find(start: &Path) -> Option<PathBuf> {
         let abs = std::fs::canonicalize(start).ok()?;
@@ -170,11 +189,15 @@ impl ProjectConfig {
                 let timeout_secs =
                     uint(t.get("timeout_secs"), &format!("tools.{name}.timeout_secs"))?
                         .unwrap_or(60);
+                let pass_secrets =
+                    boolean(t.get("pass_secrets"), &format!("tools.{name}.pass_secrets"))?
+                        .unwrap_or(false);
                 cfg.tools.insert(
                     name.to_string(),
                     ProjectToolConfig {
                         command,
                         timeout_secs,
+                        pass_secrets,
                     },
                 );
             }
@@ -202,7 +225,7 @@ impl ProjectConfig {
                 let s = |k: &str| o.get(k).and_then(Item::as_str).map(str::to_string);
                 cfg.openai = Some(OpenAiConfig {
                     url: s("url").ok_or("[backend.openai] needs `url`")?,
-                    api_key_env: s("api_key_env").unwrap_or_else(|| "OPENAI_API_KEY".into()),
+                    api_key_env: s("api_key_env").unwrap_or_else(|| DEFAULT_API_KEY_ENV.into()),
                     model: s("model").unwrap_or_else(|| "gpt-4o-mini".into()),
                     timeout_secs: uint(o.get("timeout_secs"), "backend.openai.timeout_secs")?
                         .unwrap_or(120),
@@ -237,6 +260,9 @@ impl ProjectConfig {
             }
             if let Some(n) = uint(run.get("max_call_depth"), "run.max_call_depth")? {
                 cfg.max_call_depth = n;
+            }
+            if let Some(b) = boolean(run.get("pass_secrets"), "run.pass_secrets")? {
+                cfg.pass_secrets = b;
             }
             for (key, slot) in [
                 ("max_eval_steps", &mut cfg.max_eval_steps),
@@ -291,6 +317,16 @@ fn uint(item: Option<&Item>, what: &str) -> Result<Option<u64>, String> {
             Some(n) if n >= 0 => Ok(Some(n as u64)),
             _ => Err(format!("`{what}` must be a non-negative integer")),
         },
+    }
+}
+
+fn boolean(item: Option<&Item>, what: &str) -> Result<Option<bool>, String> {
+    match item {
+        None => Ok(None),
+        Some(i) => i
+            .as_bool()
+            .map(Some)
+            .ok_or_else(|| format!("`{what}` must be true or false")),
     }
 }
 
@@ -364,6 +400,19 @@ mod tests {
         let cfg = ProjectConfig::load(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(cfg.map(|c| c.store_path), Ok(Some(dir.join("x/runs.db"))));
+    }
+
+    #[test]
+    fn pass_secrets_and_the_secret_variable() {
+        let cfg = |t: &str| ProjectConfig::parse(t).unwrap_or_else(|e| panic!("{e}"));
+        let d = cfg("");
+        assert_eq!((d.pass_secrets, d.secret_env()), (false, "OPENAI_API_KEY"));
+        let c = cfg("[run]\npass_secrets = true\n[tools.t]\ncommand = [\"t\"]\npass_secrets = true\n[backend.openai]\nurl = \"http://x/\"\napi_key_env = \"MY_KEY\"\n");
+        assert_eq!((c.pass_secrets, c.secret_env()), (true, "MY_KEY"));
+        assert!(c.tools["t"].pass_secrets);
+        assert!(!cfg("[tools.t]\ncommand = [\"t\"]\n").tools["t"].pass_secrets);
+        assert!(ProjectConfig::parse("[run]\npass_secrets = \"yes\"\n")
+            .is_err_and(|e| e.contains("run.pass_secrets")));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod failure;
 pub mod outcome;
 pub mod progress;
 pub mod schema;
+pub mod secrets;
 pub mod store;
 pub mod tools;
 mod value;

@@ -2,6 +2,7 @@
 //! `{"status": "ok"|"failed"|"cancelled", "run_id", "output", "stores", "error"?}`.
 
 use crate::failure::RunError;
+use crate::secrets;
 use pipewright_r1::Value;
 use pipewright_syntax::{Diagnostic, SourceMap};
 use serde_json::json;
@@ -76,7 +77,15 @@ impl RunOutcome {
 
     /// The failure as a diagnostic, for the same renderers `check` uses.
     pub fn diagnostic(&self) -> Option<Diagnostic> {
-        self.error.as_ref().map(RunError::diagnostic)
+        // Printed to stderr: the message and the notes of values are redacted (crate::secrets).
+        self.error.as_ref().map(|e| {
+            let mut d = e.diagnostic();
+            d.message = secrets::redact(&d.message).into_owned();
+            for n in &mut d.notes {
+                *n = secrets::redact(n).into_owned();
+            }
+            d
+        })
     }
 
     pub fn to_json(&self, sources: &SourceMap) -> serde_json::Value {
@@ -109,6 +118,8 @@ impl RunOutcome {
         if let Some(k) = &self.cancelled_at {
             o["cancelled_at"] = json!(k);
         }
+        // The report is printed: nothing in it may show a secret (crate::secrets).
+        secrets::redact_json(&mut o);
         o
     }
 }

@@ -8,6 +8,7 @@
 //! point leaves the database at a committed transaction, so a resume sees a landing together
 //! with its event, or neither. (The interpreter's side is `exec::Recorder`.)
 
+use crate::secrets;
 use indexmap::IndexMap;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value as Json};
@@ -402,7 +403,9 @@ impl SqliteStore {
             Write::Land(l) => {
                 let (value, dropped) = match &l.landed {
                     Landed::Value(v) => (Some(v.to_string()), None),
-                    Landed::Dropped(e) => (None, Some(e.as_str())),
+                    // Messages are redacted here as well as where they were made: this is the
+                    // last point before a secret would be on disk (crate::secrets).
+                    Landed::Dropped(e) => (None, Some(secrets::redact(e))),
                 };
                 // REPLACE deletes the old row and inserts a new one: the rowid gives landing
                 // order.
@@ -437,7 +440,9 @@ impl SqliteStore {
                     f.status,
                     f.output.to_string(),
                     f.stores.to_string(),
-                    f.error.as_ref().map(Json::to_string),
+                    f.error
+                        .as_ref()
+                        .map(|e| secrets::redact(&e.to_string()).into_owned()),
                     f.cancelled_at,
                     now_ms()
                 ])?;
@@ -752,7 +757,7 @@ impl Store for SqliteStore {
         let mut lines = String::new();
         for w in writes {
             if let Write::Event(line) = w {
-                lines.push_str(line);
+                lines.push_str(&secrets::redact(line));
                 lines.push('\n');
             } else {
                 SqliteStore::apply(&tx, run, w).map_err(|e| self.err(e))?;

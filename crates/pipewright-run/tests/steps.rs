@@ -404,6 +404,7 @@ fn exit_statuses_and_signals_are_worded_not_debug_printed() {
                 pipewright_run::tools::ProjectTool {
                     command: vec!["sh".into(), "-c".into(), script.into()],
                     timeout: std::time::Duration::from_secs(20),
+                    withhold_env: Vec::new(),
                 },
             );
         }

@@ -143,6 +143,9 @@ impl AgentBackend for CommandBackend {
                 cwd: &self.workdir,
                 timeout: self.timeout,
                 env: &env,
+                // The agent program is the backend the user chose; like the openai backend it
+                // is trusted with the environment's credentials.
+                env_remove: &[],
             })
             .await
             .map_err(BackendError::new)?;

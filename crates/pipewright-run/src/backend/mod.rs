@@ -59,6 +59,10 @@ pub fn from_config(
 ) -> Result<std::sync::Arc<dyn AgentBackend>, String> {
     use std::sync::Arc;
     use std::time::Duration;
+    // Whatever the backend: a shell step or a tool that prints the key must not record it either.
+    if let Ok(key) = std::env::var(cfg.secret_env()) {
+        crate::secrets::register(&key);
+    }
     match name {
         "mock" => Ok(Arc::new(mock::MockBackend)),
         "script" => {

@@ -4,6 +4,7 @@
 
 use super::http;
 use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
+use crate::secrets;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,6 +59,14 @@ fn jittered(base: Duration, attempt: u32) -> Duration {
     d.mul_f64(frac).min(Duration::from_secs(60))
 }
 
+impl OpenAiBackend {
+    /// `text` without the API key: a server may echo the `Authorization` header in an error
+    /// body (or a reply), and whatever this backend returns is recorded and printed.
+    fn hide(&self, text: &str) -> String {
+        secrets::redact_with(text, self.api_key.as_deref()).into_owned()
+    }
+}
+
 impl AgentBackend for OpenAiBackend {
     fn name(&self) -> &str {
         "openai"
@@ -67,72 +76,81 @@ impl AgentBackend for OpenAiBackend {
         &'a self,
         req: &'a AgentRequest,
     ) -> BoxFuture<'a, Result<String, BackendError>> {
+        // Every error and reply leaves through here, redacted: the one place that knows the key.
         Box::pin(async move {
-            let url = http::parse_url(&self.url).map_err(BackendError::new)?;
-            // Built per call rather than cached: it costs microseconds next to a network
-            // round trip, and a fixed ca_file is picked up without restarting. Only https
-            // needs it, so a plain-http endpoint never reads the CA file.
-            let tls = if url.tls {
-                Some(http::tls_config(self.ca_file.as_deref()).map_err(BackendError::new)?)
-            } else {
-                None
-            };
-            let body = self.body(req).to_string().into_bytes();
-            let mut headers = Vec::new();
-            if let Some(k) = &self.api_key {
-                headers.push(("Authorization".to_string(), format!("Bearer {k}")));
-            }
-            let mut attempt = 0;
-            loop {
-                let resp = tokio::time::timeout(
-                    self.timeout,
-                    http::post_json(&url, tls.as_ref(), &headers, &body),
-                )
+            self.exchange(req)
                 .await
-                .map_err(|_| {
-                    BackendError::new(format!(
-                        "no response within {}s",
-                        self.timeout.as_secs_f64()
-                    ))
-                })?;
-                let retryable = match &resp {
-                    Ok(r) => r.status == 429 || r.status >= 500,
-                    Err(e) => e.retryable,
-                };
-                if retryable && attempt < self.max_retries {
-                    let hinted = resp
-                        .as_ref()
-                        .ok()
-                        .and_then(|r| r.header("retry-after"))
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .map(|s| Duration::from_secs(s.min(60)));
-                    tokio::time::sleep(
-                        hinted.unwrap_or_else(|| jittered(self.base_delay, attempt)),
-                    )
-                    .await;
-                    attempt += 1;
-                    continue;
-                }
-                let resp = resp.map_err(|e| BackendError::new(e.message))?;
-                let text = String::from_utf8_lossy(&resp.body).into_owned();
-                if resp.status != 200 {
-                    return Err(BackendError::new(format!(
-                        "HTTP {} after {} attempt(s): {}",
-                        resp.status,
-                        attempt + 1,
-                        text.chars().take(300).collect::<String>()
-                    )));
-                }
-                let v: Value = serde_json::from_str(&text)
-                    .map_err(|e| BackendError::new(format!("the response is not JSON: {e}")))?;
-                return v
-                    .pointer("/choices/0/message/content")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .ok_or_else(|| {
-                        BackendError::new("the response has no choices[0].message.content")
-                    });
-            }
+                .map(|reply| self.hide(&reply))
+                .map_err(|e| BackendError::new(self.hide(&e.message)))
         })
+    }
+}
+
+impl OpenAiBackend {
+    async fn exchange(&self, req: &AgentRequest) -> Result<String, BackendError> {
+        let url = http::parse_url(&self.url).map_err(BackendError::new)?;
+        // Built per call rather than cached: it costs microseconds next to a network
+        // round trip, and a fixed ca_file is picked up without restarting. Only https
+        // needs it, so a plain-http endpoint never reads the CA file.
+        let tls = if url.tls {
+            Some(http::tls_config(self.ca_file.as_deref()).map_err(BackendError::new)?)
+        } else {
+            None
+        };
+        let body = self.body(req).to_string().into_bytes();
+        let mut headers = Vec::new();
+        if let Some(k) = &self.api_key {
+            headers.push(("Authorization".to_string(), format!("Bearer {k}")));
+        }
+        let mut attempt = 0;
+        loop {
+            let resp = tokio::time::timeout(
+                self.timeout,
+                http::post_json(&url, tls.as_ref(), &headers, &body),
+            )
+            .await
+            .map_err(|_| {
+                BackendError::new(format!(
+                    "no response within {}s",
+                    self.timeout.as_secs_f64()
+                ))
+            })?;
+            let retryable = match &resp {
+                Ok(r) => r.status == 429 || r.status >= 500,
+                Err(e) => e.retryable,
+            };
+            if retryable && attempt < self.max_retries {
+                let hinted = resp
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.header("retry-after"))
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .map(|s| Duration::from_secs(s.min(60)));
+                tokio::time::sleep(hinted.unwrap_or_else(|| jittered(self.base_delay, attempt)))
+                    .await;
+                attempt += 1;
+                continue;
+            }
+            let resp = resp.map_err(|e| BackendError::new(e.message))?;
+            let text = String::from_utf8_lossy(&resp.body).into_owned();
+            if resp.status != 200 {
+                // Redacted before it is cut, so a cut cannot leave a prefix of the key.
+                return Err(BackendError::new(format!(
+                    "HTTP {} after {} attempt(s): {}",
+                    resp.status,
+                    attempt + 1,
+                    self.hide(&text).chars().take(300).collect::<String>()
+                )));
+            }
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| BackendError::new(format!("the response is not JSON: {e}")))?;
+            return v
+                .pointer("/choices/0/message/content")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    BackendError::new("the response has no choices[0].message.content")
+                });
+        }
     }
 }

@@ -15,6 +15,9 @@ use std::time::Duration;
 pub struct ProjectTool {
     pub command: Vec<String>,
     pub timeout: Duration,
+    /// Variables removed from the tool's environment (the API key's, unless the project
+    /// passes secrets).
+    pub withhold_env: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -23,6 +26,9 @@ pub struct Tools {
     pub workdir: PathBuf,
     pub shell_timeout: Duration,
     pub project: BTreeMap<String, ProjectTool>,
+    /// Variables removed from a shell step's environment (see
+    /// [`crate::config::withheld_env`]).
+    pub withhold_env: Vec<String>,
 }
 
 impl Tools {
@@ -31,6 +37,7 @@ impl Tools {
             workdir,
             shell_timeout: Duration::from_secs(60),
             project: BTreeMap::new(),
+            withhold_env: Vec::new(),
         }
     }
 
@@ -100,6 +107,7 @@ impl Tools {
             cwd: &self.workdir,
             timeout: self.shell_timeout,
             env: &[],
+            env_remove: &self.withhold_env,
         })
         .await?;
         if out.code == Some(0) {
@@ -141,6 +149,7 @@ impl Tools {
             cwd: &self.workdir,
             timeout: t.timeout,
             env: &[],
+            env_remove: &t.withhold_env,
         })
         .await?;
         if out.code != Some(0) {

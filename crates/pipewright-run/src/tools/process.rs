@@ -134,6 +134,8 @@ pub struct Spec<'a> {
     pub cwd: &'a Path,
     pub timeout: Duration,
     pub env: &'a [(String, String)],
+    /// Variables of pipewright's environment the child does not inherit.
+    pub env_remove: &'a [String],
 }
 
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
@@ -158,6 +160,9 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
         .stderr(Stdio::from(err_w))
         .kill_on_drop(true)
         .process_group(0);
+    for k in spec.env_remove {
+        cmd.env_remove(k);
+    }
     for (k, v) in spec.env {
         cmd.env(k, v);
     }

@@ -129,6 +129,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
     };
     o.tools.project = pipewright_run::config::project_tools(&cfg);
+    o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,
