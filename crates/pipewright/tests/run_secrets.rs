@@ -28,8 +28,7 @@ fn echo_server(status: &'static str, n: usize) -> String {
             let mut got = Vec::new();
             let mut buf = [0u8; 8192];
             // The head and the announced body, or whatever came before the peer closed.
-            loop {
-                let Ok(k) = sock.read(&mut buf) else { break };
+            while let Ok(k) = sock.read(&mut buf) {
                 if k == 0 {
                     break;
                 }
