@@ -1,15 +1,15 @@
-//! A minimal HTTP/1.1 client (one request per connection, `Connection: close`) over tokio,
-//! enough for an OpenAI-compatible endpoint: plain `http://` (local model servers, tests) or
-//! `https://` through rustls (the `ring` provider; the webpki-roots trust store plus an
-//! optional PEM file of extra CA certificates for self-hosted endpoints). Responses are read up
-//! to a size cap, with `Content-Length`, chunked, or close-delimited bodies.
+//! The openai backend's HTTP exchange: one POST through `reqwest` (HTTP/1.1, one request per
+//! connection), plain `http://` (local model servers, tests) or `https://` through rustls with
+//! a configuration of our own (the `ring` provider; the webpki-roots trust store plus an
+//! optional PEM file of extra CA certificates for self-hosted endpoints). `HTTP_PROXY`,
+//! `HTTPS_PROXY` and `NO_PROXY` are honoured. Responses are read up to a size cap; a body cut
+//! short of its framing is an error the caller retries.
 
 use std::path::Path;
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_rustls::rustls::{
     self,
-    pki_types::{pem::PemObject, CertificateDer, ServerName},
+    pki_types::{pem::PemObject, CertificateDer},
     ClientConfig, RootCertStore,
 };
 
@@ -20,7 +20,6 @@ pub struct Url {
     pub tls: bool,
     pub host: String,
     pub port: u16,
-    pub path: String,
 }
 
 pub fn parse_url(url: &str) -> Result<Url, String> {
@@ -31,10 +30,7 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
     } else {
         return Err(format!("`{url}` is not an http:// or https:// URL"));
     };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
+    let authority = rest.find('/').map_or(rest, |i| &rest[..i]);
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (
             h,
@@ -50,7 +46,6 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
         tls,
         host: host.to_string(),
         port,
-        path: path.to_string(),
     })
 }
 
@@ -76,6 +71,22 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
     }
+}
+
+/// The client for one call to `url`. The TLS configuration is always ours, for http too, so
+/// reqwest never looks for a process-wide rustls provider; only https reads `ca_file`.
+pub fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+    let tls = tls_config(if url.tls { ca_file } else { None })?;
+    reqwest::Client::builder()
+        .use_preconfigured_tls(ClientConfig::clone(&tls))
+        .http1_only()
+        // Header names as servers and logs usually spell them (`Authorization`, not
+        // `authorization`); some self-hosted gateways compare them case-sensitively.
+        .http1_title_case_headers()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| format!("HTTP client setup failed: {}", chain(&e)))
 }
 
 /// The client TLS configuration: the webpki-roots (Mozilla) trust anchors, plus every
@@ -128,200 +139,134 @@ impl Response {
     }
 }
 
-/// One POST. `tls` is required for an `https://` URL (see [`tls_config`]) and ignored for
-/// `http://`. The caller bounds the whole exchange (connect, handshake, read) with a timeout.
+/// One POST of a JSON body. The caller bounds the whole exchange (connect, handshake, read)
+/// with a timeout.
 pub async fn post_json(
+    client: &reqwest::Client,
     url: &Url,
-    tls: Option<&Arc<ClientConfig>>,
+    full_url: &str,
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<Response, Error> {
-    let stream = tokio::net::TcpStream::connect((url.host.as_str(), url.port))
-        .await
-        .map_err(|e| {
-            Error::transient(format!("cannot connect to {}:{}: {e}", url.host, url.port))
-        })?;
-    let mut req = format!(
-        "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\nAccept: application/json\r\nConnection: close\r\nContent-Length: {}\r\n",
-        url.path,
-        url.host,
-        url.port,
-        body.len()
-    );
+    let mut req = client
+        .post(full_url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .header("Connection", "close")
+        .body(body.to_vec());
     for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+        req = req.header(k.as_str(), v.as_str());
     }
-    req.push_str("\r\n");
-    if !url.tls {
-        let (raw, _) = exchange(stream, req.as_bytes(), body).await?;
-        return parse_response(&raw).map_err(Error::transient);
-    }
-    let config = tls.ok_or_else(|| Error {
-        message: "internal: an https URL without a TLS configuration".into(),
-        retryable: false,
-    })?;
-    // SNI and certificate verification use the URL's host (an IP address is checked
-    // against the certificate's IP SANs instead, and sends no SNI).
-    let name = ServerName::try_from(url.host.clone()).map_err(|e| Error {
-        message: format!("`{}` is not a valid TLS server name: {e}", url.host),
-        retryable: false,
-    })?;
-    let stream = tokio_rustls::TlsConnector::from(Arc::clone(config))
-        .connect(name, stream)
-        .await
-        .map_err(|e| handshake_error(url, e))?;
-    let (raw, unclean) = exchange(stream, req.as_bytes(), body).await?;
-    let resp = parse_response(&raw).map_err(Error::transient)?;
-    // A TLS peer that closes without close_notify may have been cut off by an attacker or
-    // the network; that is only harmless when the body's own framing shows it is complete.
-    if unclean && !framing_complete(&raw, &resp) {
-        return Err(Error::transient(
-            "the TLS connection closed before the response was complete".into(),
-        ));
-    }
-    Ok(resp)
-}
-
-fn handshake_error(url: &Url, e: std::io::Error) -> Error {
-    // A rustls error (bad certificate, protocol mismatch) will fail the same way next time;
-    // plain I/O errors (reset, refused) may not.
-    let tls_error = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some();
-    let mut message = format!("TLS handshake with {}:{} failed: {e}", url.host, url.port);
-    if message.contains("certificate") {
-        message.push_str(
-            " (for a self-hosted endpoint with a private CA, set `ca_file` under [backend.openai] in pipewright.toml)",
-        );
-    }
-    Error {
-        message,
-        retryable: !tls_error,
-    }
-}
-
-/// Sends the request and reads the response to the end (capped). The flag says the peer
-/// ended a TLS stream without close_notify, which many HTTPS servers do after
-/// `Connection: close`; the caller decides whether the data is complete anyway.
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    mut stream: S,
-    head: &[u8],
-    body: &[u8],
-) -> Result<(Vec<u8>, bool), Error> {
-    let send = |e: std::io::Error| Error::transient(format!("send failed: {e}"));
-    stream.write_all(head).await.map_err(send)?;
-    stream.write_all(body).await.map_err(send)?;
-    // TLS buffers records; make sure the request actually leaves before waiting for a reply.
-    stream.flush().await.map_err(send)?;
-    let mut raw = Vec::new();
-    let mut unclean = false;
-    match (&mut stream)
-        .take(MAX_RESPONSE as u64 + 1)
-        .read_to_end(&mut raw)
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {
-            unclean = true
-        }
-        Err(e) => return Err(Error::transient(format!("receive failed: {e}"))),
-    }
-    if raw.len() > MAX_RESPONSE {
-        return Err(Error::transient(format!(
-            "the response is larger than {MAX_RESPONSE} bytes"
-        )));
-    }
-    Ok((raw, unclean))
-}
-
-/// Whether the response carried its own end marker: a full `Content-Length` body or a chunked
-/// body (whose terminating chunk `dechunk` already required).
-fn framing_complete(raw: &[u8], resp: &Response) -> bool {
-    if resp
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
-        return true;
-    }
-    let Some(n) = resp
-        .header("content-length")
-        .and_then(|n| n.parse::<usize>().ok())
-    else {
-        return false;
-    };
-    let head_len = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(raw.len(), |i| i + 4);
-    raw.len() - head_len >= n
-}
-
-fn parse_response(raw: &[u8]) -> Result<Response, String> {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("malformed HTTP response (no header end)")?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| format!("malformed status line `{status_line}`"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| {
-            l.split_once(':')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+    let mut resp = req.send().await.map_err(|e| send_error(url, &e))?;
+    let status = resp.status().as_u16();
+    let headers: Vec<(String, String)> = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
         })
         .collect();
-    let mut body = raw[end + 4..].to_vec();
-    let resp = Response {
+    let announced = resp.content_length();
+    let mut data = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if data.len() + chunk.len() > MAX_RESPONSE {
+                    return Err(Error::transient(format!(
+                        "the response is larger than {MAX_RESPONSE} bytes"
+                    )));
+                }
+                data.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            // A peer that closes early (a crash, a reset proxy, a TLS stream cut without
+            // close_notify) leaves a prefix that is not the reply: retried as a transport error.
+            Err(e) => {
+                return Err(Error::transient(match announced {
+                    Some(n) => format!(
+                        "the connection closed after {} of the {n} body bytes the response announced ({})",
+                        data.len(),
+                        chain(&e)
+                    ),
+                    None => format!("receive failed: {}", chain(&e)),
+                }))
+            }
+        }
+    }
+    Ok(Response {
         status,
         headers,
-        body: Vec::new(),
-    };
-    if resp
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
-        body = dechunk(&body)?;
-    } else if let Some(n) = resp
-        .header("content-length")
-        .and_then(|n| n.parse::<usize>().ok())
-    {
-        // The peer closed before sending what it announced (a crash, a reset proxy): the
-        // prefix is not the reply, and the caller retries it as a transport error.
-        if body.len() < n {
-            return Err(format!(
-                "the connection closed after {} of the {n} body bytes the response announced",
-                body.len()
-            ));
-        }
-        body.truncate(n);
-    }
-    Ok(Response { body, ..resp })
+        body: data,
+    })
 }
 
-fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("malformed chunked body")?;
-        let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| "malformed chunk size")?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
+/// An error with its causes (`error sending request: … : connection refused`): reqwest's own
+/// text alone rarely says what went wrong.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
         }
-        if data.len() < size {
-            return Err("truncated chunked body".into());
-        }
-        out.extend_from_slice(&data[..size]);
-        data = data.get(size + 2..).unwrap_or(&[]);
+        cur = c.source();
     }
+    text
+}
+
+/// Whether a rustls error is among the causes. `io::Error::source` skips the error it wraps,
+/// so the wrapped one is looked at too.
+fn has_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        if let Some(inner) = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            if has_tls_error(inner) {
+                return true;
+            }
+        }
+        cur = c.source();
+    }
+    false
+}
+
+fn send_error(url: &Url, e: &reqwest::Error) -> Error {
+    // A rustls error (bad certificate, protocol mismatch) will fail the same way next time;
+    // plain I/O errors (reset, refused) may not.
+    if has_tls_error(e) {
+        let mut message = format!(
+            "TLS handshake with {}:{} failed: {}",
+            url.host,
+            url.port,
+            chain(e)
+        );
+        if message.contains("certificate") {
+            message.push_str(
+                " (for a self-hosted endpoint with a private CA, set `ca_file` under [backend.openai] in pipewright.toml)",
+            );
+        }
+        return Error {
+            message,
+            retryable: false,
+        };
+    }
+    if e.is_connect() {
+        return Error::transient(format!(
+            "cannot connect to {}:{}: {}",
+            url.host,
+            url.port,
+            chain(e)
+        ));
+    }
+    Error::transient(format!("the exchange failed: {}", chain(e)))
 }

@@ -89,14 +89,9 @@ impl AgentBackend for OpenAiBackend {
 impl OpenAiBackend {
     async fn exchange(&self, req: &AgentRequest) -> Result<String, BackendError> {
         let url = http::parse_url(&self.url).map_err(BackendError::new)?;
-        // Built per call rather than cached: it costs microseconds next to a network
-        // round trip, and a fixed ca_file is picked up without restarting. Only https
-        // needs it, so a plain-http endpoint never reads the CA file.
-        let tls = if url.tls {
-            Some(http::tls_config(self.ca_file.as_deref()).map_err(BackendError::new)?)
-        } else {
-            None
-        };
+        // Built per call rather than cached: it costs little next to a network round trip,
+        // and a fixed ca_file is picked up without restarting. Only https reads the CA file.
+        let client = http::client(&url, self.ca_file.as_deref()).map_err(BackendError::new)?;
         let body = self.body(req).to_string().into_bytes();
         let mut headers = Vec::new();
         if let Some(k) = &self.api_key {
@@ -106,7 +101,7 @@ impl OpenAiBackend {
         loop {
             let resp = tokio::time::timeout(
                 self.timeout,
-                http::post_json(&url, tls.as_ref(), &headers, &body),
+                http::post_json(&client, &url, &self.url, &headers, &body),
             )
             .await
             .map_err(|_| {

@@ -1,0 +1,67 @@
+//! The openai backend through an HTTP proxy named by `HTTP_PROXY`. A test binary of its own:
+//! the variable is process-wide and would route the other tests' local servers through it.
+
+mod common;
+use common::*;
+use pipewright_run::backend::openai::OpenAiBackend;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+#[test]
+fn openai_backend_goes_through_the_http_proxy_of_the_environment() {
+    let rt = rt();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // The proxy answers itself, as a forward proxy relays the origin's answer.
+    let (proxy, server) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let seen = seen.clone();
+        let handle = tokio::spawn(async move {
+            let Ok(Ok((mut sock, _))) =
+                tokio::time::timeout(Duration::from_secs(10), listener.accept()).await
+            else {
+                return;
+            };
+            let request = read_request(&mut sock).await;
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(request);
+            let body =
+                serde_json::json!({"choices": [{"message": {"content": "via proxy"}}]}).to_string();
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(resp.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        });
+        (format!("http://{addr}"), handle)
+    });
+    std::env::set_var("HTTP_PROXY", &proxy);
+    std::env::remove_var("NO_PROXY");
+    std::env::remove_var("no_proxy");
+    let d = tempdir();
+    let mut o = opts(d.path());
+    o.backend = Arc::new(OpenAiBackend {
+        // Nothing listens here: only the proxy can answer.
+        url: "http://origin.invalid:9/v1/chat/completions".into(),
+        model: "m".into(),
+        api_key: None,
+        timeout: Duration::from_secs(10),
+        max_retries: 0,
+        base_delay: Duration::from_millis(5),
+        ca_file: None,
+    });
+    let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"x\"}\n", o);
+    std::env::remove_var("HTTP_PROXY");
+    assert_eq!(v["output"], "via proxy", "{v}");
+    let _ = rt.block_on(server);
+    let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    assert_eq!(seen.len(), 1);
+    assert!(
+        seen[0].starts_with("POST http://origin.invalid:9/v1/chat/completions HTTP/1.1\r\n"),
+        "the proxy gets the absolute URL: {}",
+        seen[0]
+    );
+}
