@@ -54,9 +54,32 @@ fn openai_backend_goes_through_the_http_proxy_of_the_environment() {
         ca_file: None,
     });
     let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"x\"}\n", o);
-    std::env::remove_var("HTTP_PROXY");
     assert_eq!(v["output"], "via proxy", "{v}");
     let _ = rt.block_on(server);
+
+    // The proxy has stopped listening; a server on the loopback is still reached, directly.
+    let (origin, direct) = rt.block_on(answer_once("direct"));
+    let mut o = opts(d.path());
+    o.backend = Arc::new(OpenAiBackend {
+        url: format!("{origin}/v1/chat/completions"),
+        model: "m".into(),
+        api_key: None,
+        timeout: Duration::from_secs(10),
+        max_retries: 0,
+        base_delay: Duration::from_millis(5),
+        ca_file: None,
+    });
+    let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: \"x\"}\n", o);
+    std::env::remove_var("HTTP_PROXY");
+    assert_eq!(
+        v["output"], "direct",
+        "a loopback endpoint bypasses the proxy: {v}"
+    );
+    let direct = rt.block_on(direct).unwrap_or_default();
+    assert!(
+        direct.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+        "{direct}"
+    );
     let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
     assert_eq!(seen.len(), 1);
     assert!(
@@ -64,4 +87,29 @@ fn openai_backend_goes_through_the_http_proxy_of_the_environment() {
         "the proxy gets the absolute URL: {}",
         seen[0]
     );
+}
+
+/// A server on the loopback answering one request with `content`; the task returns the request.
+async fn answer_once(content: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let handle = tokio::spawn(async move {
+        let Ok(Ok((mut sock, _))) =
+            tokio::time::timeout(Duration::from_secs(10), listener.accept()).await
+        else {
+            return String::new();
+        };
+        let request = read_request(&mut sock).await;
+        let body = serde_json::json!({"choices": [{"message": {"content": content}}]}).to_string();
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = sock.write_all(resp.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        request
+    });
+    (format!("http://{addr}"), handle)
 }

@@ -77,7 +77,13 @@ impl std::fmt::Display for Error {
 /// reqwest never looks for a process-wide rustls provider; only https reads `ca_file`.
 pub fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
     let tls = tls_config(if url.tls { ca_file } else { None })?;
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    // A model server on this machine is never behind the proxy a shell exports for the
+    // outside world (Go's net/http makes the same exception).
+    if is_loopback(&url.host) {
+        builder = builder.no_proxy();
+    }
+    builder
         .use_preconfigured_tls(ClientConfig::clone(&tls))
         .http1_only()
         // Header names as servers and logs usually spell them (`Authorization`, not
@@ -87,6 +93,14 @@ pub fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, Stri
         .pool_max_idle_per_host(0)
         .build()
         .map_err(|e| format!("HTTP client setup failed: {}", chain(&e)))
+}
+
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The client TLS configuration: the webpki-roots (Mozilla) trust anchors, plus every
