@@ -17,7 +17,9 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Shorter values are not secrets worth the name and would match ordinary text.
 pub const MIN_LEN: usize = 8;
 
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+/// Each secret with its JSON-escaped form (the same text for a key without `"`, `\\` or
+/// control characters), computed once: events are redacted one by one.
+static SECRETS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
 
 /// Hides `value` from every message recorded or printed from now on (see [`redact`]).
 pub fn register(value: &str) {
@@ -25,15 +27,28 @@ pub fn register(value: &str) {
         return;
     }
     let mut list = SECRETS.write().unwrap_or_else(|p| p.into_inner());
-    if !list.iter().any(|s| s == value) {
-        list.push(value.to_string());
+    if !list.iter().any(|(s, _)| s == value) {
+        list.push((value.to_string(), escaped(value)));
     }
 }
 
 /// `text` with every registered secret replaced by [`REDACTED`].
 pub fn redact(text: &str) -> Cow<'_, str> {
     let list = SECRETS.read().unwrap_or_else(|p| p.into_inner());
-    redact_with(text, list.iter().map(String::as_str))
+    let mut out = Cow::Borrowed(text);
+    for (plain, escaped) in list.iter() {
+        for form in [plain, escaped] {
+            if out.contains(form.as_str()) {
+                out = Cow::Owned(out.replace(form.as_str(), REDACTED));
+            }
+        }
+    }
+    out
+}
+
+fn escaped(s: &str) -> String {
+    let quoted = Json::String(s.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
 }
 
 /// `text` with each of `secrets` (those of at least [`MIN_LEN`] bytes) replaced, and also its
@@ -50,10 +65,9 @@ pub fn redact_with<'t, 's>(
         if out.contains(s) {
             out = Cow::Owned(out.replace(s, REDACTED));
         }
-        let escaped = Json::String(s.to_string()).to_string();
-        let escaped = &escaped[1..escaped.len() - 1];
-        if escaped != s && out.contains(escaped) {
-            out = Cow::Owned(out.replace(escaped, REDACTED));
+        let escaped = escaped(s);
+        if escaped != s && out.contains(escaped.as_str()) {
+            out = Cow::Owned(out.replace(escaped.as_str(), REDACTED));
         }
     }
     out

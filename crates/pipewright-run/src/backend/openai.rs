@@ -59,14 +59,6 @@ fn jittered(base: Duration, attempt: u32) -> Duration {
     d.mul_f64(frac).min(Duration::from_secs(60))
 }
 
-impl OpenAiBackend {
-    /// `text` without the API key: a server may echo the `Authorization` header in an error
-    /// body (or a reply), and whatever this backend returns is recorded and printed.
-    fn hide(&self, text: &str) -> String {
-        secrets::redact_with(text, self.api_key.as_deref()).into_owned()
-    }
-}
-
 impl AgentBackend for OpenAiBackend {
     fn name(&self) -> &str {
         "openai"
@@ -87,6 +79,12 @@ impl AgentBackend for OpenAiBackend {
 }
 
 impl OpenAiBackend {
+    /// `text` without the API key: a server may echo the `Authorization` header in an error
+    /// body (or a reply), and whatever this backend returns is recorded and printed.
+    fn hide(&self, text: &str) -> String {
+        secrets::redact_with(text, self.api_key.as_deref()).into_owned()
+    }
+
     async fn exchange(&self, req: &AgentRequest) -> Result<String, BackendError> {
         let url = http::parse_url(&self.url).map_err(BackendError::new)?;
         // Built per call rather than cached: it costs little next to a network round trip,
