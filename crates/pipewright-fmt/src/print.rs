@@ -755,6 +755,19 @@ impl<'s, 'r> Printer<'s, 'r> {
             lines.clear();
         }
         let trailing_nl = sc.text.len() - sc.text.trim_end_matches('\n').len();
+        if trailing_nl == sc.text.len() {
+            // No content, only line breaks: chomping alone makes the value (`-` for none, `+`
+            // and one empty line per break). The source's blank lines after the header are not
+            // content here, and printing them too added blank lines on every run (found by the
+            // fmt_yaml fuzz target).
+            let style = if sc.style == ScalarStyle::Folded {
+                '>'
+            } else {
+                '|'
+            };
+            let chomp = if trailing_nl == 0 { '-' } else { '+' };
+            return (format!("{style}{chomp}"), vec![String::new(); trailing_nl]);
+        }
         let chomp = match trailing_nl {
             0 => "-",
             1 => "",

@@ -501,6 +501,9 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A block scalar whose content is indented deeper than its indentation indicator.
         ("a: |2\n   x\n", "a: |2\n   x\n"),
         ("a:   |2-\n     x\n    y\n", "a: |2-\n     x\n    y\n"),
+        // A block scalar with no content before a comment gained blank lines on every run.
+        ("a: |\n\n# c\n", "a: |-\n\n# c\n"),
+        ("a: >\n\n\nb: 1\n", "a: >-\n\nb: 1\n"),
     ] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
