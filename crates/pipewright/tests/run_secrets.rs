@@ -152,8 +152,8 @@ fn an_echoed_api_key_is_printed_and_recorded_nowhere() {
 #[test]
 fn pass_secrets_gives_the_variable_to_shell_steps_and_tools() {
     // [run] pass_secrets: both see it.
-    let url = echo_server("401 Unauthorized", 1);
-    let d = project(&url, "\n[run]\npass_secrets = true\n");
+    let first_url = echo_server("401 Unauthorized", 1);
+    let d = project(&first_url, "\n[run]\npass_secrets = true\n");
     let o = pipewright(
         d.path(),
         &["run", "p.yaml", "--backend", "openai", "--format", "json"],
@@ -161,8 +161,22 @@ fn pass_secrets_gives_the_variable_to_shell_steps_and_tools() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(d.path().join("shell_saw_key").exists(), "{}", text(&o));
     assert!(d.path().join("tool_saw_key").exists(), "{}", text(&o));
-    // What the step printed is still redacted in the report.
+    // What the step printed is still redacted in the report, and in the human summary of the
+    // stores when the run stopped.
     assert!(!stdout(&o).contains(KEY), "{}", stdout(&o));
+    assert!(stdout(&o).contains("[[REDACTED]]"), "{}", stdout(&o));
+    let url = echo_server("401 Unauthorized", 1);
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        std::fs::read_to_string(d.path().join("pipewright.toml"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .replace(&first_url, &url),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let human = pipewright(d.path(), &["run", "p.yaml", "--backend", "openai"]);
+    assert_eq!(human.status.code(), Some(1), "{}", text(&human));
+    assert!(stderr(&human).contains("seen = "), "{}", text(&human));
+    assert!(!text(&human).contains(KEY), "{}", text(&human));
 
     // [tools.NAME] pass_secrets: that tool only.
     let url = echo_server("401 Unauthorized", 1);

@@ -188,10 +188,15 @@ async fn run_async(args: &RunArgs) -> u8 {
                 );
             }
             match outcome.status {
-                pipewright_run::RunStatus::Ok => outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&outcome.output.to_json()).unwrap_or_default()
-                ),
+                pipewright_run::RunStatus::Ok => {
+                    // Redacted like the JSON report (pipewright_run::secrets).
+                    let mut output = outcome.output.to_json();
+                    pipewright_run::secrets::redact_json(&mut output);
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(&output).unwrap_or_default()
+                    )
+                }
                 pipewright_run::RunStatus::Cancelled => {
                     errln!(
                         "run {} cancelled; continue it with `pipewright run --resume {}`",
@@ -214,7 +219,9 @@ async fn run_async(args: &RunArgs) -> u8 {
 /// when it stopped, with a one-line preview of each, and where the full state is.
 fn stopped_summary(outcome: &pipewright_run::RunOutcome) -> String {
     let mut out = String::new();
-    let stores = outcome.stores.to_json();
+    let mut stores = outcome.stores.to_json();
+    // Before the previews cut them: a cut could leave part of a secret.
+    pipewright_run::secrets::redact_json(&mut stores);
     match stores.as_object().filter(|m| !m.is_empty()) {
         None => out.push_str("stores when it stopped: none\n"),
         Some(m) => {
