@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How much one evaluation may do. Without a bound, `acc + acc` folded a few dozen times asks
 /// for more memory than the machine has and the process aborts; nested maps over large lists
@@ -33,22 +34,32 @@ impl Default for Limits {
 }
 
 /// What one evaluation has used of its [`Limits`].
-struct Budget {
+struct Budget<'a> {
     limits: Limits,
     steps: Cell<u64>,
     bytes: Cell<u64>,
     /// Set when the step limit tripped: the error then names the whole expression, not the
     /// sub-expression that happened to take the last step.
     out_of_steps: Cell<bool>,
+    /// Polled every [`STOP_EVERY`] steps: once set, the evaluation ends with an error.
+    stop: Option<&'a AtomicBool>,
 }
+
+/// How many steps go between two looks at the stop flag: a few microseconds of work, so a
+/// cancelled run stops at once without a load on every step.
+const STOP_EVERY: u64 = 4096;
 
 /// The bookkeeping size of one value slot (a list element, an object entry's value).
 const SLOT: u64 = std::mem::size_of::<Value>() as u64;
 
-impl Budget {
+impl Budget<'_> {
     fn tick(&self, span: &Range<usize>) -> Result<(), EvalError> {
         let n = self.steps.get() + 1;
         self.steps.set(n);
+        if n.is_multiple_of(STOP_EVERY) && self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            self.out_of_steps.set(true);
+            return err(span, "evaluation stopped: the run was cancelled");
+        }
         if n > self.limits.max_steps {
             self.out_of_steps.set(true);
             return err(
@@ -180,11 +191,33 @@ pub fn eval(expr: &Expr, scope: &Scope<'_>) -> Result<Value, EvalError> {
 
 /// Evaluates `expr` against `scope`; going past `limits` is an error.
 pub fn eval_with(expr: &Expr, scope: &Scope<'_>, limits: &Limits) -> Result<Value, EvalError> {
+    eval_budgeted(expr, scope, limits, None)
+}
+
+/// [`eval_with`] that also ends (with an error naming the whole expression) soon after `stop`
+/// is set: a cancelled run does not wait for a long evaluation. The caller tells this error
+/// from others by its flag.
+pub fn eval_until(
+    expr: &Expr,
+    scope: &Scope<'_>,
+    limits: &Limits,
+    stop: &AtomicBool,
+) -> Result<Value, EvalError> {
+    eval_budgeted(expr, scope, limits, Some(stop))
+}
+
+fn eval_budgeted(
+    expr: &Expr,
+    scope: &Scope<'_>,
+    limits: &Limits,
+    stop: Option<&AtomicBool>,
+) -> Result<Value, EvalError> {
     let budget = Budget {
         limits: *limits,
         steps: Cell::new(0),
         bytes: Cell::new(0),
         out_of_steps: Cell::new(false),
+        stop,
     };
     let env = Env {
         scope,
@@ -205,7 +238,7 @@ struct Env<'a> {
     scope: &'a Scope<'a>,
     bind: Option<(&'a str, &'a Value)>,
     parent: Option<&'a Env<'a>>,
-    budget: &'a Budget,
+    budget: &'a Budget<'a>,
 }
 
 impl<'a> Env<'a> {

@@ -18,7 +18,7 @@ pub mod value;
 pub use ast::{BinOp, Combinator, Expr, ExprKind};
 pub use codes::CODES;
 pub use error::ParseError;
-pub use eval::{eval, eval_with, EvalError, Limits, Scope};
+pub use eval::{eval, eval_until, eval_with, EvalError, Limits, Scope};
 pub use parser::parse;
 pub use refs::{free_path_views, free_paths, PathRef, PathView};
 pub use template::{parse_template, render, Template, TemplatePart};

@@ -1,19 +1,25 @@
-//! Cooperative cancellation: the flag is polled before every step, so a run stops at the next
-//! step boundary and leaves the store consistent.
+//! Cancellation. The flag is polled before every step; a step in flight races its work against
+//! [`CancelToken::cancelled`], and the expression evaluator polls the flag as it goes.
 //!
-//! SIGINT and SIGTERM are handled alike: the first one cancels (steps already running finish
-//! and land, nothing new starts; exit 130 for SIGINT, 143 for SIGTERM); a second one kills the
-//! process groups of every child still running and exits at once with the same code. The store
-//! then holds the run as its last commit left it, and `--resume` continues it.
+//! SIGINT and SIGTERM are handled alike: the first one cancels the run. Nothing new starts, and
+//! every step in flight stops now: its child's process group is killed, its HTTP call and
+//! back-off sleep are dropped, its evaluation ends. Such a step is recorded cancelled, never
+//! landed, so `--resume` runs it again; steps that completed stay landed. The exit code is 130
+//! for SIGINT, 143 for SIGTERM. A second signal kills the process groups of every child still
+//! running and exits at once with the same code. The store then holds the run as its last
+//! commit left it, and `--resume` continues it.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
+use tokio::sync::Notify;
 
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
     /// The signal that cancelled the run (0: none, or cancelled by the program).
     signal: Arc<AtomicI32>,
+    /// Wakes the steps waiting in [`CancelToken::cancelled`].
+    wake: Arc<Notify>,
 }
 
 impl CancelToken {
@@ -23,6 +29,26 @@ impl CancelToken {
 
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+
+    /// Completes once the run is cancelled (at once if it already is).
+    pub async fn cancelled(&self) {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            // Registered before the flag is read: a cancel in between still wakes us.
+            woken.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// The flag itself, for code that polls it without async (the expression evaluator).
+    pub fn flag(&self) -> &AtomicBool {
+        &self.flag
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -46,6 +72,7 @@ impl CancelToken {
             std::process::exit(128 + first);
         }
         self.signal.store(sig, Ordering::SeqCst);
+        self.wake.notify_waiters();
     }
 
     /// Cancels on SIGINT (Ctrl-C) and SIGTERM. Must be called inside a tokio runtime.

@@ -426,7 +426,7 @@ fn finish(child: Child) -> Output {
 }
 
 #[test]
-fn sigint_cancels_at_a_step_boundary_and_resume_finishes() {
+fn sigint_cancels_the_running_step_and_resume_finishes() {
     // The uninterrupted run goes on in parallel, to compare with.
     let reference = project(&["slow.yaml"]);
     let reference_run = spawn_run(reference.path(), &["slow.yaml"]);
@@ -434,9 +434,10 @@ fn sigint_cancels_at_a_step_boundary_and_resume_finishes() {
     let d = project(&["slow.yaml"]);
     let child = spawn_run(d.path(), &["slow.yaml"]);
     let started = d.path().join("started");
-    wait_for(Duration::from_secs(10), "the first step to start", || {
+    wait_for(Duration::from_secs(10), "the second step to start", || {
         started.exists().then_some(())
     });
+    let t0 = std::time::Instant::now();
     let pid = child.id().to_string();
     let kill = std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -445,11 +446,12 @@ fn sigint_cancels_at_a_step_boundary_and_resume_finishes() {
     assert!(kill.success());
     let o = finish(child);
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     let v = parse(&o);
     assert_eq!(v["status"], "cancelled", "{v}");
     assert_eq!(
         v["cancelled_at"], "1",
-        "the running step finished, the next did not start"
+        "the running step was stopped, the landed one kept"
     );
     // The stores and pipe as they were at the boundary: step 0's `a`, not the empty input.
     assert_eq!(keys(&v["stores"]), ["a"], "{v}");
@@ -467,9 +469,10 @@ fn sigint_cancels_at_a_step_boundary_and_resume_finishes() {
     assert_eq!(resumed["run_id"], id.as_str());
     assert_eq!(
         read(&d.path().join("log")),
-        "first\nsecond\n",
-        "step 0 was not run again"
+        "first\nsecond\nsecond\n",
+        "step 0 was replayed, the cancelled step 1 ran again"
     );
+    assert!(s["completed"].get("1").is_none(), "{s}");
 
     let r = finish(reference_run);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r));
@@ -651,7 +654,7 @@ fn sigint_in_human_format_exits_130_and_shows_the_stores() {
         .spawn()
         .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"));
     let started = d.path().join("started");
-    wait_for(Duration::from_secs(10), "the first step to start", || {
+    wait_for(Duration::from_secs(10), "the slow step to start", || {
         started.exists().then_some(())
     });
     let kill = std::process::Command::new("kill")
@@ -1154,14 +1157,14 @@ fn signal(child: &Child, sig: &str) {
     assert!(ok.success());
 }
 
-/// SIGTERM is handled like Ctrl-C: the running step finishes and lands, the run stops at the
-/// boundary, exit 143; the store says cancelled and a resume finishes it.
+/// SIGTERM is handled like Ctrl-C: the running step is stopped (not landed), exit 143; the
+/// store says cancelled and a resume finishes it.
 #[test]
 fn sigterm_cancels_like_ctrl_c_and_exits_143() {
     let d = project(&["slow.yaml"]);
     let child = spawn_run(d.path(), &["slow.yaml"]);
     let started = d.path().join("started");
-    wait_for(Duration::from_secs(10), "the first step to start", || {
+    wait_for(Duration::from_secs(10), "the slow step to start", || {
         started.exists().then_some(())
     });
     signal(&child, "-TERM");
@@ -1175,6 +1178,83 @@ fn sigterm_cancels_like_ctrl_c_and_exits_143() {
     let (code, v) = run_json(d.path(), &["--resume", &id]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["output"], "one\ntwo\n");
+}
+
+/// The pids of the processes whose command line is exactly `argv` (not zombies).
+fn pids_running(argv: &[&str]) -> Vec<u32> {
+    let want = argv.join("\0") + "\0";
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'));
+        if cmd == want.as_bytes() && !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The first SIGINT stops a running shell step at once (issue 11: it used to wait out the
+/// command): the child's process group is killed, the step is cancelled, not completed, and a
+/// resume runs it again.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_first_sigint_kills_a_running_shell_step() {
+    let d = tempdir();
+    // A duration no other process on the machine sleeps for, to find this one.
+    fixture(
+        d.path(),
+        "sleepy.yaml",
+        "pipeline: sleepy\nsteps:\n  - shell: {command: [touch, started], output: a}\n  - shell: {command: [sleep, \"30.0417\"]}\n",
+    );
+    let child = spawn_run(d.path(), &["sleepy.yaml"]);
+    let started = d.path().join("started");
+    let sleeper = wait_for(Duration::from_secs(10), "the sleep to start", || {
+        started.exists().then_some(())?;
+        pids_running(&["sleep", "30.0417"]).first().copied()
+    });
+    let t0 = std::time::Instant::now();
+    signal(&child, "-INT");
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert!(
+        !pids_running(&["sleep", "30.0417"]).contains(&sleeper),
+        "the sleep outlived the cancel"
+    );
+    let v = parse(&o);
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert_eq!(v["cancelled_at"], "1", "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    let s = state(d.path(), &id);
+    assert_eq!(s["status"], "cancelled", "{s}");
+    assert!(s["completed"].get("0").is_some(), "{s}");
+    assert!(s["completed"].get("1").is_none(), "{s}");
+    let evs = events(d.path(), &id);
+    assert!(
+        evs.iter()
+            .any(|e| e["event"] == "step_cancelled" && e["key"] == "1"),
+        "{evs:?}"
+    );
+
+    // The resume runs step 1 again (and is stopped the same way).
+    let child = spawn_run(d.path(), &["--resume", &id]);
+    let again = wait_for(Duration::from_secs(10), "the sleep to start again", || {
+        pids_running(&["sleep", "30.0417"])
+            .into_iter()
+            .find(|p| *p != sleeper)
+    });
+    signal(&child, "-INT");
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(!pids_running(&["sleep", "30.0417"]).contains(&again));
 }
 
 /// A second signal does not wait: the children's process groups are killed and the process

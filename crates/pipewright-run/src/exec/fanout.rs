@@ -271,10 +271,9 @@ impl Interp {
         Ok(v)
     }
 
-    /// Cancellation stops at a step boundary: members already running may have done their
-    /// side effects (a shell command that wrote a file), so dropping them would lose their
-    /// landing and make the resume run them a second time. They finish and land; members
-    /// not yet started see the cancel flag and return at once.
+    /// After a cancel, waits for the other members: those in flight stop at once (their
+    /// steps race the cancel), members not yet started see the cancel flag and return, and a
+    /// member that completed meanwhile lands, so nothing done is lost.
     async fn drain_cancelled<F>(
         &self,
         node: &Node,

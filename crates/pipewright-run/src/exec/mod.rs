@@ -665,7 +665,18 @@ impl Interp {
                     return Err(self.fail(codes::STORE, &key, node, msg).into());
                 }
             }
-            let r = self.dispatch(node, frame, &key).await;
+            let r = if effects {
+                // A step in flight stops with the run: dropping its future kills the child's
+                // process group and drops the HTTP call or back-off sleep. It has not landed,
+                // so a resume runs it again.
+                tokio::select! {
+                    biased;
+                    r = self.dispatch(node, frame, &key) => r,
+                    () = self.cancel.cancelled() => Err(Failure::Cancelled { key: key.clone() }),
+                }
+            } else {
+                self.dispatch(node, frame, &key).await
+            };
             let elapsed = Some(t0.elapsed().as_secs_f64() * 1000.0);
             match &r {
                 Ok(v) => {

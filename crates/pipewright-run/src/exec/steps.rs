@@ -228,18 +228,27 @@ impl Interp {
         what: Option<&str>,
     ) -> Result<Value, Failure> {
         let scope = frame.scope();
-        pipewright_r1::eval_with(&e.ast, &scope, &self.caps.eval).map_err(|err| {
-            let msg = match what {
-                Some(w) => format!("{w} failed: {}", err.message),
-                None => err.message.clone(),
-            };
-            let reads = reads_within(&e.ast, &err.range, &scope);
-            self.fail(codes::EVAL, key, node, msg)
-                .with_raw(err.message)
-                .at(self.expr_span(e, err.range))
-                .with_reads(reads)
-                .into()
-        })
+        pipewright_r1::eval_until(&e.ast, &scope, &self.caps.eval, self.cancel.flag()).map_err(
+            |err| {
+                if self.cancel.is_cancelled() {
+                    // Stopped by the cancel (or failed while the run was stopping): not a failure
+                    // of the step, which a resume evaluates again.
+                    return Failure::Cancelled {
+                        key: key.to_string(),
+                    };
+                }
+                let msg = match what {
+                    Some(w) => format!("{w} failed: {}", err.message),
+                    None => err.message.clone(),
+                };
+                let reads = reads_within(&e.ast, &err.range, &scope);
+                self.fail(codes::EVAL, key, node, msg)
+                    .with_raw(err.message)
+                    .at(self.expr_span(e, err.range))
+                    .with_reads(reads)
+                    .into()
+            },
+        )
     }
 
     fn schema<'p>(
@@ -289,7 +298,16 @@ impl Interp {
                     key: key.to_string(),
                 });
             }
-            match self.tool_once(node, frame, key, name, &args, schema).await {
+            let once = self.tool_once(node, frame, key, name, &args, schema).await;
+            let failed = once.as_ref().map_or(true, tools::is_error);
+            if failed && self.cancel.is_cancelled() {
+                // An argument whose evaluation the cancel stopped: the step is cancelled, not
+                // failed (and never an error envelope landed under `continue`).
+                return Err(Failure::Cancelled {
+                    key: key.to_string(),
+                });
+            }
+            match once {
                 Ok(v)
                     if tools::is_error(&v)
                         && matches!(policy, Some(OnErrorKind::Abort | OnErrorKind::Retry(_))) =>
