@@ -71,3 +71,27 @@ fn string_doubling_stops_at_the_default_budget_instead_of_aborting() {
     }
     panic!("doubled 40 times without hitting the budget");
 }
+
+/// A set stop flag ends a long evaluation within a few thousand steps, at the whole expression;
+/// unset, it changes nothing.
+#[test]
+fn a_stop_flag_ends_the_evaluation() {
+    use std::sync::atomic::AtomicBool;
+    let src = "sum(map(xs, a -> sum(map(xs, b -> a * b))))";
+    let e = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    let xs = Value::List((0..20_000).map(|i| Value::from_json(&i.into())).collect());
+    let scope = scope_with("xs", xs);
+    let limits = Limits {
+        max_steps: u64::MAX,
+        max_bytes: u64::MAX,
+    };
+    let t0 = std::time::Instant::now();
+    let err = pipewright_r1::eval_until(&e, &scope, &limits, &AtomicBool::new(true))
+        .expect_err("stopped");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+    assert!(err.message.contains("cancelled"), "{}", err.message);
+    assert_eq!(err.range, 0..src.len());
+    let small = parse("1 + 2").unwrap_or_else(|e| panic!("{e:?}"));
+    let v = pipewright_r1::eval_until(&small, &scope, &limits, &AtomicBool::new(false));
+    assert_eq!(v.ok().map(|v| v.to_json()), Some(3.into()));
+}

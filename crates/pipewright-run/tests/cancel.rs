@@ -159,3 +159,38 @@ fn a_cancel_stops_a_long_evaluation() {
     assert_eq!(v["cancelled_at"], "1", "{v}");
     assert_eq!(v["stores"]["b"], "before", "{v}");
 }
+
+/// The command backend's agent program is killed with its process group, like a shell step.
+#[test]
+fn a_cancel_kills_the_command_backends_agent() {
+    use pipewright_run::backend::command::{CommandBackend, Profile};
+    let d = tempdir();
+    let agent = d.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ntouch started\nsleep 30\necho late >> log\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut o = opts(d.path());
+    o.backend = Arc::new(CommandBackend {
+        profile: Profile::Generic {
+            argv: vec![agent.to_string_lossy().into_owned()],
+            stdin_prompt: true,
+        },
+        program: None,
+        timeout: Duration::from_secs(600),
+        workdir: d.path().to_path_buf(),
+    });
+    let started = d.path().join("started");
+    let stopper = cancel_when(o.cancel.clone(), Duration::from_millis(100), move || {
+        started.exists()
+    });
+    let v = run_json("pipeline: p\nsteps:\n  - agent: {prompt: hi}\n", o);
+    let took = joined(stopper).elapsed();
+    assert!(took < Duration::from_secs(2), "stopped after {took:?}");
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert_eq!(v["cancelled_at"], "0", "{v}");
+}
