@@ -102,7 +102,7 @@ impl Serialize for Document<'_, '_> {
         )?;
         m.serialize_entry(
             "calls",
-            &Each(&self.view.calls, |(from, label, target, to): &Call| {
+            &List(&self.view.calls, cx, |(from, label, target, to), cx| {
                 json!({
                     "from": cx.paths.of(*from),
                     "case": label,
@@ -115,32 +115,8 @@ impl Serialize for Document<'_, '_> {
     }
 }
 
-type Call<'v> = (
-    usize,
-    Option<&'v str>,
-    &'v str,
-    Option<crate::ir::WorkflowId>,
-);
-
-/// A list whose elements are made one at a time while it is written.
-struct Each<'a, T, F>(&'a [T], F);
-
-impl<T, F, E> Serialize for Each<'_, T, F>
-where
-    F: Fn(&T) -> E,
-    E: Serialize,
-{
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for item in self.0 {
-            seq.serialize_element(&(self.1)(item))?;
-        }
-        seq.end()
-    }
-}
-
-/// A list of borrowed views, each written through its serializer (`Each` cannot express an
-/// element that borrows from the item).
+/// A list whose elements are made one at a time while it is written (a plain function, not a
+/// closure, so that an element may borrow from its item).
 struct List<'a, 'v, T, E>(&'a [T], Cx<'a, 'v>, fn(&'a T, Cx<'a, 'v>) -> E);
 
 impl<'a, 'v, T, E: Serialize> Serialize for List<'a, 'v, T, E> {
@@ -192,7 +168,7 @@ impl Serialize for RegionSer<'_, '_> {
         m.serialize_entry("nodes", &List(&r.nodes, cx, |n, cx| NodeSer { n, cx }))?;
         m.serialize_entry(
             "edges",
-            &Each(&r.edges, |(a, b, e): &(usize, usize, &crate::ir::Edge)| {
+            &List(&r.edges, cx, |(a, b, e), cx| {
                 json!({
                     "from": cx.paths.of(*a),
                     "to": cx.paths.of(*b),
