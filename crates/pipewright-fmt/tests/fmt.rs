@@ -1,6 +1,8 @@
 //! Golden files and the formatter's guarantees (idempotence, comment and value preservation)
 //! over testdata/fmt and the shared corpus.
 
+mod common;
+use common::yaml_files;
 use pipewright_fmt::cst::is_block_scalar;
 use pipewright_fmt::{format_source, trivia, verify, yaml_rules, Dialect};
 use pipewright_syntax::FileId;
@@ -17,21 +19,6 @@ const DIALECTS: &[(Dialect, &str, &str)] = &[
     (Dialect::Pipeline, "pipeline", "/work/shared/corpus/reyn"),
     (Dialect::Recipe, "recipe", "/work/shared/corpus/amplifier"),
 ];
-
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            yaml_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(p);
-        }
-    }
-}
 
 fn is_expected(p: &Path) -> bool {
     p.to_string_lossy().ends_with(".expected.yaml")

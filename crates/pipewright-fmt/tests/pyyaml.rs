@@ -16,6 +16,8 @@
 //!
 //! PyYAML is required, not optional: without it these tests fail (`.ci/run` installs it).
 
+mod common;
+use common::yaml_files;
 use pipewright_fmt::{format_source, verify, yaml_rules, Dialect};
 use pipewright_syntax::FileId;
 use pipewright_yaml::{Limits, Node, NodeKind, ScalarValue};
@@ -190,21 +192,6 @@ fn same(a: &Value, b: &Value) -> bool {
             big.is_some() && big == p.as_f64()
         }
         _ => a == b,
-    }
-}
-
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            yaml_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(p);
-        }
     }
 }
 
