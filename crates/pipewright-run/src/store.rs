@@ -355,9 +355,7 @@ impl SqliteStore {
         // milliseconds; waiting beats failing.
         conn.busy_timeout(Duration::from_secs(30))
             .map_err(|e| err(&e))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| err(&e))?;
+        let mode = wal_mode(&conn).map_err(|e| err(&e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(err(&format!("cannot use WAL mode (got `{mode}`)")));
         }
@@ -482,17 +480,40 @@ pub fn stores_delta(input: &Json, stores: &Json) -> Json {
     }
 }
 
+/// Switches a database to WAL mode (a no-op once it is). On a new database the switch needs
+/// the exclusive lock while other processes opening it at the same moment hold shared ones;
+/// SQLite then answers BUSY at once instead of calling the busy handler (it could deadlock),
+/// so the wait is here: the same 30 seconds as every other lock.
+fn wal_mode(conn: &Connection) -> rusqlite::Result<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
 fn migrate(conn: &Connection) -> Result<(), String> {
     let e = |e: rusqlite::Error| e.to_string();
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)",
-    )
-    .map_err(e)?;
     loop {
         // One migration per IMMEDIATE transaction: two processes opening a new database at
-        // once apply each migration exactly once.
+        // once apply each migration exactly once. The bookkeeping table is made inside it
+        // too: outside, its CREATE would read then write without the write lock, and a
+        // concurrent commit in between fails it with BUSY at once.
         let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
             .map_err(e)?;
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)",
+        )
+        .map_err(e)?;
         let have: i64 = tx
             .query_row(
                 "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",

@@ -497,3 +497,25 @@ fn stored_events_read_back_as_to_json() {
         );
     }
 }
+
+/// Processes that open a new store at the same moment all get it. CI saw "database is
+/// locked": switching a new database to WAL mode needs its exclusive lock, and while another
+/// connection holds the write lock SQLite answers BUSY at once instead of waiting. Here the
+/// other connection is a second opener caught in the middle of its own switch (it holds the
+/// write lock for 200 ms); the opener must wait for it, not fail.
+#[test]
+fn opening_a_new_store_waits_for_another_opener() {
+    let d = tempdir();
+    let path = d.path().join("runs.db");
+    let other = rusqlite::Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    other
+        .execute_batch("BEGIN IMMEDIATE; CREATE TABLE t (x)")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        other.execute_batch("COMMIT").map_err(|e| e.to_string())
+    });
+    let opened = SqliteStore::open(&path).map(|_| ());
+    assert_eq!(release.join().unwrap_or_else(|_| Err("panicked".into())), Ok(()));
+    assert_eq!(opened, Ok(()));
+}
