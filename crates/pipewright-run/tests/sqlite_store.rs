@@ -516,6 +516,9 @@ fn opening_a_new_store_waits_for_another_opener() {
         other.execute_batch("COMMIT").map_err(|e| e.to_string())
     });
     let opened = SqliteStore::open(&path).map(|_| ());
-    assert_eq!(release.join().unwrap_or_else(|_| Err("panicked".into())), Ok(()));
+    assert_eq!(
+        release.join().unwrap_or_else(|_| Err("panicked".into())),
+        Ok(())
+    );
     assert_eq!(opened, Ok(()));
 }
