@@ -8,8 +8,10 @@
 pub mod ast;
 pub mod codes;
 pub mod condition;
+pub mod dot;
 mod issue;
 pub mod load;
+pub mod runtime;
 pub mod subrecipe;
 pub mod template;
 pub mod validate;
