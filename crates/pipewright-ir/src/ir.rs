@@ -7,7 +7,8 @@ use petgraph::visit::EdgeRef;
 use pipewright_r1::Value;
 use pipewright_syntax::{FileId, Span};
 
-pub use pipewright_pipeline::ast::{Expr, OnError, OnErrorKind, Prompt, Schema};
+pub use crate::expr::{Expr, Lang, Parsed};
+pub use crate::schema::Schema;
 
 /// Bumped whenever a change to these types changes what an exporter or the run store writes.
 pub const IR_VERSION: u32 = 1;
@@ -55,7 +56,7 @@ pub struct SchemaSet {
 impl SchemaSet {
     /// The last declaration wins, as in the reference runtime's registry.
     pub fn get(&self, name: &str) -> Option<&Schema> {
-        self.schemas.iter().rev().find(|s| s.name.text == name)
+        self.schemas.iter().rev().find(|s| s.name == name)
     }
 }
 
@@ -225,7 +226,8 @@ pub enum NodeKind {
         on_error: Option<OnError>,
     },
     Agent {
-        prompt: Prompt,
+        /// An [`Lang::R1Template`] or [`Lang::RecipeTemplate`].
+        prompt: Expr,
         identity: Option<String>,
         capabilities: Option<Vec<String>>,
         schema: Option<String>,
@@ -348,6 +350,21 @@ impl NodeKind {
             _ => None,
         }
     }
+}
+
+/// What a failing step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnErrorKind {
+    Continue,
+    Abort,
+    Retry(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnError {
+    pub kind: OnErrorKind,
+    /// `None` when defaulted.
+    pub span: Option<Span>,
 }
 
 pub fn on_error_text(kind: OnErrorKind) -> String {

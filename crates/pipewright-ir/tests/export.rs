@@ -1,5 +1,6 @@
 use pipewright_ir::export::{dot, json, mermaid, ExportOptions};
-use pipewright_ir::{lower, Program, WorkflowId};
+use pipewright_ir::{Program, WorkflowId};
+use pipewright_pipeline::lower;
 use pipewright_syntax::SourceMap;
 use std::path::Path;
 

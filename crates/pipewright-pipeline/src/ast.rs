@@ -213,19 +213,8 @@ pub enum ListSource {
     Pipe,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnErrorKind {
-    Continue,
-    Abort,
-    Retry(u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OnError {
-    pub kind: OnErrorKind,
-    /// `None` when defaulted (parallel without `on_error`).
-    pub span: Option<Span>,
-}
+/// The error policy is the IR's own: the interpreter reads it as written.
+pub use pipewright_ir::{OnError, OnErrorKind};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Branch {

@@ -8,6 +8,7 @@ pub mod check;
 pub mod codes;
 pub mod literal;
 mod load;
+pub mod lower;
 mod schema_load;
 mod step_load;
 

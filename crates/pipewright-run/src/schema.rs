@@ -2,8 +2,8 @@
 //! backends that can constrain generation, and the synthetic values of the mock backend.
 
 use indexmap::IndexMap;
+use pipewright_ir::schema::{Field, FieldKind, FieldType};
 use pipewright_ir::{Schema, SchemaSet};
-use pipewright_pipeline::ast::{Field, FieldKind, FieldType};
 use pipewright_r1::Value;
 use serde_json::json;
 
@@ -32,11 +32,11 @@ fn fields(
 ) {
     for f in fs {
         let path = if prefix.is_empty() {
-            f.name.text.clone()
+            f.name.clone()
         } else {
-            format!("{prefix}.{}", f.name.text)
+            format!("{prefix}.{}", f.name)
         };
-        match o.get(&f.name.text) {
+        match o.get(&f.name) {
             None if f.required => errors.push(format!("{path}: required field is missing")),
             None => {}
             Some(v) => check(v, &f.ty, set, &path, errors, depth),
@@ -100,11 +100,11 @@ fn check(
             Value::Object(o) => fields(o, fs, set, path, errors, depth + 1),
             _ => mismatch(errors, "object"),
         },
-        FieldKind::Ref(name) => match set.get(&name.text) {
-            None => errors.push(format!("{path}: schema `{}` is not declared", name.text)),
+        FieldKind::Ref(name) => match set.get(name) {
+            None => errors.push(format!("{path}: schema `{}` is not declared", name)),
             Some(s) => match v {
                 Value::Object(o) => fields(o, &s.fields, set, path, errors, depth + 1),
-                _ => mismatch(errors, &format!("object (ref {})", name.text)),
+                _ => mismatch(errors, &format!("object (ref {})", name)),
             },
         },
     }
@@ -119,9 +119,9 @@ fn object_schema(fs: &[Field], set: &SchemaSet, depth: usize) -> serde_json::Val
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
     for f in fs {
-        props.insert(f.name.text.clone(), type_schema(&f.ty, set, depth + 1));
+        props.insert(f.name.clone(), type_schema(&f.ty, set, depth + 1));
         if f.required {
-            required.push(json!(f.name.text));
+            required.push(json!(f.name));
         }
     }
     let mut o = json!({"type": "object", "properties": props});
@@ -151,7 +151,7 @@ fn type_schema(ty: &FieldType, set: &SchemaSet, depth: usize) -> serde_json::Val
         FieldKind::Enum(values) => json!({"enum": values}),
         FieldKind::List(of) => json!({"type": "array", "items": type_schema(of, set, depth + 1)}),
         FieldKind::Object(fs) => object_schema(fs, set, depth + 1),
-        FieldKind::Ref(name) => match set.get(&name.text) {
+        FieldKind::Ref(name) => match set.get(name) {
             Some(s) => object_schema(&s.fields, set, depth + 1),
             None => json!({"type": "object"}),
         },

@@ -75,14 +75,16 @@ impl Interp {
                 }
                 self.record_spawns(prev + 1)
                     .map_err(|msg| self.fail(codes::STORE, key, node, msg))?;
-                let text =
-                    pipewright_r1::render(&prompt.template, &frame.scope()).map_err(|e| {
-                        let span = match self.sources.get(prompt.span.file) {
-                            Some(f) => prompt.span_of(&f.text, e.range.clone()),
-                            None => prompt.span,
-                        };
-                        self.fail(codes::EVAL, key, node, e.message).at(span)
-                    })?;
+                let Some(template) = prompt.as_r1_template() else {
+                    return Err(self.fail(codes::EVAL, key, node, not_r1(prompt)).into());
+                };
+                let text = pipewright_r1::render(template, &frame.scope()).map_err(|e| {
+                    let span = match self.sources.get(prompt.span.file) {
+                        Some(f) => prompt.span_of(&f.text, e.range.clone()),
+                        None => prompt.span,
+                    };
+                    self.fail(codes::EVAL, key, node, e.message).at(span)
+                })?;
                 let tools = narrow(
                     capabilities.as_deref(),
                     self.envelope.as_deref(),
@@ -122,7 +124,7 @@ impl Interp {
                     None => Ok(Value::Str(reply)),
                     Some((s, set)) => {
                         let json = parse_reply(&reply).map_err(|e| {
-                            self.fail(codes::SCHEMA, key, node, format!("the reply is not JSON ({e}), but the step declares schema `{}`", s.name.text)).with_value(Value::Str(reply.clone()))
+                            self.fail(codes::SCHEMA, key, node, format!("the reply is not JSON ({e}), but the step declares schema `{}`", s.name)).with_value(Value::Str(reply.clone()))
                         })?;
                         let v = Value::from_json(&json);
                         let errors = crate::schema::validate(&v, s, set);
@@ -136,7 +138,7 @@ impl Interp {
                                     node,
                                     format!(
                                         "the reply does not conform to schema `{}`: {}",
-                                        s.name.text,
+                                        s.name,
                                         errors.join("; ")
                                     ),
                                 )
@@ -227,28 +229,29 @@ impl Interp {
         e: &Expr,
         what: Option<&str>,
     ) -> Result<Value, Failure> {
+        let Some(ast) = e.as_r1() else {
+            return Err(self.fail(codes::EVAL, key, node, not_r1(e)).into());
+        };
         let scope = frame.scope();
-        pipewright_r1::eval_until(&e.ast, &scope, &self.caps.eval, self.cancel.flag()).map_err(
-            |err| {
-                if self.cancel.is_cancelled() {
-                    // Stopped by the cancel (or failed while the run was stopping): not a failure
-                    // of the step, which a resume evaluates again.
-                    return Failure::Cancelled {
-                        key: key.to_string(),
-                    };
-                }
-                let msg = match what {
-                    Some(w) => format!("{w} failed: {}", err.message),
-                    None => err.message.clone(),
+        pipewright_r1::eval_until(ast, &scope, &self.caps.eval, self.cancel.flag()).map_err(|err| {
+            if self.cancel.is_cancelled() {
+                // Stopped by the cancel (or failed while the run was stopping): not a failure
+                // of the step, which a resume evaluates again.
+                return Failure::Cancelled {
+                    key: key.to_string(),
                 };
-                let reads = reads_within(&e.ast, &err.range, &scope);
-                self.fail(codes::EVAL, key, node, msg)
-                    .with_raw(err.message)
-                    .at(self.expr_span(e, err.range))
-                    .with_reads(reads)
-                    .into()
-            },
-        )
+            }
+            let msg = match what {
+                Some(w) => format!("{w} failed: {}", err.message),
+                None => err.message.clone(),
+            };
+            let reads = reads_within(ast, &err.range, &scope);
+            self.fail(codes::EVAL, key, node, msg)
+                .with_raw(err.message)
+                .at(self.expr_span(e, err.range))
+                .with_reads(reads)
+                .into()
+        })
     }
 
     fn schema<'p>(
@@ -648,6 +651,15 @@ fn parse_reply(text: &str) -> Result<serde_json::Value, String> {
         .and_then(|r| r.trim_end().strip_suffix("```"))
         .unwrap_or(t);
     serde_json::from_str(inner.trim()).map_err(|e| e.to_string())
+}
+
+/// This interpreter evaluates the pipeline dialect's languages; another language reaching it is
+/// a lowering bug, reported on the step rather than a panic.
+fn not_r1(e: &Expr) -> String {
+    format!(
+        "internal error: a {} expression reached the R1 evaluator",
+        e.lang.name()
+    )
 }
 
 #[cfg(test)]

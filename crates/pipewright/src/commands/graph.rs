@@ -10,7 +10,7 @@ pub fn run(args: &GraphArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let program = pipewright_ir::lower::pipeline(&ast);
+    let program = pipewright_pipeline::lower::pipeline(&ast);
     let root = match &args.pipeline {
         None => None,
         Some(name) => match program.find(name) {

@@ -85,7 +85,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let program = pipewright_ir::lower::pipeline(&ast);
+    let program = pipewright_pipeline::lower::pipeline(&ast);
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();

@@ -1,10 +1,11 @@
-//! Lowering from the typed pipeline AST. The input is expected to have passed
-//! `check_program`; lowering itself never fails: an unresolved call target stays unresolved
-//! and fails the step if it runs.
+//! Lowering from the typed pipeline AST into the dialect-neutral IR. The input is expected to
+//! have passed `check_program`; lowering itself never fails: an unresolved call target stays
+//! unresolved and fails the step if it runs.
 
-use crate::ir::*;
-use pipewright_pipeline::ast::{self, StepKind};
-use pipewright_pipeline::literal::to_json;
+use crate::ast::{self, StepKind};
+use crate::literal::to_json;
+use pipewright_ir::schema::{Field, FieldKind, FieldType, Schema};
+use pipewright_ir::*;
 use pipewright_r1::Value;
 use std::collections::HashMap;
 
@@ -26,7 +27,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
     for (fi, f) in program.files.iter().enumerate() {
         out.schema_sets.push(SchemaSet {
             file: f.file,
-            schemas: f.schemas.clone(),
+            schemas: f.schemas.iter().map(schema).collect(),
         });
         for p in &f.pipelines {
             let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
@@ -94,14 +95,12 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         pass: t
             .pass
             .iter()
-            .map(|p| (p.name.text.clone(), p.value.clone()))
+            .map(|p| (p.name.text.clone(), expr(&p.value)))
             .collect(),
         span: t.span,
     };
     let kind = match &s.kind {
-        StepKind::Transform { value } => NodeKind::Transform {
-            value: value.clone(),
-        },
+        StepKind::Transform { value } => NodeKind::Transform { value: expr(value) },
         StepKind::Tool {
             name,
             args,
@@ -135,7 +134,12 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
             schema,
             model,
         } => NodeKind::Agent {
-            prompt: prompt.clone(),
+            prompt: Expr::r1_template(
+                prompt.src.clone(),
+                prompt.span,
+                prompt.style,
+                prompt.template.clone(),
+            ),
             identity: identity.as_ref().map(|n| n.text.clone()),
             capabilities: capabilities
                 .as_ref()
@@ -145,7 +149,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         },
         StepKind::Call(t) => NodeKind::Call(call(t)),
         StepKind::Match { on, cases, default } => NodeKind::Match {
-            on: on.clone(),
+            on: expr(on),
             cases: cases
                 .iter()
                 .map(|c| Case {
@@ -163,7 +167,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
             max_items,
         } => NodeKind::Fold {
             source: list_source(source),
-            init: init.clone(),
+            init: expr(init),
             body: one(body),
             max_items: *max_items,
         },
@@ -208,14 +212,50 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
 fn arg(v: &ast::ArgValue) -> ArgValue {
     match v {
         ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(node))),
-        ast::ArgValue::Expr(e) => ArgValue::Expr(e.clone()),
+        ast::ArgValue::Expr(e) => ArgValue::Expr(expr(e)),
     }
 }
 
 fn list_source(s: &ast::ListSource) -> ListSource {
     match s {
-        ast::ListSource::Over(e) => ListSource::Over(e.clone()),
+        ast::ListSource::Over(e) => ListSource::Over(expr(e)),
         ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(node))),
         ast::ListSource::Pipe => ListSource::Pipe,
     }
+}
+
+fn expr(e: &ast::Expr) -> Expr {
+    Expr::r1(e.src.clone(), e.span, e.style, e.ast.clone())
+}
+
+fn schema(s: &ast::Schema) -> Schema {
+    Schema {
+        name: s.name.text.clone(),
+        fields: s.fields.iter().map(field).collect(),
+        span: s.span,
+    }
+}
+
+fn field(f: &ast::Field) -> Field {
+    Field {
+        name: f.name.text.clone(),
+        ty: field_type(&f.ty),
+        required: f.required,
+    }
+}
+
+fn field_type(t: &ast::FieldType) -> FieldType {
+    let kind = match &t.kind {
+        ast::FieldKind::Bool => FieldKind::Bool,
+        ast::FieldKind::String => FieldKind::String,
+        ast::FieldKind::Number { minimum, maximum } => FieldKind::Number {
+            minimum: *minimum,
+            maximum: *maximum,
+        },
+        ast::FieldKind::Enum(v) => FieldKind::Enum(v.clone()),
+        ast::FieldKind::List(t) => FieldKind::List(Box::new(field_type(t))),
+        ast::FieldKind::Object(fs) => FieldKind::Object(fs.iter().map(field).collect()),
+        ast::FieldKind::Ref(n) => FieldKind::Ref(n.text.clone()),
+    };
+    FieldType { kind, span: t.span }
 }
