@@ -79,8 +79,8 @@ pub struct FmtArgs {
     #[arg(long)]
     pub diff: bool,
     /// Format every file as this dialect instead of detecting it.
-    #[arg(long, value_enum)]
-    pub dialect: Option<DialectArg>,
+    #[arg(long, value_name = "NAME", value_parser = dialect_arg)]
+    pub dialect: Option<&'static dyn pipewright_dialect::Dialect>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,13 +157,14 @@ pub enum Format {
     Github,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
-pub enum DialectArg {
-    Pipeline,
-    Recipe,
-    #[value(name = "state-machine")]
-    StateMachine,
-    Meow,
+/// `--dialect NAME`: one of the registry's dialect names.
+fn dialect_arg(name: &str) -> Result<&'static dyn pipewright_dialect::Dialect, String> {
+    pipewright_dialect::by_name(name).ok_or_else(|| {
+        format!(
+            "unknown dialect `{name}` (known: {})",
+            pipewright_dialect::names().join(", ")
+        )
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -179,8 +180,8 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Check every file as this dialect instead of detecting it.
-    #[arg(long, value_enum)]
-    pub dialect: Option<DialectArg>,
+    #[arg(long, value_name = "NAME", value_parser = dialect_arg)]
+    pub dialect: Option<&'static dyn pipewright_dialect::Dialect>,
     /// Make warnings fail the check (exit 1).
     #[arg(long, value_enum)]
     pub deny: Option<Deny>,

@@ -1,7 +1,6 @@
 //! Finding and reading the project config for a command, reporting a broken one as a
 //! diagnostic into the file.
 
-use pipewright_pipeline::catalogue::ToolCatalogue;
 use pipewright_project::ProjectConfig;
 use pipewright_syntax::{Diagnostic, SourceMap, Span};
 use std::path::{Path, PathBuf};
@@ -41,13 +40,4 @@ pub fn load(
             Ok((ProjectConfig::default(), dir))
         }
     }
-}
-
-/// The tools `check` accepts: the built-in catalogue plus the project's declarations.
-pub fn catalogue(cfg: &ProjectConfig) -> ToolCatalogue {
-    let mut c = ToolCatalogue::default();
-    for name in cfg.tools.keys() {
-        c.add_project_tool(name.clone(), None);
-    }
-    c
 }

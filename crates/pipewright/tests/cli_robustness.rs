@@ -429,9 +429,19 @@ fn graph_and_run_read_stdin_and_agree_on_a_file_without_pipelines() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("Hello, world!"), "{}", stdout(&o));
 
+    // No workflow at all is no dialect's file; a pipeline file with only schemas has nothing
+    // to draw or run.
     write(dir.path(), "empty.yaml", b"# nothing yet\n");
+    write(
+        dir.path(),
+        "schemas.yaml",
+        b"schema: S\nfields:\n  a: {type: string}\n",
+    );
     for verb in ["graph", "run"] {
         let o = run_in(dir.path(), &[verb, "empty.yaml"]);
+        assert_eq!(o.status.code(), Some(1), "{verb}: {}", stderr(&o));
+        assert!(stderr(&o).contains("PW0002"), "{verb}: {}", stderr(&o));
+        let o = run_in(dir.path(), &[verb, "schemas.yaml"]);
         assert_eq!(o.status.code(), Some(1), "{verb}: {}", stderr(&o));
         assert!(stderr(&o).contains("PW0201"), "{verb}: {}", stderr(&o));
     }

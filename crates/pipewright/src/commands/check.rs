@@ -1,11 +1,9 @@
 //! `pipewright check`.
 
 use crate::cli::{CheckArgs, Deny};
-use crate::dialect::{self, Dialect};
 use crate::discover;
-use pipewright_pipeline::ast::Program;
-use pipewright_pipeline::CheckOptions;
-use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap, Span};
+use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
+use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap};
 use std::path::PathBuf;
 
 /// Codes the CLI itself emits.
@@ -41,8 +39,15 @@ pub fn run(args: &CheckArgs) -> u8 {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
-    let mut program = Program::default();
     let mut files = Files::default();
+    // The files first, then the project config: diagnostics sort by file, and a broken
+    // config is reported after the files it applies to.
+    let mut found: Vec<(
+        &'static dyn Dialect,
+        &std::path::Path,
+        FileId,
+        std::sync::Arc<str>,
+    )> = Vec::new();
     for input in &inputs {
         let (id, text) = match crate::read::input(input, &mut sources) {
             Ok(t) => t,
@@ -52,15 +57,12 @@ pub fn run(args: &CheckArgs) -> u8 {
                 continue;
             }
         };
-        let detected = args
-            .dialect
-            .map(Dialect::from)
-            .or_else(|| dialect::detect(&input.path, &text));
-        let Some(d) = detected else {
-            let near = dialect::near_miss(id, &input.path, &text);
+        let src = Source::new(&input.path, &text);
+        let Some(d) = args.dialect.or_else(|| pipewright_dialect::detect(&src)) else {
+            let near = pipewright_dialect::near_miss(&src, id);
             if input.explicit {
                 files.checked += 1;
-                let mut d = dialect::unrecognised(id, &text);
+                let mut d = pipewright_dialect::unrecognised(id, &text);
                 if let Some(n) = near {
                     d = d.with_secondary(n.span, format!("did you mean `{}`?", n.expected));
                 }
@@ -72,17 +74,10 @@ pub fn run(args: &CheckArgs) -> u8 {
             continue;
         };
         files.checked += 1;
-        match d {
-            Dialect::Pipeline => {
-                let file = super::load::pipeline_file(&input.path, id, &text, &mut diags);
-                program.files.push(file);
-            }
-            Dialect::Recipe => diags.extend(pipewright_recipe::check_file(
-                &mut sources,
-                &input.path,
-                &text,
-            )),
-            Dialect::StateMachine | Dialect::Meow => diags.push(unsupported(id, d)),
+        if d.supports(Verb::Check) {
+            found.push((d, &input.path, id, text));
+        } else {
+            diags.push(crate::dialect::unsupported(id, d, Verb::Check));
         }
     }
     let (project, project_dir) = match crate::project::load(
@@ -97,14 +92,29 @@ pub fn run(args: &CheckArgs) -> u8 {
             return 2;
         }
     };
-    // Registered pipelines that targets may name (`-I` and the config's `[check] include`);
-    // their own problems are not this check's.
-    let config_dirs = project
+    let include_dirs: Vec<PathBuf> = args
         .include
         .iter()
-        .map(|d| project_dir.clone().unwrap_or_default().join(d));
-    let include_dirs: Vec<PathBuf> = args.include.iter().cloned().chain(config_dirs).collect();
-    let mut included: Vec<FileId> = Vec::new();
+        .cloned()
+        .chain(
+            project
+                .include
+                .iter()
+                .map(|d| project_dir.clone().unwrap_or_default().join(d)),
+        )
+        .collect();
+    let ctx = Context {
+        project,
+        inline: args.inline,
+        invoker: args.invoker.clone(),
+    };
+    // One checker per dialect met, in the order met, fed every file of that dialect.
+    let mut checkers: Vec<(&'static dyn Dialect, Box<dyn Checker>)> = Vec::new();
+    for (d, path, id, text) in found {
+        checker_for(&mut checkers, d, &ctx).add(path, id, &text, &mut sources, &mut diags);
+    }
+    // Definitions that checked files may name (`-I` and the config's `[check] include`), for
+    // the dialects being checked; their own problems are not this check's.
     for dir in &include_dirs {
         let found = discover::expand(std::slice::from_ref(dir));
         if let Some(bad) = found.iter().find(|i| i.problem.is_some()) {
@@ -119,28 +129,18 @@ pub fn run(args: &CheckArgs) -> u8 {
             let Ok(text) = crate::read::text(&input.path) else {
                 continue;
             };
-            if dialect::detect(&input.path, &text) != Some(Dialect::Pipeline) {
+            let Some(d) = pipewright_dialect::detect(&Source::new(&input.path, &text)) else {
                 continue;
-            }
+            };
+            let Some((_, checker)) = checkers.iter_mut().find(|(c, _)| c.name() == d.name()) else {
+                continue;
+            };
             let id = sources.add(discover::display(&input.path), text.as_str());
-            included.push(id);
-            let mut ignored = Vec::new();
-            let file = super::load::pipeline_file(&input.path, id, &text, &mut ignored);
-            program.files.push(file);
+            checker.include(&input.path, id, &text);
         }
     }
-    if !program.files.is_empty() {
-        let opts = CheckOptions {
-            tools: crate::project::catalogue(&project),
-            inline: args.inline,
-            invoker: args.invoker.clone().or(project.invoker.clone()),
-        };
-        let found = pipewright_pipeline::check_program(&program, &sources, &opts);
-        diags.extend(
-            found
-                .into_iter()
-                .filter(|d| !included.contains(&d.span().file)),
-        );
+    for (_, checker) in checkers {
+        diags.extend(checker.finish(&sources));
     }
     diagnostic::sort(&mut diags);
     diags.dedup();
@@ -158,14 +158,26 @@ pub fn run(args: &CheckArgs) -> u8 {
     } else {
         u8::from(failing)
     };
-    // The process exits right after this (`run` is only called from `main`), and freeing the
-    // AST of a large file one node at a time only delays that exit, as rustc also found: the
-    // OS takes the memory back at once. (The YAML trees are already gone: loading consumes
-    // them step by step, which keeps the peak memory down.)
-    std::mem::forget(program);
+    // The process exits right after this (`run` is only called from `main`): freeing a large
+    // file's source and diagnostics one by one only delays that exit.
     std::mem::forget(sources);
     std::mem::forget(diags);
     code
+}
+
+fn checker_for<'c>(
+    checkers: &'c mut Vec<(&'static dyn Dialect, Box<dyn Checker>)>,
+    d: &'static dyn Dialect,
+    ctx: &Context,
+) -> &'c mut Box<dyn Checker> {
+    let i = match checkers.iter().position(|(c, _)| c.name() == d.name()) {
+        Some(i) => i,
+        None => {
+            checkers.push((d, d.checker(ctx)));
+            checkers.len() - 1
+        }
+    };
+    &mut checkers[i].1
 }
 
 /// What a check run looked at, for the summary line.
@@ -177,17 +189,4 @@ pub struct Files {
     pub unreadable: usize,
     /// `--deny warnings` turned warnings into a failure.
     pub warnings_denied: bool,
-}
-
-fn unsupported(file: FileId, d: Dialect) -> Diagnostic {
-    Diagnostic::error(
-        "PW0007",
-        Span::new(file, 0..0),
-        format!(
-            "the {} dialect cannot be checked by this version of pipewright",
-            d.name()
-        ),
-    )
-    .with_label("recognised, but not checked yet")
-    .with_help("nothing in this file was verified")
 }

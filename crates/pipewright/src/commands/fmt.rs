@@ -1,9 +1,9 @@
 //! `pipewright fmt`.
 
 use crate::cli::FmtArgs;
-use crate::dialect::{self, Dialect};
 use crate::discover;
-use pipewright_fmt::{format_source, unified_diff, Dialect as FmtDialect};
+use pipewright_dialect::{Source, Verb};
+use pipewright_fmt::unified_diff;
 use pipewright_syntax::{render, Diagnostic, SourceMap};
 
 pub fn run(args: &FmtArgs) -> u8 {
@@ -38,22 +38,21 @@ pub fn run(args: &FmtArgs) -> u8 {
         let name = crate::read::display_name(&input.path);
         let detected = args
             .dialect
-            .map(Dialect::from)
-            .or_else(|| dialect::detect(&input.path, &text));
-        let Some(d) = detected else {
+            .or_else(|| pipewright_dialect::detect(&Source::new(&input.path, &text)));
+        let Some(d) = detected.filter(|d| d.supports(Verb::Fmt)) else {
             if input.explicit {
-                diags.push(dialect::unrecognised(id, &text));
+                diags.push(match detected {
+                    Some(d) => crate::dialect::unsupported(id, d, Verb::Fmt),
+                    None => pipewright_dialect::unrecognised(id, &text),
+                });
             }
             continue;
         };
-        let d = match d {
-            Dialect::Pipeline => FmtDialect::Pipeline,
-            Dialect::Recipe => FmtDialect::Recipe,
-            Dialect::StateMachine => FmtDialect::StateMachine,
-            Dialect::Meow => FmtDialect::Meow,
-        };
-        let formatted = match format_source(id, &text, d) {
-            Ok(f) => f,
+        let formatted = match d.format(id, &text) {
+            Ok(output) => Formatted {
+                changed: output != *text,
+                output,
+            },
             Err(mut ds) => {
                 // A file that does not parse is left untouched; stdin is echoed unchanged.
                 if stdin {
@@ -100,6 +99,11 @@ pub fn run(args: &FmtArgs) -> u8 {
     } else {
         0
     }
+}
+
+struct Formatted {
+    output: String,
+    changed: bool,
 }
 
 /// Writes next to the file then renames, so an interrupted write never truncates a workflow.

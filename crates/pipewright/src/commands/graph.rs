@@ -1,16 +1,17 @@
 //! `pipewright graph`.
 
 use crate::cli::{GraphArgs, GraphFormat};
+use pipewright_dialect::Verb;
 use pipewright_ir::export::{dot::dot, json::write_pretty, mermaid::mermaid, ExportOptions};
 use pipewright_syntax::SourceMap;
 
 pub fn run(args: &GraphArgs) -> u8 {
     let mut sources = SourceMap::new();
-    let ast = match super::load::checked_pipeline(&args.file, &mut sources) {
-        Ok(p) => p,
+    let (dialect, lowered) = match super::load::lowered(&args.file, Verb::Graph, &mut sources) {
+        Ok(l) => l,
         Err(code) => return code,
     };
-    let program = pipewright_pipeline::lower::pipeline(&ast);
+    let program = lowered.program;
     let root = match &args.pipeline {
         None => None,
         Some(name) => match program.find(name) {
@@ -18,7 +19,8 @@ pub fn run(args: &GraphArgs) -> u8 {
             None => {
                 let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
                 errln!(
-                    "error: no pipeline named `{name}` in `{}`",
+                    "error: no {} named `{name}` in `{}`",
+                    dialect.workflow_noun(),
                     crate::read::display_name(&args.file)
                 );
                 errln!("help: the file declares: {}", names.join(", "));
@@ -28,6 +30,12 @@ pub fn run(args: &GraphArgs) -> u8 {
     };
     let opts = ExportOptions { root };
     let out = match args.format {
+        // The dialect's reference DOT is printed exactly as its own tool writes it (no
+        // trailing newline), so the output can be compared byte for byte.
+        GraphFormat::Dot if lowered.dot.is_some() && root.is_none() => {
+            out!("{}", lowered.dot.unwrap_or_default());
+            return 0;
+        }
         GraphFormat::Dot => dot(&program, &opts),
         GraphFormat::Mermaid => mermaid(&program, &opts),
         GraphFormat::Json => {

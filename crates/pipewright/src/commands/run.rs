@@ -81,16 +81,18 @@ async fn run_async(args: &RunArgs) -> u8 {
         return 2;
     }
     let mut sources = SourceMap::new();
-    let ast = match super::load::checked_pipeline(&file, &mut sources) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    let program = pipewright_pipeline::lower::pipeline(&ast);
+    let (dialect, lowered) =
+        match super::load::lowered(&file, pipewright_dialect::Verb::Run, &mut sources) {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+    let program = lowered.program;
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
             errln!(
-                "error: no pipeline named `{name}` in `{}`",
+                "error: no {} named `{name}` in `{}`",
+                dialect.workflow_noun(),
                 crate::read::display_name(&file)
             );
             errln!("help: the file declares: {}", names.join(", "));

@@ -1,0 +1,70 @@
+//! The MEOW template dialect: TOML modules with workflow tables (`[main]`, `[[main.steps]]`).
+//! Recognised and formatted; checking, graph and run come with its crate.
+
+use crate::{Dialect, NearMiss, Source, Verb};
+use pipewright_syntax::{Diagnostic, FileId, Span};
+
+pub struct Meow;
+
+impl Dialect for Meow {
+    fn name(&self) -> &'static str {
+        "meow"
+    }
+
+    fn noun(&self) -> &'static str {
+        "MEOW template"
+    }
+
+    fn shape(&self) -> &'static str {
+        "a MEOW template is TOML with workflow tables such as `[main]` and `[[main.steps]]`"
+    }
+
+    fn detect(&self, src: &Source) -> bool {
+        // A quick look for a table header that owns `steps` is enough to route the file.
+        src.extension() == "toml"
+            && src.text.lines().any(|l| {
+                let l = l.trim();
+                l.starts_with("[[") && l.ends_with(".steps]]") || l == "[main]"
+            })
+    }
+
+    /// Workflows own a `steps` array of tables; `[[main.step]]` is the near miss.
+    fn near_miss(&self, src: &Source, file: FileId) -> Option<NearMiss> {
+        if src.extension() != "toml" {
+            return None;
+        }
+        let mut offset = 0;
+        for line in src.text.split_inclusive('\n') {
+            let start = offset;
+            offset += line.len();
+            let t = line.trim();
+            let Some(inner) = t.strip_prefix("[[").and_then(|t| t.strip_suffix("]]")) else {
+                continue;
+            };
+            let Some((_, last)) = inner.rsplit_once('.') else {
+                continue;
+            };
+            let last = last.trim();
+            if last != "steps"
+                && pipewright_syntax::suggest::did_you_mean(last, ["steps"]).is_some()
+            {
+                let at = start + line.find(last).unwrap_or(0);
+                return Some(NearMiss {
+                    noun: self.noun(),
+                    found: last.to_string(),
+                    span: Span::new(file, at..at + last.len()),
+                    expected: "steps",
+                });
+            }
+        }
+        None
+    }
+
+    fn supports(&self, verb: Verb) -> bool {
+        verb == Verb::Fmt
+    }
+
+    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Meow).map(|f| f.output)
+    }
+}

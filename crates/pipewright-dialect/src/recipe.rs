@@ -1,0 +1,83 @@
+//! The recipe dialect (`pipewright-recipe`): YAML with `name` and `steps` or `stages`.
+
+use crate::{Checker, Context, Dialect, NearMiss, Source, Verb};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap};
+use std::path::Path;
+
+pub struct Recipe;
+
+impl Dialect for Recipe {
+    fn name(&self) -> &'static str {
+        "recipe"
+    }
+
+    fn noun(&self) -> &'static str {
+        "recipe"
+    }
+
+    fn workflow_noun(&self) -> &'static str {
+        "recipe"
+    }
+
+    fn shape(&self) -> &'static str {
+        "a recipe is YAML with `name`, `version` and `steps` or `stages`"
+    }
+
+    fn detect(&self, src: &Source) -> bool {
+        if !src.is_yaml() {
+            return false;
+        }
+        if src.yaml_is_broken() {
+            let top = src.top_keys();
+            return top.contains(&"name") && (top.contains(&"steps") || top.contains(&"stages"));
+        }
+        // A recipe is one document: the first decides.
+        src.yaml_roots()
+            .next()
+            .is_some_and(pipewright_recipe::looks_like_recipe)
+    }
+
+    fn near_miss(&self, src: &Source, file: FileId) -> Option<NearMiss> {
+        if !src.is_yaml() {
+            return None;
+        }
+        crate::near_miss::yaml_keys(src, file)
+            .iter()
+            .find_map(|keys| {
+                crate::near_miss::by_keys(self.noun(), keys, &[&["name"], &["steps", "stages"]])
+            })
+    }
+
+    fn supports(&self, verb: Verb) -> bool {
+        matches!(verb, Verb::Check | Verb::Fmt)
+    }
+
+    fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
+        Box::new(RecipeChecker(Vec::new()))
+    }
+
+    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Recipe).map(|f| f.output)
+    }
+}
+
+/// Recipes are checked one by one as they are added (each with the sub-recipes it names).
+struct RecipeChecker(Vec<Diagnostic>);
+
+impl Checker for RecipeChecker {
+    fn add(
+        &mut self,
+        path: &Path,
+        _file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+        _diags: &mut Vec<Diagnostic>,
+    ) {
+        self.0
+            .extend(pipewright_recipe::check_file(sources, path, text));
+    }
+
+    fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
+        self.0
+    }
+}
