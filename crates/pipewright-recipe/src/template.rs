@@ -174,18 +174,39 @@ pub fn render_value(src: &str, ctx: &Value) -> Result<String, Issue> {
     if let Some(e) = issues.into_iter().find(Issue::is_error) {
         return Err(e);
     }
+    substitute_parts(src, &t, |v, out| {
+        let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
+        let value = lookup(ctx, &path).map_err(|m| {
+            Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
+                .label("cannot be substituted")
+        })?;
+        value.render(out);
+        Ok(())
+    })
+}
+
+/// The runner's single substitution pass: text between references, including brace text that
+/// is not a reference, is copied verbatim; `var` writes the text of each reference. A value
+/// containing `{{y}}` is not expanded again. The runtime ([`crate::runtime`]) supplies the
+/// runner's own lookup and value text through `var`.
+pub fn substitute<E>(
+    src: &str,
+    var: impl FnMut(&VarRef, &mut String) -> Result<(), E>,
+) -> Result<String, E> {
+    let (t, _) = parse(src);
+    substitute_parts(src, &t, var)
+}
+
+fn substitute_parts<E>(
+    src: &str,
+    t: &Template,
+    mut var: impl FnMut(&VarRef, &mut String) -> Result<(), E>,
+) -> Result<String, E> {
     let mut out = String::with_capacity(src.len());
     for p in &t.parts {
         match p {
             Part::Text(r) => out.push_str(&src[r.clone()]),
-            Part::Var(v) => {
-                let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
-                let value = lookup(ctx, &path).map_err(|m| {
-                    Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
-                        .label("cannot be substituted")
-                })?;
-                value.render(&mut out);
-            }
+            Part::Var(v) => var(v, &mut out)?,
         }
     }
     Ok(out)
