@@ -129,6 +129,8 @@ pub struct Node {
     pub kind_span: Span,
     /// The named store the result is written to.
     pub output: Option<String>,
+    /// Run only when this holds; a skipped node writes nothing (recipes).
+    pub condition: Option<Expr>,
 }
 
 #[derive(Debug, Clone)]
@@ -259,8 +261,28 @@ pub enum NodeKind {
     },
     /// An approval gate: the run pauses until approved or denied.
     Gate {
-        prompt: String,
+        /// The stage it closes.
+        stage: String,
+        /// What the approver is asked (a template); `None` for the default question.
+        prompt: Option<Expr>,
+        /// Seconds after which `default` applies (0: never).
+        timeout_secs: u64,
+        default_approve: bool,
     },
+    /// A named group of steps (a recipe stage); a `skip_remaining` inside ends only it.
+    Stage {
+        name: String,
+        body: Region,
+    },
+    /// A process run through the shell with a templated command line (a recipe `bash` step).
+    Command(Box<Command>),
+    /// An agent turn with a templated prompt, in a dialect whose state is a context of named
+    /// variables (a recipe agent step).
+    Ask(Box<Ask>),
+    /// Runs another workflow file with its own context (a recipe `type: recipe` step).
+    SubWorkflow(Box<SubWorkflow>),
+    /// Runs a body once per list item or while a condition holds.
+    Loop(Box<Loop>),
     /// Starts a long-lived agent session (MEOW `spawn`).
     Spawn {
         agent: String,
@@ -292,6 +314,11 @@ impl NodeKind {
             NodeKind::ForEach { .. } => "for_each",
             NodeKind::Parallel { .. } => "parallel",
             NodeKind::Gate { .. } => "gate",
+            NodeKind::Stage { .. } => "stage",
+            NodeKind::Command(_) => "command",
+            NodeKind::Ask(_) => "ask",
+            NodeKind::SubWorkflow(_) => "sub_workflow",
+            NodeKind::Loop(_) => "loop",
             NodeKind::Spawn { .. } => "spawn",
             NodeKind::Kill { .. } => "kill",
             NodeKind::Expand { .. } => "expand",
@@ -316,6 +343,8 @@ impl NodeKind {
                 v.push(("collect".into(), collect));
                 v
             }
+            NodeKind::Stage { body, .. } => vec![("stage".into(), body)],
+            NodeKind::Loop(l) => vec![("do".into(), &l.body)],
             _ => Vec::new(),
         }
     }
@@ -367,6 +396,120 @@ pub struct OnError {
     pub span: Option<Span>,
 }
 
+/// What a failing step of a context dialect does (recipes' `on_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// The run fails.
+    Fail,
+    /// The step's result is empty (null, or a command's output so far) and the run goes on.
+    Continue,
+    /// The remaining steps (of the stage) are skipped; the run goes on from there.
+    SkipRemaining,
+}
+
+impl ErrorPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorPolicy::Fail => "fail",
+            ErrorPolicy::Continue => "continue",
+            ErrorPolicy::SkipRemaining => "skip_remaining",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// The command line (a template), given to `bash -c`.
+    pub command: Expr,
+    /// The working directory (a template); relative to the project directory.
+    pub cwd: Option<Expr>,
+    /// Environment additions, each value a template.
+    pub env: Vec<(String, Expr)>,
+    pub timeout_secs: Option<u64>,
+    /// Where the exit code is stored (as text).
+    pub exit_code_to: Option<String>,
+    pub on_error: ErrorPolicy,
+    pub parse_json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The agent (identity) the turn goes to.
+    pub agent: String,
+    pub prompt: Expr,
+    pub mode: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub timeout_secs: Option<u64>,
+    pub retry: Retry,
+    pub on_error: ErrorPolicy,
+    pub parse_json: bool,
+    /// The shape later steps read from the reply (a JSON Schema), so an offline backend can
+    /// answer with something the rest of the workflow can use. Never shown to a real agent.
+    pub shape: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    pub max_attempts: u32,
+    pub exponential: bool,
+    pub initial_delay_secs: f64,
+    pub max_delay_secs: f64,
+}
+
+impl Default for Retry {
+    fn default() -> Retry {
+        Retry {
+            max_attempts: 1,
+            exponential: true,
+            initial_delay_secs: 5.0,
+            max_delay_secs: 300.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SubWorkflow {
+    /// The file (a template), relative to the calling file's directory.
+    pub path: Expr,
+    /// The context handed over: values whose strings are templates.
+    pub context: Vec<(String, serde_json::Value)>,
+    /// Overrides of the recursion limits for the callee (`max_depth`, `max_total_steps`).
+    pub max_depth: Option<u64>,
+    pub max_total_steps: Option<u64>,
+    pub on_error: ErrorPolicy,
+}
+
+#[derive(Debug, Clone)]
+pub struct Loop {
+    pub mode: LoopMode,
+    /// One node (the step itself) or the step's nested steps.
+    pub body: Region,
+    /// Where the list of every iteration's result goes.
+    pub collect: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum LoopMode {
+    Each {
+        /// The list (a template naming one variable).
+        source: Expr,
+        /// The variable each item is bound to.
+        var: String,
+        max_items: Option<u64>,
+        /// `None`: one at a time; `Some(0)`: all at once; `Some(n)`: at most n at once.
+        parallel: Option<u64>,
+        on_error: ErrorPolicy,
+    },
+    While {
+        condition: Expr,
+        break_when: Option<Expr>,
+        /// Variables set after each iteration, each value a template.
+        update: Vec<(String, Expr)>,
+        max_iterations: u64,
+    },
+}
+
 pub fn on_error_text(kind: OnErrorKind) -> String {
     match kind {
         OnErrorKind::Continue => "continue".into(),
@@ -396,7 +539,18 @@ impl Node {
                 ListSource::Pipe => "over pipe".into(),
             },
             NodeKind::Parallel { branches, .. } => format!("{} branches", branches.len()),
-            NodeKind::Gate { prompt } => first_words(prompt, 8),
+            NodeKind::Gate { prompt, stage, .. } => match prompt {
+                Some(p) => first_words(&p.src, 8),
+                None => format!("approve {stage}?"),
+            },
+            NodeKind::Stage { name, .. } => name.clone(),
+            NodeKind::Command(c) => c.command.src.clone(),
+            NodeKind::Ask(a) => first_words(&a.prompt.src, 8),
+            NodeKind::SubWorkflow(w) => format!("→ {}", w.path.src),
+            NodeKind::Loop(l) => match &l.mode {
+                LoopMode::Each { source, .. } => format!("for each {}", source.src),
+                LoopMode::While { condition, .. } => format!("while {}", condition.src),
+            },
             NodeKind::Spawn { agent } => agent.clone(),
             NodeKind::Kill { target } => target.clone(),
             NodeKind::Expand { template } => template.clone(),

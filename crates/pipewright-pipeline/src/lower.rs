@@ -206,6 +206,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         span: s.span,
         kind_span: s.kind_span,
         output: s.output.as_ref().map(|n| n.text.clone()),
+        condition: None,
     }
 }
 

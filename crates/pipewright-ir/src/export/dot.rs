@@ -100,13 +100,18 @@ fn node(out: &mut String, n: &NodeView, depth: usize) {
 
 fn style(kind: &NodeKind) -> &'static str {
     match kind {
-        NodeKind::Agent { .. } => ", style=\"rounded,filled\", fillcolor=\"#e3ecfa\"",
-        NodeKind::Tool { .. } | NodeKind::Shell { .. } => ", style=filled, fillcolor=\"#fdf3d8\"",
-        NodeKind::Call(_) => ", shape=component",
-        NodeKind::Match { .. } => ", shape=hexagon",
-        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => {
-            ", shape=box3d"
+        NodeKind::Agent { .. } | NodeKind::Ask(_) => {
+            ", style=\"rounded,filled\", fillcolor=\"#e3ecfa\""
         }
+        NodeKind::Tool { .. } | NodeKind::Shell { .. } | NodeKind::Command(_) => {
+            ", style=filled, fillcolor=\"#fdf3d8\""
+        }
+        NodeKind::Call(_) | NodeKind::SubWorkflow(_) => ", shape=component",
+        NodeKind::Match { .. } => ", shape=hexagon",
+        NodeKind::Fold { .. }
+        | NodeKind::ForEach { .. }
+        | NodeKind::Parallel { .. }
+        | NodeKind::Loop(_) => ", shape=box3d",
         NodeKind::Gate { .. } => ", shape=octagon",
         NodeKind::Exit { .. } => ", shape=doublecircle",
         _ => "",

@@ -3,7 +3,7 @@
 
 use super::view::{NodeView, RegionView, View, WorkflowView};
 use super::ExportOptions;
-use crate::ir::{on_error_text, ArgValue, ListSource, NodeKind, Program, IR_VERSION};
+use crate::ir::{on_error_text, ArgValue, ListSource, LoopMode, NodeKind, Program, IR_VERSION};
 use pipewright_syntax::{SourceMap, Span};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -280,7 +280,71 @@ fn details(kind: &NodeKind) -> Value {
         NodeKind::Parallel { branches, .. } => {
             json!({"branches": branches.iter().map(|b| b.name.clone()).collect::<Vec<_>>()})
         }
-        NodeKind::Gate { prompt } => json!({"prompt": prompt}),
+        NodeKind::Gate {
+            stage,
+            prompt,
+            timeout_secs,
+            default_approve,
+        } => json!({
+            "stage": stage,
+            "prompt": prompt.as_ref().map(|p| &p.src),
+            "timeout_secs": timeout_secs,
+            "default": if *default_approve { "approve" } else { "deny" },
+        }),
+        NodeKind::Stage { name, .. } => json!({"name": name}),
+        NodeKind::Command(c) => json!({
+            "command": c.command.src,
+            "cwd": c.cwd.as_ref().map(|e| &e.src),
+            "env": c.env.iter().map(|(k, v)| json!({"name": k, "value": v.src})).collect::<Vec<_>>(),
+            "timeout_secs": c.timeout_secs,
+            "exit_code_to": c.exit_code_to,
+            "on_error": c.on_error.name(),
+            "parse_json": c.parse_json,
+        }),
+        NodeKind::Ask(a) => json!({
+            "agent": a.agent,
+            "prompt": a.prompt.src,
+            "mode": a.mode,
+            "provider": a.provider,
+            "model": a.model,
+            "timeout_secs": a.timeout_secs,
+            "max_attempts": a.retry.max_attempts,
+            "on_error": a.on_error.name(),
+            "parse_json": a.parse_json,
+        }),
+        NodeKind::SubWorkflow(w) => json!({
+            "path": w.path.src,
+            "context": w.context.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "on_error": w.on_error.name(),
+        }),
+        NodeKind::Loop(l) => match &l.mode {
+            LoopMode::Each {
+                source,
+                var,
+                max_items,
+                parallel,
+                on_error,
+            } => json!({
+                "each": source.src,
+                "as": var,
+                "max_items": max_items,
+                "parallel": parallel,
+                "on_error": on_error.name(),
+                "collect": l.collect,
+            }),
+            LoopMode::While {
+                condition,
+                break_when,
+                update,
+                max_iterations,
+            } => json!({
+                "while": condition.src,
+                "break_when": break_when.as_ref().map(|e| &e.src),
+                "update": update.iter().map(|(k, v)| json!({"name": k, "value": v.src})).collect::<Vec<_>>(),
+                "max_iterations": max_iterations,
+                "collect": l.collect,
+            }),
+        },
         NodeKind::Spawn { agent } => json!({"agent": agent}),
         NodeKind::Kill { target } => json!({"target": target}),
         NodeKind::Expand { template } => json!({"template": template}),

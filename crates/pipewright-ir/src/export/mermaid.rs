@@ -88,13 +88,15 @@ fn node(out: &mut String, n: &NodeView, depth: usize) {
 
 fn shape(kind: &NodeKind) -> (&'static str, &'static str) {
     match kind {
-        NodeKind::Agent { .. } => ("([", "])"),
-        NodeKind::Call(_) => ("[[", "]]"),
+        NodeKind::Agent { .. } | NodeKind::Ask(_) => ("([", "])"),
+        NodeKind::Call(_) | NodeKind::SubWorkflow(_) => ("[[", "]]"),
         NodeKind::Match { .. } => ("{{", "}}"),
-        NodeKind::Tool { .. } | NodeKind::Shell { .. } => ("[/", "/]"),
-        NodeKind::Fold { .. } | NodeKind::ForEach { .. } | NodeKind::Parallel { .. } => {
-            ("[(", ")]")
-        }
+        NodeKind::Gate { .. } => ("{", "}"),
+        NodeKind::Tool { .. } | NodeKind::Shell { .. } | NodeKind::Command(_) => ("[/", "/]"),
+        NodeKind::Fold { .. }
+        | NodeKind::ForEach { .. }
+        | NodeKind::Parallel { .. }
+        | NodeKind::Loop(_) => ("[(", ")]"),
         _ => ("[", "]"),
     }
 }
