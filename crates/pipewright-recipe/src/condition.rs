@@ -4,6 +4,13 @@
 //! Unlike the reference runner, which pastes variable values into the text and then tokenizes
 //! the result (so a value containing a quote or a bracket breaks the expression at run time),
 //! variables here are operands of their own: the expression is parsed once, at check time.
+//! [`crate::runtime`] has the runner's own evaluator.
+//!
+//! Where a condition is written matters for a `{{var}}` inside quotes ([`Site`]): a step's own
+//! `condition` is evaluated as written, so the runner pastes a string value with its own quotes
+//! (`'{{s}}'` becomes `''done''` and breaks); `while_condition`, `break_when` and the
+//! conditions of steps in a loop's `steps:` body are rendered as a template first, so
+//! `'{{s}}' == 'done'` is the way to compare a value as text there.
 
 use crate::codes;
 use crate::issue::{is_word, lookup, path_len, Issue};
@@ -13,6 +20,17 @@ use std::ops::Range;
 
 /// Nesting limit for parentheses and `not`, so no input can overflow the stack.
 pub const MAX_DEPTH: usize = 128;
+
+/// Where a condition is written (notes §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Site {
+    /// A step's own `condition` (flat or staged): a reference inside quotes is reported.
+    #[default]
+    TopLevel,
+    /// `while_condition`, `break_when`, and a `condition` of a step inside a loop's `steps:`
+    /// body: the text is rendered first, so a reference inside quotes is the value as text.
+    Rendered,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -174,10 +192,18 @@ enum Tok {
     RParen,
 }
 
-/// Parses a condition. Lexical problems are all reported; parsing stops at the first syntax
-/// error. Warnings (a variable written inside quotes) come back alongside a successful parse.
+/// Parses a step's own `condition` ([`Site::TopLevel`]).
 pub fn parse(src: &str) -> (Option<Expr>, Vec<Issue>) {
-    let (toks, mut issues) = lex(src);
+    parse_at(src, Site::TopLevel)
+}
+
+/// Parses a condition written at `site`. Lexical problems are all reported; parsing stops at
+/// the first syntax error. Warnings (a variable written inside quotes at the top level) come
+/// back alongside a successful parse. At a rendered site a quoted string that is exactly one
+/// reference (`'{{s}}'`) is that variable; other quoted references stay in the text, which is
+/// rendered when evaluated.
+pub fn parse_at(src: &str, site: Site) -> (Option<Expr>, Vec<Issue>) {
+    let (toks, mut issues) = lex(src, site);
     if issues.iter().any(Issue::is_error) {
         return (None, issues);
     }
@@ -223,7 +249,7 @@ pub fn parse(src: &str) -> (Option<Expr>, Vec<Issue>) {
     }
 }
 
-fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
+fn lex(src: &str, site: Site) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
     let mut toks = Vec::new();
     let mut issues = Vec::new();
     let mut chars = src.char_indices().peekable();
@@ -287,15 +313,34 @@ fn lex(src: &str) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                 }
                 match closed {
                     Some(end) => {
-                        let (tpl, _) = crate::template::parse(&value);
-                        if tpl.vars().next().is_some() {
-                            issues.push(
-                                Issue::warning(codes::QUOTED_VARIABLE, i..end, "variable reference inside a quoted string")
-                                    .label("compared as text here")
-                                    .help("a `{{var}}` is a value of its own in a condition; write it without quotes"),
-                            );
+                        let raw_start = i + c.len_utf8();
+                        let raw = &src[raw_start..end - c.len_utf8()];
+                        let (tpl, _) = crate::template::parse(raw);
+                        match (site, tpl.parts.as_slice()) {
+                            (Site::Rendered, [crate::template::Part::Var(v)]) => {
+                                let shift =
+                                    |r: &Range<usize>| r.start + raw_start..r.end + raw_start;
+                                toks.push((
+                                    Tok::Var(VarRef {
+                                        path: v.path.clone(),
+                                        range: shift(&v.range),
+                                        path_range: shift(&v.path_range),
+                                    }),
+                                    i..end,
+                                ));
+                            }
+                            (Site::Rendered, _) => toks.push((Tok::Str(value), i..end)),
+                            (Site::TopLevel, _) => {
+                                if tpl.vars().next().is_some() {
+                                    issues.push(
+                                        Issue::warning(codes::QUOTED_VARIABLE, i..end, "variable reference inside a quoted string")
+                                            .label("a string value is pasted here with its own quotes (`''done''`), which breaks the condition")
+                                            .help("in a step's own `condition`, write the `{{var}}` without quotes; quotes are right only in `while_condition`, `break_when` and loop-body conditions, which are rendered first"),
+                                    );
+                                }
+                                toks.push((Tok::Str(value), i..end));
+                            }
                         }
-                        toks.push((Tok::Str(value), i..end));
                     }
                     None => issues.push(
                         Issue::error(
@@ -570,7 +615,7 @@ impl Parser<'_> {
 const FALSY: &[&str] = &["false", "False", "", "0", "none", "None"];
 
 /// The text an operand compares as.
-fn operand_text(e: &Expr, ctx: &Value) -> Result<String, Issue> {
+fn operand_text(e: &Expr, ctx: &Value, site: Site) -> Result<String, Issue> {
     Ok(match e {
         Expr::Var(v) => {
             let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
@@ -578,6 +623,13 @@ fn operand_text(e: &Expr, ctx: &Value) -> Result<String, Issue> {
                 Issue::error(codes::UNDEFINED_VARIABLE, v.range.clone(), m)
                     .label("cannot be evaluated")
             })?;
+            // Rendered first, the runner writes null as `None` (falsy); pasted by the
+            // evaluator, null is undefined.
+            if site == Site::Rendered {
+                let mut s = String::new();
+                crate::runtime::render_value_text(value, &mut s);
+                return Ok(s);
+            }
             if *value == Value::Null {
                 return Err(Issue::error(
                     codes::UNDEFINED_VARIABLE,
@@ -590,10 +642,21 @@ fn operand_text(e: &Expr, ctx: &Value) -> Result<String, Issue> {
             value.render(&mut s);
             s
         }
+        Expr::Str { value, range } if site == Site::Rendered => {
+            crate::template::substitute(value, |v, out| {
+                let path: Vec<&str> = v.path.iter().map(String::as_str).collect();
+                let found = lookup(ctx, &path).map_err(|m| {
+                    Issue::error(codes::UNDEFINED_VARIABLE, range.clone(), m)
+                        .label("cannot be rendered")
+                })?;
+                crate::runtime::render_value_text(found, out);
+                Ok(())
+            })?
+        }
         Expr::Str { value, .. } => value.clone(),
         Expr::Num { text, .. } => text.clone(),
         Expr::Bool { value, .. } => value.to_string(),
-        other => truth(other, ctx)?.to_string(),
+        other => truth(other, ctx, site)?.to_string(),
     })
 }
 
@@ -610,17 +673,19 @@ fn number(s: &str) -> Option<f64> {
     }
 }
 
-fn truth(e: &Expr, ctx: &Value) -> Result<bool, Issue> {
+fn truth(e: &Expr, ctx: &Value, site: Site) -> Result<bool, Issue> {
     match e {
-        Expr::Not(x) => Ok(!truth(x, ctx)?),
-        Expr::Group(x) => truth(x, ctx),
+        Expr::Not(x) => Ok(!truth(x, ctx, site)?),
+        Expr::Group(x) => truth(x, ctx, site),
         // Every operand is evaluated, so an undefined variable is an error whatever the others.
-        Expr::And(xs) => xs.iter().try_fold(true, |acc, x| Ok(truth(x, ctx)? && acc)),
+        Expr::And(xs) => xs
+            .iter()
+            .try_fold(true, |acc, x| Ok(truth(x, ctx, site)? && acc)),
         Expr::Or(xs) => xs
             .iter()
-            .try_fold(false, |acc, x| Ok(truth(x, ctx)? || acc)),
+            .try_fold(false, |acc, x| Ok(truth(x, ctx, site)? || acc)),
         Expr::Cmp(a, op, b) => {
-            let (l, r) = (operand_text(a, ctx)?, operand_text(b, ctx)?);
+            let (l, r) = (operand_text(a, ctx, site)?, operand_text(b, ctx, site)?);
             let ord = match (number(&l), number(&r)) {
                 (Some(x), Some(y)) => x.partial_cmp(&y),
                 _ => Some(l.cmp(&r)),
@@ -635,20 +700,30 @@ fn truth(e: &Expr, ctx: &Value) -> Result<bool, Issue> {
                 CmpOp::Ge => matches!(ord, Some(Greater | Equal)),
             })
         }
-        atom => Ok(!FALSY.contains(&operand_text(atom, ctx)?.as_str())),
+        atom => Ok(!FALSY.contains(&operand_text(atom, ctx, site)?.as_str())),
     }
 }
 
-/// Evaluates a condition against a JSON context; the result is a JSON boolean.
+/// Evaluates a step's own condition against a JSON context; the result is a JSON boolean.
 pub fn eval(src: &str, ctx: &serde_json::Value) -> Result<serde_json::Value, Issue> {
-    eval_value(src, &Value::from(ctx)).map(serde_json::Value::Bool)
+    eval_at(src, ctx, Site::TopLevel)
 }
 
-/// Evaluates a condition against a context.
+/// Evaluates a condition written at `site` against a JSON context.
+pub fn eval_at(src: &str, ctx: &serde_json::Value, site: Site) -> Result<serde_json::Value, Issue> {
+    eval_value_at(src, &Value::from(ctx), site).map(serde_json::Value::Bool)
+}
+
+/// Evaluates a step's own condition against a context.
 pub fn eval_value(src: &str, ctx: &Value) -> Result<bool, Issue> {
-    let (expr, issues) = parse(src);
+    eval_value_at(src, ctx, Site::TopLevel)
+}
+
+/// Evaluates a condition written at `site` against a context.
+pub fn eval_value_at(src: &str, ctx: &Value, site: Site) -> Result<bool, Issue> {
+    let (expr, issues) = parse_at(src, site);
     match expr {
-        Some(e) => truth(&e, ctx),
+        Some(e) => truth(&e, ctx, site),
         None => Err(issues.into_iter().find(Issue::is_error).unwrap_or_else(|| {
             Issue::error(codes::CONDITION_SYNTAX, 0..src.len(), "invalid condition")
         })),
@@ -682,6 +757,47 @@ mod tests {
         assert_eq!(ev("1 == 1.0").unwrap(), json!(true));
         assert!(ev("{{missing}} or true").is_err());
         assert!(ev("{{nul}}").is_err());
+    }
+
+    #[test]
+    fn quoted_references_by_site() {
+        let ctx = json!({"s": "done", "n": 3, "nul": null});
+        let at = |src: &str, site| eval_at(src, &ctx, site);
+        assert_eq!(
+            at("'{{s}}' == 'done'", Site::Rendered).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(
+            at("'{{s}}' == 'done'", Site::TopLevel).ok(),
+            Some(json!(false))
+        );
+        assert_eq!(
+            at("'x-{{s}}' == 'x-done'", Site::Rendered).ok(),
+            Some(json!(true))
+        );
+        assert_eq!(at("'{{n}}' < 10", Site::Rendered).ok(), Some(json!(true)));
+        assert_eq!(
+            at("'{{nul}}' == 'None'", Site::Rendered).ok(),
+            Some(json!(true))
+        );
+        assert!(at("'x-{{nope}}' == 'x'", Site::Rendered).is_err());
+        let warned = |site| {
+            parse_at("'{{s}}' == 'done'", site)
+                .1
+                .iter()
+                .any(|i| i.code == codes::QUOTED_VARIABLE)
+        };
+        assert!(warned(Site::TopLevel) && !warned(Site::Rendered));
+        let vars = |site| {
+            parse_at("'{{s}}' == 'done'", site).0.map(|e| {
+                e.vars()
+                    .iter()
+                    .map(|v| (v.range.start, v.range.end))
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(vars(Site::Rendered), Some(vec![(1, 6)]));
+        assert_eq!(vars(Site::TopLevel), Some(vec![]));
     }
 
     #[test]

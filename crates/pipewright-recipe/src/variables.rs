@@ -4,7 +4,7 @@
 
 use crate::ast::*;
 use crate::codes;
-use crate::condition::{self, Expr};
+use crate::condition::{self, Expr, Site};
 use crate::issue::Issue;
 use crate::template::{self, VarRef};
 use pipewright_syntax::suggest::help_for_unknown;
@@ -169,6 +169,9 @@ pub struct Variables<'a> {
     holding: Vec<Atom>,
     /// The guard of the step being checked (`None` when it runs unconditionally).
     guard: Option<Rc<Guard>>,
+    /// How many loop `steps:` bodies enclose the step being checked: their conditions are
+    /// rendered before evaluation.
+    body_depth: usize,
 }
 
 fn issue_to_diag(src: &str, text: &Text, issue: Issue) -> Diagnostic {
@@ -187,6 +190,7 @@ impl<'a> Variables<'a> {
             context_nodes: Vec::new(),
             holding: Vec::new(),
             guard: None,
+            body_depth: 0,
         }
     }
 
@@ -249,7 +253,12 @@ impl<'a> Variables<'a> {
         let held = self.holding.len();
         let outer_guard = self.guard.clone();
         if let Some(c) = &s.condition {
-            let parsed = self.condition(c, scope, "condition", true);
+            let site = if self.body_depth > 0 {
+                Site::Rendered
+            } else {
+                Site::TopLevel
+            };
+            let parsed = self.condition(c, scope, "condition", site, true);
             // Checked with the values of the condition's variables as they are now, before the
             // step (or its loop body) can change them.
             let atoms = match &parsed {
@@ -274,7 +283,7 @@ impl<'a> Variables<'a> {
             self.foreach(f, scope);
         }
         if let Some(w) = &s.while_condition {
-            self.condition(w, scope, "while_condition", true);
+            self.condition(w, scope, "while_condition", Site::Rendered, true);
         }
         let mark = scope.mark();
         if s.foreach.is_some() {
@@ -314,9 +323,11 @@ impl<'a> Variables<'a> {
         }
         let mut nested = Vec::new();
         if let Some(b) = &s.while_steps {
+            self.body_depth += 1;
             for sub in &b.value {
                 nested.extend(self.step(sub, scope));
             }
+            self.body_depth -= 1;
         }
         // After each iteration's body: the step's own results exist.
         for t in [&s.output, &s.collect, &s.output_exit_code]
@@ -334,7 +345,7 @@ impl<'a> Variables<'a> {
             scope.define_output(&e.key.value, None);
         }
         if let Some(b) = &s.break_when {
-            self.condition(b, scope, "break_when", false);
+            self.condition(b, scope, "break_when", Site::Rendered, false);
         }
         scope.undo_to(mark);
         let mut defined: Vec<(String, Option<Rc<Guard>>)> =
@@ -370,16 +381,31 @@ impl<'a> Variables<'a> {
         }
     }
 
-    fn condition(&mut self, t: &Text, scope: &Scope, field: &str, need_var: bool) -> Option<Expr> {
-        let (expr, issues) = condition::parse(&t.value);
+    fn condition(
+        &mut self,
+        t: &Text,
+        scope: &Scope,
+        field: &str,
+        site: Site,
+        need_var: bool,
+    ) -> Option<Expr> {
+        let (expr, issues) = condition::parse_at(&t.value, site);
+        // A quoted reference at the top level is reported as such (PW0537); the condition
+        // does read that variable.
+        let quoted_ref = issues.iter().any(|i| i.code == codes::QUOTED_VARIABLE);
         for i in issues {
             self.diags.push(issue_to_diag(self.src, t, i));
         }
         let e = expr?;
-        let vars = e.vars();
+        // A rendered condition reads every reference in its text, quoted ones included.
+        let rendered = template::parse(&t.value).0;
+        let vars: Vec<&VarRef> = match site {
+            Site::Rendered => rendered.vars().collect(),
+            Site::TopLevel => e.vars(),
+        };
         let literal_true =
             matches!(e, Expr::Bool { value: true, .. }) && field == "while_condition";
-        if need_var && vars.is_empty() && !literal_true {
+        if need_var && vars.is_empty() && !literal_true && !quoted_ref {
             self.diags.push(
                 Diagnostic::error(
                     codes::NO_VARIABLE,
