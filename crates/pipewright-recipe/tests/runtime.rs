@@ -208,6 +208,52 @@ for line in sys.stdin.read().split("\n"):
         "1.5e3 then",
         "[1.0, 1e-7, 0.1]",
     ];
+    // Plus pseudo-random JSON-ish texts (a fixed generator, so failures reproduce).
+    let alphabet = [
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"k\"",
+        ":",
+        ",",
+        "1",
+        "-2.5e3",
+        "NaN",
+        "-Infinity",
+        "```",
+        "```json",
+        "\n",
+        " ",
+        "x",
+        "true",
+        "null",
+        "01",
+        "1.",
+        "\"\\u00e9\"",
+        "[]",
+        "{}",
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = Vec::new();
+    for _ in 0..400 {
+        let mut t = String::new();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        for _ in 0..(seed % 16) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            t.push_str(alphabet[(seed % alphabet.len() as u64) as usize]);
+        }
+        random.push(t);
+    }
+    let cases: Vec<&str> = cases
+        .iter()
+        .copied()
+        .chain(random.iter().map(String::as_str))
+        .collect();
     let input: Vec<String> = cases
         .iter()
         .map(|c| {
@@ -243,6 +289,11 @@ for line in sys.stdin.read().split("\n"):
         .map(str::to_owned)
         .collect();
     assert_eq!(lines.len(), cases.len());
+    let decoded = random
+        .iter()
+        .filter(|t| !matches!(extract_json(t), Value::Str(_)))
+        .count();
+    assert!(decoded >= 40, "only {decoded} random texts hold JSON");
     for (case, want) in cases.iter().zip(lines) {
         let mut got = String::new();
         extract_json(case).write_json(&mut got);
@@ -733,4 +784,40 @@ fn final_output_and_truncation() {
     assert_eq!(m["_type"], s("dict"));
     assert_eq!(m["_full_size_bytes"], Value::Int(12_009));
     assert_eq!(truncate_output(&v("[1]")), v("[1]"));
+}
+
+// ---- no input panics ---------------------------------------------------------------------------
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    const CTX: &str = r#"{"a": "x'y", "b": {"c": 1, "l": [1]}, "n": null, "e": "", "f": 1.5}"#;
+
+    proptest! {
+        #[test]
+        fn conditions_and_templates(src in "[{}()'\"=!<>\\\\a-z0-9 ._&|é-]{0,60}") {
+            let c = ctx(CTX);
+            let _ = condition_top_level(&src, &c);
+            let _ = condition_rendered(&src, &c);
+            let _ = break_when(&src, &c);
+            let _ = render(&src, &c);
+            let _ = resolve_foreach(&src, &c, "s");
+            let _ = substitute_context(&Value::Str(src.clone()), &c);
+            let _ = pipewright_recipe::condition::eval_value_at(
+                &src,
+                &Value::Map(c.clone()),
+                pipewright_recipe::condition::Site::Rendered,
+            );
+        }
+
+        #[test]
+        fn results(text in "[\\[\\]{}\"`:,a-z0-9 .eE+\\\\\n-]{0,80}") {
+            let _ = extract_json(&text);
+            let _ = process_result(Value::Str(text.clone()), true, false);
+            let _ = process_result(Value::Str(text.clone()), false, true);
+            let _ = raw_decode(&text);
+            let _ = truncate_output(&Value::Str(text));
+        }
+    }
 }
