@@ -1,7 +1,7 @@
 //! The recipe dialect (`pipewright-recipe`): YAML with `name` and `steps` or `stages`.
 
-use crate::{Checker, Context, Dialect, NearMiss, Source, Verb};
-use pipewright_syntax::{Diagnostic, FileId, SourceMap};
+use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
 
 pub struct Recipe;
@@ -49,7 +49,7 @@ impl Dialect for Recipe {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        matches!(verb, Verb::Check | Verb::Fmt)
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
@@ -58,6 +58,47 @@ impl Dialect for Recipe {
 
     fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
         pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Recipe).map(|f| f.output)
+    }
+
+    fn lower(
+        &self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+        _ctx: &Context,
+    ) -> Result<Lowered, Vec<Diagnostic>> {
+        self.lower_checked(path, file, text, sources)
+    }
+}
+
+impl Recipe {
+    /// `graph` and `run` take a recipe that checks without errors (with its sub-recipes).
+    pub(crate) fn lower_checked(
+        &self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+    ) -> Result<Lowered, Vec<Diagnostic>> {
+        let diags = pipewright_recipe::check_file(sources, path, text);
+        if diags.iter().any(Diagnostic::is_error) {
+            return Err(diags);
+        }
+        let (docs, _) = pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
+        let Some(root) = docs.iter().find_map(|d| d.root.as_ref()) else {
+            return Err(vec![Diagnostic::error(
+                "PW0002",
+                Span::new(file, 0..0),
+                "this file holds no recipe",
+            )]);
+        };
+        let mut loader = pipewright_recipe::load::Loader::new();
+        let recipe = loader.recipe(root);
+        Ok(Lowered {
+            program: pipewright_recipe::lower::recipe(&recipe, file),
+            dot: pipewright_recipe::dot::recipe_to_dot(root).ok(),
+        })
     }
 }
 

@@ -11,6 +11,7 @@ pub mod condition;
 pub mod dot;
 mod issue;
 pub mod load;
+pub mod lower;
 pub mod runtime;
 pub mod subrecipe;
 pub mod template;

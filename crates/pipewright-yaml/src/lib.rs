@@ -3,6 +3,7 @@
 //! events of `saphyr-parser`, keeping for each node its byte span, scalar style and tag.
 
 mod fast;
+mod json;
 mod load;
 mod node;
 mod offsets;
@@ -24,6 +25,7 @@ pub mod paths {
         crate::fast::load(file, text, limits)
     }
 }
+pub use json::to_json;
 pub use node::{Entry, Node, NodeKind, Tag};
 pub use offsets::map_scalar_range;
 pub use scalar::{Scalar, ScalarStyle, ScalarValue};
