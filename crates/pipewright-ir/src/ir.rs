@@ -66,11 +66,32 @@ pub struct Workflow {
     pub dialect: Dialect,
     pub file: FileId,
     pub description: Option<String>,
-    /// Declared inputs (none in the pipeline dialect: its input is the initial store map).
-    pub params: Vec<String>,
+    /// Declared inputs with their defaults (none in the pipeline dialect: its input is the
+    /// initial store map).
+    pub params: Vec<Param>,
+    pub limits: Limits,
     pub body: Region,
     pub span: Span,
     pub schema_set: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub default: serde_json::Value,
+}
+
+/// Bounds a workflow sets on its own run (recipes' `recursion` and `rate_limiting`).
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Nesting of sub-workflows.
+    pub max_depth: Option<u64>,
+    /// Agent turns in the whole run.
+    pub max_total_steps: Option<u64>,
+    /// Agent turns at once.
+    pub max_concurrent_agents: Option<u64>,
+    /// Milliseconds between the end of one agent turn and the start of the next.
+    pub min_agent_delay_ms: Option<u64>,
 }
 
 /// A sub-graph: a workflow body, or the body of a fold/for_each/parallel. Bodies are nested
@@ -122,6 +143,8 @@ impl Region {
 pub struct Node {
     /// Position in its region's sequence; runtime recovery keys are built from it.
     pub index: usize,
+    /// The step's own name where the dialect has one (a recipe step `id`).
+    pub id: Option<String>,
     pub kind: NodeKind,
     /// The whole step, where runtime failures point.
     pub span: Span,

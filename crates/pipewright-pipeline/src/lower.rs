@@ -37,6 +37,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
                 file: f.file,
                 description: p.description.clone(),
                 params: Vec::new(),
+                limits: Limits::default(),
                 body,
                 span: p.span,
                 schema_set: fi,
@@ -202,6 +203,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
     };
     Node {
         index,
+        id: None,
         kind,
         span: s.span,
         kind_span: s.kind_span,

@@ -9,8 +9,8 @@
 
 use crate::ast::{Parallel, Recipe, Stage, Step, StepType, Text};
 use pipewright_ir::{
-    Ask, Command, Dialect, Edge, ErrorPolicy, Expr, Lang, Loop, LoopMode, Node, NodeKind, Program,
-    Region, Retry, SubWorkflow, Workflow,
+    Ask, Command, Dialect, Edge, ErrorPolicy, Expr, Lang, Limits, Loop, LoopMode, Node, NodeKind,
+    Param, Program, Region, Retry, SubWorkflow, Workflow,
 };
 use pipewright_syntax::{FileId, Span};
 use serde_json::{json, Map, Value};
@@ -33,12 +33,33 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
             dialect: Dialect::Recipe,
             file,
             description: text(&r.description),
-            params: r.context.iter().map(|c| c.key.value.clone()).collect(),
+            params: r
+                .context
+                .iter()
+                .map(|c| Param {
+                    name: c.key.value.clone(),
+                    default: pipewright_yaml::to_json(&c.value),
+                })
+                .collect(),
+            limits: limits(r),
             body,
             span: r.span,
             schema_set: 0,
         }],
         schema_sets: Vec::new(),
+    }
+}
+
+fn limits(r: &Recipe) -> Limits {
+    let rec = r.recursion.as_ref();
+    let rate = r.rate_limiting.as_ref();
+    Limits {
+        max_depth: rec.and_then(|x| secs(x.max_depth)),
+        max_total_steps: rec.and_then(|x| secs(x.max_total_steps)),
+        max_concurrent_agents: rate.and_then(|x| secs(x.max_concurrent_llm)),
+        min_agent_delay_ms: rate
+            .and_then(|x| secs(x.min_delay_ms))
+            .or_else(|| secs(r.min_delay_between_calls_ms)),
     }
 }
 
@@ -77,6 +98,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
         let name = text(&st.name).unwrap_or_else(|| format!("stage_{i}"));
         nodes.push(Node {
             index: nodes.len(),
+            id: Some(name.clone()),
             kind: NodeKind::Stage {
                 name: name.clone(),
                 body: steps_region(&st.steps, shapes),
@@ -92,6 +114,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
         }
         nodes.push(Node {
             index: nodes.len(),
+            id: Some(format!("{name} approval")),
             kind: NodeKind::Gate {
                 stage: name,
                 prompt: ap
@@ -222,6 +245,7 @@ fn retry(s: &Step) -> Retry {
 fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
     let own = |kind: NodeKind, output: Option<String>| Node {
         index: 0,
+        id: Some(step_id(i, s)),
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),
@@ -280,6 +304,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
     };
     Node {
         index: i,
+        id: Some(step_id(i, s)),
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),

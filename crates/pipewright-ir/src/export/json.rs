@@ -193,6 +193,13 @@ impl Serialize for NodeSer<'_, '_> {
         let mut m = s.serialize_map(Some(8))?;
         m.serialize_entry("id", &n.path)?;
         m.serialize_entry("kind", node.kind.name())?;
+        // Only dialects that name their steps have these; a pipeline's document is unchanged.
+        if let Some(name) = &node.id {
+            m.serialize_entry("name", name)?;
+        }
+        if let Some(c) = &node.condition {
+            m.serialize_entry("condition", &c.src)?;
+        }
         m.serialize_entry("summary", &node.summary())?;
         m.serialize_entry("span", &span(cx.sources, node.span))?;
         m.serialize_entry("output", &node.output)?;
