@@ -174,17 +174,14 @@ fn py(n: &Node) -> Py<'_> {
     match &n.kind {
         NodeKind::Seq(items) => Py::List(items),
         NodeKind::Map(_) => Py::Dict(n),
-        NodeKind::Scalar(s) => {
-            let explicit_str = n
-                .tag
-                .as_ref()
-                .is_some_and(|t| t.handle == YAML_TAG && t.suffix == "str");
-            if explicit_str || s.style != ScalarStyle::Plain {
-                Py::Str(&s.text)
-            } else {
-                resolve_plain(&s.text)
-            }
-        }
+        // A standard tag types the scalar whatever its quoting (`!!int "5"` is a number);
+        // without one, only plain scalars are resolved.
+        NodeKind::Scalar(s) => match n.tag.as_deref() {
+            Some(t) if t.handle == YAML_TAG && t.suffix == "str" => Py::Str(&s.text),
+            Some(t) if t.handle == YAML_TAG => resolve_plain(&s.text),
+            _ if s.style != ScalarStyle::Plain => Py::Str(&s.text),
+            _ => resolve_plain(&s.text),
+        },
     }
 }
 

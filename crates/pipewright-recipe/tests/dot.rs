@@ -175,6 +175,8 @@ fn truthiness_follows_python_and_pyyaml() {
         ("parallel: []", "S"),
         ("parallel: {}", "S"),
         ("parallel: [0]", "S\n(parallel)"),
+        ("parallel: !!int \"0\"", "S"),
+        ("parallel: !!str 0", "S\n(parallel)"),
         // PyYAML reads these as strings or a date: all truthy.
         ("foreach: 1e3", "S\n(for each)"),
         ("foreach: 0o0", "S\n(for each)"),
