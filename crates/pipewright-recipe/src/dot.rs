@@ -75,6 +75,7 @@ fn render(root: Option<&Node>, path: Option<&str>) -> Result<String, String> {
         let (stage_body, exit) = render_staged(py(stages), &mut used)?;
         format!("{stage_body}\n    {exit} -> done")
     } else {
+        // An empty `steps` gives an empty block, so the body starts with a blank line.
         let steps = step_nodes(field(data, "steps"), "`steps`")?;
         let (block, last) = render_steps_block(steps, "start", "    ", &mut used)?;
         format!("{block}\n    {last} -> done")
@@ -894,6 +895,8 @@ fn render_steps_block(
                 nd.nid,
                 q(take_chars(&label, 25))
             ));
+            // Block-local: inside a stage a skip with no later unconditional step goes to
+            // `done`, not to the next stage.
             let target = defs[i + 1..]
                 .iter()
                 .find(|d| d.condition.is_none())
