@@ -49,7 +49,7 @@ impl Dialect for Recipe {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {

@@ -66,6 +66,8 @@ pub struct Workflow {
     pub dialect: Dialect,
     pub file: FileId,
     pub description: Option<String>,
+    /// The workflow's own version, where the dialect has one (a recipe's `version`).
+    pub version: Option<String>,
     /// Declared inputs with their defaults (none in the pipeline dialect: its input is the
     /// initial store map).
     pub params: Vec<Param>,
@@ -79,6 +81,8 @@ pub struct Workflow {
 pub struct Param {
     pub name: String,
     pub default: serde_json::Value,
+    /// The caller must give a value (there is no default).
+    pub required: bool,
 }
 
 /// Bounds a workflow sets on its own run (recipes' `recursion` and `rate_limiting`).
@@ -508,6 +512,8 @@ pub struct Loop {
     pub mode: LoopMode,
     /// One node (the step itself) or the step's nested steps.
     pub body: Region,
+    /// The body is the step's nested steps (not the step itself).
+    pub nested: bool,
     /// Where the list of every iteration's result goes.
     pub collect: Option<String>,
 }

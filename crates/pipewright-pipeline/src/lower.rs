@@ -36,6 +36,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
                 dialect: Dialect::Pipeline,
                 file: f.file,
                 description: p.description.clone(),
+                version: None,
                 params: Vec::new(),
                 limits: Limits::default(),
                 body,

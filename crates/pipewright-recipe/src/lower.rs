@@ -33,13 +33,11 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
             dialect: Dialect::Recipe,
             file,
             description: text(&r.description),
+            version: text(&r.version),
             params: r
                 .context
                 .iter()
-                .map(|c| Param {
-                    name: c.key.value.clone(),
-                    default: pipewright_yaml::to_json(&c.value),
-                })
+                .map(|c| param(&c.key.value, &c.value))
                 .collect(),
             limits: limits(r),
             body,
@@ -47,6 +45,43 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
             schema_set: 0,
         }],
         schema_sets: Vec::new(),
+    }
+}
+
+/// Keys of a declaration mapping (`{type: string, default: "", description: …}`).
+const DECLARATION_KEYS: &[&str] = &[
+    "type",
+    "default",
+    "description",
+    "required",
+    "enum",
+    "example",
+    "examples",
+];
+
+/// A context entry. Authors write inputs as declarations; the reference runner would hand the
+/// whole mapping to the templates (notes §8, item 44), which no author means: a declaration
+/// starts as its `default`, and one marked `required` without a default must be given by the
+/// caller (docs/recipe.md).
+fn param(name: &str, value: &pipewright_yaml::Node) -> Param {
+    let json = pipewright_yaml::to_json(value);
+    let declaration = json.as_object().filter(|m| {
+        !m.is_empty()
+            && m.keys().all(|k| DECLARATION_KEYS.contains(&k.as_str()))
+            && (m.contains_key("type") || m.contains_key("description"))
+    });
+    match declaration {
+        Some(m) => Param {
+            name: name.to_string(),
+            default: m.get("default").cloned().unwrap_or(Value::Null),
+            required: m.get("default").is_none()
+                && m.get("required").and_then(Value::as_bool) == Some(true),
+        },
+        None => Param {
+            name: name.to_string(),
+            default: json,
+            required: false,
+        },
     }
 }
 
@@ -253,10 +288,14 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
         condition: None,
     };
     // A loop's body is the nested steps when there are any, else the step's own action.
+    let nested = s.while_steps.as_ref().is_some_and(|n| !n.value.is_empty());
     let body = || match &s.while_steps {
-        Some(nested) if !nested.value.is_empty() => steps_region(&nested.value, shapes),
+        Some(n) if nested => steps_region(&n.value, shapes),
         _ => chain(vec![own(action(s, shapes), None)]),
     };
+    let parallel = s
+        .parallel
+        .is_some_and(|p| !matches!(p.value, Parallel::Bool(false) | Parallel::Limit(0)));
     let kind = if let Some(source) = &s.foreach {
         NodeKind::Loop(Box::new(Loop {
             mode: LoopMode::Each {
@@ -272,14 +311,12 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
             },
             // A parallel foreach dispatches the step itself for each item; nested steps are
             // ignored there (notes §5.7).
-            body: if s
-                .parallel
-                .is_some_and(|p| !matches!(p.value, Parallel::Bool(false)))
-            {
+            body: if parallel {
                 chain(vec![own(action(s, shapes), None)])
             } else {
                 body()
             },
+            nested: nested && !parallel,
             collect: text(&s.collect),
         }))
     } else if let Some(cond) = &s.while_condition {
@@ -297,6 +334,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
                     .unwrap_or(DEFAULT_MAX_WHILE_ITERATIONS),
             },
             body: body(),
+            nested,
             collect: text(&s.collect),
         }))
     } else {
@@ -326,6 +364,8 @@ struct Shapes {
 struct Shape {
     fields: BTreeMap<String, Shape>,
     list_of: Option<Box<Shape>>,
+    /// Values a condition compares it with (`{{kind}} == 'simple'`), in the order met.
+    one_of: Vec<String>,
 }
 
 impl Shape {
@@ -345,6 +385,9 @@ impl Shape {
             return json!({"type": "array", "items": item.schema(depth + 1)});
         }
         if self.fields.is_empty() {
+            if !self.one_of.is_empty() {
+                return json!({"enum": self.one_of});
+            }
             return json!({"type": "string"});
         }
         let mut props = Map::new();
@@ -382,6 +425,26 @@ impl Shapes {
             {
                 if let Some(v) = &e.value {
                     srcs.push(&v.value);
+                }
+            }
+            // Strings handed to a sub-recipe are templates too.
+            let mut handed = Vec::new();
+            for c in s.context.iter().flat_map(|c| c.value.iter()) {
+                strings(&pipewright_yaml::to_json(&c.value), &mut handed);
+            }
+            srcs.extend(handed.iter().map(String::as_str));
+            for cond in [&s.condition, &s.while_condition, &s.break_when]
+                .into_iter()
+                .flatten()
+            {
+                for (path, lit) in equalities(&cond.value) {
+                    if let Some((head, rest)) = path.split_first() {
+                        let one_of =
+                            &mut shapes.vars.entry(head.clone()).or_default().at(rest).one_of;
+                        if !one_of.contains(&lit) {
+                            one_of.push(lit);
+                        }
+                    }
                 }
             }
             for src in srcs {
@@ -433,9 +496,49 @@ impl Shapes {
     /// The shape of a variable some step reads beyond its plain text, as a JSON Schema.
     fn of_var(&self, name: &str) -> Option<Value> {
         let s = self.vars.get(name)?;
-        if s.fields.is_empty() && s.list_of.is_none() {
+        if s.fields.is_empty() && s.list_of.is_none() && s.one_of.is_empty() {
             return None;
         }
         Some(s.schema(0))
+    }
+}
+
+/// The `{{path}} == literal` comparisons of a condition (the variable optionally quoted, the
+/// literal quoted or a bare word).
+fn equalities(src: &str) -> Vec<(Vec<String>, String)> {
+    let (t, _) = crate::template::parse(src);
+    let mut out = Vec::new();
+    for v in t.vars() {
+        let mut rest = &src[v.range.end..];
+        // The quoted form `'{{s}}' == 'done'` of loop conditions.
+        if let Some(r) = rest.strip_prefix(['\'', '"']) {
+            rest = r;
+        }
+        let Some(r) = rest.trim_start().strip_prefix("==") else {
+            continue;
+        };
+        let r = r.trim_start();
+        let lit = match r.chars().next() {
+            Some(q @ ('\'' | '"')) => r[1..].split(q).next().map(str::to_string),
+            Some(_) => Some(
+                r.chars()
+                    .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                    .collect(),
+            ),
+            None => None,
+        };
+        if let Some(lit) = lit.filter(|l| !l.is_empty()) {
+            out.push((v.path.clone(), lit));
+        }
+    }
+    out
+}
+
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+        Value::Object(m) => m.values().for_each(|i| strings(i, out)),
+        _ => {}
     }
 }

@@ -68,6 +68,11 @@ pub const CODES: &[CodeInfo] = &[
         title: "call/match nesting exceeds the depth cap",
         explanation: include_str!("../explain/PW0812.md"),
     },
+    CodeInfo {
+        code: "PW0813",
+        title: "an approval gate denied the run",
+        explanation: include_str!("../explain/PW0813.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";
@@ -83,3 +88,4 @@ pub const UNSUPPORTED: &str = "PW0809";
 pub const CANCELLED: &str = "PW0810";
 pub const STORE: &str = "PW0811";
 pub const CALL_DEPTH: &str = "PW0812";
+pub const GATE: &str = "PW0813";

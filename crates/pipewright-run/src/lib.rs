@@ -13,6 +13,7 @@ mod exec;
 pub mod failure;
 pub mod outcome;
 pub mod progress;
+pub mod recipe;
 pub mod schema;
 pub mod secrets;
 pub mod store;

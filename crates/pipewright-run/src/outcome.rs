@@ -12,6 +12,8 @@ pub enum RunStatus {
     Ok,
     Failed,
     Cancelled,
+    /// At an approval gate that waits for a decision.
+    Paused,
 }
 
 impl RunStatus {
@@ -20,6 +22,7 @@ impl RunStatus {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Paused => "paused",
         }
     }
 }
@@ -43,6 +46,8 @@ pub struct RunOutcome {
     pub store_error: Option<String>,
     /// The signal that cancelled the run (SIGINT, SIGTERM), if one did.
     pub signal: Option<i32>,
+    /// For a paused run: the gate and what its approver is asked.
+    pub pending: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -62,16 +67,18 @@ impl RunOutcome {
             store: None,
             store_error: None,
             signal: None,
+            pending: None,
         }
     }
 
-    /// 0 ok, 1 failed; cancelled: 128 + the signal (the shell convention), 130 for SIGINT
-    /// or a cancel without a signal, 143 for SIGTERM.
+    /// 0 ok, 1 failed, 3 paused at an approval gate; cancelled: 128 + the signal (the shell
+    /// convention), 130 for SIGINT or a cancel without a signal, 143 for SIGTERM.
     pub fn exit_code(&self) -> i32 {
         match self.status {
             RunStatus::Ok => 0,
             RunStatus::Failed => 1,
             RunStatus::Cancelled => 128 + self.signal.unwrap_or(2),
+            RunStatus::Paused => 3,
         }
     }
 
@@ -117,6 +124,9 @@ impl RunOutcome {
         }
         if let Some(k) = &self.cancelled_at {
             o["cancelled_at"] = json!(k);
+        }
+        if let Some(p) = &self.pending {
+            o["pending"] = p.clone();
         }
         // The report is printed: nothing in it may show a secret (crate::secrets).
         secrets::redact_json(&mut o);

@@ -26,10 +26,32 @@ pub enum Command {
     Fmt(FmtArgs),
     /// Print the lowered workflow graph.
     Graph(GraphArgs),
-    /// Execute a pipeline.
+    /// Execute a pipeline or a recipe.
     Run(RunArgs),
+    /// Approve the approval gate a paused recipe run waits at (then `run --resume`).
+    Approve(ApproveArgs),
+    /// Deny the approval gate a paused recipe run waits at.
+    Deny(DenyArgs),
     /// List recorded runs (newest first); show, print the events of, or remove one.
     Runs(RunsArgs),
+}
+
+#[derive(Args)]
+pub struct ApproveArgs {
+    #[arg(value_name = "RUN_ID")]
+    pub id: String,
+    /// Handed to the next stage as `{{_approval_message}}`.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub message: String,
+}
+
+#[derive(Args)]
+pub struct DenyArgs {
+    #[arg(value_name = "RUN_ID")]
+    pub id: String,
+    /// Why; shown when the run is resumed and fails.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub reason: String,
 }
 
 #[derive(Args)]
@@ -124,6 +146,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub pipeline: Option<String>,
     /// The initial named stores, as a JSON object.
+    /// Set one input value (a context variable of a recipe, a store of a pipeline) to the
+    /// string VALUE; repeatable; applied over `--input`.
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub vars: Vec<String>,
     #[arg(long, conflicts_with = "input_file")]
     pub input: Option<String>,
     /// Read the input JSON object from a file.

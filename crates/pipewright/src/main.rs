@@ -62,6 +62,18 @@ fn main() -> ExitCode {
         cli::Command::Graph(args) => commands::graph::run(&args),
         cli::Command::Run(args) => commands::run::run(&args),
         cli::Command::Runs(args) => commands::runs::run(&args),
+        cli::Command::Approve(args) => commands::runs::decide(
+            &args.id,
+            &pipewright_run::recipe::Decision::Approve {
+                message: args.message.clone(),
+            },
+        ),
+        cli::Command::Deny(args) => commands::runs::decide(
+            &args.id,
+            &pipewright_run::recipe::Decision::Deny {
+                reason: args.reason.clone(),
+            },
+        ),
     };
     if output::write_failed() {
         return ExitCode::from(2);

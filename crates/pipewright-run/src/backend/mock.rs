@@ -1,5 +1,6 @@
-//! The default backend: offline and deterministic. With a schema it replies with JSON that
-//! satisfies it; without, a short text naming the step. Any pipeline can be dry-run.
+//! The default backend: offline and deterministic. With a schema (or the shape a recipe's later
+//! steps read) it replies with JSON that satisfies it; without, a short text naming the step.
+//! Any pipeline or recipe can be dry-run.
 
 use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
 use serde_json::{json, Value};
@@ -17,9 +18,9 @@ impl AgentBackend for MockBackend {
         req: &'a AgentRequest,
     ) -> BoxFuture<'a, Result<String, BackendError>> {
         Box::pin(async move {
-            Ok(match &req.schema {
-                Some(s) => synthesize(s, &req.step, 0).to_string(),
-                None => format!("mock reply for step {} of {}", req.step, req.workflow),
+            Ok(match (&req.schema, &req.shape) {
+                (Some(s), _) | (None, Some(s)) => synthesize(s, &req.step, 0).to_string(),
+                (None, None) => format!("mock reply for step {} of {}", req.step, req.workflow),
             })
         })
     }

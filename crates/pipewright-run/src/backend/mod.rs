@@ -26,6 +26,11 @@ pub struct AgentRequest {
     /// A JSON Schema the reply must satisfy (JSON text), when the step has `schema:`.
     pub schema: Option<serde_json::Value>,
     pub model: Option<String>,
+    /// The step's mode (a recipe's `mode`), already written into the prompt.
+    pub mode: Option<String>,
+    /// The shape later steps read from the reply (a JSON Schema), for an offline backend to
+    /// answer with; a real agent never sees it.
+    pub shape: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone)]

@@ -73,6 +73,10 @@ pub struct RunOptions {
     pub envelope: Option<Vec<String>>,
     /// `for_each` concurrency when `max_parallel` is omitted (capped by the item count).
     pub default_max_parallel: usize,
+    /// The workflow file: a recipe's sub-recipe paths are relative to its directory.
+    pub source_path: Option<PathBuf>,
+    /// Approval gates ask on the terminal (stdin and stderr are one) instead of pausing.
+    pub interactive: bool,
 }
 
 impl RunOptions {
@@ -93,6 +97,8 @@ impl RunOptions {
             identity: "pipewright".into(),
             envelope: None,
             default_max_parallel: 8,
+            source_path: None,
+            interactive: false,
         }
     }
 }
@@ -173,7 +179,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Recorder {
-    fn new(
+    pub(crate) fn new(
         store: Arc<dyn Store>,
         run_id: String,
         lock_: Box<dyn RunLock>,
@@ -204,7 +210,7 @@ impl Recorder {
     }
 
     /// Stages an event that reports nothing landed (started, failed, replayed, cancelled).
-    fn stage_event(&self, line: String) {
+    pub(crate) fn stage_event(&self, line: String) {
         let mut st = lock(&self.staged);
         st.writes.push(Write::Event(line));
         st.since.get_or_insert_with(Instant::now);
@@ -213,13 +219,18 @@ impl Recorder {
     /// Stages `writes` (and the completion they report). With `now`, commits everything staged
     /// and waits for the commit (and for the completions to be reported); otherwise hands a
     /// full or old batch to the writer without waiting.
-    fn stage(&self, writes: Vec<Write>, done: Option<Event>, now: bool) -> Result<(), String> {
+    pub(crate) fn stage(
+        &self,
+        writes: Vec<Write>,
+        done: Option<Event>,
+        now: bool,
+    ) -> Result<(), String> {
         self.send(writes, done, now, false)
     }
 
     /// Commits the run's final status. After a failed commit this is still tried (with the
     /// events staged since), so the store says `failed` when it can.
-    fn finish(&self, fin: store::Finish) -> Result<(), String> {
+    pub(crate) fn finish(&self, fin: store::Finish) -> Result<(), String> {
         self.send(vec![Write::Finish(fin)], None, true, true)
     }
 
@@ -275,13 +286,18 @@ impl Recorder {
         }
     }
 
+    /// The store, as messages name it.
+    pub(crate) fn describe(&self) -> String {
+        self.store.describe()
+    }
+
     /// The first commit that failed, if one did.
-    fn failed(&self) -> Option<String> {
+    pub(crate) fn failed(&self) -> Option<String> {
         lock(&self.failed).clone()
     }
 
     /// Stops the writer once it has committed everything handed to it.
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         lock(&self.staged).jobs = None;
         if let Some(h) = lock(&self.writer).take() {
             let _ = h.join();
@@ -350,6 +366,14 @@ pub async fn run(
     sources: &SourceMap,
     opts: RunOptions,
 ) -> Result<RunOutcome, String> {
+    // Each dialect's workflows run with its own semantics on the shared machinery.
+    if program
+        .workflows
+        .first()
+        .is_some_and(|w| w.dialect == pipewright_ir::Dialect::Recipe)
+    {
+        return crate::recipe::run(program, sources, opts).await;
+    }
     let mut input = opts.input;
     let mut journal = HashMap::new();
     let mut spawns = 0;

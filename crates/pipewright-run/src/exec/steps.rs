@@ -110,6 +110,8 @@ impl Interp {
                         .as_ref()
                         .map(|(s, set)| crate::schema::json_schema(s, set)),
                     model: model.clone(),
+                    mode: None,
+                    shape: None,
                 };
                 let reply = self.backend.complete(&req).await.map_err(|e| {
                     self.fail(

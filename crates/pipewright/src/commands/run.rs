@@ -37,7 +37,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     // against the record by the interpreter.
     let file = match (&args.resume, &args.file) {
         (Some(id), file) => {
-            if args.input.is_some() || args.input_file.is_some() {
+            if args.input.is_some() || args.input_file.is_some() || !args.vars.is_empty() {
                 errln!(
                     "error: run {id} keeps the input it started with; --input cannot be given with --resume"
                 );
@@ -53,7 +53,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
         (None, Some(file)) => file.clone(),
         (None, None) => {
-            errln!("error: give a pipeline file (or --resume RUN_ID)");
+            errln!("error: give a workflow file (or --resume RUN_ID)");
             return 2;
         }
     };
@@ -151,6 +151,11 @@ async fn run_async(args: &RunArgs) -> u8 {
     };
     o.force = args.force;
     o.file_label = crate::read::display_name(&file);
+    o.source_path = Some(file.clone());
+    // A gate asks on the terminal when there is one to ask on.
+    o.interactive = args.format == RunFormat::Human
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+        && std::io::IsTerminal::is_terminal(&std::io::stderr());
     if let Some(id) = args.identity.clone().or(cfg.identity.clone()) {
         o.identity = id;
     }
@@ -211,6 +216,18 @@ async fn run_async(args: &RunArgs) -> u8 {
                     errln!("run {} failed", outcome.run_id);
                     err!("{}", stopped_summary(&outcome));
                 }
+                pipewright_run::RunStatus::Paused => {
+                    let p = outcome.pending.clone().unwrap_or_default();
+                    let id = &outcome.run_id;
+                    errln!(
+                        "run {id} paused: stage '{}' needs approval",
+                        p["stage"].as_str().unwrap_or("")
+                    );
+                    errln!("{}", p["prompt"].as_str().unwrap_or(""));
+                    errln!("approve: pipewright approve {id} [--message TEXT]");
+                    errln!("deny:    pipewright deny {id} [--reason TEXT]");
+                    errln!("then:    pipewright run --resume {id}");
+                }
             }
         }
     }
@@ -255,11 +272,25 @@ fn preview(v: &serde_json::Value, max: usize) -> String {
 
 fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
     let text = match (&args.input, &args.input_file) {
-        (Some(t), _) => t.clone(),
-        (None, Some(f)) => crate::read::text(f)?,
-        (None, None) => return Ok(None),
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(f)) => Some(crate::read::text(f)?),
+        (None, None) => None,
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| format!("the input is not valid JSON: {e}"))
+    let mut value = match text {
+        Some(t) => Some(
+            serde_json::from_str(&t).map_err(|e| format!("the input is not valid JSON: {e}"))?,
+        ),
+        None => None,
+    };
+    for kv in &args.vars {
+        let Some((k, v)) = kv.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return Err(format!("--var takes KEY=VALUE, got `{kv}`"));
+        };
+        let obj = value.get_or_insert_with(|| serde_json::json!({}));
+        let Some(map) = obj.as_object_mut() else {
+            return Err("--var needs the input to be a JSON object".into());
+        };
+        map.insert(k.to_string(), serde_json::Value::String(v.to_string()));
+    }
+    Ok(value)
 }

@@ -208,6 +208,40 @@ fn utc(ms: i64) -> String {
     )
 }
 
+/// `pipewright approve|deny RUN_ID`: records the decision on the gate the run waits at.
+pub fn decide(id: &str, d: &pipewright_run::recipe::Decision) -> u8 {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            errln!("error: no working directory: {e}");
+            return 2;
+        }
+    };
+    let store = match open_store(&cwd) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    match pipewright_run::recipe::decide(&store, id, d) {
+        Ok(stage) => {
+            let what = match d {
+                pipewright_run::recipe::Decision::Approve { .. } => "approved",
+                pipewright_run::recipe::Decision::Deny { .. } => "denied",
+            };
+            outln!(
+                "{what} stage '{stage}' of run {id}; continue with `pipewright run --resume {id}`"
+            );
+            0
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
