@@ -572,7 +572,10 @@ impl Node {
                 Some(p) => first_words(&p.src, 8),
                 None => format!("approve {stage}?"),
             },
-            NodeKind::Stage { name, .. } => name.clone(),
+            NodeKind::Stage { body, .. } => match body.graph.node_count() {
+                1 => "1 step".into(),
+                n => format!("{n} steps"),
+            },
             NodeKind::Command(c) => c.command.src.clone(),
             NodeKind::Ask(a) => first_words(&a.prompt.src, 8),
             NodeKind::SubWorkflow(w) => format!("→ {}", w.path.src),

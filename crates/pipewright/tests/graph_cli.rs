@@ -170,3 +170,67 @@ fn snapshots_of_the_three_formats() {
     );
     insta::assert_snapshot!("graph_calls_json", graph_ok(&[FIXTURE, "--format", "json"]));
 }
+
+/// A recipe's DOT is the reference's `recipe_to_dot`, byte for byte (no trailing newline, as
+/// the reference writes it); the drawing itself is tested against hand-derived files in the
+/// recipe crate (tests/dot.rs).
+#[test]
+fn recipe_dot_is_the_reference_drawing_exactly() {
+    let dir = testdata("recipe/ok");
+    let mut drawn = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if path.extension().and_then(|x| x.to_str()) != Some("yaml") {
+            continue;
+        }
+        let source = read(&path);
+        let (docs, _) = pipewright_yaml::load(
+            pipewright_syntax::FileId(0),
+            &source,
+            pipewright_yaml::Limits::default(),
+        );
+        let Some(root) = docs.iter().find_map(|d| d.root.as_ref()) else {
+            continue;
+        };
+        let want = pipewright_recipe::dot::recipe_to_dot(root)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let o = run_in(&dir, &["graph", name, "--format", "dot"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        assert_eq!(stdout(&o), want, "{name}");
+        drawn += 1;
+    }
+    assert!(drawn >= 5, "only {drawn} recipes drawn");
+}
+
+/// Mermaid and JSON draw the lowered recipe: stages with their steps nested, the gate after
+/// its stage, loops with their body, step names.
+#[test]
+fn recipe_mermaid_and_json_show_stages_gates_and_loops() {
+    let dir = testdata("recipe/ok");
+    let o = run_in(&dir, &["graph", "staged.yaml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
+    let w = &v["workflows"][0];
+    assert_eq!(w["dialect"], "recipe");
+    let nodes = w["body"]["nodes"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<&str> = nodes.iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert_eq!(kinds, ["stage", "gate", "stage"], "{w}");
+    assert_eq!(nodes[1]["details"]["stage"], "planning phase");
+    assert_eq!(nodes[1]["details"]["default"], "deny");
+    assert_eq!(nodes[1]["details"]["timeout_secs"], 3600);
+    let exec = &nodes[2]["regions"][0]["region"]["nodes"];
+    let names: Vec<&str> = exec
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["execute", "loop", "summary"], "{exec}");
+    assert_eq!(exec[1]["kind"], "loop");
+    assert_eq!(exec[1]["details"]["each"], "{{plan.items}}");
+    assert_eq!(exec[1]["details"]["collect"], "results");
+    let o = run_in(&dir, &["graph", "staged.yaml", "--format", "mermaid"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = stdout(&o);
+    assert!(m.contains("planning phase approval (gate)"), "{m}");
+    assert!(m.contains("inner (ask)"), "{m}");
+}
