@@ -28,8 +28,7 @@ fn copy_tree(from: &Path, to: &Path) {
         if path.is_dir() {
             copy_tree(&path, &dest);
         } else {
-            std::fs::copy(&path, &dest)
-                .unwrap_or_else(|e| panic!("copy {}: {e}", path.display()));
+            std::fs::copy(&path, &dest).unwrap_or_else(|e| panic!("copy {}: {e}", path.display()));
         }
     }
 }
@@ -206,8 +205,7 @@ fn on_error_fail_reports_the_exit_code_and_stderr() {
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["status"], "failed", "{v}");
     assert_eq!(
-        v["error"]["message"],
-        "Step 'boom': command failed with exit code 7\nstderr: oops",
+        v["error"]["message"], "Step 'boom': command failed with exit code 7\nstderr: oops",
         "{v}"
     );
     assert!(v["stores"].get("after").is_none(), "{v}");
@@ -351,11 +349,7 @@ fn a_gate_pauses_then_approve_and_resume_finish_the_run() {
     // The run is no longer paused: there is nothing to approve.
     let o = run_in(d.path(), &["approve", &id]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("waits for no approval"),
-        "{}",
-        text(&o)
-    );
+    assert!(stderr(&o).contains("waits for no approval"), "{}", text(&o));
 }
 
 #[test]
@@ -369,10 +363,7 @@ fn a_denied_gate_fails_the_resume() {
     assert_eq!(r["status"], "failed", "{r}");
     assert_eq!(r["error"]["code"], "PW0813", "{r}");
     let msg = r["error"]["message"].as_str().unwrap_or("");
-    assert!(
-        msg.starts_with("Execution denied at stage 'plan'"),
-        "{r}"
-    );
+    assert!(msg.starts_with("Execution denied at stage 'plan'"), "{r}");
     assert!(r["stores"].get("built").is_none(), "{r}");
     // Denial is final (unlike the reference's deny, notes §5.13): a second resume fails too.
     let (code, r) = run_json(d.path(), &["--resume", &id]);
@@ -394,11 +385,32 @@ fn a_gate_past_its_timeout_takes_its_default_on_resume() {
     // The timeout decided the gate: it no longer waits for a decision.
     let o = run_in(d.path(), &["approve", &id, "--message", "late"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("waits for no approval"),
-        "{}",
-        text(&o)
+    assert!(stderr(&o).contains("waits for no approval"), "{}", text(&o));
+}
+
+#[test]
+fn a_gate_past_its_timeout_with_default_deny_stays_denied() {
+    let d = project();
+    let (id, v) = pause(d.path(), "staged-timeout-deny.yaml");
+    assert_eq!(v["pending"]["default"], "deny", "{v}");
+    std::thread::sleep(Duration::from_millis(1100));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(r["error"]["code"], "PW0813", "{r}");
+    assert_eq!(
+        r["error"]["message"], "Approval for stage 'plan' timed out and was denied",
+        "{r}"
     );
+    // A late approval cannot reopen the gate the timeout closed.
+    let o = run_in(d.path(), &["approve", &id]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(
+        r["error"]["message"], "Approval for stage 'plan' timed out and was denied",
+        "{r}"
+    );
+    assert!(r["stores"].get("built").is_none(), "{r}");
 }
 
 // ---- 7. declared inputs -----------------------------------------------------------------
@@ -480,7 +492,11 @@ fn kill_9_then_resume_gives_the_uninterrupted_result() {
     let log = log_lines(d.path());
     for line in every {
         let n = log.iter().filter(|l| *l == line).count();
-        let expected = if line == "each-2" || line == "spin-1" { 2 } else { 1 };
+        let expected = if line == "each-2" || line == "spin-1" {
+            2
+        } else {
+            1
+        };
         assert_eq!(n, expected, "{line}: {log:?}");
     }
 }
@@ -536,7 +552,9 @@ fn corpus_recipes_marked_ok_run_with_the_mock_backend() {
     let mut problems = Vec::new();
     for rel in &recipes {
         let path: PathBuf = scratch.path().join("amplifier").join(rel);
-        let dir = path.parent().unwrap_or_else(|| panic!("{rel} has no parent"));
+        let dir = path
+            .parent()
+            .unwrap_or_else(|| panic!("{rel} has no parent"));
         let file = path
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
@@ -569,10 +587,6 @@ fn corpus_recipes_marked_ok_run_with_the_mock_backend() {
             }
         }
     }
-    eprintln!(
-        "ran {} corpus recipes in {:?}",
-        recipes.len(),
-        t0.elapsed()
-    );
+    eprintln!("ran {} corpus recipes in {:?}", recipes.len(), t0.elapsed());
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }

@@ -80,15 +80,21 @@ impl Exec {
             let expired = *timeout_secs > 0
                 && store::now_ms().saturating_sub(requested) >= (*timeout_secs as i64) * 1000;
             if expired {
-                if !default_approve {
-                    return Err(self.fail_gate(
-                        key,
-                        node,
-                        format!("Approval for stage '{stage}' timed out and was denied"),
-                    ));
-                }
-                st["status"] = json!("approved");
-                st["message"] = json!("");
+                // The default decides the gate for good: landed, so a later `approve|deny`
+                // finds nothing pending and a later resume replays the same decision.
+                let d = if *default_approve {
+                    Decision::Approve {
+                        message: String::new(),
+                    }
+                } else {
+                    Decision::Deny {
+                        reason: String::new(),
+                    }
+                };
+                st = decided(&st, &d);
+                st["timed_out"] = json!(true);
+                self.land_gate(key, &st)
+                    .map_err(|e| self.fail_gate(key, node, e))?;
             } else if self.interactive {
                 let decision = ask_on_terminal(st["prompt"].as_str().unwrap_or(""), stage);
                 st = decided(&st, &decision);
@@ -103,6 +109,13 @@ impl Exec {
                     "gate": key,
                 })));
             }
+        }
+        if st["status"] == "denied" && st["timed_out"] == true {
+            return Err(self.fail_gate(
+                key,
+                node,
+                format!("Approval for stage '{stage}' timed out and was denied"),
+            ));
         }
         if st["status"] == "denied" {
             let mut msg = format!("Execution denied at stage '{stage}'");
