@@ -154,6 +154,31 @@ fn final_output_in_context_wins_over_the_last_step() {
     assert_eq!(v["stores"]["later"], "later\n", "{v}");
 }
 
+#[test]
+fn foreach_edges_and_rendering_by_type() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["foreach-edges.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    let s = &v["stores"];
+    // A bash iteration failing under `continue` yields its stdout, here "".
+    assert_eq!(s["seq"], json!(["x\n", "", "y\n"]), "{v}");
+    // Without `collect`, `output` gets the last result.
+    assert_eq!(s["lastone"], "y\n", "{v}");
+    // The loop variable is deleted afterwards, a same-named context variable with it.
+    assert!(s.get("item").is_none(), "{v}");
+    // An empty list: the step is skipped, `collect` is [], `output` is not set.
+    assert_eq!(s["empties"], json!([]), "{v}");
+    assert!(s.get("emptyout").is_none(), "{v}");
+    assert_eq!(s["_skipped_steps"], json!(["empty"]), "{v}");
+    // A dict renders as Python's json.dumps (non-ASCII escaped), a bool as `true`; the
+    // printed text `{…}|true|1.5` is not JSON, so extraction finds the dict in it.
+    assert_eq!(s["rendered"], json!({"k": "é", "f": 1.5}), "{v}");
+    // update_context values are always strings.
+    assert_eq!(s["asjson"], "{\"k\": \"\\u00e9\", \"f\": 1.5}", "{v}");
+    assert_eq!(s["b"], "true", "{v}");
+    assert_eq!(s["wout"], "x\n", "{v}");
+}
+
 // ---- 2. conditions by site --------------------------------------------------------------
 
 #[test]
@@ -413,6 +438,45 @@ fn a_gate_past_its_timeout_with_default_deny_stays_denied() {
     assert!(r["stores"].get("built").is_none(), "{r}");
 }
 
+#[test]
+fn skip_remaining_in_a_stage_still_reaches_its_gate_and_the_next_stage() {
+    let d = project();
+    let (id, v) = pause(d.path(), "staged-skip.yaml");
+    assert_eq!(v["pending"]["stage"], "one", "{v}");
+    assert!(v["stores"].get("no").is_none(), "{v}");
+    let o = run_in(d.path(), &["approve", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["output"], "yes-\n", "{r}");
+    assert_eq!(r["stores"]["_approval_message"], "", "{r}");
+}
+
+#[test]
+fn a_gate_inside_a_sub_recipe_pauses_the_parent() {
+    let d = project();
+    let (id, v) = pause(d.path(), "gated-parent.yaml");
+    // A flat parent mirrors the child's stage name (§5.13).
+    assert_eq!(v["pending"]["stage"], "first", "{v}");
+    assert_eq!(v["pending"]["prompt"], "child ok c1-before\n?", "{v}");
+    assert!(v["stores"].get("after").is_none(), "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "yo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(
+        r["stores"]["child"],
+        json!({"c1": "c1-before\n", "_approval_message": "yo", "c2": "c2-yo\n"}),
+        "{r}"
+    );
+    assert_eq!(r["output"], "after\n", "{r}");
+    // Nothing before the gate ran twice.
+    assert_eq!(
+        read(&d.path().join("log")),
+        "before\nc1-before\nc2-yo\nafter\n"
+    );
+}
+
 // ---- 7. declared inputs -----------------------------------------------------------------
 
 #[test]
@@ -499,6 +563,68 @@ fn kill_9_then_resume_gives_the_uninterrupted_result() {
         };
         assert_eq!(n, expected, "{line}: {log:?}");
     }
+}
+
+#[test]
+fn a_failed_run_resumes_at_the_failed_iteration() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["resume-failed.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "Step 'each' iteration 1 failed: Step 'each': command failed with exit code 5",
+        "{v}"
+    );
+    let id = run_id(&v);
+    std::fs::write(d.path().join("fixed"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "Step 'w' iteration 1 failed: Step 'w': command failed with exit code 6",
+        "{v}"
+    );
+    std::fs::write(d.path().join("fixed2"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["each"], json!([1, 2, 3]), "{v}");
+    assert_eq!(v["stores"]["ws"], json!(["w\n", "w\n", "w\n"]), "{v}");
+    assert_eq!(v["stores"]["k"], "3", "{v}");
+    // Landed iterations are replayed (the reference restarts a loop from scratch unless
+    // `checkpoint_iterations` is set); only the failed ones ran again.
+    assert_eq!(
+        read(&d.path().join("log")),
+        "first\neach-1\neach-2\neach-2\neach-3\nw-0\nw-1\nw-1\nw-2\n"
+    );
+}
+
+#[test]
+fn sigterm_cancels_the_run_and_resume_finishes_it() {
+    let d = project();
+    let child = spawn_run(d.path(), &["kill.yaml"]);
+    wait_for(Duration::from_secs(20), "spin-1", || {
+        (log_lines(d.path()).last().map(String::as_str) == Some("spin-1")).then_some(())
+    });
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(kill.success());
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(143), "{}", text(&o));
+    let v = parse(&o);
+    assert_eq!(v["status"], "cancelled", "{v}");
+    // The while loop's second iteration (index 1 of step 2) was in flight.
+    assert_eq!(v["cancelled_at"], "2.1", "{v}");
+    let (code, r) = run_json(d.path(), &["--resume", &run_id(&v)]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(
+        r["stores"]["spins"],
+        json!(["spun-0\n", "spun-1\n", "spun-2\n", "spun-3\n"])
+    );
+    let log = log_lines(d.path());
+    assert_eq!(log.iter().filter(|l| *l == "spin-1").count(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|l| *l == "spin-0").count(), 1, "{log:?}");
 }
 
 // ---- 9. the corpus ----------------------------------------------------------------------
