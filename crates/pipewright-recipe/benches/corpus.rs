@@ -1,4 +1,6 @@
-//! Checks every amplifier corpus recipe in one process (target: under 30 ms in total), and
+//! Checks every amplifier corpus recipe in one process (target: under 30 ms in total); draws
+//! every one as `pipewright graph` does (check, lower, the reference DOT and the IR's Mermaid;
+//! target: under 30 ms in total); and
 //! checks generated recipes of n and 10·n steps: the time must grow about 10×, not 100×
 //! (the variable scope was once copied per step). Run: `cargo bench -p pipewright-recipe`.
 
@@ -32,6 +34,31 @@ fn bench(c: &mut Criterion) {
             for (path, text) in &files {
                 let mut sources = pipewright_syntax::SourceMap::new();
                 n += pipewright_recipe::check_file(&mut sources, path, text).len();
+            }
+            n
+        })
+    });
+    c.bench_function(&format!("graph {} amplifier recipes", files.len()), |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            for (path, text) in &files {
+                let mut sources = pipewright_syntax::SourceMap::new();
+                let file = sources.add(path.display().to_string(), text.as_str());
+                let diags = pipewright_recipe::check_file(&mut sources, path, text);
+                if diags.iter().any(|d| d.is_error()) {
+                    continue;
+                }
+                let (docs, _) =
+                    pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
+                let Some(root) = docs.iter().find_map(|d| d.root.as_ref()) else {
+                    continue;
+                };
+                let dot = pipewright_recipe::dot::recipe_to_dot(root).unwrap_or_default();
+                let r = pipewright_recipe::load::Loader::new().recipe(root);
+                let program = pipewright_recipe::lower::recipe(&r, file);
+                let opts = pipewright_ir::export::ExportOptions { root: None };
+                let mermaid = pipewright_ir::export::mermaid::mermaid(&program, &opts);
+                n += dot.len() + mermaid.len();
             }
             n
         })

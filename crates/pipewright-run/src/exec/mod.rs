@@ -286,6 +286,14 @@ impl Recorder {
         }
     }
 
+    /// Commits whatever is staged (nothing to do when nothing is).
+    pub(crate) fn flush(&self) -> Result<(), String> {
+        if lock(&self.staged).writes.is_empty() {
+            return lock(&self.failed).clone().map_or(Ok(()), Err);
+        }
+        self.send(Vec::new(), None, true, false)
+    }
+
     /// The store, as messages name it.
     pub(crate) fn describe(&self) -> String {
         self.store.describe()

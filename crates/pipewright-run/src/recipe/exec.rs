@@ -275,6 +275,11 @@ impl Exec {
         key: &'a str,
     ) -> Boxed<'a, Result<Done, Stop>> {
         Box::pin(async move {
+            if !matches!(node.kind, NodeKind::Ask(_)) {
+                // (An agent turn commits the budget count first, which commits these too.)
+                self.before_side_effects()
+                    .map_err(|e| self.fail(key, node, codes::STORE, e))?;
+            }
             match &node.kind {
                 NodeKind::Ask(a) => self.ask(f, vars, node, a, key).await,
                 NodeKind::Command(c) => self.command(vars, node, c, key).await,
@@ -731,7 +736,7 @@ impl Exec {
                 extra.push(("flow", Value::Str("skip".into())));
             }
             let delta = ctx.take_delta(extra);
-            self.land_raw(&ikey, &hash, values::to_text(&delta), true)
+            self.land_raw(&ikey, &hash, values::to_text(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             // The iteration's own changes are landed; the loop's landing repeats them.
             if let Value::Map(m) = &delta {
@@ -844,7 +849,7 @@ impl Exec {
                 let done = self.action(f, &copy, inner, &ikey).await?;
                 let mut m = indexmap::IndexMap::new();
                 m.insert("result".to_string(), done.result.clone());
-                self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), true)
+                self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), false)
                     .map_err(|e| self.fail(&ikey, node, codes::STORE, e))?;
                 Ok::<Value, Stop>(done.result)
             }
@@ -972,7 +977,7 @@ impl Exec {
                 extra.push(("flow", Value::Str(s.into())));
             }
             let delta = ctx.take_delta(extra);
-            self.land_raw(&ikey, &hash, values::to_text(&delta), true)
+            self.land_raw(&ikey, &hash, values::to_text(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             if let Value::Map(m) = &delta {
                 if let Some(Value::Map(set)) = m.get("set") {

@@ -339,7 +339,8 @@ impl Exec {
         Ok(ctx)
     }
 
-    /// Stores a landing (and remembers it for this run).
+    /// Stores a landing (and remembers it for this run); `now` commits it at once, else it
+    /// commits before the next step with side effects.
     fn land_raw(&self, key: &str, hash: &str, text: String, now: bool) -> Result<(), String> {
         let v = serde_json::Value::String(text);
         if let Some(rec) = &self.recorder {
@@ -355,6 +356,17 @@ impl Exec {
         }
         lock(&self.journal).insert(key.to_string(), (hash.to_string(), v));
         Ok(())
+    }
+
+    /// Everything landed so far is committed before a step with effects outside the run
+    /// starts: a crash then never loses a landing whose step would repeat those effects.
+    fn before_side_effects(&self) -> Result<(), String> {
+        match &self.recorder {
+            Some(rec) => rec.flush().inspect_err(|e| {
+                lock(&self.store_failed).get_or_insert(e.clone());
+            }),
+            None => Ok(()),
+        }
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.
@@ -412,7 +424,9 @@ impl Exec {
                     landed: Landed::Value(v.clone()),
                 }),
             ];
-            if let Err(e) = rec.stage(writes, Some(done), true) {
+            // Staged, not committed: the next step with side effects commits it before it
+            // starts (`Exec::before_side_effects`), so one commit per step suffices.
+            if let Err(e) = rec.stage(writes, Some(done), false) {
                 lock(&self.store_failed).get_or_insert(e.clone());
                 return Err(e);
             }
