@@ -242,6 +242,12 @@ pub enum EvalLang {
     Template,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConditionSite {
+    TopLevel,
+    Loop,
+}
+
 #[derive(Args)]
 pub struct EvalArgs {
     #[arg(long, value_enum, default_value = "r1")]
@@ -263,6 +269,11 @@ pub struct EvalArgs {
     /// '{"ctx": {"n": 1}, "pipe": 2, "item": 3}' (for condition and template, the variables).
     #[arg(long, value_name = "JSON", conflicts_with_all = ["ctx", "pipe", "item", "acc"])]
     pub scope: Option<String>,
+    /// Where a recipe condition is written: a step's own `condition` (`top-level`), or a
+    /// `while_condition`, `break_when` or a condition inside a loop's `steps:` (`loop`), where
+    /// the runner pastes values into the text first (`'{{s}}' == 'done'`).
+    #[arg(long, value_enum, default_value = "top-level")]
+    pub site: ConditionSite,
     /// The expression or template; it may start with `-` (`-7 / 2`) without a `--` before it.
     #[arg(allow_hyphen_values = true)]
     pub expr: String,

@@ -413,3 +413,27 @@ fn config_include_dirs_resolve_targets() {
     let o = run_in(dir.path(), &["check", "main.yaml"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// `--site loop` evaluates a recipe condition as `while_condition`/`break_when` are: values
+/// pasted into the text first, so the quoted form authors are told to use works there.
+#[test]
+fn eval_condition_site_loop_renders_first() {
+    let eval = |site: &str| {
+        let o = bin()
+            .args([
+                "eval",
+                "--lang",
+                "condition",
+                "--site",
+                site,
+                "--ctx",
+                r#"{"s": "done"}"#,
+                "'{{s}}' == 'done'",
+            ])
+            .output()
+            .expect("runs");
+        (o.status.code(), stdout(&o).trim().to_string())
+    };
+    assert_eq!(eval("loop"), (Some(0), "true".to_string()));
+    assert_eq!(eval("top-level"), (Some(0), "false".to_string()));
+}

@@ -1,6 +1,6 @@
 //! `pipewright eval`: evaluate one expression or template against a JSON context.
 
-use crate::cli::{EvalArgs, EvalLang};
+use crate::cli::{ConditionSite, EvalArgs, EvalLang};
 use pipewright_r1::{Scope, Value};
 use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
 
@@ -82,9 +82,16 @@ fn evaluate(
                 .map(|s| serde_json::Value::String(s).to_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
-        EvalLang::Condition => pipewright_recipe::condition::eval(&args.expr, vars)
-            .map(|v| v.to_string())
-            .map_err(|i| vec![recipe_issue(&i, expr_file)]),
+        EvalLang::Condition => pipewright_recipe::condition::eval_at(
+            &args.expr,
+            vars,
+            match args.site {
+                ConditionSite::TopLevel => pipewright_recipe::condition::Site::TopLevel,
+                ConditionSite::Loop => pipewright_recipe::condition::Site::Rendered,
+            },
+        )
+        .map(|v| v.to_string())
+        .map_err(|i| vec![recipe_issue(&i, expr_file)]),
         // From the text: a parsed `serde_json::Value` has lost the digits of big integers.
         EvalLang::Template => pipewright_recipe::template::render_json(
             &args.expr,
