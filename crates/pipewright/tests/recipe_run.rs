@@ -179,6 +179,39 @@ fn foreach_edges_and_rendering_by_type() {
     assert_eq!(s["wout"], "x\n", "{v}");
 }
 
+#[test]
+fn agent_steps_parse_json_keep_text_and_continue_with_null() {
+    let d = project();
+    let (code, v) = run_json(
+        d.path(),
+        &[
+            "agents.yaml",
+            "--backend",
+            "script",
+            "--script",
+            "agents-replies.yaml",
+        ],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    let s = &v["stores"];
+    // parse_json takes the fenced JSON out of the reply (§5.4).
+    assert_eq!(s["js"], json!({"a": 1}), "{v}");
+    // A reply that is not JSON is kept unstripped.
+    assert_eq!(s["plain"], "just text\n", "{v}");
+    // `continue` after the retries stores null, and a later condition reading it fails as
+    // undefined (the §5.9 gotcha).
+    assert_eq!(s["r"], Value::Null, "{v}");
+    assert!(s.as_object().is_some_and(|m| m.contains_key("r")), "{v}");
+    assert_eq!(
+        v["error"]["message"], "Step 'after': condition error: Undefined variable: r",
+        "{v}"
+    );
+    // One turn each for the first two steps, two attempts (`max_attempts: 2`) for the third.
+    let o = run_in(d.path(), &["runs", "show", &run_id(&v)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(parse(&o)["spawns"], 4, "{}", text(&o));
+}
+
 // ---- 2. conditions by site --------------------------------------------------------------
 
 #[test]
@@ -303,6 +336,22 @@ fn parallel_foreach_failures_aggregate_in_one_message() {
         "{v}"
     );
     assert!(v["stores"].get("got").is_none(), "{v}");
+}
+
+#[test]
+fn parallel_foreach_dispatches_a_container_itself_and_fails_each_iteration() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["parallel-container.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    // §5.7: the nested `steps:` are ignored; the container is an agent step without a prompt.
+    let why = "Step 'each' is an agent step but missing prompt or agent";
+    assert_eq!(
+        v["error"]["message"],
+        format!("Step 'each': 2/2 iterations failed: iteration 0: {why}; iteration 1: {why}"),
+        "{v}"
+    );
+    assert!(v["stores"].get("got").is_none(), "{v}");
+    assert!(v["stores"].get("inner").is_none(), "{v}");
 }
 
 // ---- 5. sub-recipes ---------------------------------------------------------------------

@@ -303,6 +303,16 @@ impl Exec {
         key: &str,
     ) -> Result<Done, Stop> {
         let id = step_id(node);
+        // Only a compound container dispatched by a parallel foreach gets here without them
+        // (the validator requires both elsewhere); the runner fails each such iteration.
+        if a.agent.is_empty() || a.prompt.src.is_empty() {
+            return Err(self.fail(
+                key,
+                node,
+                codes::AGENT,
+                format!("Step '{id}' is an agent step but missing prompt or agent"),
+            ));
+        }
         let mut attempt = 0u32;
         let mut delay = a.retry.initial_delay_secs;
         loop {
