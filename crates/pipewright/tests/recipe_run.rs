@@ -243,6 +243,19 @@ fn a_top_level_condition_error_fails_the_recipe_naming_the_step() {
     assert_eq!(v["stores"]["hi"], "hi\n", "{v}");
 }
 
+#[test]
+fn a_quoted_template_in_a_top_level_condition_breaks() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["condition-quoted-top.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    // The evaluator quotes the string itself: `''done'' == 'done'` (§3.6).
+    assert_eq!(
+        v["error"]["message"],
+        "Step 'quoted': condition error: Invalid expression: Unexpected token 'done' at position 1",
+        "{v}"
+    );
+}
+
 // ---- 3. on_error for bash ---------------------------------------------------------------
 
 #[test]
@@ -321,6 +334,21 @@ fn parallel_foreach_keeps_input_order() {
         json!(["got-3\n", "got-1\n", "got-2\n", "got-0\n"]),
         "{v}"
     );
+}
+
+#[test]
+fn parallel_2_runs_at_most_two_iterations_at_a_time() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["parallel-bound.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    // Each iteration counted the iterations running beside it (itself included).
+    let seen: Vec<i64> = v["stores"]["seen"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default();
+    assert_eq!(seen.len(), 5, "{v}");
+    assert!(seen.iter().all(|n| (1..=2).contains(n)), "{v}");
+    assert!(seen.contains(&2), "the iterations overlapped: {v}");
 }
 
 #[test]
