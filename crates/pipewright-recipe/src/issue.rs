@@ -3,7 +3,7 @@
 //! prints it directly.
 
 use crate::value::Value;
-use pipewright_syntax::Severity;
+use pipewright_syntax::{Diagnostic, Severity, Span};
 use std::fmt;
 use std::ops::Range;
 
@@ -49,6 +49,19 @@ impl Issue {
 
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// The diagnostic, with the expression's byte ranges mapped into the file by `map` (as
+    /// R1's errors do): an `Issue` never leaves the recipe languages as anything else.
+    pub fn to_diagnostic(&self, map: impl Fn(Range<usize>) -> Span) -> Diagnostic {
+        Diagnostic::new(
+            self.severity,
+            self.code,
+            map(self.range.clone()),
+            self.message.clone(),
+        )
+        .with_label(self.label.clone())
+        .with_optional_help(self.help.clone())
     }
 }
 

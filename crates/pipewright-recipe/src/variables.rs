@@ -175,10 +175,7 @@ pub struct Variables<'a> {
 }
 
 fn issue_to_diag(src: &str, text: &Text, issue: Issue) -> Diagnostic {
-    let span = text.sub_span(src, issue.range.clone());
-    Diagnostic::new(issue.severity, issue.code, span, issue.message)
-        .with_label(issue.label)
-        .with_optional_help(issue.help)
+    issue.to_diagnostic(|r| text.sub_span(src, r))
 }
 
 impl<'a> Variables<'a> {

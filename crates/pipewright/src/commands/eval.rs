@@ -91,14 +91,14 @@ fn evaluate(
             },
         )
         .map(|v| v.to_string())
-        .map_err(|i| vec![recipe_issue(&i, expr_file)]),
+        .map_err(|i| vec![i.to_diagnostic(whole)]),
         // From the text: a parsed `serde_json::Value` has lost the digits of big integers.
         EvalLang::Template => pipewright_recipe::template::render_json(
             &args.expr,
             args.scope.as_deref().unwrap_or(&args.ctx),
         )
         .map(|s| serde_json::Value::String(s).to_string())
-        .map_err(|i| vec![recipe_issue(&i, expr_file)]),
+        .map_err(|i| vec![i.to_diagnostic(whole)]),
     };
     match result {
         Ok(json) => {
@@ -134,15 +134,4 @@ fn fail_usage(
     .with_label("invalid JSON");
     err!("{}", render::human(&[d], sources, false));
     2
-}
-
-fn recipe_issue(i: &pipewright_recipe::Issue, file: pipewright_syntax::FileId) -> Diagnostic {
-    Diagnostic::new(
-        i.severity,
-        i.code,
-        Span::new(file, i.range.clone()),
-        i.message.clone(),
-    )
-    .with_label(i.label.clone())
-    .with_optional_help(i.help.clone())
 }
