@@ -554,6 +554,20 @@ fn a_gate_inside_a_sub_recipe_pauses_the_parent() {
     );
 }
 
+#[test]
+fn a_staged_parent_shows_a_child_gate_under_its_own_stage() {
+    let d = project();
+    let (id, v) = pause(d.path(), "gated-staged-parent.yaml");
+    // §5.13: `<parent stage>/<child stage>` when the parent is staged.
+    assert_eq!(v["pending"]["stage"], "outer/first", "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "m"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stdout(&o).contains("'outer/first'"), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+    assert_eq!(r["stores"]["child"]["c2"], "c2-m\n", "{r}");
+}
+
 // ---- 7. declared inputs -----------------------------------------------------------------
 
 #[test]

@@ -90,11 +90,7 @@ impl Exec {
     ) -> Boxed<'a, Result<(), Stop>> {
         Box::pin(async move {
             let body = &f.workflow.body;
-            let staged = body
-                .sequence()
-                .iter()
-                .any(|n| matches!(body.node(*n).map(|x| &x.kind), Some(NodeKind::Stage { .. })));
-            if !staged {
+            if !is_staged(&f.workflow) {
                 self.steps(f, ctx, body, &f.prefix, None, true).await?;
                 return Ok(());
             }
@@ -609,6 +605,13 @@ impl Exec {
             max_depth,
             max_total_steps: max_total,
             prefix: format!("{key}.r."),
+            gate_path: match vars.get("stage") {
+                Some(Value::Map(m)) if is_staged(&f.workflow) => match m.get("name") {
+                    Some(Value::Str(name)) => format!("{}{name}/", f.gate_path),
+                    _ => f.gate_path.clone(),
+                },
+                _ => f.gate_path.clone(),
+            },
         };
         let start = self.start_context(&frame, &passed).map_err(fail)?;
         let mut child_ctx = Ctx::new(start);
@@ -1047,6 +1050,14 @@ impl Limiter {
 }
 
 /// A skipped step's id goes to `_skipped_steps`; its output is not set.
+/// A recipe with `stages:` (lowered to stage nodes) rather than flat `steps:`.
+fn is_staged(w: &pipewright_ir::Workflow) -> bool {
+    let body = &w.body;
+    body.sequence()
+        .iter()
+        .any(|n| matches!(body.node(*n).map(|x| &x.kind), Some(NodeKind::Stage { .. })))
+}
+
 fn skip(ctx: &mut Ctx, id: &str) {
     let mut list = match ctx.vars.get("_skipped_steps") {
         Some(Value::List(l)) => l.clone(),

@@ -27,7 +27,7 @@ const GATE_HASH: &str = "gate";
 impl Exec {
     pub(crate) async fn gate(
         &self,
-        _f: &Frame,
+        f: &Frame,
         ctx: &mut Ctx,
         node: &Node,
         key: &str,
@@ -64,7 +64,7 @@ impl Exec {
                 };
                 let pending = json!({
                     "status": "pending",
-                    "stage": stage,
+                    "stage": format!("{}{stage}", f.gate_path),
                     "prompt": text,
                     "requested_ms": store::now_ms(),
                     "timeout_secs": timeout_secs,
@@ -96,13 +96,16 @@ impl Exec {
                 self.land_gate(key, &st)
                     .map_err(|e| self.fail_gate(key, node, e))?;
             } else if self.interactive {
-                let decision = ask_on_terminal(st["prompt"].as_str().unwrap_or(""), stage);
+                let decision = ask_on_terminal(
+                    st["prompt"].as_str().unwrap_or(""),
+                    st["stage"].as_str().unwrap_or(stage),
+                );
                 st = decided(&st, &decision);
                 self.land_gate(key, &st)
                     .map_err(|e| self.fail_gate(key, node, e))?;
             } else {
                 return Err(Stop::Paused(json!({
-                    "stage": stage,
+                    "stage": st["stage"],
                     "prompt": st["prompt"],
                     "timeout_secs": timeout_secs,
                     "default": st["default"],

@@ -86,6 +86,9 @@ pub(crate) struct Frame {
     max_total_steps: u64,
     /// Prefix of every key landed inside (empty at the root).
     prefix: String,
+    /// The stages of the staged recipes calling this one, each followed by `/`: a gate in
+    /// here is shown to the approver under `<parent stage>/<stage>` (notes §5.13).
+    gate_path: String,
 }
 
 /// The context with the keys a step changed, so its landing holds only those.
@@ -279,6 +282,7 @@ pub(crate) async fn run(
         dir,
         depth: 0,
         prefix: String::new(),
+        gate_path: String::new(),
     };
     let caller = values::context_of(&input);
     let mut ctx = Ctx::new(ex.start_context(&frame, &caller)?);
