@@ -105,7 +105,7 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
 
 /// Whether `at` starts a line's content (only blanks before it) whose previous non-blank line
 /// ends with a block scalar header (`|`, `>-`, `|2+`, a comment after it allowed).
-fn after_block_header(src: &str, at: usize) -> bool {
+pub(crate) fn after_block_header(src: &str, at: usize) -> bool {
     let Some(before) = src.get(..at) else {
         return false;
     };
@@ -141,6 +141,18 @@ fn after_block_header(src: &str, at: usize) -> bool {
 
 pub fn is_block_scalar(node: &Node) -> bool {
     matches!(&node.kind, NodeKind::Scalar(s) if matches!(s.style, ScalarStyle::Literal | ScalarStyle::Folded))
+}
+
+/// Whether a block scalar's span is its header (properties, indicator and a comment after it)
+/// instead of its content lines: the loader spans a block scalar without content that way.
+/// Such a span holds no content, so it is no token, and a `#` in it is a comment like any other
+/// (taken as the scalar's text, a header comment vanished from the comment count).
+pub fn spans_its_header(src: &str, node: &Node) -> bool {
+    if !is_block_scalar(node) {
+        return false;
+    }
+    let cs = props(src, node).content_start;
+    src.get(cs..).is_some_and(|t| t.starts_with(['|', '>'])) && !after_block_header(src, cs)
 }
 
 /// The end of a flow collection, just after its closing bracket. The loader's span stops at the
@@ -195,6 +207,18 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         .with_label("directive")
         .with_help("remove the directive; pipewright files never need one")]);
     }
+    if let Some((at, c)) = non_printable(src) {
+        return Err(vec![Diagnostic::error(
+            "PW0901",
+            Span::new(file, at..at + c.len_utf8()),
+            format!(
+                "the character U+{:04X} is not allowed in YAML; the formatter does not rewrite a file holding one",
+                u32::from(c)
+            ),
+        )
+        .with_label("non-printable character")
+        .with_help("remove it, or write it as an escape (`\\x01`) inside a double-quoted string")]);
+    }
     let (trivia, mut trailing, comments) = trivia::collect_with_texts(src, &docs);
     let mut docs: Vec<CstDoc> = docs
         .into_iter()
@@ -218,6 +242,18 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         trivia,
         loaded,
         comments,
+    })
+}
+
+/// The first character outside YAML's printable set (YAML 1.2 §5.1, which PyYAML enforces:
+/// "special characters are not allowed"). The loader lets them through, but the formatter's
+/// line and token scans treat them unlike the scanner does (a vertical tab after `&` ended an
+/// anchor for one and not the other), and no workflow file holds one.
+fn non_printable(src: &str) -> Option<(usize, char)> {
+    src.char_indices().find(|&(_, c)| {
+        !matches!(c,
+            '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}'
+            | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
     })
 }
 

@@ -127,6 +127,26 @@ pub(crate) fn internal_error(file: FileId, why: impl Into<String>) -> Diagnostic
     .with_help("this is a formatter bug: please report it with the file; the file itself is fine")
 }
 
+fn has_lone_cr(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b'\r' && b.get(i + 1) != Some(&b'\n'))
+}
+
+fn lone_crs_as_lf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(if c == '\r' && chars.peek() != Some(&'\n') {
+            '\n'
+        } else {
+            c
+        });
+    }
+    out
+}
+
 /// Formats a YAML file with the given dialect rules.
 pub fn format_yaml(
     file: FileId,
@@ -137,6 +157,17 @@ pub fn format_yaml(
     let (bom, body) = match text.strip_prefix('\u{feff}') {
         Some(rest) => ("\u{feff}", rest),
         None => ("", text),
+    };
+    // A carriage return alone is a line break to YAML and not to the formatter's line scans
+    // (a comment ran on over the content after it, which was lost or printed twice: found by
+    // the fmt_yaml fuzz target). Made a line feed, the canonical break, it is one to both; the
+    // byte offsets of everything else stay as they were.
+    let lf_body;
+    let body = if has_lone_cr(body) {
+        lf_body = lone_crs_as_lf(body);
+        lf_body.as_str()
+    } else {
+        body
     };
     let mut cst = cst::build(file, body)?;
     let comments = std::mem::take(&mut cst.comments);

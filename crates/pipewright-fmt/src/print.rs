@@ -2,7 +2,7 @@
 //! key, dialect key order, flow style only where it fits and holds no comment, minimal quoting,
 //! re-spaced R1 expressions, block scalars kept as block scalars.
 
-use crate::cst::{is_block_scalar, props, Cst, Props};
+use crate::cst::{after_block_header, is_block_scalar, props, spans_its_header, Cst, Props};
 use crate::quote;
 use crate::rules::{DialectRules, Seg};
 use crate::trivia::{Item, Trivia};
@@ -171,7 +171,11 @@ impl<'s, 'r> Printer<'s, 'r> {
 
     /// Whether a node is printed as one token (its trivia keyed by its own start).
     fn is_token(&self, n: &Node, p: &Props) -> bool {
-        p.alias || p.flow || (matches!(n.kind, NodeKind::Scalar(_)) && !n.span.is_empty())
+        p.alias
+            || p.flow
+            || (matches!(n.kind, NodeKind::Scalar(_))
+                && !n.span.is_empty()
+                && !spans_its_header(self.src, n))
     }
 
     fn ordered<'n>(&self, node: &'n Node, path: &[Seg]) -> Vec<&'n Entry> {
@@ -692,24 +696,27 @@ impl<'s, 'r> Printer<'s, 'r> {
         let cs = p.content_start;
         let end = (n.span.end as usize).max(cs);
         let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
-        let (header_line_start, content_start) = if src[cs..].starts_with(['|', '>']) {
-            let nl = src[cs..].find('\n').map_or(src.len(), |j| cs + j + 1);
-            (line_start(cs), nl)
-        } else {
-            let mut ls = line_start(cs);
-            // Walk back over leading empty lines to the header.
-            loop {
-                if ls == 0 {
-                    break (0, ls);
+        // The span starts at the header when there is no content, and at the first content
+        // line otherwise, which may start with `|` or `>` too.
+        let (header_line_start, content_start) =
+            if src[cs..].starts_with(['|', '>']) && !after_block_header(src, cs) {
+                let nl = src[cs..].find('\n').map_or(src.len(), |j| cs + j + 1);
+                (line_start(cs), nl)
+            } else {
+                let mut ls = line_start(cs);
+                // Walk back over leading empty lines to the header.
+                loop {
+                    if ls == 0 {
+                        break (0, ls);
+                    }
+                    let prev = line_start(ls - 1);
+                    if src[prev..ls].trim().is_empty() {
+                        ls = prev;
+                    } else {
+                        break (prev, ls);
+                    }
                 }
-                let prev = line_start(ls - 1);
-                if src[prev..ls].trim().is_empty() {
-                    ls = prev;
-                } else {
-                    break (prev, ls);
-                }
-            }
-        };
+            };
         let header_src =
             &src[header_line_start..content_start.min(src.len()).max(header_line_start)];
         let explicit = header_src.rfind(['|', '>']).is_some_and(|i| {

@@ -55,8 +55,12 @@ fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
         diags.iter().all(|d| !d.is_error() || d.code == "PW0005"),
         "{name}: output does not load: {diags:?}"
     );
+    // A lone carriage return is a line break (the formatter makes it a line feed), so a
+    // comment ends there; the comment scan only knows line feeds.
+    let lf_text = lone_crs_as_lf(text);
+    let (lf_before, _) = pipewright_yaml::load(FileId(0), &lf_text, Limits::default());
     assert_eq!(
-        trivia::comment_texts(text, &before),
+        trivia::comment_texts(&lf_text, &lf_before),
         trivia::comment_texts(&first.output, &after),
         "{name}: comments changed"
     );
@@ -77,6 +81,16 @@ fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
         );
         at += line.len();
     }
+}
+
+fn lone_crs_as_lf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let lone = c == '\r' && chars.peek() != Some(&'\n');
+        out.push(if lone { '\n' } else { c });
+    }
+    out
 }
 
 fn block_scalar_spans(docs: &[pipewright_yaml::Document]) -> Vec<(usize, usize)> {
@@ -491,10 +505,89 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A block scalar with no content before a comment gained blank lines on every run.
         ("a: |\n\n# c\n", "a: |-\n\n# c\n"),
         ("a: >\n\n\nb: 1\n", "a: >-\n\nb: 1\n"),
+        // An empty key (`?` alone) has an empty span at the next key's start: it took that
+        // key's comments, which moved past it on every run.
+        ("? #\np: 1\n", ":\n#\np: 1\n"),
+        ("p: 1\n? # c\np: 2\n", "p: 1\n:\n# c\np: 2\n"),
+        // A lone carriage return is a line break: the comment before it ended there, and the
+        // mapping after it was lost (`mapping size changed`).
+        ("#\r?\r", ":\n#\n"),
+        ("k: a # c\rb: c\r", "k: a # c\nb: c\n"),
+        // A block scalar without content is spanned over its header: a comment after the
+        // header was taken for its text, and not counted (dropped, or PW0900 when the key
+        // order moved the scalar last).
+        ("steps:\nt: | #\n", "steps:\nt: |- #\n"),
+        ("a: !!str | # c\n", "a: !!str |- # c\n"),
+        ("a: &x | # c\n\nb: 1\n", "a: &x |- # c\n\nb: 1\n"),
+        // A content line starting with `|` or `>` is no header.
+        ("a: |\n  |x\n", "a: |\n  |x\n"),
+        ("a:\n- >\n  >x\n", "a:\n  - >\n    >x\n"),
     ] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
         assert_eq!(f.output, want, "{src:?}");
+        check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
+    }
+    // The recipe key order moves `steps` first, and the empty block scalar last.
+    let src = "t: | #\nsteps:";
+    let f = format_source(FileId(0), src, Dialect::Recipe)
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    assert_eq!(f.output, "steps:\nt: |- #\n");
+    check_guarantees(&format!("{src:?}"), src, Dialect::Recipe);
+}
+
+#[test]
+fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
+    // Two of the fuzzer's inputs (docs/fuzzing.md) hold control characters, which the formatter
+    // now refuses (PW0901); with those made letters they still exercise what failed (empty keys
+    // between duplicate keys, lone carriage returns). The third (an empty `|1-` scalar with a
+    // header comment, moved last by the key order) has none.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/fmt_yaml");
+    for name in [
+        "comments-around-duplicate-keys-not-idempotent.yaml",
+        "comments-around-duplicate-keys-pw0900.yaml",
+        "indicator-block-scalar-pw0900.yaml",
+    ] {
+        let raw = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let control = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+        if raw.contains(control) {
+            let refused = format_source(FileId(0), &raw, Dialect::Pipeline);
+            assert!(
+                matches!(&refused, Err(d) if d.iter().all(|d| d.code == "PW0901")),
+                "{name}: {refused:?}"
+            );
+        }
+        let text: String = raw
+            .chars()
+            .map(|c| if control(c) { 'x' } else { c })
+            .collect();
+        for dialect in [Dialect::Pipeline, Dialect::Recipe] {
+            check_guarantees(name, &text, dialect);
+        }
+    }
+}
+
+#[test]
+fn characters_yaml_does_not_allow_are_refused_not_rewritten() {
+    // `&` then a vertical tab loaded, and printed as an anchor that does not load.
+    for src in [
+        "&\u{b}",
+        "x: &\u{c}\n",
+        "a: b\u{1}\n",
+        "# \u{7f}\n",
+        "a: \u{9f}\n",
+    ] {
+        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err(src);
+        assert_eq!(err.len(), 1, "{src:?}");
+        assert_eq!(err[0].code, "PW0901", "{src:?}");
+    }
+    // Tabs, line breaks, NEL and non-ASCII text are allowed.
+    for src in [
+        "a: b\tc\n",
+        "a: \"x\u{85}y\"\n",
+        "a: é\u{a0}文\n",
+        "a: 1\r\n",
+    ] {
         check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
     }
 }
