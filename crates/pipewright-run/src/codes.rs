@@ -73,6 +73,36 @@ pub const CODES: &[CodeInfo] = &[
         title: "an approval gate denied the run",
         explanation: include_str!("../explain/PW0813.md"),
     },
+    CodeInfo {
+        code: "PW0820",
+        title: "a recipe's bash step failed",
+        explanation: include_str!("../explain/PW0820.md"),
+    },
+    CodeInfo {
+        code: "PW0821",
+        title: "a recipe's agent step failed",
+        explanation: include_str!("../explain/PW0821.md"),
+    },
+    CodeInfo {
+        code: "PW0822",
+        title: "a sub-recipe could not run",
+        explanation: include_str!("../explain/PW0822.md"),
+    },
+    CodeInfo {
+        code: "PW0823",
+        title: "a foreach or while loop failed",
+        explanation: include_str!("../explain/PW0823.md"),
+    },
+    CodeInfo {
+        code: "PW0824",
+        title: "a condition or template failed at run time",
+        explanation: include_str!("../explain/PW0824.md"),
+    },
+    CodeInfo {
+        code: "PW0825",
+        title: "the recipe's agent-turn budget is spent",
+        explanation: include_str!("../explain/PW0825.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";
@@ -89,3 +119,10 @@ pub const CANCELLED: &str = "PW0810";
 pub const STORE: &str = "PW0811";
 pub const CALL_DEPTH: &str = "PW0812";
 pub const GATE: &str = "PW0813";
+/// Recipe runtime failures (the pipeline codes above describe pipeline steps).
+pub const RECIPE_BASH: &str = "PW0820";
+pub const RECIPE_AGENT: &str = "PW0821";
+pub const SUB_RECIPE: &str = "PW0822";
+pub const RECIPE_LOOP: &str = "PW0823";
+pub const RECIPE_EXPR: &str = "PW0824";
+pub const RECIPE_BUDGET: &str = "PW0825";
