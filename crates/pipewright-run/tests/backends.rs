@@ -218,3 +218,44 @@ fn script_backend_without_a_reply_shows_a_json_preview_of_the_prompt() {
     assert!(message.contains(r#"(prompt: "\u0001aaa"#), "{message}");
     assert!(message.ends_with("a…)"), "{message}");
 }
+
+/// A recipe's agent step hands its `model`, `mode` and the recipe name to a generic command
+/// backend through `{model}`, `{mode}` and `{workflow}`; the mode also leads the prompt.
+#[test]
+fn command_backend_gets_a_recipe_steps_model_and_mode() {
+    let d = tempdir();
+    let text = "name: r\ndescription: d\nversion: \"1.0.0\"\nsteps:\n  - id: a\n    agent: team:writer\n    mode: ANALYZE\n    model: m-1\n    prompt: go\n    output: out\n";
+    let mut sources = pipewright_syntax::SourceMap::new();
+    let file = sources.add("r.yaml", text);
+    let (docs, _) = pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
+    let root = docs
+        .iter()
+        .find_map(|d| d.root.as_ref())
+        .unwrap_or_else(|| panic!("no document"));
+    let recipe = pipewright_recipe::load::Loader::new().recipe(root);
+    let program = Arc::new(pipewright_recipe::lower::recipe(&recipe, file));
+    let mut o = opts(d.path());
+    o.backend = generic(
+        &[
+            "sh",
+            "-c",
+            "printf '%s|%s|%s|%s' \"$1\" \"$2\" \"$3\" \"$4\"",
+            "--",
+            "{identity}",
+            "{model}",
+            "{workflow}",
+            "{prompt}",
+        ],
+        d.path(),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let out = rt
+        .block_on(pipewright_run::run(program, &sources, o))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.stores.to_json()["out"],
+        "team:writer|m-1|r|MODE: ANALYZE\n\ngo",
+        "{:?}",
+        out.error
+    );
+}

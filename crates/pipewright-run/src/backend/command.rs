@@ -61,6 +61,9 @@ impl CommandBackend {
                     ("schema", schema.as_str()),
                     ("step", req.step.as_str()),
                     ("identity", req.identity.as_str()),
+                    ("model", req.model.as_deref().unwrap_or("")),
+                    ("mode", req.mode.as_deref().unwrap_or("")),
+                    ("workflow", req.workflow.as_str()),
                 ];
                 let mut out = Vec::with_capacity(argv.len() + 1);
                 let mut end_of_options = false;
