@@ -410,6 +410,30 @@ fn sub_recipe_gets_native_context_and_returns_its_delta() {
 }
 
 #[test]
+fn a_sub_recipe_the_runner_refuses_to_load_fails_the_step() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["bad-child.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "Failed to load recipe bad/not-a-mapping.yaml: Recipe YAML must be a dictionary",
+        "{v}"
+    );
+    // An unknown step key is a load error for the runner, even in an unvalidated sub-recipe.
+    let (code, v) = run_json(
+        d.path(),
+        &["bad-child.yaml", "--var", "which=bad/unknown-key.yaml"],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("Failed to load recipe bad/unknown-key.yaml: ") && msg.contains("shell"),
+        "{v}"
+    );
+    assert!(v["stores"].get("r").is_none(), "{v}");
+}
+
+#[test]
 fn sub_recipe_depth_beyond_the_limit_fails() {
     let d = project();
     let (code, v) = run_json(d.path(), &["deep/r0.yaml"]);

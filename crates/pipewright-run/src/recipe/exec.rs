@@ -559,7 +559,17 @@ impl Exec {
                 .unwrap_or_else(|| "the file is empty".into());
             return Err(fail(format!("Failed to load recipe {rel}: {why}")));
         };
-        let recipe = pipewright_recipe::load::Loader::new().recipe(root);
+        // Not validated (as the runner does), but what the runner refuses to load fails here.
+        if root.as_map().is_none() {
+            return Err(fail(format!(
+                "Failed to load recipe {rel}: Recipe YAML must be a dictionary"
+            )));
+        }
+        let mut loader = pipewright_recipe::load::Loader::new();
+        let recipe = loader.recipe(root);
+        if let Some(d) = loader.diags.iter().find(|d| d.is_error()) {
+            return Err(fail(format!("Failed to load recipe {rel}: {}", d.message)));
+        }
         let program =
             pipewright_recipe::lower::recipe(&recipe, pipewright_syntax::FileId(u32::MAX));
         let Some(child) = program.workflows.into_iter().next() else {
