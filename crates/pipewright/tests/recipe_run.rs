@@ -352,6 +352,31 @@ fn parallel_2_runs_at_most_two_iterations_at_a_time() {
 }
 
 #[test]
+fn a_parallel_foreach_of_agents_fits_exactly_its_budget() {
+    let d = project();
+    // §5.11: pre-counting the batch allows exactly `max_total_steps` (a sequential loop
+    // stops one short).
+    let (code, v) = run_json(d.path(), &["parallel-budget.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["got"].as_array().map(Vec::len), Some(3), "{v}");
+    let o = run_in(d.path(), &["runs", "show", &run_id(&v)]);
+    assert_eq!(parse(&o)["spawns"], 3, "{}", text(&o));
+    let (code, v) = run_json(
+        d.path(),
+        &[
+            "parallel-budget.yaml",
+            "--input",
+            r#"{"items": ["a", "b", "c", "d"]}"#,
+        ],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"], "Parallel loop would exceed max_total_steps (0 + 4 > 3)",
+        "{v}"
+    );
+}
+
+#[test]
 fn parallel_foreach_failures_aggregate_in_one_message() {
     let d = project();
     let (code, v) = run_json(d.path(), &["parallel-fail.yaml"]);

@@ -248,7 +248,7 @@ impl Exec {
             if let NodeKind::Loop(l) = &node.kind {
                 return self.run_loop(f, ctx, node, l, key, stage).await;
             }
-            let done = self.action(f, &ctx.vars, node, key).await?;
+            let done = self.action(f, &ctx.vars, node, key, false).await?;
             for (k, v) in done.sets {
                 ctx.set(&k, v);
             }
@@ -263,21 +263,23 @@ impl Exec {
     }
 
     /// The step's own work, once, against `vars` (read only: what it sets is returned).
+    /// `precounted`: a parallel foreach counted this agent turn in the budget already.
     pub(crate) fn action<'a>(
         &'a self,
         f: &'a Frame,
         vars: &'a Context,
         node: &'a Node,
         key: &'a str,
+        precounted: bool,
     ) -> Boxed<'a, Result<Done, Stop>> {
         Box::pin(async move {
-            if !matches!(node.kind, NodeKind::Ask(_)) {
+            if precounted || !matches!(node.kind, NodeKind::Ask(_)) {
                 // (An agent turn commits the budget count first, which commits these too.)
                 self.before_side_effects()
                     .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             }
             match &node.kind {
-                NodeKind::Ask(a) => self.ask(f, vars, node, a, key).await,
+                NodeKind::Ask(a) => self.ask(f, vars, node, a, key, precounted).await,
                 NodeKind::Command(c) => self.command(vars, node, c, key).await,
                 NodeKind::SubWorkflow(w) => self.sub_recipe(f, vars, node, w, key).await,
                 other => Err(self.fail(
@@ -290,6 +292,19 @@ impl Exec {
         })
     }
 
+    /// Adds `n` agent turns to the run's budget count and records it (committing what is
+    /// staged, before the turns run). Returns the new total.
+    fn count_turns(&self, n: u64) -> Result<u64, String> {
+        let total = self.agent_turns.fetch_add(n, Ordering::SeqCst) + n;
+        if let Some(rec) = &self.recorder {
+            if let Err(e) = rec.stage(vec![crate::store::Write::Spawns(total)], None, true) {
+                lock(&self.store_failed).get_or_insert(e.clone());
+                return Err(e);
+            }
+        }
+        Ok(total)
+    }
+
     async fn ask(
         &self,
         f: &Frame,
@@ -297,6 +312,7 @@ impl Exec {
         node: &Node,
         a: &Ask,
         key: &str,
+        precounted: bool,
     ) -> Result<Done, Stop> {
         let id = step_id(node);
         // Only a compound container dispatched by a parallel foreach gets here without them
@@ -314,7 +330,7 @@ impl Exec {
         loop {
             attempt += 1;
             self.check_cancel(key)?;
-            let r = self.ask_once(f, vars, node, a, key, &id).await;
+            let r = self.ask_once(f, vars, node, a, key, precounted).await;
             match r {
                 Ok(reply) => {
                     let result = rt::process_result(Value::Str(reply), false, a.parse_json);
@@ -365,8 +381,9 @@ impl Exec {
         node: &Node,
         a: &Ask,
         key: &str,
-        id: &str,
+        precounted: bool,
     ) -> Result<String, AskError> {
+        let id = step_id(node);
         let mut prompt = rt::render(&a.prompt.src, vars).map_err(|e| AskError::Failed(e.0))?;
         if let Some(mode) = &a.mode {
             prompt = format!("MODE: {mode}\n\n{prompt}");
@@ -374,21 +391,20 @@ impl Exec {
         if a.parse_json {
             prompt.push_str(PARSE_JSON_RIDER);
         }
-        // The budget counts every agent execution, before it runs (notes §5.11).
-        let total = self.agent_turns.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Some(rec) = &self.recorder {
-            if let Err(e) = rec.stage(vec![crate::store::Write::Spawns(total)], None, true) {
-                lock(&self.store_failed).get_or_insert(e.clone());
-                return Err(AskError::Stop(self.fail(key, node, codes::STORE, e)));
+        // The budget counts every agent execution, before it runs (notes §5.11); a parallel
+        // foreach counted and checked its whole batch instead.
+        if !precounted {
+            let total = self
+                .count_turns(1)
+                .map_err(|e| AskError::Stop(self.fail(key, node, codes::STORE, e)))?;
+            if total >= f.max_total_steps {
+                return Err(AskError::Stop(self.fail(
+                    key,
+                    node,
+                    codes::SPAWNS,
+                    format!("Total steps {total} exceeds limit {}", f.max_total_steps),
+                )));
             }
-        }
-        if total >= f.max_total_steps {
-            return Err(AskError::Stop(self.fail(
-                key,
-                node,
-                codes::SPAWNS,
-                format!("Total steps {total} exceeds limit {}", f.max_total_steps),
-            )));
         }
         let req = AgentRequest {
             run_id: self.run_id.clone(),
@@ -690,7 +706,7 @@ impl Exec {
         let Some(inner) = l.body.entry.and_then(|n| l.body.node(n)) else {
             return Ok((Flow::Next, Value::Null));
         };
-        let done = self.action(f, &ctx.vars, inner, key).await?;
+        let done = self.action(f, &ctx.vars, inner, key, false).await?;
         for (k, v) in done.sets {
             ctx.set(&k, v);
         }
@@ -833,22 +849,29 @@ impl Exec {
         let Some(inner) = l.body.entry.and_then(|n| l.body.node(n)) else {
             return Ok((Flow::Next, None));
         };
-        if matches!(inner.kind, NodeKind::Ask(_)) {
+        let hash = self.step_hash(f, node);
+        // Agent turns are counted for the whole batch up front, so exactly the budget fits
+        // (notes §5.11); iterations landed by an earlier attempt do not run again.
+        let precounted = matches!(inner.kind, NodeKind::Ask(_));
+        if precounted {
+            let to_run = (0..items.len())
+                .filter(|i| self.landed(&format!("{key}.{i}"), &hash).is_none())
+                .count() as u64;
             let t = self.agent_turns.load(Ordering::SeqCst);
-            if t + items.len() as u64 > f.max_total_steps {
+            if t + to_run > f.max_total_steps {
                 return Err(self.fail(
                     key,
                     node,
                     codes::SPAWNS,
                     format!(
-                        "Parallel loop would exceed max_total_steps ({t} + {} > {})",
-                        items.len(),
+                        "Parallel loop would exceed max_total_steps ({t} + {to_run} > {})",
                         f.max_total_steps
                     ),
                 ));
             }
+            self.count_turns(to_run)
+                .map_err(|e| self.fail(key, node, codes::STORE, e))?;
         }
-        let hash = self.step_hash(f, node);
         let slots = Arc::new(tokio::sync::Semaphore::new(if limit == 0 {
             items.len().max(1)
         } else {
@@ -869,7 +892,7 @@ impl Exec {
                 }
                 let _slot = slots.acquire().await;
                 self.check_cancel(&ikey)?;
-                let done = self.action(f, &copy, inner, &ikey).await?;
+                let done = self.action(f, &copy, inner, &ikey, precounted).await?;
                 let mut m = indexmap::IndexMap::new();
                 m.insert("result".to_string(), done.result.clone());
                 self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), false)
