@@ -352,6 +352,19 @@ fn parallel_2_runs_at_most_two_iterations_at_a_time() {
 }
 
 #[test]
+fn sequential_agent_steps_stop_one_short_of_the_budget() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["budget.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"], "Total steps 3 exceeds limit 3",
+        "{v}"
+    );
+    assert!(v["stores"].get("a2").is_some(), "{v}");
+    assert!(v["stores"].get("a3").is_none(), "{v}");
+}
+
+#[test]
 fn a_parallel_foreach_of_agents_fits_exactly_its_budget() {
     let d = project();
     // §5.11: pre-counting the batch allows exactly `max_total_steps` (a sequential loop
