@@ -144,7 +144,7 @@ pub fn is_block_scalar(node: &Node) -> bool {
 }
 
 /// Whether a block scalar's span is its header (properties, indicator and a comment after it)
-/// instead of its content lines: the loader spans a block scalar without content that way.
+/// and nothing else: the loader spans a block scalar without content that way.
 /// Such a span holds no content, so it is no token, and a `#` in it is a comment like any other
 /// (taken as the scalar's text, a header comment vanished from the comment count).
 pub fn spans_its_header(src: &str, node: &Node) -> bool {
@@ -152,7 +152,11 @@ pub fn spans_its_header(src: &str, node: &Node) -> bool {
         return false;
     }
     let cs = props(src, node).content_start;
-    src.get(cs..).is_some_and(|t| t.starts_with(['|', '>'])) && !after_block_header(src, cs)
+    let end = (node.span.end as usize).max(cs);
+    // A document's block scalar is spanned from its properties to its last content line.
+    src.get(cs..end)
+        .is_some_and(|t| t.starts_with(['|', '>']) && !t.contains('\n'))
+        && !after_block_header(src, cs)
 }
 
 /// The end of a flow collection, just after its closing bracket. The loader's span stops at the

@@ -41,6 +41,20 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         if i > 0 || (lone_empty && n > 1) || empty_root {
             p.out.push_str("---\n");
         }
+        let mut after = doc.trailing.clone();
+        if doc
+            .root
+            .as_ref()
+            .is_some_and(|r| is_block_scalar(r) && !props(cst.src, r).alias)
+        {
+            // Every line after a document's block scalar, up to the next document, is its
+            // content: a comment printed there became text. They go above it.
+            let comments = after
+                .drain(..)
+                .filter(|i| matches!(i, Item::Comment(_)))
+                .collect();
+            p.leading(comments, 0, true);
+        }
         if let Some(root) = &doc.root {
             let mut path = vec![Seg::Doc(rules.doc_kind(root))];
             if empty_root {
@@ -54,7 +68,7 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
             }
         }
         p.flush_orphans();
-        p.leading(doc.trailing.clone(), 0, doc.root.is_none());
+        p.leading(after, 0, doc.root.is_none());
     }
     // Anything not printed yet (which a correct attachment never leaves) still must not be lost.
     let mut rest: Vec<(u32, String)> = Vec::new();
@@ -78,6 +92,27 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         p.out.push('\n');
     }
     p.out
+}
+
+/// A block scalar's indicator (`|`, `>-`, `|2+`…) on its header line: the first `|` or `>`
+/// token after which only blanks or a comment follow (a comment may hold `|` and `>`, and so
+/// may a quoted key before the header).
+fn block_indicator(line: &str) -> Option<&str> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let b = line.as_bytes();
+    (0..b.len()).find_map(|i| {
+        if !matches!(b[i], b'|' | b'>') || (i > 0 && !matches!(b[i - 1], b' ' | b'\t')) {
+            return None;
+        }
+        let tok_len = line[i + 1..]
+            .bytes()
+            .take_while(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-'))
+            .count();
+        let rest = line[i + 1 + tok_len..].trim_start_matches([' ', '\t']);
+        let blank_before_rest = rest.len() < line.len() - (i + 1 + tok_len);
+        (rest.is_empty() || (rest.starts_with('#') && blank_before_rest))
+            .then(|| &line[i..i + 1 + tok_len])
+    })
 }
 
 /// Whether a node prints as nothing: an empty plain scalar (a null written as nothing) without
@@ -719,12 +754,22 @@ impl<'s, 'r> Printer<'s, 'r> {
             };
         let header_src =
             &src[header_line_start..content_start.min(src.len()).max(header_line_start)];
-        let explicit = header_src.rfind(['|', '>']).is_some_and(|i| {
-            header_src[i + 1..]
-                .chars()
-                .take_while(|c| !c.is_whitespace())
-                .any(|c| c.is_ascii_digit())
-        });
+        let explicit =
+            block_indicator(header_src).is_some_and(|h| h.contains(|c: char| c.is_ascii_digit()));
+        // The loader's span ends at the last line's last non-blank, but blanks after it are
+        // content too (a content line holds no comment).
+        let end = if src
+            .as_bytes()
+            .get(end)
+            .is_some_and(|&b| b == b' ' || b == b'\t')
+        {
+            end + src[end..]
+                .bytes()
+                .take_while(|&b| b == b' ' || b == b'\t')
+                .count()
+        } else {
+            end
+        };
         let body = src.get(content_start.min(end)..end).unwrap_or("");
         let raw_lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
         let indent_of = |l: &str| l.len() - l.trim_start_matches(' ').len();
