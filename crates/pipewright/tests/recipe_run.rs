@@ -469,6 +469,14 @@ fn a_sub_recipe_the_runner_refuses_to_load_fails_the_step() {
         "{v}"
     );
     assert!(v["stores"].get("r").is_none(), "{v}");
+    // A sub-recipe's required input comes from the calling step, not the command line.
+    let (code, v) = run_json(d.path(), &["bad-child.yaml", "--var", "which=inputs.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "recipe `inputs` needs `topic` (declared `required` with no default): pass it in the calling step's `context:`",
+        "{v}"
+    );
 }
 
 #[test]
@@ -637,7 +645,12 @@ fn a_required_input_must_be_given() {
     let d = project();
     let o = run_in(d.path(), &["run", "inputs.yaml", "--format", "json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(stderr(&o).contains("`topic`"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("recipe `inputs` needs `topic`")
+            && stderr(&o).contains("--var NAME=VALUE"),
+        "{}",
+        text(&o)
+    );
     assert!(!stderr(&o).contains("`depth`"), "{}", text(&o));
 
     let (code, v) = run_json(d.path(), &["inputs.yaml", "--var", "topic=owls"]);

@@ -308,11 +308,21 @@ impl Exec {
             .map(|p| p.name.as_str())
             .collect();
         if !missing.is_empty() {
+            let them = if missing.len() == 1 { "it" } else { "them" };
+            // The root's inputs come from the command line; a sub-recipe's from its step.
+            let how = if f.depth == 0 {
+                format!("give {them} with --var NAME=VALUE or --input")
+            } else {
+                format!("pass {them} in the calling step's `context:`")
+            };
             return Err(format!(
-                "recipe `{}` needs {} (declared `required` with no default): give {} with --var NAME=VALUE or --input",
+                "recipe `{}` needs {} (declared `required` with no default): {how}",
                 f.workflow.name,
-                missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
-                if missing.len() == 1 { "it" } else { "them" }
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
             ));
         }
         let defaults: Context = f
