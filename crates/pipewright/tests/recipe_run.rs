@@ -508,6 +508,11 @@ fn a_gate_pauses_then_approve_and_resume_finish_the_run() {
     assert_eq!(v["pending"]["prompt"], "Approve plan-for-src\n?", "{v}");
     assert!(v["stores"].get("built").is_none(), "{v}");
 
+    // Without a decision a resume pauses again at the same gate.
+    let (code, again) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(3), "{again}");
+    assert_eq!(again["pending"], v["pending"], "{again}");
+
     let o = run_in(d.path(), &["approve", &id, "--message", "hi"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
@@ -530,6 +535,12 @@ fn a_denied_gate_fails_the_resume() {
     let (id, _) = pause(d.path(), "staged.yaml");
     let o = run_in(d.path(), &["deny", &id, "--reason", "nope"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The decision is made: neither a second deny nor an approve can change it.
+    for again in [&["deny", &id][..], &["approve", &id][..]] {
+        let o = run_in(d.path(), again);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(stderr(&o).contains("waits for no approval"), "{}", text(&o));
+    }
     let (code, r) = run_json(d.path(), &["--resume", &id]);
     assert_eq!(code, Some(1), "{r}");
     assert_eq!(r["status"], "failed", "{r}");
