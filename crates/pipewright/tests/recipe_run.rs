@@ -420,6 +420,21 @@ fn parallel_foreach_dispatches_a_container_itself_and_fails_each_iteration() {
     assert!(v["stores"].get("inner").is_none(), "{v}");
 }
 
+#[test]
+fn min_delay_ms_paces_parallel_agent_calls() {
+    let d = project();
+    let t0 = Instant::now();
+    let (code, v) = run_json(d.path(), &["rate-limit.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["got"].as_array().map(Vec::len), Some(4), "{v}");
+    // Four calls, each at least 300 ms after the previous one completed.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
 // ---- 5. sub-recipes ---------------------------------------------------------------------
 
 #[test]
