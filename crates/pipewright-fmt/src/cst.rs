@@ -61,6 +61,21 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
             flow: false,
         };
     }
+    if let NodeKind::Map(es) = &node.kind {
+        // A block mapping is spanned from its first key, properties included: `&a k: v`
+        // anchors the key, not the mapping.
+        if es
+            .first()
+            .is_some_and(|e| e.key.span.start == node.span.start)
+        {
+            return Props {
+                anchor: None,
+                alias: false,
+                content_start: start,
+                flow: false,
+            };
+        }
+    }
     let mut anchor = None;
     let mut i = 0usize;
     let bytes = text.as_bytes();
@@ -101,6 +116,41 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
         content_start: start + i,
         flow,
     }
+}
+
+/// Where a scalar ends. The loader spans a quoted scalar with properties (`&a "x"`,
+/// `!!str 'x'`) to the end of its line, over a comment after it, which then counted as
+/// text and was dropped: such a scalar ends at its closing quote.
+pub fn scalar_end(src: &str, node: &Node, p: &Props) -> usize {
+    let end = node.span.end as usize;
+    let quoted = matches!(&node.kind, NodeKind::Scalar(s)
+        if matches!(s.style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted));
+    if p.alias || !quoted || p.content_start <= node.span.start as usize {
+        return end;
+    }
+    closing_quote(src, p.content_start).map_or(end, |e| e.min(end).max(p.content_start))
+}
+
+/// The end of the quoted scalar starting at `start` (just after its closing quote).
+fn closing_quote(src: &str, start: usize) -> Option<usize> {
+    let b = src.as_bytes();
+    let q = *b.get(start)?;
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if q == b'"' => i += 2,
+            c if c == q => {
+                // `''` is an escaped quote inside single quotes.
+                if q == b'\'' && b.get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                } else {
+                    return Some(i + 1);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// Whether `at` starts a line's content (only blanks before it) whose previous non-blank line

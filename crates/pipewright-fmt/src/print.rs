@@ -2,7 +2,9 @@
 //! key, dialect key order, flow style only where it fits and holds no comment, minimal quoting,
 //! re-spaced R1 expressions, block scalars kept as block scalars.
 
-use crate::cst::{after_block_header, is_block_scalar, props, spans_its_header, Cst, Props};
+use crate::cst::{
+    after_block_header, is_block_scalar, props, scalar_end, spans_its_header, Cst, Props,
+};
 use crate::quote;
 use crate::rules::{DialectRules, Seg};
 use crate::trivia::{Item, Trivia};
@@ -115,6 +117,17 @@ fn block_indicator(line: &str) -> Option<&str> {
     })
 }
 
+/// Whether a scalar prints as its properties alone (`&a`, `!!str` over an empty value): as a
+/// key it needs a blank before its colon (`&a:` is the anchor `a:`).
+fn props_only(src: &str, n: &Node) -> bool {
+    n.as_scalar()
+        .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty())
+        && {
+            let p = props(src, n);
+            !p.alias && (p.anchor.is_some() || n.tag.is_some())
+        }
+}
+
 /// Whether a node prints as nothing: an empty plain scalar (a null written as nothing) without
 /// tag or anchor.
 fn prints_nothing(src: &str, n: &Node) -> bool {
@@ -162,6 +175,15 @@ impl<'s, 'r> Printer<'s, 'r> {
     fn col(&self) -> usize {
         let start = self.out.rfind('\n').map_or(0, |i| i + 1);
         self.out[start..].chars().count()
+    }
+
+    /// After a key: a blank when the key printed as properties alone (see [`props_only`]).
+    fn space_after_props_only(&mut self, key: &Node) {
+        if props_only(self.src, key) {
+            let kept = self.out.trim_end_matches(' ').len();
+            self.out.truncate(kept);
+            self.out.push(' ');
+        }
     }
 
     fn flush_orphans(&mut self) {
@@ -343,6 +365,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             let mut out = std::mem::take(&mut self.out);
             self.scalar_into(&e.key, path, false, true, &mut out);
             self.out = out;
+            self.space_after_props_only(&e.key);
             self.out.push(':');
             let key_trailing = self.triv.take_trailing(&e.key);
             path.push(Seg::Key(key_str(e)));
@@ -599,6 +622,9 @@ impl<'s, 'r> Printer<'s, 'r> {
                         out.push_str(", ");
                     }
                     self.scalar_into(&e.key, path, true, true, out);
+                    if props_only(self.src, &e.key) {
+                        out.push(' ');
+                    }
                     out.push_str(": ");
                     path.push(Seg::Key(key_str(e)));
                     let r = self.flow_into(&e.value, path, out, room);
@@ -654,7 +680,7 @@ impl<'s, 'r> Printer<'s, 'r> {
                 .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty());
         let raw = match self
             .src
-            .get(p.content_start..(n.span.end as usize).max(p.content_start))
+            .get(p.content_start..scalar_end(self.src, n, &p).max(p.content_start))
         {
             Some(r) if !empty => r,
             _ => "",

@@ -146,8 +146,9 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
     // Only a node starting with `*` can be an alias (see `props`), and only a collection
     // needs the rest of its properties (whether it is flow).
     let collection = matches!(n.kind, NodeKind::Seq(_) | NodeKind::Map(_));
-    let p =
-        (src.as_bytes().get(start) == Some(&b'*') || (flow && collection)).then(|| props(src, n));
+    // A scalar with properties may be quoted, and then its span may run past it.
+    let p = (matches!(src.as_bytes().get(start), Some(b'*' | b'&' | b'!')) || (flow && collection))
+        .then(|| props(src, n));
     if p.is_some_and(|p| p.alias) {
         return Some(Token {
             start,
@@ -168,7 +169,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
         NodeKind::Scalar(sc) => {
             (!n.span.is_empty() && !crate::cst::spans_its_header(src, n)).then(|| Token {
                 start,
-                end,
+                end: p.map_or(end, |p| crate::cst::scalar_end(src, n, &p)),
                 scalar: true,
                 keep: crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n"),
             })

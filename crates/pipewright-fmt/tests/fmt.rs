@@ -74,7 +74,9 @@ fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
     let mut at = 0usize;
     for line in first.output.split_inclusive('\n') {
         let body = line.trim_end_matches('\n');
-        let inside = blocks.iter().any(|&(s, e)| s <= at && at < e);
+        // The loader spans a block scalar from its first content character to its last
+        // non-blank one: a line meeting that range is content.
+        let inside = blocks.iter().any(|&(s, e)| s < at + body.len() && at <= e);
         assert!(
             body == body.trim_end() || inside,
             "{name}: trailing whitespace in {body:?}"
@@ -522,6 +524,23 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A content line starting with `|` or `>` is no header.
         ("a: |\n  |x\n", "a: |\n  |x\n"),
         ("a:\n- >\n  >x\n", "a:\n  - >\n    >x\n"),
+        // Blanks ending a block scalar's last line are content (the loader's span stops
+        // before them).
+        ("a: |\n  l  \nb: 1\n", "a: |\n  l  \nb: 1\n"),
+        ("a: >\n  x\n  l ", "a: >\n  x\n  l \n"),
+        // The indentation indicator is found before a header comment holding `>`.
+        ("a: |1 #>\n  -\n", "a: |2 #>\n   -\n"),
+        // Nothing after a document's block scalar is a comment: those before its end go above.
+        ("! | #\n", "#\n ! |-\n"),
+        // The loader spans a quoted scalar with properties over the comment after it.
+        ("a: &x \"y\" # c\n", "a: &x \"y\" # c\n"),
+        ("a: !!str 'y' # c\n", "a: !!str \"y\" # c\n"),
+        ("a: [!!str \"y\" # c\n ]\n", "a:\n  - !!str \"y\" # c\n"),
+        // A key of properties alone keeps a blank before its colon (`&a:` is the anchor
+        // `a:`), and its properties are the key's, not the mapping's.
+        ("&a : 1\n", "&a : 1\n"),
+        ("a: 1\n!!str : 2\n", "a: 1\n!!str : 2\n"),
+        ("x: {&a : 1, !!str : 2}\n", "x: {&a : 1, !!str : 2}\n"),
     ] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
