@@ -1,8 +1,9 @@
 //! The MEOW template dialect: TOML modules with workflow tables (`[main]`, `[[main.steps]]`).
-//! Recognised and formatted; checking, graph and run come with its crate.
+//! Checked and lowered for `graph` by `pipewright-meow`, formatted by `pipewright-fmt`; not run.
 
-use crate::{Dialect, NearMiss, Source, Verb};
-use pipewright_syntax::{Diagnostic, FileId, Span};
+use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
+use std::path::Path;
 
 pub struct Meow;
 
@@ -21,11 +22,14 @@ impl Dialect for Meow {
 
     fn detect(&self, src: &Source) -> bool {
         // A quick look for a table header that owns `steps` is enough to route the file.
-        src.extension() == "toml"
-            && src.text.lines().any(|l| {
-                let l = l.trim();
-                l.starts_with("[[") && l.ends_with(".steps]]") || l == "[main]"
-            })
+        // `.meow.toml` is MEOW's own file name; legacy `[meta]` files are routed here too so
+        // that check can say what the module format is.
+        src.path.to_string_lossy().ends_with(".meow.toml")
+            || src.extension() == "toml"
+                && src.text.lines().any(|l| {
+                    let l = l.trim();
+                    l.starts_with("[[") && l.ends_with(".steps]]") || l == "[main]"
+                })
     }
 
     /// Workflows own a `steps` array of tables; `[[main.step]]` is the near miss.
@@ -61,10 +65,47 @@ impl Dialect for Meow {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        verb == Verb::Fmt
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
+    }
+
+    fn lower(
+        &self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        _sources: &mut SourceMap,
+        _ctx: &Context,
+    ) -> Result<Lowered, Vec<Diagnostic>> {
+        pipewright_meow::lower_file(file, path, text).map(|program| Lowered { program, dot: None })
+    }
+
+    fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
+        Box::new(MeowChecker(Vec::new()))
     }
 
     fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
         pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Meow).map(|f| f.output)
+    }
+}
+
+/// Each module is checked on its own as it is added; the templates it references are read
+/// from disk for their interface (workflows, steps, variables).
+struct MeowChecker(Vec<Diagnostic>);
+
+impl Checker for MeowChecker {
+    fn add(
+        &mut self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        _sources: &mut SourceMap,
+        _diags: &mut Vec<Diagnostic>,
+    ) {
+        self.0
+            .extend(pipewright_meow::check_source(file, path, text));
+    }
+
+    fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
+        self.0
     }
 }

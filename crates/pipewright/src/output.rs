@@ -77,6 +77,7 @@ pub fn all_codes() -> Vec<CodeInfo> {
         pipewright_r1::CODES,
         pipewright_pipeline::codes::CODES,
         pipewright_recipe::CODES,
+        pipewright_meow::CODES,
         pipewright_run::codes::CODES,
         pipewright_fmt::CODES,
     ];

@@ -1,0 +1,42 @@
+//! `check` of every MEOW file in ../shared/corpus/meow in one process (target: under 10 ms).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.to_string_lossy().ends_with(".meow.toml") {
+            out.push(p);
+        }
+    }
+}
+
+fn corpus(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/meow");
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    if paths.is_empty() {
+        eprintln!("corpus not present; skipped");
+        return;
+    }
+    let texts: Vec<(PathBuf, String)> = paths
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
+        .collect();
+    c.bench_function(&format!("check {} corpus files", texts.len()), |b| {
+        b.iter(|| {
+            let mut sources = pipewright_syntax::SourceMap::new();
+            let mut n = 0;
+            for (p, t) in &texts {
+                n += pipewright_meow::check_file(&mut sources, p, t).len();
+            }
+            n
+        })
+    });
+}
+
+criterion_group!(benches, corpus);
+criterion_main!(benches);

@@ -1,0 +1,73 @@
+//! `pipewright check` for MEOW templates (`.meow.toml`): a loader that keeps the span of every
+//! key and value, the module/step/needs rules, template references, variables and agents, and
+//! the lowering into the IR for `graph`.
+
+mod ast;
+mod check;
+pub mod codes;
+pub mod lower;
+mod refs;
+mod steps;
+mod tree;
+mod vars;
+
+pub use codes::CODES;
+
+use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
+use std::path::Path;
+
+/// Checks one file, registered in `sources` under its path.
+pub fn check_file(sources: &mut SourceMap, path: &Path, text: &str) -> Vec<Diagnostic> {
+    let file = sources.add(path.display().to_string(), text);
+    check_source(file, path, text)
+}
+
+/// Checks one file already in the source map as `file`.
+pub fn check_source(file: FileId, path: &Path, text: &str) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut lib = refs::Library::default();
+    if let Some(module) = load(file, text, &mut diags) {
+        let mut cx = check::Ctx {
+            path,
+            text,
+            module: &module,
+            lib: &mut lib,
+            diags: &mut diags,
+        };
+        check::module(&mut cx);
+    }
+    pipewright_syntax::diagnostic::sort(&mut diags);
+    diags.dedup();
+    diags
+}
+
+fn load(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {
+    let root = match tree::parse(file, text) {
+        Ok(r) => r,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error("PW0001", e.span, format!("invalid TOML: {}", e.message))
+                    .with_label("here"),
+            );
+            return None;
+        }
+    };
+    ast::build(&root, Span::new(file, 0..0), diags)
+}
+
+/// Checks one file and lowers it for `graph`; `Err` holds the diagnostics when it has errors.
+pub fn lower_file(
+    file: FileId,
+    path: &Path,
+    text: &str,
+) -> Result<pipewright_ir::Program, Vec<Diagnostic>> {
+    let diags = check_source(file, path, text);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    let mut sink = Vec::new();
+    match load(file, text, &mut sink) {
+        Some(module) => Ok(lower::program(&module, file)),
+        None => Err(sink),
+    }
+}

@@ -1,0 +1,334 @@
+//! Variables (notes §1.4, §2): what an expansion passes against what its target declares, and
+//! every `{{…}}` reference against what is in scope where it is written.
+
+use crate::ast::{moved_cleanup, Step, Workflow};
+use crate::check::{strings, Ctx, Expansion};
+use crate::codes;
+use crate::steps;
+use crate::tree::Node;
+use pipewright_syntax::suggest::did_you_mean;
+use pipewright_syntax::{Diagnostic, Severity, Span};
+use std::collections::{BTreeSet, HashMap};
+
+/// Names the reference defines itself.
+pub const BUILTINS: [&str; 6] = [
+    "workflow_id",
+    "step_id",
+    "timestamp",
+    "date",
+    "time",
+    "__step_prefix__",
+];
+
+pub struct Scope<'a> {
+    pub wf: &'a Workflow,
+    /// Names a foreach of this file binds in this workflow (`item_var`, `index_var`).
+    pub extra: &'a [String],
+    pub closure: &'a HashMap<String, BTreeSet<String>>,
+}
+
+/// The variables an expansion passes must be declared by its target, and the target's
+/// required variables without default must be passed.
+/// Across files these are warnings: the project's copy of a library may lag the one `meow`
+/// finds first (a collection, `~/.meow/workflows`).
+pub fn passed(cx: &mut Ctx, x: &Expansion, wf: &Workflow, same_file: bool) {
+    let severity = if same_file {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let across = |d: Diagnostic| {
+        if same_file {
+            d
+        } else {
+            d.with_note("the workflow is in another file: a warning, since `meow` may load a different copy of it")
+        }
+    };
+    let mut given: Vec<&str> = Vec::new();
+    if x.step.executor() == "foreach" {
+        given.extend(
+            ["item_var", "index_var"]
+                .iter()
+                .filter_map(|k| x.step.table.get(k).and_then(Node::as_str)),
+        );
+    }
+    if let Some(vars) = x.variables {
+        for e in &vars.entries {
+            given.push(&e.key);
+            if e.key.starts_with("__") || wf.var(&e.key).is_some() {
+                continue;
+            }
+            if e.key.starts_with("cleanup_on_") {
+                cx.diags
+                    .push(moved_cleanup(&e.key, e.key_span, "steps.variables"));
+                continue;
+            }
+            let declared: Vec<&str> = wf.variables.iter().map(|v| v.name.as_str()).collect();
+            let d = Diagnostic::new(
+                severity,
+                codes::UNDECLARED_PASSED,
+                e.key_span,
+                format!(
+                    "workflow `{}` does not declare a variable `{}`",
+                    wf.name, e.key
+                ),
+            )
+            .with_label("not declared by the target")
+            .with_secondary(x.template.span, "expanded here")
+            .with_note(
+                "the reference rejects the expansion: every variable passed must be declared",
+            );
+            cx.diags.push(across(
+                match did_you_mean(&e.key, declared.iter().copied()) {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None if declared.is_empty() => {
+                        d.with_help(format!("declare it in `[{}.variables]`", wf.name))
+                    }
+                    None => d.with_help(format!("declared: {}", declared.join(", "))),
+                },
+            ));
+        }
+    }
+    for v in &wf.variables {
+        if v.required && v.default.is_none() && !given.contains(&v.name.as_str()) {
+            cx.diags.push(across(
+                Diagnostic::new(severity, codes::REQUIRED_NOT_SUPPLIED, x.template.span, format!("required variable `{}` of workflow `{}` is not passed", v.name, wf.name))
+                    .with_label(format!("expands `{}` without `{}`", wf.name, v.name))
+                    .with_note("an expansion passes only the variables it names; the caller's variables are not inherited")
+                    .with_help(format!("pass it: `variables = {{ {} = \"…\" }}`", v.name)),
+            ));
+        }
+    }
+}
+
+/// One `{{…}}` in a string.
+struct Reference<'t> {
+    inner: &'t str,
+    /// Byte offset of `{{` in the string's value.
+    at: usize,
+}
+
+fn references_in(s: &str) -> Vec<Reference<'_>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(open) = s[from..].find("{{") {
+        let start = from + open;
+        let body = &s[start + 2..];
+        let Some(close) = body.find("}}") else { break };
+        let inner = &body[..close];
+        if !inner.is_empty() && !inner.contains(['{', '}']) {
+            out.push(Reference { inner, at: start });
+            from = start + 2 + close + 2;
+        } else {
+            from = start + 2;
+        }
+    }
+    out
+}
+
+/// The span of the `n`-th occurrence of `needle` in the source text of `node`, else the node.
+fn span_of(text: &str, node: &Node, needle: &str, nth: usize) -> Span {
+    let raw = text.get(node.span.range()).unwrap_or("");
+    let mut from = 0;
+    for i in 0.. {
+        let Some(p) = raw[from..].find(needle) else {
+            break;
+        };
+        if i == nth {
+            let s = node.span.start as usize + from + p;
+            return Span::new(node.span.file, s..s + needle.len());
+        }
+        from += p + needle.len();
+    }
+    node.span
+}
+
+/// Keys whose text is never substituted.
+const NOT_SUBSTITUTED: [&str; 3] = ["description", "timeout", "mode"];
+
+pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
+    let mut nodes = Vec::new();
+    for e in &step.table.entries {
+        if NOT_SUBSTITUTED.contains(&e.key.as_str()) {
+            continue;
+        }
+        if step.executor() == "branch" && e.key.starts_with("on_") {
+            // Inline steps are checked below; only a template target's variables are baked.
+            if let Some(t) = e.value.as_table() {
+                if let Some(v) = t.get("variables") {
+                    if t.get("template").is_some() {
+                        strings(v, &mut nodes);
+                    }
+                }
+                if let Some(tpl) = t.get("template") {
+                    strings(tpl, &mut nodes);
+                }
+            }
+            continue;
+        }
+        if step.executor() == "foreach" && e.key == "variables" {
+            // Names the foreach binds are available to the template, not to its own variables.
+            let mut own = Vec::new();
+            strings(&e.value, &mut own);
+            for n in own {
+                check_string(cx, scope, step, n, false);
+            }
+            continue;
+        }
+        if e.key == "outputs" && step.executor() == "agent" {
+            continue;
+        }
+        strings(&e.value, &mut nodes);
+    }
+    for n in nodes {
+        check_string(cx, scope, step, n, false);
+    }
+    for inline in steps::inline_steps_of(step) {
+        let mut nodes = Vec::new();
+        for k in ["command", "prompt", "agent"] {
+            if let Some(n) = inline.table.get(k) {
+                strings(n, &mut nodes);
+            }
+        }
+        for n in nodes {
+            check_string(cx, scope, step, n, true);
+        }
+    }
+}
+
+fn check_string(cx: &mut Ctx, scope: &Scope, step: &Step, n: &Node, inline: bool) {
+    let Some(s) = n.as_str() else { return };
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for r in references_in(s) {
+        let _ = r.at;
+        let whole = &s[r.at..r.at + r.inner.len() + 4];
+        let nth = counts.entry(whole).or_default();
+        let span = span_of(cx.text, n, whole, *nth);
+        *nth += 1;
+        let inner = r.inner.trim();
+        let segs: Vec<&str> = inner.split('.').collect();
+        let out_at = (1..segs.len().saturating_sub(1)).find(|&i| segs[i] == "outputs");
+        match out_at {
+            Some(i) => output_ref(cx, scope, step, &segs[..i].join("."), segs[i + 1], span, inner != r.inner),
+            None if inline => cx.diags.push(
+                Diagnostic::warning(codes::INLINE_STEP, span, format!("`{{{{{inner}}}}}` is not substituted in an inline step"))
+                    .with_label("stays literal")
+                    .with_note("inline branch steps get no `{{variable}}` substitution; only `{{step.outputs.field}}` is filled in")
+                    .with_help("move the step into a workflow and use `template = \".name\"` with `variables`"),
+            ),
+            None => variable_ref(cx, scope, segs[0].trim(), span),
+        }
+    }
+}
+
+fn variable_ref(cx: &mut Ctx, scope: &Scope, root: &str, span: Span) {
+    if scope.wf.var(root).is_some()
+        || BUILTINS.contains(&root)
+        || scope.extra.iter().any(|e| e == root)
+    {
+        return;
+    }
+    let mut names: Vec<&str> = scope.wf.variables.iter().map(|v| v.name.as_str()).collect();
+    names.extend(scope.extra.iter().map(String::as_str));
+    let d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span, format!("undefined variable `{root}` in workflow `{}`", scope.wf.name))
+        .with_label("not declared")
+        .with_note("a workflow sees only its own declared variables, what a foreach binds and the built-ins; an expansion does not inherit the caller's variables");
+    cx.diags.push(match did_you_mean(root, names.iter().copied().chain(BUILTINS)) {
+        Some(c) => d.with_help(format!("did you mean `{c}`?")),
+        None => d.with_help(format!("declare it: `[{}.variables]` `{root} = {{ required = true }}`, and pass it from every expansion", scope.wf.name)),
+    });
+}
+
+fn output_ref(
+    cx: &mut Ctx,
+    scope: &Scope,
+    step: &Step,
+    target: &str,
+    field: &str,
+    span: Span,
+    spaced: bool,
+) {
+    if spaced {
+        cx.diags.push(
+            Diagnostic::warning(
+                codes::UNDEFINED_VARIABLE,
+                span,
+                "an output reference with spaces inside the braces is never filled in",
+            )
+            .with_label("stays literal")
+            .with_note("the reference matches output references without spaces only"),
+        );
+    }
+    let wf = scope.wf;
+    let deps = scope.closure.get(&step.id.text);
+    let known = wf.step(target);
+    let head = target.split('.').next().unwrap_or(target);
+    let into_expansion = known.is_none()
+        && target.contains('.')
+        && wf.step(head).is_some_and(|h| h.executor() == "expand");
+    if known.is_none() && !into_expansion {
+        let ids = wf.steps.iter().map(|s| s.id.text.as_str());
+        cx.diags.push(
+            Diagnostic::error(
+                codes::UNDEFINED_VARIABLE,
+                span,
+                format!(
+                    "no step `{target}` in workflow `{}` for this output reference",
+                    wf.name
+                ),
+            )
+            .with_label("unknown step")
+            .with_note("an unresolved output reference is left in the text literally")
+            .with_optional_help(did_you_mean(target, ids).map(|c| format!("did you mean `{c}`?"))),
+        );
+        return;
+    }
+    if target != step.id.text && !deps.is_some_and(|d| d.contains(target)) {
+        cx.diags.push(
+            Diagnostic::warning(codes::OUTPUT_NOT_DEPENDENCY, span, format!("step `{}` reads outputs of `{target}` without needing it", step.id.text))
+                .with_label("may not have run yet")
+                .with_note("outputs are filled in when the step is dispatched; if `{target}` has not finished, the reference stays literal")
+                .with_help(format!("add `\"{target}\"` to the `needs` of `{}`", step.id.text)),
+        );
+    }
+    let Some(src) = known else { return };
+    let declared: Option<Vec<&str>> = match src.executor() {
+        "shell" | "branch" => {
+            let key = if src.executor() == "shell" && src.table.get("shell_outputs").is_none() {
+                "outputs"
+            } else {
+                "shell_outputs"
+            };
+            let mut v: Vec<&str> = vec!["outcome", "exit_code", "error"];
+            if let Some(t) = src.table.get(key).and_then(Node::as_table) {
+                v.extend(t.entries.iter().map(|e| e.key.as_str()));
+            }
+            Some(v)
+        }
+        // Agents record whatever `meow done` sends; undeclared keys are kept.
+        "agent" => src
+            .table
+            .get("outputs")
+            .and_then(Node::as_table)
+            .map(|t| t.entries.iter().map(|e| e.key.as_str()).collect()),
+        _ => Some(Vec::new()),
+    };
+    let Some(declared) = declared else { return };
+    if !declared.contains(&field) {
+        let d = Diagnostic::warning(
+            codes::UNDECLARED_OUTPUT,
+            span,
+            format!("step `{target}` does not declare an output `{field}`"),
+        )
+        .with_label("undeclared output");
+        cx.diags.push(if declared.is_empty() {
+            d.with_note(format!("a `{}` step records no outputs", src.executor()))
+        } else {
+            d.with_note(format!("it declares: {}", declared.join(", ")))
+                .with_optional_help(
+                    did_you_mean(field, declared.iter().copied())
+                        .map(|c| format!("did you mean `{c}`?")),
+                )
+        });
+    }
+}
