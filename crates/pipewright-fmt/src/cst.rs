@@ -53,7 +53,17 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
     }
     // An alias's span is its `*name` token. A block scalar's span starts at its first content
     // line, which may start with `*` too (`|` then `**/.git/**`): that is no alias.
-    if text.starts_with('*') && !(is_block_scalar(node) && after_block_header(src, start)) {
+    // No properties either when it starts with `&` or `!`.
+    let content_line = is_block_scalar(node) && after_block_header(src, start);
+    if content_line {
+        return Props {
+            anchor: None,
+            alias: false,
+            content_start: start,
+            flow: false,
+        };
+    }
+    if text.starts_with('*') {
         return Props {
             anchor: None,
             alias: true,
@@ -187,6 +197,19 @@ pub(crate) fn after_block_header(src: &str, at: usize) -> bool {
                 .all(|b| b.is_ascii_digit() || b == b'+' || b == b'-');
     }
     false
+}
+
+/// Whether a node prints as nothing: an empty plain scalar (a null written as nothing) without
+/// tag or anchor. The loader may span it over the character after it (`{k}`, `? `), so it is
+/// no token either.
+pub fn prints_nothing(src: &str, n: &Node) -> bool {
+    n.tag.is_none()
+        && n.as_scalar()
+            .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty())
+        && {
+            let p = props(src, n);
+            !p.alias && p.anchor.is_none()
+        }
 }
 
 pub fn is_block_scalar(node: &Node) -> bool {

@@ -3,7 +3,8 @@
 //! re-spaced R1 expressions, block scalars kept as block scalars.
 
 use crate::cst::{
-    after_block_header, is_block_scalar, props, scalar_end, spans_its_header, Cst, Props,
+    after_block_header, is_block_scalar, prints_nothing, props, scalar_end, spans_its_header, Cst,
+    Props,
 };
 use crate::quote;
 use crate::rules::{DialectRules, Seg};
@@ -96,6 +97,15 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
     p.out
 }
 
+/// Whether a block scalar's span `cs..end` reaches into its content lines (and not only its
+/// header, as for a scalar without content).
+fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
+    src.get(cs..end).is_some_and(|t| !t.is_empty())
+        && !(src[cs..].starts_with(['|', '>'])
+            && !after_block_header(src, cs)
+            && !src[cs..end].contains('\n'))
+}
+
 /// A block scalar's indicator (`|`, `>-`, `|2+`…) on its header line: the first `|` or `>`
 /// token after which only blanks or a comment follow (a comment may hold `|` and `>`, and so
 /// may a quoted key before the header).
@@ -126,17 +136,6 @@ fn props_only(src: &str, n: &Node) -> bool {
             let p = props(src, n);
             !p.alias && (p.anchor.is_some() || n.tag.is_some())
         }
-}
-
-/// Whether a node prints as nothing: an empty plain scalar (a null written as nothing) without
-/// tag or anchor.
-fn prints_nothing(src: &str, n: &Node) -> bool {
-    let p = props(src, n);
-    !p.alias
-        && p.anchor.is_none()
-        && n.tag.is_none()
-        && n.as_scalar()
-            .is_some_and(|s| s.style == ScalarStyle::Plain && s.text.is_empty())
 }
 
 /// Where a flow attempt's text starts in the output and how many characters fit.
@@ -232,7 +231,8 @@ impl<'s, 'r> Printer<'s, 'r> {
             || p.flow
             || (matches!(n.kind, NodeKind::Scalar(_))
                 && !n.span.is_empty()
-                && !spans_its_header(self.src, n))
+                && !spans_its_header(self.src, n)
+                && !prints_nothing(self.src, n))
     }
 
     fn ordered<'n>(&self, node: &'n Node, path: &[Seg]) -> Vec<&'n Entry> {
@@ -783,15 +783,13 @@ impl<'s, 'r> Printer<'s, 'r> {
         let explicit =
             block_indicator(header_src).is_some_and(|h| h.contains(|c: char| c.is_ascii_digit()));
         // The loader's span ends at the last line's last non-blank, but blanks after it are
-        // content too (a content line holds no comment).
-        let end = if src
-            .as_bytes()
-            .get(end)
-            .is_some_and(|&b| b == b' ' || b == b'\t')
-        {
+        // content too (a content line holds no comment), and so are lines of blanks after it
+        // deeper than the indentation: the lines of blanks are taken, and those that are no
+        // content are dropped below.
+        let end = if body_ends_with_content(src, cs, end) {
             end + src[end..]
                 .bytes()
-                .take_while(|&b| b == b' ' || b == b'\t')
+                .take_while(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
                 .count()
         } else {
             end
@@ -811,6 +809,12 @@ impl<'s, 'r> Printer<'s, 'r> {
             let mut nonblank = nonblank;
             match (nonblank.next().map(|l| indent_of(l)), kept) {
                 (Some(ind), Some(kept)) if ind >= kept => Some(ind - kept),
+                // Only lines of blanks: the first that holds some says how many are content.
+                (None, _) => raw_lines
+                    .iter()
+                    .zip(sc.text.split('\n'))
+                    .find(|(_, v)| !v.is_empty())
+                    .map(|(r, v)| r.len().saturating_sub(v.len())),
                 (first, _) => first,
             }
         } else {
@@ -820,7 +824,8 @@ impl<'s, 'r> Printer<'s, 'r> {
         let mut lines: Vec<String> = raw_lines
             .iter()
             .map(|l| {
-                if l.trim().is_empty() && indent_of(l) <= n_ind {
+                // A line of blanks longer than the indentation is content (a tab too).
+                if l.trim().is_empty() && l.len() <= n_ind {
                     String::new()
                 } else if indent_of(l) >= n_ind {
                     l[n_ind..].to_string()
@@ -831,6 +836,11 @@ impl<'s, 'r> Printer<'s, 'r> {
             .collect();
         if body.is_empty() {
             lines.clear();
+        }
+        // The empty lines taken after the last content line are not content: the chomping
+        // below says how many line breaks end the value.
+        while lines.len() > 1 && lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
         }
         let trailing_nl = sc.text.len() - sc.text.trim_end_matches('\n').len();
         if trailing_nl == sc.text.len() {

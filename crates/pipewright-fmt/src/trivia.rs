@@ -167,7 +167,10 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
     };
     match &n.kind {
         NodeKind::Scalar(sc) => {
-            (!n.span.is_empty() && !crate::cst::spans_its_header(src, n)).then(|| Token {
+            let no_token = n.span.is_empty()
+                || crate::cst::spans_its_header(src, n)
+                || crate::cst::prints_nothing(src, n);
+            (!no_token).then(|| Token {
                 start,
                 end: p.map_or(end, |p| crate::cst::scalar_end(src, n, &p)),
                 scalar: true,

@@ -70,7 +70,14 @@ fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
         .unwrap_or_else(|e| panic!("{name}: values changed: {e}"));
     // Trailing blanks only where they are a block scalar's content (a line of spaces deeper
     // than the scalar's indentation is part of its value).
-    let blocks = block_scalar_spans(&after);
+    // Lines of blanks after a block scalar's last non-blank may be its content too.
+    let blocks: Vec<(usize, usize)> = block_scalar_spans(&after)
+        .into_iter()
+        .map(|(s, e)| {
+            let rest = first.output.get(e..).unwrap_or("");
+            (s, e + rest.len() - rest.trim_start().len())
+        })
+        .collect();
     let mut at = 0usize;
     for line in first.output.split_inclusive('\n') {
         let body = line.trim_end_matches('\n');
@@ -541,6 +548,16 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("&a : 1\n", "&a : 1\n"),
         ("a: 1\n!!str : 2\n", "a: 1\n!!str : 2\n"),
         ("x: {&a : 1, !!str : 2}\n", "x: {&a : 1, !!str : 2}\n"),
+        // A line of blanks deeper than the indentation after the last content line is
+        // content; so is one under an indentation indicator with no other content.
+        ("|\ns\n ", " |\n  s\n   \n"),
+        // (The comment scan also sees a line of blanks there, which becomes a blank line.)
+        ("a: |\n  s\n     \nb: 1\n", "a: |\n  s\n     \n\nb: 1\n"),
+        ("|1\n  ", " |2\n   \n"),
+        // A content line starting with `&` holds no anchor.
+        ("|\n&", " |\n  &\n"),
+        // An empty key spanned over the next `?` took the comment before it.
+        ("?\n#\n?\n", ":\n:\n#\n"),
     ] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
