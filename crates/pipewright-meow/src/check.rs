@@ -168,7 +168,7 @@ fn problem(module: &Module, t: &Text, p: Problem) -> Diagnostic {
                     "a bare name is a file; for the workflow of this file write `.{}`",
                     t.text
                 ));
-            } else {
+            } else if bare || !t.text.starts_with('.') {
                 d = d.with_help("bare references resolve in the project's `.meow/workflows/`; pipewright does not look in `~/.meow/workflows` or the templates built into `meow`");
             }
             d

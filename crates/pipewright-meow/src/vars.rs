@@ -287,7 +287,7 @@ fn output_ref(
         cx.diags.push(
             Diagnostic::warning(codes::OUTPUT_NOT_DEPENDENCY, span, format!("step `{}` reads outputs of `{target}` without needing it", step.id.text))
                 .with_label("may not have run yet")
-                .with_note("outputs are filled in when the step is dispatched; if `{target}` has not finished, the reference stays literal")
+                .with_note(format!("outputs are filled in when the step is dispatched; if `{target}` has not finished, the reference stays literal"))
                 .with_help(format!("add `\"{target}\"` to the `needs` of `{}`", step.id.text)),
         );
     }

@@ -1,0 +1,155 @@
+//! Snapshots of the diagnostics for every `testdata/meow/err` file; every `ok` file is clean;
+//! every code is exercised and documented.
+
+use pipewright_syntax::{Diagnostic, SourceMap};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn testdata(kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/meow")
+        .join(kind);
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn check(path: &Path) -> (SourceMap, Vec<Diagnostic>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut sources = SourceMap::new();
+    let diags = pipewright_meow::check_file(&mut sources, path, &text);
+    (sources, diags)
+}
+
+/// `line:col code severity message`, then indented label, secondary labels, notes and help.
+fn render(sources: &SourceMap, diags: &[Diagnostic], root: &Path) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let pos = |sp: pipewright_syntax::Span| {
+            sources.get(sp.file).map_or("?".to_string(), |f| {
+                let lc = f.line_col(sp.start as usize);
+                let name = Path::new(&f.name)
+                    .strip_prefix(root)
+                    .map_or(f.name.clone(), |p| p.display().to_string());
+                format!("{name}:{}:{}", lc.line, lc.col)
+            })
+        };
+        let text = sources.get(d.span().file).map_or("", |f| f.slice(d.span()));
+        out.push_str(&format!(
+            "{} {} {} {}\n",
+            pos(d.span()),
+            d.code,
+            d.severity.as_str(),
+            d.message
+        ));
+        out.push_str(&format!(
+            "    label: {} `{}`\n",
+            d.primary.message,
+            text.lines().next().unwrap_or("")
+        ));
+        for s in &d.secondary {
+            out.push_str(&format!("    secondary: {} {}\n", pos(s.span), s.message));
+        }
+        for n in &d.notes {
+            out.push_str(&format!("    note: {n}\n"));
+        }
+        if let Some(h) = &d.help {
+            out.push_str(&format!("    help: {h}\n"));
+        }
+    }
+    out
+}
+
+#[test]
+fn err_files_snapshot() {
+    let files = testdata("err");
+    assert!(files.len() >= 32, "testdata/meow/err is missing");
+    for path in files {
+        let (sources, diags) = check(&path);
+        assert!(
+            diags.iter().any(|d| d.code.starts_with("PW06")),
+            "{} produced no MEOW diagnostic",
+            path.display()
+        );
+        let root = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let prefix = format!("{}/", root.display());
+        insta::assert_snapshot!(name, render(&sources, &diags, &root).replace(&prefix, ""));
+    }
+}
+
+#[test]
+fn ok_files_are_clean() {
+    let files = testdata("ok");
+    assert!(!files.is_empty());
+    for path in files {
+        let (sources, diags) = check(&path);
+        assert!(
+            diags.is_empty(),
+            "{}:\n{}",
+            path.display(),
+            render(&sources, &diags, Path::new(""))
+        );
+    }
+}
+
+#[test]
+fn every_code_has_an_err_file_that_emits_it() {
+    let mut emitted = BTreeSet::new();
+    for path in testdata("err") {
+        emitted.extend(check(&path).1.iter().map(|d| d.code));
+    }
+    for c in pipewright_meow::CODES {
+        assert!(emitted.contains(c.code), "no testdata emits {}", c.code);
+        let stem = format!("{}-", c.code);
+        assert!(
+            testdata("err").iter().any(|p| p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&stem))),
+            "no err file named for {}",
+            c.code
+        );
+    }
+}
+
+#[test]
+fn codes_in_source_match_the_table() {
+    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut used = BTreeSet::new();
+    for e in std::fs::read_dir(&src_dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let b = text.as_bytes();
+        for i in 0..b.len().saturating_sub(6) {
+            if &b[i..i + 4] == b"PW06" && b[i + 4].is_ascii_digit() && b[i + 5].is_ascii_digit() {
+                used.insert(text[i..i + 6].to_string());
+            }
+        }
+    }
+    let table: BTreeSet<String> = pipewright_meow::CODES
+        .iter()
+        .map(|c| c.code.to_string())
+        .collect();
+    assert_eq!(used, table);
+    for c in pipewright_meow::CODES {
+        assert!(
+            c.explanation.starts_with(&format!("# {}", c.code)),
+            "{} explanation heading",
+            c.code
+        );
+        assert!(
+            c.explanation.contains("Wrong:") && c.explanation.contains("Right:"),
+            "{} explanation needs Wrong:/Right:",
+            c.code
+        );
+    }
+}
