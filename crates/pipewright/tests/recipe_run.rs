@@ -819,6 +819,44 @@ fn sigterm_cancels_the_run_and_resume_finishes_it() {
     assert_eq!(log.iter().filter(|l| *l == "spin-0").count(), 1, "{log:?}");
 }
 
+/// Iteration 2 finishes while iteration 1 still runs and nothing else starts after it: its
+/// landing must reach the store then, not wait for a next step that never comes before the kill.
+#[test]
+fn kill_9_keeps_a_parallel_iteration_that_finished_beside_a_slow_one() {
+    let d = project();
+    let mut child = spawn_run(d.path(), &["parallel-kill.yaml"]);
+    wait_for(Duration::from_secs(20), "end-0.2", || {
+        log_lines(d.path())
+            .iter()
+            .any(|l| l == "end-0.2")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    let o = finish(child);
+    assert_eq!(o.status.code(), None, "killed by a signal: {}", text(&o));
+    let id = {
+        let o = run_in(d.path(), &["runs", "--format", "json"]);
+        parse(&o)[0]["run_id"].as_str().unwrap_or("?").to_string()
+    };
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["each"], json!([0.1, 2, 0.2]), "{v}");
+    let log = log_lines(d.path());
+    for (line, n) in [
+        ("start-0.1", 1),
+        ("start-0.2", 1),
+        ("start-2", 2),
+        ("end-2", 1),
+    ] {
+        assert_eq!(
+            log.iter().filter(|l| *l == line).count(),
+            n,
+            "{line}: {log:?}"
+        );
+    }
+}
+
 // ---- 9. the corpus ----------------------------------------------------------------------
 
 /// Recipes of the corpus that cannot run here, with why and the error they must fail with.

@@ -895,7 +895,9 @@ impl Exec {
                 let done = self.action(f, &copy, inner, &ikey, precounted).await?;
                 let mut m = indexmap::IndexMap::new();
                 m.insert("result".to_string(), done.result.clone());
-                self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), false)
+                // Committed now: an iteration can finish while the others still run, with no
+                // next side effect to commit it before a kill.
+                self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), true)
                     .map_err(|e| self.fail(&ikey, node, codes::STORE, e))?;
                 Ok::<Value, Stop>(done.result)
             }
