@@ -1,0 +1,123 @@
+//! `pipewright check` and `graph` on MEOW templates through the real binary.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn meow_files(kind: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(testdata("meow").join(kind))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".meow.toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn ok_fixtures_check_clean() {
+    let files = meow_files("ok");
+    assert!(!files.is_empty());
+    for f in files {
+        let o = run_in(&testdata("meow").join("ok"), &["check", &f]);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", text(&o));
+        assert!(!stdout(&o).contains("PW0007"), "{f}");
+    }
+}
+
+#[test]
+fn err_fixtures_exit_1_only_with_errors() {
+    let mut failing = 0;
+    for f in meow_files("err") {
+        let o = run_in(
+            &testdata("meow").join("err"),
+            &["check", "--format", "json", &f],
+        );
+        let out = stdout(&o);
+        let has_error =
+            out.contains("\"severity\": \"error\"") || out.contains("\"severity\":\"error\"");
+        let want = if has_error { 1 } else { 0 };
+        failing += want;
+        assert_eq!(o.status.code(), Some(want), "{f}: {}", text(&o));
+        assert!(out.contains("PW06"), "{f}: no MEOW code in {out}");
+    }
+    assert!(failing >= 20, "only {failing} err fixtures fail the check");
+}
+
+#[test]
+fn warnings_alone_exit_0() {
+    let o = run_in(
+        &testdata("meow").join("err"),
+        &["check", "PW0631-unknown-adapter.meow.toml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("PW0631"));
+}
+
+#[test]
+fn legacy_format_is_an_error_that_names_the_module_format() {
+    let o = run_in(
+        &testdata("meow").join("err"),
+        &["check", "PW0600-legacy.meow.toml"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("[[main.steps]]"), "{}", text(&o));
+}
+
+#[test]
+fn graph_json_has_clusters_executors_needs_and_outcomes() {
+    let o = run_in(
+        &testdata("meow").join("ok"),
+        &["graph", "--format", "json", "all-executors.meow.toml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let wfs = v["workflows"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = wfs.iter().filter_map(|w| w["name"].as_str()).collect();
+    assert_eq!(names, ["main", "per-task", "finish"]);
+    assert!(wfs.iter().all(|w| w["dialect"] == "meow"));
+    let main = &wfs[0]["body"];
+    let kinds: Vec<(&str, &str)> = main["nodes"]
+        .as_array()
+        .map(|n| {
+            n.iter()
+                .map(|n| {
+                    (
+                        n["name"].as_str().unwrap_or(""),
+                        n["kind"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        kinds,
+        [
+            ("prepare", "shell"),
+            ("spawn", "spawn"),
+            ("work", "agent"),
+            ("setup", "call"),
+            ("each", "call"),
+            ("check", "match"),
+            ("stop", "kill"),
+        ]
+    );
+    let edges = main["edges"].as_array().cloned().unwrap_or_default();
+    assert!(edges.iter().any(|e| e["kind"] == "needs"), "{edges:?}");
+    let out = stdout(&o);
+    assert!(
+        out.contains("\"true\"") && out.contains("\"false\""),
+        "branch outcomes missing: {out}"
+    );
+}
+
+#[test]
+fn graph_of_a_file_with_errors_fails() {
+    let o = run_in(
+        &testdata("meow").join("err"),
+        &["graph", "PW0618-needs-cycle.meow.toml"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
