@@ -30,6 +30,7 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         triv,
         out: String::with_capacity(cst.src.len() + cst.src.len() / 8),
         orphans: Vec::new(),
+        kept_end: 0,
     };
     let n = cst.docs.len();
     for (i, doc) in cst.docs.iter().enumerate() {
@@ -90,9 +91,14 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         p.out.push('\n');
     }
     let trimmed = p.out.trim_end_matches('\n').len();
-    p.out.truncate(trimmed);
-    if !p.out.is_empty() {
-        p.out.push('\n');
+    if trimmed < p.kept_end {
+        // The file ends with a keeping block scalar's empty lines (it ends in a line break).
+        p.out.truncate(p.kept_end);
+    } else {
+        p.out.truncate(trimmed);
+        if !p.out.is_empty() {
+            p.out.push('\n');
+        }
     }
     p.out
 }
@@ -100,10 +106,11 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
 /// Whether a block scalar's span `cs..end` reaches into its content lines (and not only its
 /// header, as for a scalar without content).
 fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
-    src.get(cs..end).is_some_and(|t| !t.is_empty())
-        && !(src[cs..].starts_with(['|', '>'])
-            && !after_block_header(src, cs)
-            && !src[cs..end].contains('\n'))
+    // An empty span at a content line is the position of content that is all blanks.
+    src.get(cs..end).is_some_and(|t| {
+        !(t.starts_with(['|', '>']) && !after_block_header(src, cs) && !t.contains('\n'))
+            && (!t.is_empty() || after_block_header(src, cs))
+    })
 }
 
 /// A block scalar's indicator (`|`, `>-`, `|2+`…) on its header line: the first `|` or `>`
@@ -160,6 +167,9 @@ struct Printer<'s, 'r> {
     out: String,
     /// Comments that could not be placed where they were (printed at the document's end).
     orphans: Vec<String>,
+    /// The end of the last block scalar printed with `+` chomping: its empty lines are its
+    /// value, and the file's final newlines are trimmed only after it.
+    kept_end: usize,
 }
 
 fn key_str(e: &Entry) -> &str {
@@ -201,7 +211,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             match it {
                 Item::Blank => blank = true,
                 Item::Comment(c) => {
-                    if blank && (any || !first) {
+                    if blank && (any || !first) && !self.after_kept() {
                         self.out.push('\n');
                     }
                     blank = false;
@@ -212,9 +222,15 @@ impl<'s, 'r> Printer<'s, 'r> {
                 }
             }
         }
-        if blank && (any || !first) && !self.out.is_empty() {
+        if blank && (any || !first) && !self.out.is_empty() && !self.after_kept() {
             self.out.push('\n');
         }
+    }
+
+    /// Whether the output ends with a keeping block scalar, whose value a blank line printed
+    /// now would lengthen (its own empty lines are printed with it).
+    fn after_kept(&self) -> bool {
+        self.kept_end > 0 && self.out.len() == self.kept_end
     }
 
     fn comment_lines(&mut self, comments: &[String], indent: usize) {
@@ -424,6 +440,9 @@ impl<'s, 'r> Printer<'s, 'r> {
                     self.out.push_str(&l);
                 }
                 self.out.push('\n');
+            }
+            if header.ends_with('+') {
+                self.kept_end = self.out.len();
             }
             return;
         }

@@ -556,6 +556,13 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("|1\n  ", " |2\n   \n"),
         // A content line starting with `&` holds no anchor.
         ("|\n&", " |\n  &\n"),
+        ("|1\n   ", " |2\n    \n"),
+        // A keeping block scalar's empty lines are its value: not trimmed at the end of the
+        // file, and no blank line is added after them.
+        ("a: |+\n\n\n", "a: |+\n\n\n"),
+        ("a: |+ #c\n\n\nb: 1\n", "a: |+ #c\n\n\nb: 1\n"),
+        ("|\n  A\n  ", " |+\n  A\n\n"),
+        ("a: |+\n  x\n\n# c\nb: 1\n", "a: |+\n  x\n\n# c\nb: 1\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
     ] {
