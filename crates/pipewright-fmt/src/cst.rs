@@ -98,8 +98,9 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
         if c != b'&' && c != b'!' {
             break;
         }
+        // An anchor or tag also ends at a flow indicator (`&a{}` is the anchor `a` on `{}`).
         let tok_end = text[i..]
-            .find([' ', '\t', '\r', '\n'])
+            .find([' ', '\t', '\r', '\n', ',', '[', ']', '{', '}'])
             .map_or(text.len(), |j| i + j);
         if c == b'&' {
             anchor = text.get(i + 1..tok_end);

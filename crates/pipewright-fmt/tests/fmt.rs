@@ -563,6 +563,9 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("a: |+ #c\n\n\nb: 1\n", "a: |+ #c\n\n\nb: 1\n"),
         ("|\n  A\n  ", " |+\n  A\n\n"),
         ("a: |+\n  x\n\n# c\nb: 1\n", "a: |+\n  x\n\n# c\nb: 1\n"),
+        // An anchor ends at a flow indicator.
+        ("x: &a[1]\n", "x: &a [1]\n"),
+        ("&|{}", " &| {}\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
     ] {
