@@ -318,9 +318,11 @@ pub enum NodeKind {
     Kill {
         target: String,
     },
-    /// Instantiates a template workflow at run time (MEOW `expand`).
+    /// Instantiates a template workflow at run time (MEOW `expand`; with `foreach`, once per
+    /// item).
     Expand {
-        template: String,
+        call: CallRef,
+        foreach: bool,
     },
     /// Ends the workflow with an outcome.
     Exit {
@@ -348,6 +350,7 @@ impl NodeKind {
             NodeKind::Loop(_) => "loop",
             NodeKind::Spawn { .. } => "spawn",
             NodeKind::Kill { .. } => "kill",
+            NodeKind::Expand { foreach: true, .. } => "foreach",
             NodeKind::Expand { .. } => "expand",
             NodeKind::Exit { .. } => "exit",
         }
@@ -379,7 +382,7 @@ impl NodeKind {
     /// The workflows this node may run, with the case label for a match.
     pub fn calls(&self) -> Vec<(Option<&str>, &CallRef)> {
         match self {
-            NodeKind::Call(c) => vec![(None, c)],
+            NodeKind::Call(c) | NodeKind::Expand { call: c, .. } => vec![(None, c)],
             NodeKind::Match { cases, default, .. } => {
                 let mut v: Vec<(Option<&str>, &CallRef)> = cases
                     .iter()
@@ -585,7 +588,7 @@ impl Node {
             },
             NodeKind::Spawn { agent } => agent.clone(),
             NodeKind::Kill { target } => target.clone(),
-            NodeKind::Expand { template } => template.clone(),
+            NodeKind::Expand { call, .. } => format!("→ {}", call.target),
             NodeKind::Exit { outcome } => outcome.clone().unwrap_or_default(),
         };
         truncate(&collapse_ws(&s), 48)

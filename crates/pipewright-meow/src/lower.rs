@@ -1,6 +1,6 @@
 //! MEOW modules lowered into the IR for `graph`: one workflow per module workflow, one node per
-//! step (its id, its executor's kind), `needs` as `Needs` edges. Expand and foreach steps are
-//! calls of the workflow they instantiate; a branch is a match whose cases are its outcomes.
+//! step (its id, its executor's kind), `needs` as `Needs` edges. Expand and foreach steps link
+//! to the workflow they instantiate; a branch is a match whose cases are its outcomes.
 
 use crate::ast::{Module, Step, Workflow};
 use crate::tree::Node as TNode;
@@ -134,7 +134,12 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         },
         "expand" | "foreach" => {
             let span = s.table.get("template").map_or(s.span, |n| n.span);
-            NodeKind::Call(call(&get("template"), span, ids))
+            let mut c = call(&get("template"), span, ids);
+            c.pass = passed(s.table.get("variables"));
+            NodeKind::Expand {
+                call: c,
+                foreach: s.executor() == "foreach",
+            }
         }
         "branch" => {
             let cases = ["on_true", "on_false", "on_timeout"]
@@ -143,7 +148,11 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
                     let e = s.table.entry(k)?;
                     let t = e.value.as_table()?;
                     let target = match t.get("template").and_then(TNode::as_str) {
-                        Some(tpl) => call(tpl, e.value.span, ids),
+                        Some(tpl) => {
+                            let mut c = call(tpl, e.value.span, ids);
+                            c.pass = passed(t.get("variables"));
+                            c
+                        }
                         None => {
                             let n = t
                                 .get("inline")
@@ -178,4 +187,24 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         output: None,
         condition: None,
     }
+}
+
+/// The variables an expansion passes, as the texts written.
+fn passed(vars: Option<&TNode>) -> Vec<(String, Expr)> {
+    let Some(t) = vars.and_then(TNode::as_table) else {
+        return Vec::new();
+    };
+    t.entries
+        .iter()
+        .map(|e| {
+            let src = match e.value.as_str() {
+                Some(s) => s.to_string(),
+                None => e.value.to_json().to_string(),
+            };
+            (
+                e.key.clone(),
+                Expr::text(Lang::MeowTemplate, src, e.value.span, ScalarStyle::Plain),
+            )
+        })
+        .collect()
 }

@@ -98,8 +98,8 @@ fn graph_json_has_clusters_executors_needs_and_outcomes() {
             ("prepare", "shell"),
             ("spawn", "spawn"),
             ("work", "agent"),
-            ("setup", "call"),
-            ("each", "call"),
+            ("setup", "expand"),
+            ("each", "foreach"),
             ("check", "match"),
             ("stop", "kill"),
         ]

@@ -106,7 +106,9 @@ fn style(kind: &NodeKind) -> &'static str {
         NodeKind::Tool { .. } | NodeKind::Shell { .. } | NodeKind::Command(_) => {
             ", style=filled, fillcolor=\"#fdf3d8\""
         }
-        NodeKind::Call(_) | NodeKind::SubWorkflow(_) => ", shape=component",
+        NodeKind::Call(_) | NodeKind::SubWorkflow(_) | NodeKind::Expand { .. } => {
+            ", shape=component"
+        }
         NodeKind::Match { .. } => ", shape=hexagon",
         NodeKind::Fold { .. }
         | NodeKind::ForEach { .. }

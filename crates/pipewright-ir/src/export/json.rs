@@ -354,7 +354,9 @@ fn details(kind: &NodeKind) -> Value {
         },
         NodeKind::Spawn { agent } => json!({"agent": agent}),
         NodeKind::Kill { target } => json!({"target": target}),
-        NodeKind::Expand { template } => json!({"template": template}),
+        NodeKind::Expand { call, foreach } => {
+            json!({"template": call.target, "foreach": foreach, "pass": call.pass.iter().map(|(n, e)| json!({"name": n, "expr": e.src})).collect::<Vec<_>>()})
+        }
         NodeKind::Exit { outcome } => json!({"outcome": outcome}),
     }
 }

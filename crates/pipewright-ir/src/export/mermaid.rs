@@ -89,7 +89,7 @@ fn node(out: &mut String, n: &NodeView, depth: usize) {
 fn shape(kind: &NodeKind) -> (&'static str, &'static str) {
     match kind {
         NodeKind::Agent { .. } | NodeKind::Ask(_) => ("([", "])"),
-        NodeKind::Call(_) | NodeKind::SubWorkflow(_) => ("[[", "]]"),
+        NodeKind::Call(_) | NodeKind::SubWorkflow(_) | NodeKind::Expand { .. } => ("[[", "]]"),
         NodeKind::Match { .. } => ("{{", "}}"),
         NodeKind::Gate { .. } => ("{", "}"),
         NodeKind::Tool { .. } | NodeKind::Shell { .. } | NodeKind::Command(_) => ("[/", "/]"),
