@@ -717,3 +717,20 @@ fn check_inline(s: &Step, diags: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parses_as_duration;
+
+    #[test]
+    fn go_durations() {
+        for ok in [
+            "30s", "5m", "1h30m", "1.5h", "0", "-2m", "300ms", "10us", "2µs",
+        ] {
+            assert!(parses_as_duration(ok), "{ok}");
+        }
+        for bad in ["", "5", "5 minutes", "m", "1hour", ".s", "1h 30m", "+"] {
+            assert!(!parses_as_duration(bad), "{bad}");
+        }
+    }
+}

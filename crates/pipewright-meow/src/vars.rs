@@ -120,7 +120,8 @@ fn references_in(s: &str) -> Vec<Reference<'_>> {
             out.push(Reference { inner, at: start });
             from = start + 2 + close + 2;
         } else {
-            from = start + 2;
+            // `{{{x}}}` holds `{{x}}` one byte later.
+            from = start + 1;
         }
     }
     out
@@ -330,5 +331,23 @@ fn output_ref(
                         .map(|c| format!("did you mean `{c}`?")),
                 )
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::references_in;
+
+    fn inners(s: &str) -> Vec<&str> {
+        references_in(s).iter().map(|r| r.inner).collect()
+    }
+
+    #[test]
+    fn references_follow_the_reference_syntax() {
+        assert_eq!(inners("a {{x}} b {{ y.z }}"), ["x", " y.z "]);
+        assert_eq!(inners("{{}} {{a{b}} {{c}}"), ["c"]);
+        assert_eq!(inners("{{{x}}}"), ["x"]);
+        assert_eq!(inners("{{open"), Vec::<&str>::new());
+        assert_eq!(inners("{{s.outputs.f}}"), ["s.outputs.f"]);
     }
 }
