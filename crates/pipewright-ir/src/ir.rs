@@ -96,6 +96,19 @@ pub struct Limits {
     pub max_concurrent_agents: Option<u64>,
     /// Milliseconds between the end of one agent turn and the start of the next.
     pub min_agent_delay_ms: Option<u64>,
+    /// Slowing down after a rate-limit answer (429); `None`: no adaptive backoff.
+    pub backoff: Option<Backoff>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backoff {
+    /// The delay after the first rate-limit answer.
+    pub initial_ms: u64,
+    pub max_ms: u64,
+    /// Each further rate-limit answer multiplies the delay by this.
+    pub multiplier: f64,
+    /// Consecutive successes that end the backoff.
+    pub reset_after: u64,
 }
 
 /// A sub-graph: a workflow body, or the body of a fold/for_each/parallel. Bodies are nested

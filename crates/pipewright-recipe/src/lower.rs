@@ -9,8 +9,8 @@
 
 use crate::ast::{Parallel, Recipe, Stage, Step, StepType, Text};
 use pipewright_ir::{
-    Ask, Command, Dialect, Edge, ErrorPolicy, Expr, Lang, Limits, Loop, LoopMode, Node, NodeKind,
-    Param, Program, Region, Retry, SubWorkflow, Workflow,
+    Ask, Backoff, Command, Dialect, Edge, ErrorPolicy, Expr, Lang, Limits, Loop, LoopMode, Node,
+    NodeKind, Param, Program, Region, Retry, SubWorkflow, Workflow,
 };
 use pipewright_syntax::{FileId, Span};
 use serde_json::{json, Map, Value};
@@ -95,6 +95,29 @@ fn limits(r: &Recipe) -> Limits {
         min_agent_delay_ms: rate
             .and_then(|x| secs(x.min_delay_ms))
             .or_else(|| secs(r.min_delay_between_calls_ms)),
+        // The runner's limiter exists with a `rate_limiting` block, and its backoff is on
+        // unless disabled; the defaults are the schema's.
+        backoff: rate.and_then(|x| {
+            let b = x.backoff.as_ref();
+            if b.and_then(|b| b.enabled).is_some_and(|e| !e.value) {
+                return None;
+            }
+            let initial_ms = b.and_then(|b| secs(b.initial_delay_ms)).unwrap_or(1000);
+            Some(Backoff {
+                initial_ms,
+                max_ms: b
+                    .and_then(|b| secs(b.max_delay_ms))
+                    .unwrap_or(60_000)
+                    .max(initial_ms),
+                multiplier: b
+                    .and_then(|b| b.multiplier)
+                    .map_or(2.0, |m| m.value.max(1.0)),
+                reset_after: b
+                    .and_then(|b| secs(b.reset_after_success))
+                    .unwrap_or(3)
+                    .max(1),
+            })
+        }),
     }
 }
 

@@ -946,3 +946,22 @@ fn corpus_recipes_marked_ok_run_with_the_mock_backend() {
     eprintln!("ran {} corpus recipes in {:?}", recipes.len(), t0.elapsed());
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
+
+/// An iteration that runs again after a kill runs as a whole: what an inner loop of its body
+/// landed in the killed attempt is forgotten, not replayed next to the new values of the steps
+/// before it (`marks` would then hold the old attempt's stamp).
+#[test]
+fn kill_9_inside_a_nested_loop_reruns_the_whole_outer_iteration() {
+    let d = project();
+    let id = kill_at(d.path(), &["nested-kill.yaml"], "inner-1-y");
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{v}");
+    // Each round counts the marks that carry its own stamp: both of them.
+    assert_eq!(v["stores"]["rounds"], json!([2, 2]), "{v}");
+    let log = log_lines(d.path());
+    let count = |line: &str| log.iter().filter(|l| *l == line).count();
+    assert_eq!(count("stamp-1"), 2, "{log:?}");
+    assert_eq!(count("inner-1-x"), 2, "{log:?}");
+    assert_eq!(count("inner-1-y"), 2, "{log:?}");
+    assert_eq!(count("stamp-2"), 1, "{log:?}");
+}

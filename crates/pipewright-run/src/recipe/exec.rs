@@ -7,7 +7,7 @@ use crate::failure::RunError;
 use crate::store::EventKind;
 use crate::tools::process;
 use pipewright_ir::{
-    Ask, Command, ErrorPolicy, Limits, Loop, LoopMode, Node, NodeKind, Region, SubWorkflow,
+    Ask, Command, ErrorPolicy, Loop, LoopMode, Node, NodeKind, Region, SubWorkflow,
 };
 use pipewright_recipe::runtime::{self as rt, Context};
 use pipewright_recipe::value::Value;
@@ -35,27 +35,6 @@ pub(crate) struct Done {
     flow: Flow,
     /// Variables the action itself sets (a command's exit code).
     sets: Vec<(String, Value)>,
-}
-
-/// The agent rate limiter (`rate_limiting`, notes §5.16): at most N turns at once, and a
-/// pause between the end of one turn and the start of the next.
-pub(crate) struct Limiter {
-    slots: Option<Arc<tokio::sync::Semaphore>>,
-    min_delay: Duration,
-    last_done: std::sync::Mutex<Option<Instant>>,
-}
-
-impl Limiter {
-    pub fn new(l: &Limits) -> Limiter {
-        Limiter {
-            slots: l
-                .max_concurrent_agents
-                .filter(|n| *n > 0)
-                .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize))),
-            min_delay: Duration::from_millis(l.min_agent_delay_ms.unwrap_or(0)),
-            last_done: std::sync::Mutex::new(None),
-        }
-    }
 }
 
 fn step_id(node: &Node) -> String {
@@ -232,13 +211,14 @@ impl Exec {
                         self.fail(
                             key,
                             node,
-                            codes::EVAL,
+                            codes::RECIPE_EXPR,
                             format!("Step '{id}': condition error: {}", e.message()),
                         )
                     })?
                 } else {
-                    rt::condition_rendered(&cond.src, &ctx.vars)
-                        .map_err(|e| self.fail(key, node, codes::EVAL, e.message().to_string()))?
+                    rt::condition_rendered(&cond.src, &ctx.vars).map_err(|e| {
+                        self.fail(key, node, codes::RECIPE_EXPR, e.message().to_string())
+                    })?
                 };
                 if !holds {
                     skip(ctx, &id);
@@ -321,7 +301,7 @@ impl Exec {
             return Err(self.fail(
                 key,
                 node,
-                codes::AGENT,
+                codes::RECIPE_AGENT,
                 format!("Step '{id}' is an agent step but missing prompt or agent"),
             ));
         }
@@ -344,7 +324,7 @@ impl Exec {
                 Err(AskError::Failed(msg)) if attempt < a.retry.max_attempts => {
                     let lower = msg.to_lowercase();
                     if lower.contains("429") || lower.contains("rate limit") {
-                        self.limiter.backoff();
+                        self.limiter.rate_limited();
                     }
                     let pause = Duration::from_secs_f64(delay.min(a.retry.max_delay_secs).max(0.0));
                     tokio::select! {
@@ -357,7 +337,7 @@ impl Exec {
                 }
                 Err(AskError::Failed(msg)) => {
                     return match a.on_error {
-                        ErrorPolicy::Fail => Err(self.fail(key, node, codes::AGENT, msg)),
+                        ErrorPolicy::Fail => Err(self.fail(key, node, codes::RECIPE_AGENT, msg)),
                         ErrorPolicy::Continue => Ok(Done {
                             result: Value::Null,
                             flow: Flow::Next,
@@ -401,7 +381,7 @@ impl Exec {
                 return Err(AskError::Stop(self.fail(
                     key,
                     node,
-                    codes::SPAWNS,
+                    codes::RECIPE_BUDGET,
                     format!("Total steps {total} exceeds limit {}", f.max_total_steps),
                 )));
             }
@@ -437,7 +417,7 @@ impl Exec {
             r = timed => r,
             _ = self.cancel.cancelled() => return Err(AskError::Stop(Stop::Cancelled(key.to_string()))),
         };
-        self.limiter.done();
+        self.limiter.done(matches!(r, Ok(Ok(_))));
         match r {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(e)) => Err(AskError::Failed(e.message)),
@@ -453,7 +433,7 @@ impl Exec {
         key: &str,
     ) -> Result<Done, Stop> {
         let id = step_id(node);
-        let fail = |msg: String| self.fail(key, node, codes::TOOL, msg);
+        let fail = |msg: String| self.fail(key, node, codes::RECIPE_BASH, msg);
         let line =
             rt::render(&c.command.src, vars).map_err(|e| fail(format!("Step '{id}': {}", e.0)))?;
         let cwd = match &c.cwd {
@@ -546,7 +526,7 @@ impl Exec {
         key: &str,
     ) -> Result<Done, Stop> {
         let id = step_id(node);
-        let fail = |msg: String| self.fail(key, node, codes::CALL, msg);
+        let fail = |msg: String| self.fail(key, node, codes::SUB_RECIPE, msg);
         let rel =
             rt::render(&w.path.src, vars).map_err(|e| fail(format!("Step '{id}': {}", e.0)))?;
         if rel.starts_with('@') {
@@ -606,7 +586,7 @@ impl Exec {
             return Err(self.fail(
                 key,
                 node,
-                codes::CALL_DEPTH,
+                codes::SUB_RECIPE,
                 format!(
                     "Recipe recursion depth {depth} exceeds limit {max_depth}. Stack: {}",
                     stack.join(" -> ")
@@ -680,10 +660,10 @@ impl Exec {
     ) -> Result<Vec<Value>, Stop> {
         let id = step_id(node);
         let items = rt::resolve_foreach(source, &ctx.vars, &id)
-            .map_err(|e| self.fail(key, node, codes::LIST, e.to_string()))?
+            .map_err(|e| self.fail(key, node, codes::RECIPE_LOOP, e.to_string()))?
             .to_vec();
         rt::check_foreach_len(&id, items.len(), max.unwrap_or(DEFAULT_MAX_ITEMS))
-            .map_err(|e| self.fail(key, node, codes::LIST, e.to_string()))?;
+            .map_err(|e| self.fail(key, node, codes::RECIPE_LOOP, e.to_string()))?;
         Ok(items)
     }
 
@@ -754,6 +734,8 @@ impl Exec {
                 }
                 continue;
             }
+            self.forget_under(&ikey)
+                .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             ctx.set(var, item);
             let r = self.body(f, ctx, node, l, &ikey, stage).await;
             ctx.remove(var);
@@ -862,7 +844,7 @@ impl Exec {
                 return Err(self.fail(
                     key,
                     node,
-                    codes::SPAWNS,
+                    codes::RECIPE_BUDGET,
                     format!(
                         "Parallel loop would exceed max_total_steps ({t} + {to_run} > {})",
                         f.max_total_steps
@@ -920,7 +902,7 @@ impl Exec {
             return Err(self.fail(
                 key,
                 node,
-                codes::FAN_OUT,
+                codes::RECIPE_LOOP,
                 format!(
                     "Step '{id}': {}/{n} iterations failed: {}",
                     failures.len(),
@@ -975,13 +957,15 @@ impl Exec {
                 }
             }
             let holds = rt::condition_rendered(&condition.src, &ctx.vars)
-                .map_err(|e| self.fail(&ikey, node, codes::EVAL, e.message().to_string()))?;
+                .map_err(|e| self.fail(&ikey, node, codes::RECIPE_EXPR, e.message().to_string()))?;
             if !holds {
                 break Flow::Next;
             }
             let index = i64::try_from(i).unwrap_or(i64::MAX);
             ctx.set("_loop_index", Value::Int(index));
             ctx.set("_loop_iteration", Value::Int(index.saturating_add(1)));
+            self.forget_under(&ikey)
+                .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             let (flow, result) = match self.body(f, ctx, node, l, &ikey, stage).await {
                 Ok(x) => x,
                 Err(Stop::Failed(e)) => {
@@ -1002,13 +986,13 @@ impl Exec {
                 stop = Some("skip");
             } else {
                 rt::apply_update_context(&mut ctx.vars, &updates)
-                    .map_err(|e| self.fail(&ikey, node, codes::EVAL, e.0))?;
+                    .map_err(|e| self.fail(&ikey, node, codes::RECIPE_EXPR, e.0))?;
                 for (k, _) in &updates {
                     ctx.touch(k);
                 }
                 if let Some(b) = break_when {
                     match rt::break_when(&b.src, &ctx.vars)
-                        .map_err(|e| self.fail(&ikey, node, codes::EVAL, e.0))?
+                        .map_err(|e| self.fail(&ikey, node, codes::RECIPE_EXPR, e.0))?
                     {
                         rt::BreakWhen::Break => stop = Some("break"),
                         rt::BreakWhen::Continue => {}
@@ -1055,33 +1039,6 @@ impl Exec {
 enum AskError {
     Stop(Stop),
     Failed(String),
-}
-
-impl Limiter {
-    async fn acquire(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let permit = match &self.slots {
-            Some(s) => s.clone().acquire_owned().await.ok(),
-            None => None,
-        };
-        let wait = {
-            let last = self.last_done.lock().unwrap_or_else(|p| p.into_inner());
-            last.map(|t| self.min_delay.saturating_sub(t.elapsed()))
-        };
-        if let Some(w) = wait.filter(|w| !w.is_zero()) {
-            tokio::time::sleep(w).await;
-        }
-        permit
-    }
-
-    fn done(&self) {
-        *self.last_done.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-    }
-
-    /// A rate-limit answer: the next turn waits at least a while (the runner's backoff is
-    /// applied the same way, in `acquire`).
-    fn backoff(&self) {
-        *self.last_done.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-    }
 }
 
 /// A skipped step's id goes to `_skipped_steps`; its output is not set.

@@ -11,6 +11,7 @@
 
 mod exec;
 mod gate;
+mod limiter;
 mod values;
 
 use crate::backend::AgentBackend;
@@ -68,7 +69,7 @@ pub(crate) struct Exec {
     started: Instant,
     /// Agent turns so far, over every attempt of the run (the `max_total_steps` budget).
     agent_turns: AtomicU64,
-    limiter: exec::Limiter,
+    limiter: limiter::Limiter,
     /// Gates ask on the terminal instead of pausing.
     interactive: bool,
 }
@@ -264,7 +265,7 @@ pub(crate) async fn run(
         sinks,
         started: Instant::now(),
         agent_turns: AtomicU64::new(turns),
-        limiter: exec::Limiter::new(&limits),
+        limiter: limiter::Limiter::new(&limits),
         interactive: opts.interactive,
     };
     let dir = opts
@@ -380,6 +381,27 @@ impl Exec {
                 lock(&self.store_failed).get_or_insert(e.clone());
             }),
             None => Ok(()),
+        }
+    }
+
+    /// Forgets what an earlier attempt landed inside an iteration that runs again (the
+    /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
+    /// must not be replayed from the attempt that died.
+    fn forget_under(&self, key: &str) -> Result<(), String> {
+        let under = format!("{key}.");
+        let mut had = false;
+        lock(&self.journal).retain(|k, _| {
+            let keep = !k.starts_with(&under);
+            had |= !keep;
+            keep
+        });
+        match &self.recorder {
+            Some(rec) if had => rec
+                .stage(vec![Write::ForgetUnder(key.to_string())], None, false)
+                .inspect_err(|e| {
+                    lock(&self.store_failed).get_or_insert(e.clone());
+                }),
+            _ => Ok(()),
         }
     }
 
