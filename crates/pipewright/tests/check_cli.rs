@@ -432,7 +432,10 @@ fn eval_condition_site_loop_renders_first() {
             ])
             .output()
             .expect("runs");
-        (o.status.code(), String::from_utf8_lossy(&o.stdout).trim().to_string())
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        )
     };
     assert_eq!(eval("loop"), (Some(0), "true".to_string()));
     assert_eq!(eval("top-level"), (Some(0), "false".to_string()));
