@@ -120,6 +120,7 @@ pub fn module(cx: &mut Ctx) {
             vars::references(cx, &scope, s);
         }
         agents(cx, wf, &closure);
+        vars::cleanup_scripts(cx, wf);
     }
 }
 

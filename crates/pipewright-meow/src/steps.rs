@@ -305,7 +305,7 @@ fn duration(step: &Step, error: bool, diags: &mut Vec<Diagnostic>) {
         return;
     };
     let Some(s) = n.as_str() else { return };
-    if s.contains("{{") || parses_as_duration(s) {
+    if parses_as_duration(s) {
         return;
     }
     let msg = format!("`{s}` is not a duration");
@@ -316,6 +316,11 @@ fn duration(step: &Step, error: bool, diags: &mut Vec<Diagnostic>) {
         Diagnostic::warning(codes::BAD_DURATION, n.span, msg).with_note(
             "the reference ignores an agent timeout it cannot parse: the step has no timeout",
         )
+    };
+    let d = if s.contains("{{") {
+        d.with_note("`timeout` is not `{{…}}`-substituted: the text is parsed as written")
+    } else {
+        d
     };
     diags.push(
         d.with_label("not a duration")

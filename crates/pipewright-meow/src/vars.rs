@@ -167,12 +167,9 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
             }
             continue;
         }
-        if step.executor() == "foreach" && e.key == "variables" {
-            // Names the foreach binds are available to the template, not to its own variables.
-            let mut own = Vec::new();
-            strings(&e.value, &mut own);
-            for n in own {
-                check_string(cx, scope, step, n, false);
+        if e.key == "items_file" {
+            if let Some(n) = e.value.as_str().map(|_| &e.value) {
+                check_string(cx, scope, step, n, Where::ItemsFile);
             }
             continue;
         }
@@ -182,7 +179,7 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
         strings(&e.value, &mut nodes);
     }
     for n in nodes {
-        check_string(cx, scope, step, n, false);
+        check_string(cx, scope, step, n, Where::Baked);
     }
     for inline in steps::inline_steps_of(step) {
         let mut nodes = Vec::new();
@@ -192,12 +189,46 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
             }
         }
         for n in nodes {
-            check_string(cx, scope, step, n, true);
+            check_string(cx, scope, step, n, Where::Inline);
         }
     }
 }
 
-fn check_string(cx: &mut Ctx, scope: &Scope, step: &Step, n: &Node, inline: bool) {
+/// What the reference does with a string's `{{variable}}` references.
+#[derive(Clone, Copy, PartialEq)]
+enum Where {
+    /// Substituted when the step is baked.
+    Baked,
+    /// An inline branch step: never substituted.
+    Inline,
+    /// `items_file`: only step outputs are filled in.
+    ItemsFile,
+}
+
+/// Cleanup scripts are never `{{…}}`-substituted.
+pub fn cleanup_scripts(cx: &mut Ctx, wf: &Workflow) {
+    for k in [
+        "cleanup_on_success",
+        "cleanup_on_failure",
+        "cleanup_on_stop",
+    ] {
+        let Some(n) = wf.table.get(k) else { continue };
+        let Some(s) = n.as_str() else { continue };
+        for r in references_in(s) {
+            let whole = &s[r.at..r.at + r.inner.len() + 4];
+            let span = span_of(cx.text, n, whole, 0);
+            let name = r.inner.trim();
+            cx.diags.push(
+                Diagnostic::warning(codes::UNDEFINED_VARIABLE, span, format!("`{{{{{name}}}}}` is not substituted in a cleanup script"))
+                    .with_label("stays literal")
+                    .with_note("cleanup scripts run as written; the variables given with `--var` are exported as environment variables")
+                    .with_help(format!("write `${}` to read a `--var` value", name.split('.').next().unwrap_or(name))),
+            );
+        }
+    }
+}
+
+fn check_string(cx: &mut Ctx, scope: &Scope, step: &Step, n: &Node, place: Where) {
     let Some(s) = n.as_str() else { return };
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for r in references_in(s) {
@@ -211,7 +242,13 @@ fn check_string(cx: &mut Ctx, scope: &Scope, step: &Step, n: &Node, inline: bool
         let out_at = (1..segs.len().saturating_sub(1)).find(|&i| segs[i] == "outputs");
         match out_at {
             Some(i) => output_ref(cx, scope, step, &segs[..i].join("."), segs[i + 1], span, inner != r.inner),
-            None if inline => cx.diags.push(
+            None if place == Where::ItemsFile => cx.diags.push(
+                Diagnostic::warning(codes::UNDEFINED_VARIABLE, span, format!("`{{{{{inner}}}}}` is not substituted in `items_file`"))
+                    .with_label("stays literal")
+                    .with_note("the reference fills only `{{step.outputs.field}}` into `items_file`; variables are not substituted there")
+                    .with_help("use `items = \"{{…}}\"` for a variable that holds the list"),
+            ),
+            None if place == Where::Inline => cx.diags.push(
                 Diagnostic::warning(codes::INLINE_STEP, span, format!("`{{{{{inner}}}}}` is not substituted in an inline step"))
                     .with_label("stays literal")
                     .with_note("inline branch steps get no `{{variable}}` substitution; only `{{step.outputs.field}}` is filled in")
