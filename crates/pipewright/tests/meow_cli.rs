@@ -121,3 +121,31 @@ fn graph_of_a_file_with_errors_fails() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
+
+#[test]
+fn diagnostics_point_at_the_value_in_every_format() {
+    let dir = testdata("meow").join("err");
+    let f = "PW0617-needs-unknown.meow.toml";
+    let o = run_in(&dir, &["check", "--format", "json", f]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let d = &v["diagnostics"][0];
+    assert_eq!(d["code"], "PW0617");
+    assert_eq!(
+        (
+            d["span"]["start_line"].as_u64(),
+            d["span"]["start_col"].as_u64()
+        ),
+        (Some(10), Some(10))
+    );
+    assert_eq!(d["help"], "did you mean `build`?");
+    let o = run_in(&dir, &["check", "--format", "sarif", f]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let r = &v["runs"][0]["results"][0];
+    assert_eq!(r["ruleId"], "PW0617", "{v}");
+    let o = run_in(&dir, &["check", "--format", "github", f]);
+    assert!(
+        stdout(&o).starts_with("::error file=PW0617-needs-unknown.meow.toml,line=10,col=10"),
+        "{}",
+        stdout(&o)
+    );
+}
