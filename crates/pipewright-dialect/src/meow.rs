@@ -80,7 +80,7 @@ impl Dialect for Meow {
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
-        Box::new(MeowChecker(Vec::new()))
+        Box::new(MeowChecker(pipewright_meow::Session::default(), Vec::new()))
     }
 
     fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
@@ -88,9 +88,9 @@ impl Dialect for Meow {
     }
 }
 
-/// Each module is checked on its own as it is added; the templates it references are read
-/// from disk for their interface (workflows, steps, variables).
-struct MeowChecker(Vec<Diagnostic>);
+/// Each module is checked on its own as it is added; the templates the files reference are
+/// read from disk once per run, for their interface (workflows, steps, variables).
+struct MeowChecker(pipewright_meow::Session, Vec<Diagnostic>);
 
 impl Checker for MeowChecker {
     fn add(
@@ -101,11 +101,30 @@ impl Checker for MeowChecker {
         _sources: &mut SourceMap,
         _diags: &mut Vec<Diagnostic>,
     ) {
-        self.0
-            .extend(pipewright_meow::check_source(file, path, text));
+        let found = self.0.check(file, path, text);
+        self.1.extend(found);
     }
 
     fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
-        self.0
+        self.1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meow_files_are_routed_here_even_in_the_legacy_format() {
+        let legacy = "[meta]\nname = \"x\"\n\n[[steps]]\nid = \"a\"\n";
+        assert!(Meow.detect(&Source::new(Path::new("w.meow.toml"), legacy)));
+        assert!(!Meow.detect(&Source::new(Path::new("Cargo.toml"), legacy)));
+        assert!(Meow.detect(&Source::new(
+            Path::new("w.toml"),
+            "[main]\n[[main.steps]]\nid = \"a\"\n"
+        )));
+        assert!(
+            Meow.supports(Verb::Check) && Meow.supports(Verb::Graph) && !Meow.supports(Verb::Run)
+        );
     }
 }

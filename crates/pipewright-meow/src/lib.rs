@@ -24,21 +24,32 @@ pub fn check_file(sources: &mut SourceMap, path: &Path, text: &str) -> Vec<Diagn
 
 /// Checks one file already in the source map as `file`.
 pub fn check_source(file: FileId, path: &Path, text: &str) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
-    let mut lib = refs::Library::default();
-    if let Some(module) = load(file, text, &mut diags) {
-        let mut cx = check::Ctx {
-            path,
-            text,
-            module: &module,
-            lib: &mut lib,
-            diags: &mut diags,
-        };
-        check::module(&mut cx);
+    Session::default().check(file, path, text)
+}
+
+/// The files of one `check` run: the templates they reference are read once.
+#[derive(Default)]
+pub struct Session {
+    lib: refs::Library,
+}
+
+impl Session {
+    pub fn check(&mut self, file: FileId, path: &Path, text: &str) -> Vec<Diagnostic> {
+        let mut diags = Vec::new();
+        if let Some(module) = load(file, text, &mut diags) {
+            let mut cx = check::Ctx {
+                path,
+                text,
+                module: &module,
+                lib: &mut self.lib,
+                diags: &mut diags,
+            };
+            check::module(&mut cx);
+        }
+        pipewright_syntax::diagnostic::sort(&mut diags);
+        diags.dedup();
+        diags
     }
-    pipewright_syntax::diagnostic::sort(&mut diags);
-    diags.dedup();
-    diags
 }
 
 fn load(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {
