@@ -482,7 +482,7 @@ fn agents(cx: &mut Ctx, wf: &Workflow, closure: &HashMap<String, BTreeSet<String
                 .map(|a| (a, s.id.text.as_str()))
         })
         .collect();
-    let root = crate::refs::project_root(cx.path.parent().unwrap_or(Path::new(".")));
+    let root = cx.lib.root(cx.path.parent().unwrap_or(Path::new(".")));
     for s in &wf.steps {
         if s.executor() == "spawn" {
             if let Some(a) = s.str("adapter") {

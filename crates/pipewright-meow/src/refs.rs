@@ -39,9 +39,20 @@ pub enum Problem {
 #[derive(Default)]
 pub struct Library {
     files: HashMap<PathBuf, Option<Rc<Module>>>,
+    roots: HashMap<PathBuf, PathBuf>,
 }
 
 impl Library {
+    /// [`project_root`], remembered per directory.
+    pub fn root(&mut self, dir: &Path) -> PathBuf {
+        if let Some(r) = self.roots.get(dir) {
+            return r.clone();
+        }
+        let r = project_root(dir);
+        self.roots.insert(dir.to_path_buf(), r.clone());
+        r
+    }
+
     fn load(&mut self, path: &Path) -> Option<Rc<Module>> {
         if let Some(m) = self.files.get(path) {
             return m.clone();
@@ -82,7 +93,7 @@ impl Library {
             };
         }
         let dir = from.parent().unwrap_or(Path::new("."));
-        let root = project_root(dir);
+        let root = self.root(dir);
         let is_local = reference.starts_with('.')
             && !reference.contains('/')
             && !reference.contains('#')
@@ -154,7 +165,7 @@ fn with_suffix(p: &Path) -> PathBuf {
 
 /// The nearest directory at or above `dir` that holds a `.meow` directory (MEOW's project
 /// layout); `dir` itself when there is none.
-pub fn project_root(dir: &Path) -> PathBuf {
+fn project_root(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     for a in abs.ancestors() {
         if a.file_name().is_some_and(|n| n == ".meow") {
