@@ -113,6 +113,31 @@ fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
     })
 }
 
+/// A tag as it is printed: the loader decodes `%xx` escapes in the suffix (`!%60` is the tag
+/// `` !` ``), and a character outside the URI characters a tag may hold is escaped again.
+fn tag_text(t: &pipewright_yaml::Tag) -> String {
+    let shown = t.display();
+    // The non-specific tag `!` (no handle) is printed as it is.
+    if t.handle.is_empty() {
+        return shown;
+    }
+    // Only ASCII is escaped: the loader keeps other characters as they are.
+    let plain =
+        |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-#;/?:@&=+$_.~*'()".contains(c);
+    if t.suffix.chars().all(plain) {
+        return shown;
+    }
+    let mut out = shown[..shown.len() - t.suffix.len()].to_string();
+    for c in t.suffix.chars() {
+        if plain(c) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("%{:02X}", u32::from(c)));
+        }
+    }
+    out
+}
+
 /// A block scalar's indicator (`|`, `>-`, `|2+`…) on its header line: the first `|` or `>`
 /// token after which only blanks or a comment follow (a comment may hold `|` and `>`, and so
 /// may a quoted key before the header).
@@ -536,7 +561,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             s.push(' ');
         }
         if let Some(t) = &n.tag {
-            s.push_str(&t.display());
+            s.push_str(&tag_text(t));
             s.push(' ');
         }
         s
@@ -684,7 +709,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             out.push(' ');
         }
         if let Some(t) = &n.tag {
-            out.push_str(&t.display());
+            out.push_str(&tag_text(t));
             out.push(' ');
         }
     }

@@ -566,6 +566,10 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // An anchor ends at a flow indicator.
         ("x: &a[1]\n", "x: &a [1]\n"),
         ("&|{}", " &| {}\n"),
+        // A tag's `%` escapes are printed as escapes (the loader decodes them).
+        ("!%60", " !%60\n"),
+        ("a: !e%25x 1\n", "a: !e%25x 1\n"),
+        ("a: !x%2Cy [1]\n", "a: !x%2Cy [1]\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
     ] {
