@@ -80,6 +80,18 @@ const CLEANUP_KEYS: [&str; 3] = [
     "cleanup_on_stop",
 ];
 
+/// The keys of a workflow table the reference reads (notes §1.2); any other is ignored.
+const WORKFLOW_KEYS: [&str; 8] = [
+    "name",
+    "description",
+    "internal",
+    "variables",
+    "steps",
+    "cleanup_on_success",
+    "cleanup_on_failure",
+    "cleanup_on_stop",
+];
+
 /// Builds the module; `None` when the file is not in the module format at all.
 pub fn build(root: &Table, file_span: Span, diags: &mut Vec<Diagnostic>) -> Option<Module> {
     if let Some(d) = legacy(root, file_span) {
@@ -177,6 +189,17 @@ fn workflow(key: &str, key_span: Span, table: &Table, diags: &mut Vec<Diagnostic
             if n.as_str().is_none() {
                 diags.push(wrong_type(n, k, "a string", true));
             }
+        }
+    }
+    // The reference ignores other keys silently; `[[main.step]]` would hide every step.
+    for e in &table.entries {
+        if !WORKFLOW_KEYS.contains(&e.key.as_str()) {
+            diags.push(unread(
+                e.key_span,
+                &e.key,
+                &WORKFLOW_KEYS,
+                &format!("workflow `{name}`"),
+            ));
         }
     }
     let variables = match table.get("variables") {

@@ -183,8 +183,13 @@ fn near_misses_in_every_dialect() {
     );
     // `[main]` alone already routes the TOML file to the MEOW dialect: it is not skipped.
     assert_eq!(doc["summary"]["files_skipped"], 3, "{doc}");
+    // It is checked as one, and the misspelled workflow key is named.
     let o = run_in(dir.path(), &["check", "--format", "json", "m.toml"]);
-    assert!(stdout(&o).contains("PW0007"), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("PW0610") && out.contains("did you mean `steps`?"),
+        "{out}"
+    );
     write(dir.path(), "m.toml", b"[[flow.step]]\nid = \"a\"\n");
     let o = run_in(dir.path(), &["check", "m.toml"]);
     assert!(
