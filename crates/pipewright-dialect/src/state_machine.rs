@@ -1,8 +1,10 @@
-//! The state-machine recipe dialect: JSON with `initialStep` and `steps`. Recognised and
-//! formatted; checking, graph and run come with its crate.
+//! The state-machine recipe dialect: JSON with `initialStep` and `steps`. Checked, put in
+//! canonical key order and lowered for `graph` by `pipewright-statemachine`; laid out by
+//! `pipewright-fmt`'s JSON formatter; not run yet.
 
-use crate::{Dialect, NearMiss, Source, Verb};
-use pipewright_syntax::{Diagnostic, FileId, Span};
+use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
+use std::path::Path;
 
 pub struct StateMachine;
 
@@ -15,6 +17,10 @@ impl Dialect for StateMachine {
 
     fn noun(&self) -> &'static str {
         "state-machine recipe"
+    }
+
+    fn workflow_noun(&self) -> &'static str {
+        "recipe"
     }
 
     fn shape(&self) -> &'static str {
@@ -39,11 +45,57 @@ impl Dialect for StateMachine {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        verb == Verb::Fmt
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
     }
 
+    fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
+        Box::new(StateMachineChecker(
+            pipewright_statemachine::Checker::default(),
+        ))
+    }
+
+    /// Canonical key order first, then the JSON formatter's layout (which also proves the
+    /// result reads back as the same value with the same literals).
     fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::StateMachine)
+        let ordered = pipewright_statemachine::fmt::format(file, text)?;
+        pipewright_fmt::format_source(file, &ordered, pipewright_fmt::Dialect::StateMachine)
             .map(|f| f.output)
+    }
+
+    fn lower(
+        &self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+        _ctx: &Context,
+    ) -> Result<Lowered, Vec<Diagnostic>> {
+        pipewright_statemachine::lower_file(sources, path, file, text)
+            .map(|program| Lowered { program, dot: None })
+    }
+}
+
+/// All recipes of a check run together: `restart-new-session` names recipes by id across
+/// files.
+struct StateMachineChecker(pipewright_statemachine::Checker);
+
+impl Checker for StateMachineChecker {
+    fn add(
+        &mut self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+        _diags: &mut Vec<Diagnostic>,
+    ) {
+        self.0.add(sources, path, file, text);
+    }
+
+    fn include(&mut self, path: &Path, _file: FileId, text: &str) {
+        self.0.include(path, text);
+    }
+
+    fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
+        self.0.finish()
     }
 }

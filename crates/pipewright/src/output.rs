@@ -78,6 +78,7 @@ pub fn all_codes() -> Vec<CodeInfo> {
         pipewright_pipeline::codes::CODES,
         pipewright_recipe::CODES,
         pipewright_meow::CODES,
+        pipewright_statemachine::CODES,
         pipewright_run::codes::CODES,
         pipewright_fmt::CODES,
     ];

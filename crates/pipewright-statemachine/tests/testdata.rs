@@ -1,0 +1,179 @@
+//! Snapshots of the diagnostics for every `testdata/statemachine/err` case (a file, or a
+//! directory whose files are checked together as `check DIR` does); every `ok` recipe is
+//! clean; every code is exercised and documented.
+
+use pipewright_syntax::{Diagnostic, SourceMap};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/statemachine");
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// The err cases: `PW07xx-*.json` files and `PW07xx-*` directories.
+fn err_cases() -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root().join("err"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("PW"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    cases.sort();
+    cases
+}
+
+fn check(case: &Path) -> (SourceMap, Vec<Diagnostic>) {
+    let files = if case.is_dir() {
+        json_files(case)
+    } else {
+        vec![case.to_path_buf()]
+    };
+    let mut sources = SourceMap::new();
+    let mut checker = pipewright_statemachine::Checker::default();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let file = sources.add(path.display().to_string(), text.as_str());
+        checker.add(&mut sources, &path, file, &text);
+    }
+    let diags = checker.finish();
+    (sources, diags)
+}
+
+/// `file:line:col code severity message`, then indented label, secondary labels, notes and
+/// help.
+fn render(sources: &SourceMap, diags: &[Diagnostic]) -> String {
+    let prefix = format!("{}/", root().display());
+    let mut out = String::new();
+    for d in diags {
+        let pos = |sp: pipewright_syntax::Span| {
+            sources.get(sp.file).map_or("?".to_string(), |f| {
+                let lc = f.line_col(sp.start as usize);
+                format!("{}:{}:{}", f.name.replace(&prefix, ""), lc.line, lc.col)
+            })
+        };
+        let text = sources.get(d.span().file).map_or("", |f| f.slice(d.span()));
+        out.push_str(&format!(
+            "{} {} {} {}\n",
+            pos(d.span()),
+            d.code,
+            d.severity.as_str(),
+            d.message
+        ));
+        out.push_str(&format!(
+            "    label: {} `{}`\n",
+            d.primary.message,
+            text.lines().next().unwrap_or("")
+        ));
+        for s in &d.secondary {
+            out.push_str(&format!("    secondary: {} {}\n", pos(s.span), s.message));
+        }
+        for n in &d.notes {
+            out.push_str(&format!("    note: {n}\n"));
+        }
+        if let Some(h) = &d.help {
+            out.push_str(&format!("    help: {h}\n"));
+        }
+    }
+    out.replace(&prefix, "")
+}
+
+#[test]
+fn err_cases_snapshot() {
+    let cases = err_cases();
+    assert!(cases.len() >= 28, "testdata/statemachine/err is missing");
+    for case in cases {
+        let (sources, diags) = check(&case);
+        let name = case
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let code = &name[..6];
+        assert!(
+            diags.iter().any(|d| d.code == code),
+            "{} does not produce {code}:\n{}",
+            case.display(),
+            render(&sources, &diags)
+        );
+        insta::assert_snapshot!(name, render(&sources, &diags));
+    }
+}
+
+#[test]
+fn the_eight_catalogue_recipes_check_clean_together_and_alone() {
+    let ok = root().join("ok");
+    let files = json_files(&ok);
+    assert_eq!(
+        files.len(),
+        8,
+        "the spec's catalogue (§5) has eight recipes"
+    );
+    let (sources, diags) = check(&ok);
+    assert!(diags.is_empty(), "{}", render(&sources, &diags));
+    for f in files {
+        let (sources, diags) = check(&f);
+        assert!(diags.is_empty(), "{}", render(&sources, &diags));
+    }
+}
+
+#[test]
+fn every_code_has_an_err_case_named_for_it_that_emits_it() {
+    let mut emitted = BTreeSet::new();
+    for case in err_cases() {
+        emitted.extend(check(&case).1.iter().map(|d| d.code));
+    }
+    let general = ["PW0001", "PW0003", "PW0005"];
+    for code in pipewright_statemachine::CODES
+        .iter()
+        .map(|c| c.code)
+        .chain(general)
+    {
+        assert!(emitted.contains(code), "no testdata emits {code}");
+        assert!(
+            err_cases().iter().any(|p| p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{code}-")))),
+            "no err case named for {code}"
+        );
+    }
+}
+
+#[test]
+fn codes_in_source_match_the_table_and_are_explained() {
+    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut used = BTreeSet::new();
+    for e in std::fs::read_dir(&src_dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let b = text.as_bytes();
+        for i in 0..b.len().saturating_sub(6) {
+            if &b[i..i + 4] == b"PW07" && b[i + 4].is_ascii_digit() && b[i + 5].is_ascii_digit() {
+                used.insert(text[i..i + 6].to_string());
+            }
+        }
+    }
+    let table: BTreeSet<String> = pipewright_statemachine::CODES
+        .iter()
+        .map(|c| c.code.to_string())
+        .collect();
+    assert_eq!(used, table);
+    for c in pipewright_statemachine::CODES {
+        assert!(c.explanation.starts_with(&format!("# {}: ", c.code)));
+        assert!(c.explanation.contains("Wrong:") && c.explanation.contains("Right:"));
+    }
+}
