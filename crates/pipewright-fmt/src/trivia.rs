@@ -126,6 +126,8 @@ struct Token {
     scalar: bool,
     /// A `|+`/`>+` scalar whose value ends in blank lines: they are content, not trivia.
     keep: bool,
+    /// A block scalar: lines of blanks after it deeper than its first line are content.
+    block: bool,
 }
 
 /// Every token of a document: non-empty scalars, aliases and, with `flow`, flow collections.
@@ -155,6 +157,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             end,
             scalar: true,
             keep: false,
+            block: false,
         });
     }
     let flow_token = || {
@@ -163,6 +166,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             end: flow_end(src, n, &p),
             scalar: false,
             keep: false,
+            block: false,
         })
     };
     match &n.kind {
@@ -175,6 +179,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 end: p.map_or(end, |p| crate::cst::scalar_end(src, n, &p)),
                 scalar: true,
                 keep: crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n"),
+                block: crate::cst::is_block_scalar(n),
             })
         }
         NodeKind::Seq(items) => {
@@ -269,16 +274,7 @@ pub fn collect(src: &str, docs: &[Document]) -> (Trivia, Vec<Vec<Item>>) {
 fn scalar_ranges(src: &str, toks: &[Token]) -> Vec<(usize, usize)> {
     toks.iter()
         .filter(|t| t.scalar)
-        .map(|t| {
-            (
-                t.start,
-                if t.keep {
-                    after_blank_lines(src, t.end)
-                } else {
-                    t.end
-                },
-            )
-        })
+        .map(|t| (t.start, scalar_range_end(src, t)))
         .collect()
 }
 
@@ -411,9 +407,36 @@ impl<'a> Sink<'a> for Streamed<'a, '_> {
 fn scalar_range_end(src: &str, t: &Token) -> usize {
     if t.keep {
         after_blank_lines(src, t.end)
+    } else if t.block {
+        after_content_blanks(src, t.start, t.end)
     } else {
         t.end
     }
+}
+
+/// The end of the lines of blanks after a block scalar (spanned `start..end`) that are its
+/// content: longer than its first line's indentation. Seen as blank lines, they were printed
+/// again after the scalar, one more on every run (found by the fmt_yaml fuzz target).
+fn after_content_blanks(src: &str, start: usize, end: usize) -> usize {
+    let Some(before) = src.get(..start) else {
+        return end;
+    };
+    let col = start - before.rfind('\n').map_or(0, |i| i + 1);
+    let Some(nl) = src.get(end..).and_then(|r| r.find('\n')) else {
+        return end;
+    };
+    let mut pos = end + nl + 1;
+    let mut covered = end;
+    while pos < src.len() {
+        let line_end = src[pos..].find('\n').map_or(src.len(), |i| pos + i + 1);
+        let body = src[pos..line_end].trim_end_matches(['\n', '\r']);
+        if body.len() <= col || !body.bytes().all(|b| b == b' ' || b == b'\t') {
+            break;
+        }
+        covered = line_end;
+        pos = line_end;
+    }
+    covered
 }
 
 /// The last `(end, start)` of a list sorted by end that ends by `pos`.

@@ -551,8 +551,12 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A line of blanks deeper than the indentation after the last content line is
         // content; so is one under an indentation indicator with no other content.
         ("|\ns\n ", " |\n  s\n   \n"),
-        // (The comment scan also sees a line of blanks there, which becomes a blank line.)
-        ("a: |\n  s\n     \nb: 1\n", "a: |\n  s\n     \n\nb: 1\n"),
+        ("a: |\n  s\n     \nb: 1\n", "a: |\n  s\n     \nb: 1\n"),
+        // Such a line is no blank line to the comment scan (one more was printed each run).
+        (
+            "s:\nschema:\nfields: >\n \"\n  ",
+            "schema:\nfields: >\n  \"\n   \ns:\n",
+        ),
         ("|1\n  ", " |2\n   \n"),
         // A content line starting with `&` holds no anchor.
         ("|\n&", " |\n  &\n"),
