@@ -31,10 +31,20 @@
 //! [check]
 //! invoker = "alice"                  # the identity `check --inline` compares agent steps with
 //! include = ["lib/pipelines"]        # registered pipelines call/match targets may name
+//! ignore = ["PW0528"]                # codes not reported (also: warn = [...], error = [...])
+//!
+//! [[check.per-path]]                 # overrides for the files these globs match
+//! paths = ["legacy/**"]
+//! ignore = ["PW0100"]
 //! ```
 //!
 //! One parser for the file, used by `check` (tool names, invoker) and `run` (everything).
 
+mod comments;
+mod rules;
+
+pub use comments::toml_comments;
+pub use rules::{glob_matches, is_code_shape, CheckRules, CodeLevels, Level, PathRules};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item, Table};
@@ -62,6 +72,8 @@ pub struct ProjectConfig {
     /// `[run] pass_secrets`: shell steps and project tools see the API key's variable
     /// ([`ProjectConfig::secret_env`]); by default it is removed from their environment.
     pub pass_secrets: bool,
+    /// `[check] ignore/warn/error` and `[[check.per-path]]`: what `check` reports, per code.
+    pub check: CheckRules,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +120,7 @@ impl Default for ProjectConfig {
             include: Vec::new(),
             store_path: None,
             pass_secrets: false,
+            check: CheckRules::default(),
         }
     }
 }
@@ -295,6 +308,7 @@ impl ProjectConfig {
                         .to_string(),
                 );
             }
+            cfg.check = CheckRules::parse(check)?;
         }
         Ok(cfg)
     }

@@ -223,6 +223,21 @@ pub struct CheckArgs {
     /// Project config file (default: the nearest pipewright.toml above the first path).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Do not report this code (repeatable), in addition to `[check] ignore` in the config.
+    #[arg(long, value_name = "CODE", value_parser = code_arg)]
+    pub ignore: Vec<String>,
+}
+
+/// `--ignore CODE`: a code this version emits (a typo would otherwise ignore nothing, silently).
+fn code_arg(code: &str) -> Result<String, String> {
+    let code = code.trim().to_ascii_uppercase();
+    if crate::commands::check::is_known_code(&code) {
+        Ok(code)
+    } else {
+        Err(format!(
+            "`{code}` is not a pipewright diagnostic code (`pipewright explain --list` lists them)"
+        ))
+    }
 }
 
 #[derive(Args)]

@@ -22,6 +22,7 @@ mod discover;
 mod output;
 mod project;
 mod read;
+mod suppress;
 
 use clap::Parser;
 use std::process::ExitCode;

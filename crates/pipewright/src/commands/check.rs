@@ -2,9 +2,10 @@
 
 use crate::cli::{CheckArgs, Deny};
 use crate::discover;
+use crate::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
 use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Codes the CLI itself emits.
 pub const CLI_CODES: &[CodeInfo] = &[
@@ -32,6 +33,16 @@ pub const CLI_CODES: &[CodeInfo] = &[
         code: "PW0008",
         title: "invalid project config (pipewright.toml)",
         explanation: include_str!("../../explain/PW0008.md"),
+    },
+    CodeInfo {
+        code: "PW0012",
+        title: "an inline suppression that suppresses nothing",
+        explanation: include_str!("../../explain/PW0012.md"),
+    },
+    CodeInfo {
+        code: "PW0013",
+        title: "an invalid inline suppression (unknown code or malformed comment)",
+        explanation: include_str!("../../explain/PW0013.md"),
     },
 ];
 
@@ -103,6 +114,22 @@ pub fn run(args: &CheckArgs) -> u8 {
                 .map(|d| project_dir.clone().unwrap_or_default().join(d)),
         )
         .collect();
+    let config_path = args.config.clone().or_else(|| {
+        project_dir
+            .as_ref()
+            .map(|d| d.join(pipewright_project::FILE_NAME))
+    });
+    if let Some(path) = &config_path {
+        unknown_config_codes(&project.check, path, &mut sources, &mut diags);
+    }
+    let rules = project.check.clone();
+    let checked: Vec<(FileId, std::sync::Arc<str>, Syntax, Option<String>)> = found
+        .iter()
+        .map(|(d, path, id, text)| {
+            let rel = relative(path, project_dir.as_deref());
+            (*id, text.clone(), syntax(path, *d), rel)
+        })
+        .collect();
     let ctx = Context {
         project,
         inline: args.inline,
@@ -142,6 +169,24 @@ pub fn run(args: &CheckArgs) -> u8 {
     for (_, checker) in checkers {
         diags.extend(checker.finish(&sources));
     }
+    let texts: Vec<FileInput> = checked
+        .iter()
+        .map(|(file, text, syntax, rel)| FileInput {
+            file: *file,
+            text,
+            syntax: *syntax,
+            rel: rel.clone(),
+        })
+        .collect();
+    let mut diags = suppress::apply(
+        diags,
+        &texts,
+        &suppress::Settings {
+            rules: &rules,
+            cli_ignore: &args.ignore,
+            known: &is_known_code,
+        },
+    );
     diagnostic::sort(&mut diags);
     diags.dedup();
     let denied = args.deny == Some(Deny::Warnings)
@@ -163,6 +208,76 @@ pub fn run(args: &CheckArgs) -> u8 {
     std::mem::forget(sources);
     std::mem::forget(diags);
     code
+}
+
+pub fn is_known_code(code: &str) -> bool {
+    crate::output::all_codes().iter().any(|c| c.code == code)
+}
+
+/// How comments are written in a checked file: by its extension, else (standard input) by
+/// its dialect.
+fn syntax(path: &Path, d: &dyn Dialect) -> Syntax {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("toml") => Syntax::Toml,
+        Some("json") => Syntax::NoComments,
+        Some(_) => Syntax::Yaml,
+        None => match d.name() {
+            "meow" => Syntax::Toml,
+            "state-machine" => Syntax::NoComments,
+            _ => Syntax::Yaml,
+        },
+    }
+}
+
+/// `path` relative to the config file's directory, `/`-separated; `None` outside it.
+fn relative(path: &Path, config_dir: Option<&Path>) -> Option<String> {
+    let dir = config_dir?;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let (dir, path) = (
+        std::fs::canonicalize(dir).ok()?,
+        std::fs::canonicalize(path).ok()?,
+    );
+    Some(discover::display(path.strip_prefix(dir).ok()?))
+}
+
+/// Codes the config's `[check]` lists that no version of pipewright this one knows emits: a
+/// PW0008 each, at the code in the file (the file parsed, so the rest of it applies).
+fn unknown_config_codes(
+    rules: &pipewright_project::CheckRules,
+    path: &Path,
+    sources: &mut SourceMap,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let unknown: Vec<&str> = rules.codes().filter(|c| !is_known_code(c)).collect();
+    if unknown.is_empty() {
+        return;
+    }
+    let Ok(text) = crate::read::text(path) else {
+        return;
+    };
+    let name = discover::display(path);
+    let file = sources
+        .find(&name)
+        .unwrap_or_else(|| sources.add(name, text.as_str()));
+    for code in unknown {
+        let quoted = format!("\"{code}\"");
+        let span = text
+            .find(&quoted)
+            .map_or(0..0, |at| at + 1..at + 1 + code.len());
+        diags.push(
+            Diagnostic::error(
+                "PW0008",
+                pipewright_syntax::Span::new(file, span),
+                format!("invalid project config: `[check]` names `{code}`, which is not a pipewright diagnostic code"),
+            )
+            .with_label("unknown code")
+            .with_help("`pipewright explain --list` lists every code"),
+        );
+    }
 }
 
 fn checker_for<'c>(
