@@ -25,8 +25,9 @@ pub struct Recipe {
     pub model: Option<Str>,
     pub guardrails: Guardrails,
     pub steps: Vec<Step>,
-    /// `$include` values, resolved by `include`.
-    pub includes: Vec<Str>,
+    /// `$include` values with the number of inline steps written before each (its steps are
+    /// placed there), resolved by `include`.
+    pub includes: Vec<(usize, Str)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -241,7 +242,10 @@ pub fn recipe(root: &Node, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
                         );
                     }
                     if s.key == INCLUDE_KEY {
-                        recipe.includes.extend(include_paths(&s.value, diags));
+                        let at = recipe.steps.len();
+                        recipe
+                            .includes
+                            .extend(include_paths(&s.value, diags).into_iter().map(|p| (at, p)));
                     } else if let Some(step) = step(s, None, diags) {
                         recipe.steps.push(step);
                     }

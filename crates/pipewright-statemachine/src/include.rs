@@ -36,7 +36,9 @@ impl Cache {
     ) {
         let dir = path.parent().unwrap_or(Path::new(""));
         let includes = std::mem::take(&mut recipe.includes);
-        for inc in &includes {
+        // Steps already inserted by earlier includes shift the later insertion points.
+        let mut inserted = 0;
+        for (at, inc) in &includes {
             let target = dir.join(&inc.text);
             let key = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
             let loaded = match self.files.get(&key) {
@@ -57,7 +59,10 @@ impl Cache {
                             diags.push(redefined(&s, prev, inc));
                             continue;
                         }
-                        recipe.steps.push(s);
+                        recipe
+                            .steps
+                            .insert((at + inserted).min(recipe.steps.len()), s);
+                        inserted += 1;
                     }
                 }
             }
