@@ -965,3 +965,87 @@ fn kill_9_inside_a_nested_loop_reruns_the_whole_outer_iteration() {
     assert_eq!(count("inner-1-y"), 2, "{log:?}");
     assert_eq!(count("stamp-2"), 1, "{log:?}");
 }
+
+/// The example recipe runs offline as its header says.
+#[test]
+fn the_example_recipe_runs_offline() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = examples().join("release-notes.yaml");
+    let file = file.to_str().unwrap_or_default();
+    let (code, v) = run_json(d.path(), &[file, "--var", "version=1.2.0"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["stores"]["version"], "1.2.0", "{v}");
+    assert_eq!(v["stores"]["changes"]["count"], 3, "{v}");
+    assert_eq!(
+        v["stores"]["sections"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    assert!(
+        v["output"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("mock reply")),
+        "{v}"
+    );
+}
+
+/// Runs `pipewright ARGS` in `dir` on a terminal (`script` gives it a pseudo-terminal for
+/// stdin, stdout and stderr), typing `typed`. `None` where `script` is missing.
+fn on_a_terminal(dir: &Path, args: &[&str], typed: &str) -> Option<Output> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("`script` (util-linux) is not installed: the terminal gate test cannot run");
+        return None;
+    }
+    let bin = env!("CARGO_BIN_EXE_pipewright");
+    let line = std::iter::once(bin)
+        .chain(args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("script: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        stdin
+            .write_all(typed.as_bytes())
+            .unwrap_or_else(|e| panic!("typing: {e}"));
+    }
+    Some(finish(child))
+}
+
+/// On a terminal the run asks at the gate and goes on in the same process: `y` and a message
+/// approve (the next stage sees the message), `n` and a reason deny (PW0813).
+#[test]
+fn on_a_terminal_the_gate_asks_and_the_run_goes_on() {
+    let d = project();
+    let Some(o) = on_a_terminal(d.path(), &["run", "staged.yaml"], "y\nship it\n") else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("approval needed for stage 'plan'"), "{out}");
+    assert!(out.contains("Approve plan-for-src"), "{out}");
+    let v = parse(&run_in(d.path(), &["runs", "--format", "json"]));
+    let id = v[0]["run_id"].as_str().unwrap_or_default().to_string();
+    let state = parse(&run_in(d.path(), &["runs", "show", &id]));
+    assert_eq!(state["status"], "ok", "{state}");
+    assert_eq!(state["stores"]["built"], "built-with-ship it\n", "{state}");
+
+    let d = project();
+    let Some(o) = on_a_terminal(d.path(), &["run", "staged.yaml"], "n\nnot yet\n") else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("PW0813") && out.contains("not yet"), "{out}");
+}
