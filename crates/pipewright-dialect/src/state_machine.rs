@@ -31,8 +31,12 @@ impl Dialect for StateMachine {
         if src.extension() != "json" {
             return false;
         }
-        serde_json::from_str::<serde_json::Value>(src.text)
-            .is_ok_and(|v| v.get("initialStep").is_some() && v.get("steps").is_some())
+        match pipewright_statemachine::json::parse(FileId(0), src.text) {
+            Ok(root) => root.get("initialStep").is_some() && root.get("steps").is_some(),
+            // Broken JSON that names both keys is a recipe with a syntax error: `check`
+            // should say where the error is rather than that the file is unrecognised.
+            Err(_) => src.text.contains("\"initialStep\"") && src.text.contains("\"steps\""),
+        }
     }
 
     fn near_miss(&self, src: &Source, file: FileId) -> Option<NearMiss> {
