@@ -3,10 +3,18 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// `pipewright --version`: the crate version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PIPEWRIGHT_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "pipewright",
-    version,
+    version = VERSION,
     about = "Check, format, graph and run AI-agent workflow definitions"
 )]
 pub struct Cli {
