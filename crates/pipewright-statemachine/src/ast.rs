@@ -241,7 +241,18 @@ pub fn recipe(root: &Node, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
                             .with_note("JSON readers keep only the last one"),
                         );
                     }
-                    if s.key == INCLUDE_KEY {
+                    if s.key.starts_with('$') && s.key != INCLUDE_KEY {
+                        diags.push(
+                            Diagnostic::warning(
+                                codes::UNKNOWN_KEY,
+                                s.key_span,
+                                format!("unknown key `{}` in `steps`", s.key),
+                            )
+                            .with_label("ignored")
+                            .with_note("the only `$` key of `steps` is `$include`")
+                            .with_optional_help(suggest::help_for_unknown(&s.key, [INCLUDE_KEY])),
+                        );
+                    } else if s.key == INCLUDE_KEY {
                         let at = recipe.steps.len();
                         recipe
                             .includes
