@@ -622,6 +622,20 @@ fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
 }
 
 #[test]
+fn a_comment_between_a_scalars_properties_and_its_value_is_refused() {
+    // The loader spans the scalar over the comment: it was dropped without a word.
+    for src in ["a: !!str # c\n  b\n", "a: &x # c\n  |\n  n\n", "!\n#\n|\nn"] {
+        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err(src);
+        assert_eq!(err.len(), 1, "{src:?}");
+        assert_eq!(err[0].code, "PW0901", "{src:?}");
+    }
+    // Properties of a collection may have a comment after them; a scalar's comment after it.
+    for src in ["d: &d # shared\n  t: 10\ne: *d\n", "a: !!str b # c\n"] {
+        check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
+    }
+}
+
+#[test]
 fn characters_yaml_does_not_allow_are_refused_not_rewritten() {
     // `&` then a vertical tab loaded, and printed as an anchor that does not load.
     for src in [

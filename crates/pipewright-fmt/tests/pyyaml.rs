@@ -97,7 +97,8 @@ fn float(f: f64) -> Value {
     } else if f.is_infinite() {
         json!({"!float": if f > 0.0 { "inf" } else { "-inf" }})
     } else {
-        json!(f)
+        // By its bits, as the script writes it (decimal JSON numbers were read back rounded).
+        json!({"!float": format!("{:016x}", f.to_bits())})
     }
 }
 
@@ -189,7 +190,11 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Number(p), Value::Number(q)) => p.as_f64() == q.as_f64(),
         (Value::Number(p), Value::Object(o)) | (Value::Object(o), Value::Number(p)) => {
             let big = o.get("!int").and_then(|s| s.as_str()?.parse::<f64>().ok());
-            big.is_some() && big == p.as_f64()
+            let bits = o
+                .get("!float")
+                .and_then(|s| u64::from_str_radix(s.as_str()?, 16).ok())
+                .map(f64::from_bits);
+            (big.is_some() && big == p.as_f64()) || (bits.is_some() && bits == p.as_f64())
         }
         _ => a == b,
     }

@@ -10,10 +10,10 @@ constructor for `!expr`.
 
 JSON cannot say everything YAML can, so values are encoded: a mapping is an object whose keys
 are strings as they are, other keys `!<type>:<text>` (`!bool:true`, `!int:3`, a float by its
-bits); a float that JSON has no
-number for (nan, inf), or an integer JSON numbers would round, is {"!float": repr} or
-{"!int": str}; a tagged scalar is {"!<tag>": text}; anything else PyYAML builds (dates,
-bytes, sets) is {"!<python type>": repr}, which no YAML 1.2 value equals.
+bits); a float is {"!float": the hex of its bits} ({"!float": repr} for nan and inf), an
+integer JSON numbers would round is {"!int": str}; a tagged scalar is {"!<tag>": text};
+anything else PyYAML builds (dates, bytes, sets) is {"!<python type>": repr}, which no
+YAML 1.2 value equals.
 
 Exit status 3 when PyYAML is missing, so the caller can say how to install it.
 """
@@ -89,7 +89,10 @@ def encode(v):
     if isinstance(v, int):
         return v if -(2**53) <= v <= 2**53 else {"!int": str(v)}
     if isinstance(v, float):
-        return v if math.isfinite(v) else {"!float": repr(v)}
+        # By its bits: the reader's decimal parsing may round the last digit (1.5e+33).
+        if math.isfinite(v):
+            return {"!float": struct.pack(">d", v).hex()}
+        return {"!float": repr(v)}
     if isinstance(v, list):
         return [encode(x) for x in v]
     if isinstance(v, dict):
