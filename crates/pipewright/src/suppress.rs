@@ -6,6 +6,7 @@
 
 use pipewright_project::{CheckRules, Level};
 use pipewright_syntax::{Diagnostic, FileId, Severity, Span};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// How comments are written in a checked file.
@@ -41,15 +42,21 @@ pub const INVALID: &str = "PW0013";
 /// name no known code, then applies `--ignore` and the configured per-code levels (to those
 /// reports too).
 pub fn apply(diags: Vec<Diagnostic>, files: &[FileInput], settings: &Settings) -> Vec<Diagnostic> {
-    let mut found = Vec::new();
     let mut reports = Vec::new();
+    let mut by_file: HashMap<FileId, FileSuppressions> = HashMap::new();
     for f in files {
-        found.extend(suppressions(f, &mut reports));
+        let list = suppressions(f, &mut reports);
+        if !list.is_empty() {
+            let lines = line_starts(f.text);
+            by_file.insert(f.file, FileSuppressions { lines, list });
+        }
     }
     let mut kept: Vec<Diagnostic> = diags
         .into_iter()
-        .filter(|d| !suppressed(d, files, &mut found))
+        .filter(|d| !suppressed(d, &mut by_file))
         .collect();
+    let mut found: Vec<Suppression> = by_file.into_values().flat_map(|f| f.list).collect();
+    found.sort_by_key(|s| s.file);
     for s in &found {
         for c in &s.codes {
             if c.used {
@@ -82,20 +89,31 @@ pub fn apply(diags: Vec<Diagnostic>, files: &[FileInput], settings: &Settings) -
         }
     }
     kept.extend(reports);
+    let rel: HashMap<FileId, &str> = files
+        .iter()
+        .filter_map(|f| Some((f.file, f.rel.as_deref()?)))
+        .collect();
     kept.into_iter()
-        .filter_map(|d| configured(d, files, settings))
+        .filter_map(|d| configured(d, &rel, settings))
         .collect()
 }
 
+/// The suppressions of one file, with its line index.
+struct FileSuppressions {
+    lines: Vec<usize>,
+    list: Vec<Suppression>,
+}
+
 /// `--ignore` and `[check]`: the diagnostic as configured, or `None` when ignored.
-fn configured(mut d: Diagnostic, files: &[FileInput], settings: &Settings) -> Option<Diagnostic> {
+fn configured(
+    mut d: Diagnostic,
+    rel: &HashMap<FileId, &str>,
+    settings: &Settings,
+) -> Option<Diagnostic> {
     if settings.cli_ignore.iter().any(|c| c == d.code) {
         return None;
     }
-    let rel = files
-        .iter()
-        .find(|f| f.file == d.primary.span.file)
-        .and_then(|f| f.rel.as_deref());
+    let rel = rel.get(&d.primary.span.file).copied();
     let (severity, list) = match settings.rules.level(d.code, rel) {
         None => return Some(d),
         Some(Level::Ignore) => return None,
@@ -117,14 +135,14 @@ fn configured(mut d: Diagnostic, files: &[FileInput], settings: &Settings) -> Op
 }
 
 /// Whether an inline suppression covers `d`; marks the code used.
-fn suppressed(d: &Diagnostic, files: &[FileInput], found: &mut [Suppression]) -> bool {
+fn suppressed(d: &Diagnostic, by_file: &mut HashMap<FileId, FileSuppressions>) -> bool {
     let span = d.primary.span;
-    let Some(f) = files.iter().find(|f| f.file == span.file) else {
+    let Some(f) = by_file.get_mut(&span.file) else {
         return false;
     };
-    let line = line_of(f.text, span.start as usize);
+    let line = line_at(&f.lines, span.start as usize);
     let mut hit = false;
-    for s in found.iter_mut().filter(|s| s.file == span.file) {
+    for s in f.list.iter_mut() {
         if !s.whole_file && s.line != line {
             continue;
         }
@@ -164,6 +182,13 @@ fn suppressions(f: &FileInput, reports: &mut Vec<Diagnostic>) -> Vec<Suppression
         Syntax::Toml => pipewright_project::toml_comments(f.text),
         Syntax::NoComments => Vec::new(),
     };
+    let lines = line_starts(f.text);
+    // Lines holding nothing but a comment, which a comment standing alone skips over.
+    let comment_only: Vec<usize> = comments
+        .iter()
+        .filter(|c| !follows_content(f.text, c.start))
+        .map(|c| line_at(&lines, c.start))
+        .collect();
     let mut out = Vec::new();
     for c in &comments {
         match directive(f.text, c.clone()) {
@@ -179,7 +204,7 @@ fn suppressions(f: &FileInput, reports: &mut Vec<Diagnostic>) -> Vec<Suppression
             Some(Ok((whole_file, codes))) => out.push(Suppression {
                 file: f.file,
                 whole_file,
-                line: target_line(f.text, c.start, &comments),
+                line: target_line(f.text, c.start, &lines, &comment_only),
                 codes,
             }),
         }
@@ -189,33 +214,40 @@ fn suppressions(f: &FileInput, reports: &mut Vec<Diagnostic>) -> Vec<Suppression
 
 /// The line a comment starting at `at` covers: its own line when code precedes it there, else
 /// the next line that is not itself only a comment (so suppressions can be stacked).
-fn target_line(text: &str, at: usize, comments: &[Range<usize>]) -> usize {
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let line = line_of(text, at);
-    if !text[line_start..at].trim().is_empty() {
+fn target_line(text: &str, at: usize, lines: &[usize], comment_only: &[usize]) -> usize {
+    let line = line_at(lines, at);
+    if follows_content(text, at) {
         return line;
     }
-    let own_line_comment_lines: Vec<usize> = comments
-        .iter()
-        .filter(|c| {
-            let s = text[..c.start].rfind('\n').map_or(0, |i| i + 1);
-            text[s..c.start].trim().is_empty()
-        })
-        .map(|c| line_of(text, c.start))
-        .collect();
     let mut next = line + 1;
-    while own_line_comment_lines.contains(&next) {
+    // `comment_only` is in source order.
+    while comment_only.binary_search(&next).is_ok() {
         next += 1;
     }
     next
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
+/// Whether something other than blanks precedes position `at` on its line.
+fn follows_content(text: &str, at: usize) -> bool {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    !text[line_start..at].trim().is_empty()
+}
+
+/// The byte offset each line starts at.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect()
+}
+
+/// The 0-based line of a byte offset.
+fn line_at(lines: &[usize], offset: usize) -> usize {
+    lines.partition_point(|&s| s <= offset).saturating_sub(1)
 }
 
 type Directive = Result<(bool, Vec<CodeRef>), (Range<usize>, String)>;
@@ -233,17 +265,18 @@ fn directive(text: &str, range: Range<usize>) -> Option<Directive> {
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
         .unwrap_or(rest.len());
     let word = &rest[..word_len];
-    let whole_file =
-        match word {
-            "ignore" => false,
-            "ignore-file" => true,
-            _ => return Some(Err((
+    let whole_file = match word {
+        "ignore" => false,
+        "ignore-file" => true,
+        _ => {
+            return Some(Err((
                 range,
                 format!(
                     "unknown pipewright directive `{word}` (expected `ignore` or `ignore-file`)"
                 ),
-            ))),
-        };
+            )))
+        }
+    };
     let list = &rest[word_len..];
     let Some(inner) = list.strip_prefix('[') else {
         // A blanket suppression would hide problems nobody looked at, and could never be

@@ -242,7 +242,11 @@ fn json_files_use_the_command_line_and_the_config() {
     let sm = testdata("statemachine/err/PW0702-unknown-keys.json");
     std::fs::copy(&sm, dir.path().join("sm.json")).unwrap_or_else(|e| panic!("{e}"));
     let o = run_in(dir.path(), &["check", "--format", "json", "sm.json"]);
-    assert_eq!(found(&o).len(), 3);
+    let rows = found(&o);
+    assert!(
+        !rows.is_empty() && rows.iter().all(|r| r.0 == "PW0702"),
+        "{rows:?}"
+    );
     let o = run_in(
         dir.path(),
         &["check", "--format", "json", "--ignore", "PW0702", "sm.json"],

@@ -123,10 +123,11 @@ pub fn run(args: &CheckArgs) -> u8 {
         unknown_config_codes(&project.check, path, &mut sources, &mut diags);
     }
     let rules = project.check.clone();
+    let config_dir = project_dir.as_deref().and_then(canonical_dir);
     let checked: Vec<(FileId, std::sync::Arc<str>, Syntax, Option<String>)> = found
         .iter()
         .map(|(d, path, id, text)| {
-            let rel = relative(path, project_dir.as_deref());
+            let rel = config_dir.as_deref().and_then(|dir| relative(path, dir));
             (*id, text.clone(), syntax(path, *d), rel)
         })
         .collect();
@@ -229,18 +230,20 @@ fn syntax(path: &Path, d: &dyn Dialect) -> Syntax {
     }
 }
 
-/// `path` relative to the config file's directory, `/`-separated; `None` outside it.
-fn relative(path: &Path, config_dir: Option<&Path>) -> Option<String> {
-    let dir = config_dir?;
+/// The config file's directory, absolute, symbolic links resolved (as checked paths will be).
+fn canonical_dir(dir: &Path) -> Option<PathBuf> {
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
-    let (dir, path) = (
-        std::fs::canonicalize(dir).ok()?,
-        std::fs::canonicalize(path).ok()?,
-    );
+    std::fs::canonicalize(dir).ok()
+}
+
+/// `path` relative to the config file's directory `dir` (canonical), `/`-separated; `None`
+/// outside it.
+fn relative(path: &Path, dir: &Path) -> Option<String> {
+    let path = std::fs::canonicalize(path).ok()?;
     Some(discover::display(path.strip_prefix(dir).ok()?))
 }
 
