@@ -138,6 +138,68 @@ fn the_action_is_a_composite_action_that_installs_checks_and_uploads() {
     assert!(sh.status.success(), "{}", text(&sh));
 }
 
+/// The action's `pipewright check` step, run here with bash as the runner would run it (the
+/// runner itself cannot run here): SARIF written, exit code recorded, a bad format refused.
+#[test]
+fn the_actions_check_step_runs_locally() {
+    let a = pyyaml(&repo_root().join("action.yml"));
+    let script = a["runs"]["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["id"] == "check"))
+        .and_then(|s| s["run"].as_str())
+        .unwrap_or_else(|| panic!("no step with id check: {a}"))
+        .to_string();
+    let dir = tempdir();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "pipeline: main\nsteps:\n  - call: {pipeline: nowhere}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_pipewright"));
+    let path = std::env::join_paths(exe.parent().into_iter().map(Path::to_path_buf).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let run = |format: &str| {
+        let out_file = dir.path().join(format!("github-output-{format}"));
+        let o = Command::new("bash")
+            .current_dir(dir.path())
+            .arg("-e")
+            .arg("-c")
+            .arg(&script)
+            .env("PATH", &path)
+            .env("GITHUB_OUTPUT", &out_file)
+            .env("PW_PATHS", "p.yaml")
+            .env("PW_FORMAT", format)
+            .env("PW_ARGS", "--deny warnings")
+            .env("PW_SARIF", "report.sarif")
+            .output()
+            .unwrap_or_else(|e| panic!("bash: {e}"));
+        (o, std::fs::read_to_string(out_file).unwrap_or_default())
+    };
+    let (o, outputs) = run("sarif");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(outputs.trim(), "exit-code=1");
+    let sarif: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("report.sarif")).unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("SARIF is JSON: {e}"));
+    assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "PW0251");
+
+    let (o, outputs) = run("github");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(outputs.trim(), "exit-code=1");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("::error file=p.yaml"),
+        "{}",
+        text(&o)
+    );
+
+    let (o, _) = run("xml");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("input format must be sarif or github"));
+}
+
 #[test]
 fn the_hooks_file_declares_both_hooks() {
     let hooks = pyyaml(&repo_root().join(".pre-commit-hooks.yaml"));
