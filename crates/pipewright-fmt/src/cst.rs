@@ -99,9 +99,19 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
             break;
         }
         // An anchor or tag also ends at a flow indicator (`&a{}` is the anchor `a` on `{}`).
-        let tok_end = text[i..]
-            .find([' ', '\t', '\r', '\n', ',', '[', ']', '{', '}'])
-            .map_or(text.len(), |j| i + j);
+        // A verbatim tag (`!<tag:yaml.org,2002:str>`) ends at its `>`.
+        let verbatim = text[i..].starts_with("!<");
+        let tok_end = if verbatim {
+            text[i..].find('>').map(|j| i + j + 1)
+        } else {
+            None
+        }
+        .or_else(|| {
+            text[i..]
+                .find([' ', '\t', '\r', '\n', ',', '[', ']', '{', '}'])
+                .map(|j| i + j)
+        })
+        .unwrap_or(text.len());
         if c == b'&' {
             anchor = text.get(i + 1..tok_end);
         }

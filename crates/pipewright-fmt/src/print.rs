@@ -117,9 +117,13 @@ fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
 /// `` !` ``), and a character outside the URI characters a tag may hold is escaped again.
 fn tag_text(t: &pipewright_yaml::Tag) -> String {
     let shown = t.display();
-    // The non-specific tag `!` (no handle) is printed as it is.
+    // No handle: the non-specific tag `!`, or a verbatim one (`!<x>`), printed as such.
     if t.handle.is_empty() {
-        return shown;
+        return if t.suffix == "!" {
+            shown
+        } else {
+            format!("!<{}>", t.suffix)
+        };
     }
     // Only ASCII is escaped: the loader keeps other characters as they are.
     let plain =

@@ -574,6 +574,12 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("!%60", " !%60\n"),
         ("a: !e%25x 1\n", "a: !e%25x 1\n"),
         ("a: !x%2Cy [1]\n", "a: !x%2Cy [1]\n"),
+        // A verbatim tag is printed as one (it was printed as its bare URI).
+        (
+            "a: !<tag:yaml.org,2002:str> 1\nb: !<x> y\n",
+            "a: !<tag:yaml.org,2002:str> 1\nb: !<x> y\n",
+        ),
+        ("!<->", " !<->\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
     ] {
