@@ -1,7 +1,9 @@
-//! MEOW files are TOML. `toml_edit` keeps comments and layout; canonical form only normalises
-//! the spacing around `=` (`key = value`) and strips trailing blanks, so nothing an author
-//! wrote as a comment or a blank line can move. The result is read back and compared value by
-//! value with the input before it is returned.
+//! MEOW files are TOML. `toml_edit` keeps comments and layout; canonical form normalises the
+//! spacing around `=` (`key = value`), puts exactly one blank line before every table header
+//! (`[[main.steps]]`) but the first, collapses runs of blank lines to one and strips trailing
+//! blanks. Keys keep the order they were written in (authors order them by hand) and every
+//! comment stays where it was, above the key or header it describes. The result is read back
+//! and compared value by value with the input before it is returned.
 
 use pipewright_syntax::{Diagnostic, FileId, Span};
 use toml_edit::{DocumentMut, Item, Table, Value};
@@ -17,8 +19,9 @@ pub fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
         .with_label("the TOML parser stopped here")]
     })?;
     let before = canonical_doc(&doc);
-    normalise(doc.as_table_mut(), 0);
-    let spaced = doc.to_string();
+    normalise(doc.as_table_mut(), 0, false);
+    // The first header gets a blank line like the others; nothing may precede the document.
+    let spaced = doc.to_string().trim_start_matches(['\n', '\r']).to_string();
     // Trailing blanks are trivia everywhere except inside a multi-line string, where they are
     // the value: the trimmed text is kept only if it still holds the same data.
     let trimmed = trim_lines(&spaced);
@@ -128,23 +131,86 @@ fn canonical_value(v: &Value, out: &mut String, depth: usize) {
     }
 }
 
-fn normalise(t: &mut Table, depth: usize) {
+/// `in_element`: `t` is (inside) an element of an array of tables, a step: its sub-tables
+/// (`[main.steps.variables]`) belong to it and stay where they were written, only their blank
+/// lines collapsed.
+fn normalise(t: &mut Table, depth: usize, in_element: bool) {
     if depth > 128 {
         return;
     }
     for (mut key, item) in t.iter_mut() {
         match item {
             Item::Value(v) => {
-                // The prefix of a key holds the comments above it: only the gap before `=`
-                // and the one after it are normalised.
-                key.leaf_decor_mut().set_suffix(" ");
+                // The prefix of a key holds the comments above it: its blank lines are
+                // collapsed, and the gap before `=` and the one after it are normalised.
+                let decor = key.leaf_decor_mut();
+                if let Some(p) = decor
+                    .prefix()
+                    .and_then(|p| p.as_str())
+                    .map(collapse_blank_lines)
+                {
+                    decor.set_prefix(p);
+                }
+                decor.set_suffix(" ");
                 v.decor_mut().set_prefix(" ");
             }
-            Item::Table(sub) => normalise(sub, depth + 1),
-            Item::ArrayOfTables(arr) => arr.iter_mut().for_each(|sub| normalise(sub, depth + 1)),
+            Item::Table(sub) => {
+                header(sub, !in_element);
+                normalise(sub, depth + 1, in_element);
+            }
+            Item::ArrayOfTables(arr) => arr.iter_mut().for_each(|sub| {
+                header(sub, true);
+                normalise(sub, depth + 1, true);
+            }),
             Item::None => {}
         }
     }
+}
+
+/// With `separate`: one blank line, then the comments written above the header (their own
+/// blank lines collapsed), then the header; without, only the blank lines collapsed. An
+/// implicit table (`a` of `[a.b]`) has no header.
+fn header(t: &mut Table, separate: bool) {
+    if t.is_implicit() {
+        return;
+    }
+    let decor = t.decor_mut();
+    let Some(raw) = decor.prefix().and_then(|p| p.as_str()).map(str::to_string) else {
+        return;
+    };
+    if separate {
+        let comments = collapse_blank_lines(raw.trim_start_matches(|c: char| c.is_whitespace()));
+        decor.set_prefix(format!("\n{comments}"));
+    } else {
+        decor.set_prefix(collapse_blank_lines(&raw));
+    }
+}
+
+/// Runs of blank lines become one; lines keep their text (comments) and the text after the
+/// last newline (the indentation before what follows) is kept.
+fn collapse_blank_lines(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len());
+    let mut blank_run = 0;
+    let mut lines = prefix.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        if lines.peek().is_none() {
+            // The part after the last newline: indentation, not a line of its own.
+            out.push_str(line);
+            break;
+        }
+        if line.trim().is_empty() {
+            blank_run += 1;
+            if blank_run > 1 {
+                continue;
+            }
+            out.push('\n');
+        } else {
+            blank_run = 0;
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -170,6 +236,31 @@ mod tests {
         assert_eq!(
             format(FileId(0), src).ok().as_deref(),
             Some("# c\n[main]\nx = 1\n")
+        );
+    }
+
+    /// One blank line before every header but the first, comments kept above what they
+    /// describe, runs of blank lines collapsed, keys in the order written.
+    #[test]
+    fn step_tables_are_separated_by_one_blank_line() {
+        let src = "# module\n[main]\nname=\"demo\"\n[[main.steps]]\nid  =   \"a\"\nexecutor=\"shell\"\n\n\n\n# the second step\n\n\n[[main.steps]]\n\n\n\nid = \"b\" # b\n\n\n# runs last\nexecutor = \"shell\"\n";
+        let out = format(FileId(0), src).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(
+            out,
+            "# module\n[main]\nname = \"demo\"\n\n[[main.steps]]\nid = \"a\"\nexecutor = \"shell\"\n\n# the second step\n\n[[main.steps]]\n\nid = \"b\" # b\n\n# runs last\nexecutor = \"shell\"\n"
+        );
+        assert_eq!(format(FileId(0), &out).ok().as_deref(), Some(out.as_str()));
+        assert_eq!(canonical_doc(&doc(&out)), canonical_doc(&doc(src)));
+    }
+
+    /// A step's own sub-tables stay against it; a workflow's do not.
+    #[test]
+    fn a_steps_sub_tables_stay_with_it() {
+        let src = "[main]\nname = \"m\"\n[main.variables]\nx = { default = 1 }\n\n[[main.steps]]\nid = \"a\"\nexecutor = \"expand\"\n[main.steps.variables]\ny = \"{{x}}\"\n";
+        let out = format(FileId(0), src).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(
+            out,
+            "[main]\nname = \"m\"\n\n[main.variables]\nx = { default = 1 }\n\n[[main.steps]]\nid = \"a\"\nexecutor = \"expand\"\n[main.steps.variables]\ny = \"{{x}}\"\n"
         );
     }
 

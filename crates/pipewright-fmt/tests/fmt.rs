@@ -361,7 +361,7 @@ fn toml_keeps_comments_and_normalises_spacing() {
     let f = format_source(FileId(0), src, Dialect::Meow).expect("formats");
     assert_eq!(
         f.output,
-        "# top\n[meow]\nname = \"x\"   # trailing\n\n# above\ncount = 3\n[[steps]]\nid = \"a\"\n"
+        "# top\n[meow]\nname = \"x\"   # trailing\n\n# above\ncount = 3\n\n[[steps]]\nid = \"a\"\n"
     );
     assert!(
         !format_source(FileId(0), &f.output, Dialect::Meow)
