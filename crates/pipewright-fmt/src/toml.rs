@@ -20,8 +20,8 @@ pub fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
     })?;
     let before = canonical_doc(&doc);
     normalise(doc.as_table_mut(), 0, false);
-    // The first header gets a blank line like the others; nothing may precede the document.
-    let spaced = doc.to_string().trim_start_matches(['\n', '\r']).to_string();
+    // The first header gets a blank line like the others: no blank line may open the file.
+    let spaced = without_leading_blank_lines(&doc.to_string()).to_string();
     // Trailing blanks are trivia everywhere except inside a multi-line string, where they are
     // the value: the trimmed text is kept only if it still holds the same data.
     let trimmed = trim_lines(&spaced);
@@ -39,6 +39,23 @@ pub fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
             file,
             "the normalised TOML does not parse",
         )]),
+    }
+}
+
+/// The text from its first line that is not blank (blank lines before the first key, comment or
+/// header are never data).
+fn without_leading_blank_lines(text: &str) -> &str {
+    let mut rest = text;
+    while let Some(nl) = rest.find('\n') {
+        if !rest[..nl].trim().is_empty() {
+            break;
+        }
+        rest = &rest[nl + 1..];
+    }
+    if rest.trim().is_empty() {
+        ""
+    } else {
+        rest
     }
 }
 
@@ -251,6 +268,26 @@ mod tests {
         );
         assert_eq!(format(FileId(0), &out).ok().as_deref(), Some(out.as_str()));
         assert_eq!(canonical_doc(&doc(&out)), canonical_doc(&doc(src)));
+    }
+
+    /// A line of blanks before a comment opening the file is dropped at once, not on a
+    /// second run (fuzz_toml finding, `" \n#"`).
+    #[test]
+    fn blank_lines_opening_the_file_go_in_one_run() {
+        for src in [
+            " \n#",
+            "\n \n# c\n[main]\n",
+            "  \n\t\n[[main.steps]]\nid = \"a\"\n",
+            " ",
+        ] {
+            let out = format(FileId(0), src).unwrap_or_else(|d| panic!("{d:?}"));
+            assert!(!out.starts_with(['\n', ' ', '\t']), "{src:?} -> {out:?}");
+            assert_eq!(
+                format(FileId(0), &out).ok().as_deref(),
+                Some(out.as_str()),
+                "{src:?}"
+            );
+        }
     }
 
     /// A step's own sub-tables stay against it; a workflow's do not.
