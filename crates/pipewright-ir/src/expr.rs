@@ -19,6 +19,8 @@ pub enum Lang {
     RecipeTemplate,
     /// A MEOW `{{var}}` template.
     MeowTemplate,
+    /// Text used as written, with no substitution (a state-machine recipe's prompt).
+    Text,
 }
 
 impl Lang {
@@ -29,6 +31,7 @@ impl Lang {
             Lang::RecipeCondition => "recipe-condition",
             Lang::RecipeTemplate => "recipe-template",
             Lang::MeowTemplate => "meow-template",
+            Lang::Text => "text",
         }
     }
 }

@@ -268,7 +268,7 @@ pub enum NodeKind {
         on_error: Option<OnError>,
     },
     Agent {
-        /// An [`Lang::R1Template`] or [`Lang::RecipeTemplate`].
+        /// An [`Lang::R1Template`], [`Lang::RecipeTemplate`] or [`Lang::Text`].
         prompt: Expr,
         identity: Option<String>,
         capabilities: Option<Vec<String>>,

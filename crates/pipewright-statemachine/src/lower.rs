@@ -27,10 +27,9 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
     let mut steps = HashMap::new();
     for (i, s) in r.steps.iter().enumerate() {
         let span = s.prompt.as_ref().map_or(s.name.span, |p| p.span);
-        // The IR has no plain-text language; the prompt is sent as written (no `{{…}}`
-        // substitution), which is what an executor for this dialect must do with it.
+        // The prompt is sent as written: no `{{…}}` substitution in this dialect.
         let prompt = Expr::text(
-            Lang::RecipeTemplate,
+            Lang::Text,
             s.prompt
                 .as_ref()
                 .map_or_else(String::new, |p| p.text.clone()),
