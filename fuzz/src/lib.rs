@@ -47,3 +47,12 @@ pub fn no_internal_error(diags: &[Diagnostic], text: &str, dialect: pipewright_f
         );
     }
 }
+
+/// Every graph exporter must accept a lowered program.
+pub fn export_all(program: &pipewright_ir::Program, sources: &SourceMap) {
+    use pipewright_ir::export::{dot::dot, json::json, mermaid::mermaid, ExportOptions};
+    let opts = ExportOptions::default();
+    let _ = dot(program, &opts);
+    let _ = mermaid(program, &opts);
+    let _ = json(program, sources, &opts);
+}
