@@ -261,6 +261,23 @@ pub fn source_hash<'a>(texts: impl Iterator<Item = &'a str>) -> String {
     format!("{h:016x}")
 }
 
+/// The UTC civil time of milliseconds since the epoch: (year, month, day, hour, minute,
+/// second), days to a date after Howard Hinnant's `civil_from_days`.
+pub fn utc_parts(ms: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

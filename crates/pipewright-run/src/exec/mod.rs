@@ -390,21 +390,15 @@ pub async fn run(
     let mut resumed_workflow = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let st = opts.store.as_ref().ok_or("--resume needs a run store")?;
-            store::check_run_id(id)?;
-            // Owner first, then read: what is read cannot change under us.
-            lock = Some(st.lock_run(id)?);
-            let rec = st.load_run(id)?;
-            if !input.is_null() {
-                return Err(format!(
-                    "run {id} keeps the input it started with; --input cannot be given with --resume"
-                ));
-            }
-            if rec.source_hash != source_hash && !opts.force {
-                return Err(format!(
-                    "the pipeline files changed since run {id} started; resuming would mix results of two versions. Restore the files, or pass --force to replay only the steps whose content did not change"
-                ));
-            }
+            let (l, rec) = resume_record(
+                opts.store.as_ref(),
+                opts.force,
+                id,
+                &input,
+                &source_hash,
+                "the pipeline files",
+            )?;
+            lock = Some(l);
             if let Some(w) = opts.workflow.as_ref().filter(|w| **w != rec.workflow) {
                 return Err(format!(
                     "run {id} runs pipeline `{}`; it cannot be resumed as `{w}`",
@@ -564,6 +558,35 @@ pub async fn run(
         rec.close();
     }
     Ok(outcome)
+}
+
+/// The record of a run to resume, owned by this process, after the checks every dialect makes:
+/// a store, a well-formed id, no new input, and the same sources (unless `--force`). `what`
+/// names the sources in the refusal ("the pipeline files", "the recipe").
+pub(crate) fn resume_record(
+    store: Option<&Arc<dyn Store>>,
+    force: bool,
+    id: &str,
+    input: &serde_json::Value,
+    source_hash: &str,
+    what: &str,
+) -> Result<(Box<dyn RunLock>, store::RunRecord), String> {
+    let st = store.ok_or("--resume needs a run store")?;
+    store::check_run_id(id)?;
+    // Owner first, then read: what is read cannot change under us.
+    let lock = st.lock_run(id)?;
+    let rec = st.load_run(id)?;
+    if !input.is_null() {
+        return Err(format!(
+            "run {id} keeps the input it started with; --input cannot be given with --resume"
+        ));
+    }
+    if rec.source_hash != source_hash && !force {
+        return Err(format!(
+            "{what} changed since run {id} started; resuming would mix results of two versions. Restore them, or pass --force to replay only the steps whose content did not change"
+        ));
+    }
+    Ok((lock, rec))
 }
 
 /// Turns the outcome into a failure of the store (unless it already failed of that).

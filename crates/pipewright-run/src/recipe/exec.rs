@@ -650,21 +650,31 @@ impl Exec {
     }
 
     /// The items of a foreach, and its bound.
+    /// The items of a foreach, within its bound. An empty list skips the step (it joins
+    /// `_skipped_steps`, `collect` becomes `[]`, `output` stays unset): `None` then.
     fn items(
         &self,
-        ctx: &Ctx,
+        ctx: &mut Ctx,
         node: &Node,
+        l: &Loop,
         source: &str,
         max: Option<u64>,
         key: &str,
-    ) -> Result<Vec<Value>, Stop> {
+    ) -> Result<Option<Vec<Value>>, Stop> {
         let id = step_id(node);
         let items = rt::resolve_foreach(source, &ctx.vars, &id)
             .map_err(|e| self.fail(key, node, codes::RECIPE_LOOP, e.to_string()))?
             .to_vec();
         rt::check_foreach_len(&id, items.len(), max.unwrap_or(DEFAULT_MAX_ITEMS))
             .map_err(|e| self.fail(key, node, codes::RECIPE_LOOP, e.to_string()))?;
-        Ok(items)
+        if items.is_empty() {
+            skip(ctx, &id);
+            if let Some(c) = &l.collect {
+                ctx.set(c, Value::List(Vec::new()));
+            }
+            return Ok(None);
+        }
+        Ok(Some(items))
     }
 
     /// One iteration's body: the step's action (processed), or its nested steps.
@@ -713,14 +723,9 @@ impl Exec {
             return Ok((Flow::Next, None));
         };
         let id = step_id(node);
-        let items = self.items(ctx, node, &source.src, *max_items, key)?;
-        if items.is_empty() {
-            skip(ctx, &id);
-            if let Some(c) = &l.collect {
-                ctx.set(c, Value::List(Vec::new()));
-            }
+        let Some(items) = self.items(ctx, node, l, &source.src, *max_items, key)? else {
             return Ok((Flow::Next, None));
-        }
+        };
         let hash = self.step_hash(f, node);
         let mut results = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
@@ -820,14 +825,9 @@ impl Exec {
             return Ok((Flow::Next, None));
         };
         let id = step_id(node);
-        let items = self.items(ctx, node, &source.src, *max_items, key)?;
-        if items.is_empty() {
-            skip(ctx, &id);
-            if let Some(c) = &l.collect {
-                ctx.set(c, Value::List(Vec::new()));
-            }
+        let Some(items) = self.items(ctx, node, l, &source.src, *max_items, key)? else {
             return Ok((Flow::Next, None));
-        }
+        };
         let Some(inner) = l.body.entry.and_then(|n| l.body.node(n)) else {
             return Ok((Flow::Next, None));
         };

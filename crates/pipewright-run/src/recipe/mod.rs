@@ -188,20 +188,15 @@ pub(crate) async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let st = opts.store.as_ref().ok_or("--resume needs a run store")?;
-            store::check_run_id(id)?;
-            lock_ = Some(st.lock_run(id)?);
-            let rec = st.load_run(id)?;
-            if !input.is_null() {
-                return Err(format!(
-                    "run {id} keeps the input it started with; --input cannot be given with --resume"
-                ));
-            }
-            if rec.source_hash != source_hash && !opts.force {
-                return Err(format!(
-                    "the recipe changed since run {id} started; resuming would mix results of two versions. Restore the file, or pass --force to replay only the steps whose content did not change"
-                ));
-            }
+            let (l, rec) = crate::exec::resume_record(
+                opts.store.as_ref(),
+                opts.force,
+                id,
+                &input,
+                &source_hash,
+                "the recipe",
+            )?;
+            lock_ = Some(l);
             if rec.workflow != workflow.name {
                 return Err(format!(
                     "run {id} runs recipe `{}`; it cannot be resumed with recipe `{}`",
@@ -567,26 +562,6 @@ fn store_failure(outcome: &mut RunOutcome, w: &Workflow, msg: String) {
 
 /// The time now as ISO 8601 (UTC), for `session.started`.
 fn now_iso() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (y, m, d, hh, mm, ss) = store::utc_parts(store::now_ms());
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}+00:00")
 }

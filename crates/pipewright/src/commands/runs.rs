@@ -186,26 +186,10 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
     n.checked_mul(unit_ms).ok_or_else(bad)
 }
 
-/// `2026-11-25 13:29:47Z` from milliseconds since the epoch (days to a civil date after
-/// Howard Hinnant's `civil_from_days`).
+/// `2026-11-25 13:29:47Z` from milliseconds since the epoch.
 fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (y, m, d, hh, mm, ss) = pipewright_run::store::utc_parts(ms);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}Z")
 }
 
 /// `pipewright approve|deny RUN_ID`: records the decision on the gate the run waits at.
