@@ -28,43 +28,8 @@ fn check(path: &Path) -> (SourceMap, Vec<Diagnostic>) {
     (sources, diags)
 }
 
-/// `line:col code severity message`, then indented label, secondary labels, notes and help.
 fn render(sources: &SourceMap, diags: &[Diagnostic], root: &Path) -> String {
-    let mut out = String::new();
-    for d in diags {
-        let pos = |sp: pipewright_syntax::Span| {
-            sources.get(sp.file).map_or("?".to_string(), |f| {
-                let lc = f.line_col(sp.start as usize);
-                let name = Path::new(&f.name)
-                    .strip_prefix(root)
-                    .map_or(f.name.clone(), |p| p.display().to_string());
-                format!("{name}:{}:{}", lc.line, lc.col)
-            })
-        };
-        let text = sources.get(d.span().file).map_or("", |f| f.slice(d.span()));
-        out.push_str(&format!(
-            "{} {} {} {}\n",
-            pos(d.span()),
-            d.code,
-            d.severity.as_str(),
-            d.message
-        ));
-        out.push_str(&format!(
-            "    label: {} `{}`\n",
-            d.primary.message,
-            text.lines().next().unwrap_or("")
-        ));
-        for s in &d.secondary {
-            out.push_str(&format!("    secondary: {} {}\n", pos(s.span), s.message));
-        }
-        for n in &d.notes {
-            out.push_str(&format!("    note: {n}\n"));
-        }
-        if let Some(h) = &d.help {
-            out.push_str(&format!("    help: {h}\n"));
-        }
-    }
-    out
+    pipewright_syntax::render::compact(diags, sources, root)
 }
 
 #[test]

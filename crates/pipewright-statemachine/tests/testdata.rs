@@ -56,42 +56,10 @@ fn check(case: &Path) -> (SourceMap, Vec<Diagnostic>) {
     (sources, diags)
 }
 
-/// `file:line:col code severity message`, then indented label, secondary labels, notes and
-/// help.
+/// Paths inside messages (a missing `$include`) are made relative too.
 fn render(sources: &SourceMap, diags: &[Diagnostic]) -> String {
     let prefix = format!("{}/", root().display());
-    let mut out = String::new();
-    for d in diags {
-        let pos = |sp: pipewright_syntax::Span| {
-            sources.get(sp.file).map_or("?".to_string(), |f| {
-                let lc = f.line_col(sp.start as usize);
-                format!("{}:{}:{}", f.name.replace(&prefix, ""), lc.line, lc.col)
-            })
-        };
-        let text = sources.get(d.span().file).map_or("", |f| f.slice(d.span()));
-        out.push_str(&format!(
-            "{} {} {} {}\n",
-            pos(d.span()),
-            d.code,
-            d.severity.as_str(),
-            d.message
-        ));
-        out.push_str(&format!(
-            "    label: {} `{}`\n",
-            d.primary.message,
-            text.lines().next().unwrap_or("")
-        ));
-        for s in &d.secondary {
-            out.push_str(&format!("    secondary: {} {}\n", pos(s.span), s.message));
-        }
-        for n in &d.notes {
-            out.push_str(&format!("    note: {n}\n"));
-        }
-        if let Some(h) = &d.help {
-            out.push_str(&format!("    help: {h}\n"));
-        }
-    }
-    out.replace(&prefix, "")
+    pipewright_syntax::render::compact(diags, sources, &root()).replace(&prefix, "")
 }
 
 #[test]

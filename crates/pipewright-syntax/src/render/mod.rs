@@ -6,11 +6,13 @@
 //! multi-byte character and files missing from the [`SourceMap`] all render something sensible
 //! instead of panicking.
 
+mod compact;
 mod github;
 mod human;
 mod json;
 mod sarif;
 
+pub use compact::compact;
 pub use github::github;
 pub use human::{human, summary};
 pub use json::{json, json_with_files, FileCounts, JSON_SCHEMA_VERSION};
