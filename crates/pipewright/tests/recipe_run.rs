@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// A temporary project holding a copy of the whole `testdata/recipe/run` tree.
@@ -45,26 +45,6 @@ fn run_json(dir: &Path, args: &[&str]) -> (Option<i32>, Value) {
     all.extend_from_slice(&["--format", "json"]);
     let o = run_in(dir, &all);
     (o.status.code(), parse(&o))
-}
-
-fn spawn_run(dir: &Path, args: &[&str]) -> Child {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--format", "json"]);
-    bin()
-        .current_dir(dir)
-        .args(&all)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
-}
-
-fn finish(child: Child) -> Output {
-    child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("wait: {e}"))
 }
 
 /// Like `run_json`, but kills the run after `limit` and returns `None` then.

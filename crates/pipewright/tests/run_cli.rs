@@ -405,26 +405,6 @@ fn openai_backend_without_config_exits_2() {
     assert!(run_ids(d.path()).is_empty(), "nothing ran");
 }
 
-fn spawn_run(dir: &Path, args: &[&str]) -> Child {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--format", "json"]);
-    bin()
-        .current_dir(dir)
-        .args(&all)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
-}
-
-fn finish(child: Child) -> Output {
-    child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("wait: {e}"))
-}
-
 #[test]
 fn sigint_cancels_the_running_step_and_resume_finishes() {
     // The uninterrupted run goes on in parallel, to compare with.

@@ -92,3 +92,25 @@ pub fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Opti
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Starts `pipewright run ARGS --format json` in `dir` in the background.
+pub fn spawn_run(dir: &Path, args: &[&str]) -> std::process::Child {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    bin()
+        .current_dir(dir)
+        .args(&all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
+}
+
+/// Waits for a spawned run and collects its output.
+pub fn finish(child: std::process::Child) -> Output {
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
