@@ -761,24 +761,9 @@ impl Exec {
             if flow == Flow::SkipRemaining {
                 extra.push(("flow", Value::Str("skip".into())));
             }
-            let delta = ctx.take_delta(extra);
+            let delta = ctx.iteration_delta(extra);
             self.land_raw(&ikey, &hash, values::to_text(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
-            // The iteration's own changes are landed; the loop's landing repeats them.
-            if let Value::Map(m) = &delta {
-                if let Some(Value::Map(set)) = m.get("set") {
-                    for k in set.keys() {
-                        ctx.touch(k);
-                    }
-                }
-                if let Some(Value::List(unset)) = m.get("unset") {
-                    for k in unset {
-                        if let Value::Str(k) = k {
-                            ctx.touch(k);
-                        }
-                    }
-                }
-            }
             results.push(result);
             if flow == Flow::SkipRemaining {
                 return Ok((Flow::SkipRemaining, None));
@@ -1008,16 +993,9 @@ impl Exec {
             if let Some(s) = stop {
                 extra.push(("flow", Value::Str(s.into())));
             }
-            let delta = ctx.take_delta(extra);
+            let delta = ctx.iteration_delta(extra);
             self.land_raw(&ikey, &hash, values::to_text(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
-            if let Value::Map(m) = &delta {
-                if let Some(Value::Map(set)) = m.get("set") {
-                    for k in set.keys() {
-                        ctx.touch(k);
-                    }
-                }
-            }
             i += 1;
             match stop {
                 Some("skip") => break Flow::SkipRemaining,

@@ -125,9 +125,21 @@ impl Ctx {
 
     /// The change since the last call, as landed: `{"set": {…}, "unset": […]}` plus `extra`.
     fn take_delta(&mut self, extra: Vec<(&str, Value)>) -> Value {
+        let keys = std::mem::take(&mut self.touched);
+        self.delta(keys, extra)
+    }
+
+    /// The change so far of the step a loop iteration belongs to, for the iteration's landing.
+    /// The keys stay: the loop step's own landing repeats them, and they must reach it even
+    /// when the iteration is inside an outer one.
+    pub fn iteration_delta(&self, extra: Vec<(&str, Value)>) -> Value {
+        self.delta(self.touched.clone(), extra)
+    }
+
+    fn delta(&self, keys: Vec<String>, extra: Vec<(&str, Value)>) -> Value {
         let mut set = indexmap::IndexMap::new();
         let mut unset = Vec::new();
-        for k in self.touched.drain(..) {
+        for k in keys {
             match self.vars.get(&k) {
                 Some(v) => {
                     set.insert(k, v.clone());
