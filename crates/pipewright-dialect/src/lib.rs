@@ -13,6 +13,7 @@ mod pipeline;
 mod recipe;
 pub mod source;
 mod state_machine;
+pub mod suppress;
 
 pub use near_miss::NearMiss;
 pub use source::Source;

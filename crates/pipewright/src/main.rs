@@ -22,7 +22,6 @@ mod discover;
 mod output;
 mod project;
 mod read;
-mod suppress;
 
 use clap::Parser;
 use std::process::ExitCode;

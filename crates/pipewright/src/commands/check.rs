@@ -2,7 +2,7 @@
 
 use crate::cli::{CheckArgs, Deny};
 use crate::discover;
-use crate::suppress::{self, FileInput, Syntax};
+use pipewright_dialect::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
 use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap};
 use std::path::{Path, PathBuf};
@@ -128,7 +128,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         .iter()
         .map(|(d, path, id, text)| {
             let rel = config_dir.as_deref().and_then(|dir| relative(path, dir));
-            (*id, text.clone(), syntax(path, *d), rel)
+            (*id, text.clone(), Syntax::of(path, *d), rel)
         })
         .collect();
     let ctx = Context {
@@ -213,21 +213,6 @@ pub fn run(args: &CheckArgs) -> u8 {
 
 pub fn is_known_code(code: &str) -> bool {
     crate::output::all_codes().iter().any(|c| c.code == code)
-}
-
-/// How comments are written in a checked file: by its extension, else (standard input) by
-/// its dialect.
-fn syntax(path: &Path, d: &dyn Dialect) -> Syntax {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("toml") => Syntax::Toml,
-        Some("json") => Syntax::NoComments,
-        Some(_) => Syntax::Yaml,
-        None => match d.name() {
-            "meow" => Syntax::Toml,
-            "state-machine" => Syntax::NoComments,
-            _ => Syntax::Yaml,
-        },
-    }
 }
 
 /// The config file's directory, absolute, symbolic links resolved (as checked paths will be).

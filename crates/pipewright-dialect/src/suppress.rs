@@ -18,6 +18,23 @@ pub enum Syntax {
     NoComments,
 }
 
+impl Syntax {
+    /// How comments are written in a checked file: by its extension, else (standard input) by
+    /// its dialect.
+    pub fn of(path: &std::path::Path, d: &dyn crate::Dialect) -> Syntax {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("toml") => Syntax::Toml,
+            Some("json") => Syntax::NoComments,
+            Some(_) => Syntax::Yaml,
+            None => match d.name() {
+                "meow" => Syntax::Toml,
+                "state-machine" => Syntax::NoComments,
+                _ => Syntax::Yaml,
+            },
+        }
+    }
+}
+
 /// One checked file.
 pub struct FileInput<'a> {
     pub file: FileId,
