@@ -218,7 +218,8 @@ fn pre_commit_available() -> bool {
 }
 
 /// Runs the hooks of this repository (at HEAD) with pre-commit in a scratch git repository,
-/// the way a user's `.pre-commit-config.yaml` names them.
+/// the way a user's `.pre-commit-config.yaml` names them: pre-commit clones this repository
+/// and builds the hooks (`language: rust`) itself.
 #[test]
 fn pre_commit_runs_the_hooks_from_this_repository() {
     if !pre_commit_available() {
@@ -260,25 +261,56 @@ fn pre_commit_runs_the_hooks_from_this_repository() {
     std::fs::write(dir.join("other.yaml"), "a: 1\n").unwrap_or_else(|e| panic!("{e}"));
     assert!(git(&dir, &["add", "-A"]).status.success());
 
-    // The hooks run the `pipewright` on PATH: this build's.
+    // `language: rust`: pre-commit builds the hooks with `cargo install --path .` in its own
+    // clone of this repository, so this build's binary stays off PATH. The environment keeps
+    // that build offline and cheap: the dependencies come from cargo's local cache (the
+    // workspace build fetched them) and compile once into a target directory kept between
+    // runs; only this repository's crates are rebuilt, unoptimised.
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_pipewright"));
-    let bin_dir = exe.parent().unwrap_or(Path::new("."));
-    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
+    let install_target = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .join("pre-commit-install");
     let pre_commit = |args: &[&str]| {
         Command::new("python3")
             .current_dir(&dir)
             .args(["-m", "pre_commit"])
             .args(args)
-            .env("PATH", &path)
             .env("PRE_COMMIT_HOME", scratch.path().join("cache"))
             .env("NO_COLOR", "1")
             .env("PRE_COMMIT_COLOR", "never")
+            .env("CARGO_NET_OFFLINE", "true")
+            .env("CARGO_TARGET_DIR", &install_target)
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
             .output()
             .unwrap_or_else(|e| panic!("pre-commit runs: {e}"))
     };
+
+    let o = pre_commit(&["install-hooks"]);
+    assert!(o.status.success(), "installing the hooks: {}", text(&o));
+    // The hook's binary is the one pre-commit built, and it is the CLI.
+    let installed = std::fs::read_dir(scratch.path().join("cache"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("rustenv-system/bin/pipewright-pre-commit"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no rustenv-system/bin/pipewright-pre-commit in the cache"));
+    let o = Command::new(&installed)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with(&format!(
+            "pipewright {} (commit {}",
+            env!("CARGO_PKG_VERSION"),
+            &rev[..7]
+        )),
+        "{}",
+        text(&o)
+    );
 
     let o = pre_commit(&["run", "--all-files"]);
     let out = text(&o);
