@@ -42,6 +42,8 @@ pub enum Command {
     Deny(DenyArgs),
     /// List recorded runs (newest first); show, print the events of, or remove one.
     Runs(RunsArgs),
+    /// Serve the Language Server Protocol over standard input and output (for editors).
+    Lsp,
 }
 
 #[derive(Args)]

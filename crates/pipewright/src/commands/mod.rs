@@ -4,5 +4,6 @@ pub mod explain;
 pub mod fmt;
 pub mod graph;
 pub mod load;
+pub mod lsp;
 pub mod run;
 pub mod runs;

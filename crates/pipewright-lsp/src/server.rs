@@ -1,0 +1,305 @@
+//! The main loop: document state, notifications, request dispatch, publishing.
+
+use crate::analysis::Input;
+use crate::features::{self, Doc};
+use crate::worker::{self, Job, Outcome};
+use crate::Config;
+use crossbeam_channel::{select, Receiver, Sender};
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::{self as notif, Notification as _};
+use lsp_types::request::{self as req, Request as _};
+use lsp_types::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::FULL),
+                save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                ..TextDocumentSyncOptions::default()
+            },
+        )),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec![".".into(), "{".into(), " ".into()]),
+            ..CompletionOptions::default()
+        }),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        ..ServerCapabilities::default()
+    }
+}
+
+pub struct Server {
+    conn: Connection,
+    config: Arc<Config>,
+    docs: HashMap<Url, Doc>,
+    /// Per directory, how many edits it has seen (checks started before the last are stale).
+    generations: HashMap<PathBuf, Arc<AtomicU64>>,
+    jobs: Option<Sender<Job>>,
+    done: Receiver<Outcome>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn new(conn: Connection, config: Config) -> Server {
+        let config = Arc::new(config);
+        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let codes = config.clone();
+        let known: Arc<dyn Fn(&str) -> bool + Send + Sync> =
+            Arc::new(move |c: &str| codes.codes.iter().any(|i| i.code == c));
+        let worker = worker::spawn(known, jobs_rx, done_tx);
+        Server {
+            conn,
+            config,
+            docs: HashMap::new(),
+            generations: HashMap::new(),
+            jobs: Some(jobs_tx),
+            done: done_rx,
+            worker: Some(worker),
+        }
+    }
+
+    pub fn run(mut self) -> Result<(), String> {
+        let result = self.main_loop();
+        // Closing the job channel ends the check thread once its current job is done.
+        self.jobs = None;
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+        result
+    }
+
+    fn main_loop(&mut self) -> Result<(), String> {
+        loop {
+            select! {
+                recv(self.conn.receiver) -> msg => {
+                    let Ok(msg) = msg else { return Ok(()) };
+                    match msg {
+                        Message::Request(r) => {
+                            if self.conn.handle_shutdown(&r).map_err(|e| e.to_string())? {
+                                return Ok(());
+                            }
+                            self.request(r);
+                        }
+                        Message::Notification(n) => self.notification(n),
+                        Message::Response(_) => {}
+                    }
+                }
+                recv(self.done) -> outcome => {
+                    if let Ok(o) = outcome {
+                        self.publish(o);
+                    }
+                }
+            }
+        }
+    }
+
+    fn send(&self, msg: Message) {
+        // The client has gone when this fails; the loop ends when its receiver closes.
+        let _ = self.conn.sender.send(msg);
+    }
+
+    fn notification(&mut self, n: Notification) {
+        match n.method.as_str() {
+            notif::DidOpenTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
+                    let d = p.text_document;
+                    let doc = Doc::new(&d.uri, d.version, d.text);
+                    self.docs.insert(d.uri.clone(), doc);
+                    self.schedule(&d.uri);
+                }
+            }
+            notif::DidChangeTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
+                    let uri = p.text_document.uri;
+                    // Full sync: the last change holds the whole text.
+                    let (Some(change), Some(doc)) = (
+                        p.content_changes.into_iter().last(),
+                        self.docs.get_mut(&uri),
+                    ) else {
+                        return;
+                    };
+                    doc.text = change.text.into();
+                    doc.version = p.text_document.version;
+                    self.schedule(&uri);
+                }
+            }
+            notif::DidSaveTextDocument::METHOD => {
+                // What other directories' documents read from disk (sub-recipes, include
+                // directories) may have changed: check every open document again.
+                let dirs: Vec<Url> = self.docs.keys().cloned().collect();
+                for uri in dirs {
+                    self.schedule(&uri);
+                }
+            }
+            notif::DidCloseTextDocument::METHOD => {
+                if let Ok(p) = serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
+                    let uri = p.text_document.uri;
+                    if let Some(doc) = self.docs.remove(&uri) {
+                        self.bump(&doc.dir());
+                        self.publish_one(uri, Vec::new(), None);
+                        // Its siblings now see the file as saved on disk.
+                        if let Some(other) = self
+                            .docs
+                            .iter()
+                            .find(|(_, d)| d.dir() == doc.dir())
+                            .map(|(u, _)| u.clone())
+                        {
+                            self.schedule(&other);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bump(&mut self, dir: &Path) -> (u64, Arc<AtomicU64>) {
+        let counter = self
+            .generations
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| Arc::new(AtomicU64::new(0)))
+            .clone();
+        (counter.fetch_add(1, Ordering::SeqCst) + 1, counter)
+    }
+
+    /// Queues a check of every open document in `uri`'s directory (cross-file results there
+    /// are refreshed with it), cancelling the one in flight.
+    fn schedule(&mut self, uri: &Url) {
+        let Some(dir) = self.docs.get(uri).map(Doc::dir) else {
+            return;
+        };
+        let (generation, counter) = self.bump(&dir);
+        let mut docs: Vec<(Url, i32, Input)> = self
+            .docs
+            .iter()
+            .filter(|(_, d)| d.dir() == dir)
+            .map(|(u, d)| {
+                (
+                    u.clone(),
+                    d.version,
+                    Input {
+                        path: d.path.clone(),
+                        text: d.text.clone(),
+                    },
+                )
+            })
+            .collect();
+        docs.sort_by(|a, b| a.2.path.cmp(&b.2.path));
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Job {
+                dir,
+                generation,
+                counter,
+                docs,
+            });
+        }
+    }
+
+    fn publish(&mut self, o: Outcome) {
+        let mut diagnostics = o.diagnostics;
+        for (uri, version) in o.checked {
+            let Some(doc) = self.docs.get(&uri) else {
+                continue;
+            };
+            if doc.version != version {
+                // A newer text is being checked; this result would show stale positions.
+                continue;
+            }
+            let diags = diagnostics.remove(&doc.path).unwrap_or_default();
+            self.publish_one(uri, diags, Some(version));
+        }
+        // The project config (a broken `pipewright.toml`) is the one other file reported.
+        for (path, diags) in diagnostics {
+            if path
+                .file_name()
+                .is_some_and(|n| n == pipewright_project::FILE_NAME)
+            {
+                if let Ok(uri) = Url::from_file_path(&path) {
+                    self.publish_one(uri, diags, None);
+                }
+            }
+        }
+    }
+
+    fn publish_one(&self, uri: Url, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+        let params = PublishDiagnosticsParams {
+            uri,
+            diagnostics,
+            version,
+        };
+        self.send(Message::Notification(Notification::new(
+            notif::PublishDiagnostics::METHOD.to_string(),
+            params,
+        )));
+    }
+
+    fn request(&mut self, r: Request) {
+        let id = r.id.clone();
+        let response = match r.method.as_str() {
+            req::HoverRequest::METHOD => self.answer::<req::HoverRequest>(r, |s, p| {
+                let at = &p.text_document_position_params;
+                s.doc(&at.text_document.uri)
+                    .and_then(|d| features::hover::hover(d, at.position, &s.config))
+            }),
+            req::GotoDefinition::METHOD => self.answer::<req::GotoDefinition>(r, |s, p| {
+                let at = &p.text_document_position_params;
+                s.doc(&at.text_document.uri)
+                    .and_then(|d| features::navigate::definition(d, at.position, &s.docs))
+                    .map(GotoDefinitionResponse::Array)
+            }),
+            req::References::METHOD => self.answer::<req::References>(r, |s, p| {
+                let at = &p.text_document_position;
+                s.doc(&at.text_document.uri)
+                    .and_then(|d| features::navigate::references(d, at.position, &s.docs))
+            }),
+            req::Completion::METHOD => self.answer::<req::Completion>(r, |s, p| {
+                let at = &p.text_document_position;
+                s.doc(&at.text_document.uri)
+                    .map(|d| features::complete::complete(d, at.position))
+                    .map(CompletionResponse::Array)
+            }),
+            req::Formatting::METHOD => self.answer::<req::Formatting>(r, |s, p| {
+                s.doc(&p.text_document.uri)
+                    .and_then(features::format::format)
+            }),
+            req::CodeActionRequest::METHOD => self
+                .answer::<req::CodeActionRequest>(r, |_, p| Some(features::actions::actions(&p))),
+            _ => Response::new_err(
+                id,
+                ErrorCode::MethodNotFound as i32,
+                format!("unsupported request `{}`", r.method),
+            ),
+        };
+        self.send(Message::Response(response));
+    }
+
+    fn doc(&self, uri: &Url) -> Option<&Doc> {
+        self.docs.get(uri)
+    }
+
+    fn answer<R: req::Request>(
+        &self,
+        r: Request,
+        f: impl FnOnce(&Server, R::Params) -> R::Result,
+    ) -> Response {
+        let id: RequestId = r.id;
+        match serde_json::from_value::<R::Params>(r.params) {
+            Ok(params) => Response::new_ok(id, f(self, params)),
+            Err(e) => Response::new_err(
+                id,
+                ErrorCode::InvalidParams as i32,
+                format!("invalid parameters: {e}"),
+            ),
+        }
+    }
+}

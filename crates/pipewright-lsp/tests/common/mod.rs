@@ -1,0 +1,223 @@
+//! A client for protocol tests: the server runs on a thread over an in-memory connection and
+//! the test speaks LSP to it, message by message.
+
+#![allow(dead_code)]
+
+use lsp_server::{Connection, Message, Notification, Request, RequestId};
+use lsp_types::notification::{self as notif, Notification as _};
+use lsp_types::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Long enough for a debug build's check on a loaded machine; a missing message fails the test.
+const WAIT: Duration = Duration::from_secs(20);
+
+pub fn config() -> pipewright_lsp::Config {
+    let tables: &[&[pipewright_syntax::CodeInfo]] = &[
+        pipewright_syntax::codes::GENERAL,
+        pipewright_r1::CODES,
+        pipewright_pipeline::codes::CODES,
+        pipewright_recipe::CODES,
+        pipewright_meow::CODES,
+        pipewright_statemachine::CODES,
+        pipewright_fmt::CODES,
+    ];
+    pipewright_lsp::Config {
+        codes: tables.iter().flat_map(|t| t.iter().copied()).collect(),
+    }
+}
+
+pub struct Client {
+    conn: Connection,
+    server: Option<std::thread::JoinHandle<Result<(), String>>>,
+    next_id: i32,
+    /// Notifications received while waiting for something else.
+    pending: Vec<Notification>,
+}
+
+impl Client {
+    pub fn start() -> Client {
+        let (server, client) = Connection::memory();
+        let handle = std::thread::spawn(move || pipewright_lsp::serve(server, config()));
+        let mut c = Client {
+            conn: client,
+            server: Some(handle),
+            next_id: 0,
+            pending: Vec::new(),
+        };
+        let init: InitializeResult = c.request::<request::Initialize>(InitializeParams::default());
+        assert!(init.capabilities.hover_provider.is_some());
+        c.notify::<notif::Initialized>(InitializedParams {});
+        c
+    }
+
+    pub fn notify<N: notif::Notification>(&self, params: N::Params) {
+        self.conn
+            .sender
+            .send(Message::Notification(Notification::new(
+                N::METHOD.to_string(),
+                params,
+            )))
+            .expect("server gone");
+    }
+
+    pub fn request<R: request::Request>(&mut self, params: R::Params) -> R::Result {
+        let value = self.request_raw(R::METHOD, serde_json::to_value(params).expect("params"));
+        serde_json::from_value(value).expect("result shape")
+    }
+
+    pub fn request_raw(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let id = RequestId::from(self.next_id);
+        self.conn
+            .sender
+            .send(Message::Request(Request::new(
+                id.clone(),
+                method.to_string(),
+                params,
+            )))
+            .expect("server gone");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.conn.receiver.recv_timeout(left) {
+                Ok(Message::Response(r)) if r.id == id => {
+                    if let Some(e) = r.error {
+                        panic!("{method} failed: {} {}", e.code, e.message);
+                    }
+                    return r.result.unwrap_or(serde_json::Value::Null);
+                }
+                Ok(Message::Notification(n)) => self.pending.push(n),
+                Ok(other) => panic!("unexpected message {other:?}"),
+                Err(e) => panic!("no answer to {method}: {e}"),
+            }
+        }
+    }
+
+    pub fn open(&self, uri: &Url, version: i32, text: &str) {
+        self.notify::<notif::DidOpenTextDocument>(DidOpenTextDocumentParams {
+            text_document: TextDocumentItem::new(uri.clone(), "yaml".into(), version, text.into()),
+        });
+    }
+
+    pub fn change(&self, uri: &Url, version: i32, text: &str) {
+        self.notify::<notif::DidChangeTextDocument>(DidChangeTextDocumentParams {
+            text_document: VersionedTextDocumentIdentifier::new(uri.clone(), version),
+            content_changes: vec![TextDocumentContentChangeEvent {
+                range: None,
+                range_length: None,
+                text: text.into(),
+            }],
+        });
+    }
+
+    pub fn close(&self, uri: &Url) {
+        self.notify::<notif::DidCloseTextDocument>(DidCloseTextDocumentParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+        });
+    }
+
+    /// The next diagnostics published for `uri` (earlier ones for it are skipped when
+    /// `version` is given and they carry another).
+    pub fn diagnostics(&mut self, uri: &Url, version: Option<i32>) -> PublishDiagnosticsParams {
+        let wanted = |p: &PublishDiagnosticsParams| {
+            p.uri == *uri && (version.is_none() || p.version == version)
+        };
+        while let Some(i) = self.pending.iter().position(|n| {
+            n.method == notif::PublishDiagnostics::METHOD
+                && serde_json::from_value::<PublishDiagnosticsParams>(n.params.clone())
+                    .is_ok_and(|p| p.uri == *uri)
+        }) {
+            let n = self.pending.remove(i);
+            let p: PublishDiagnosticsParams = serde_json::from_value(n.params).expect("params");
+            if wanted(&p) {
+                return p;
+            }
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.conn.receiver.recv_timeout(left) {
+                Ok(Message::Notification(n)) if n.method == notif::PublishDiagnostics::METHOD => {
+                    let p: PublishDiagnosticsParams =
+                        serde_json::from_value(n.params).expect("params");
+                    if wanted(&p) {
+                        return p;
+                    }
+                    if p.uri != *uri {
+                        self.pending.push(Notification::new(
+                            notif::PublishDiagnostics::METHOD.into(),
+                            p,
+                        ));
+                    }
+                }
+                Ok(Message::Notification(n)) => self.pending.push(n),
+                Ok(other) => panic!("unexpected message {other:?}"),
+                Err(e) => panic!("no diagnostics for {uri}: {e}"),
+            }
+        }
+    }
+
+    /// Every publish received within `window`, in order.
+    pub fn publishes_within(&mut self, window: Duration) -> Vec<PublishDiagnosticsParams> {
+        let mut out: Vec<PublishDiagnosticsParams> = self
+            .pending
+            .drain(..)
+            .filter(|n| n.method == notif::PublishDiagnostics::METHOD)
+            .filter_map(|n| serde_json::from_value(n.params).ok())
+            .collect();
+        let deadline = Instant::now() + window;
+        while let Ok(m) = self
+            .conn
+            .receiver
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            if let Message::Notification(n) = m {
+                if n.method == notif::PublishDiagnostics::METHOD {
+                    out.extend(serde_json::from_value(n.params).ok());
+                }
+            }
+        }
+        out
+    }
+
+    pub fn shutdown(mut self) {
+        let _: () = self.request::<request::Shutdown>(());
+        self.notify::<notif::Exit>(());
+        let result = self
+            .server
+            .take()
+            .expect("server")
+            .join()
+            .expect("server thread");
+        assert_eq!(result, Ok(()));
+    }
+}
+
+pub fn uri(path: &Path) -> Url {
+    Url::from_file_path(path).expect("absolute path")
+}
+
+pub fn at(line: u32, character: u32, uri: &Url) -> TextDocumentPositionParams {
+    TextDocumentPositionParams::new(
+        TextDocumentIdentifier::new(uri.clone()),
+        Position::new(line, character),
+    )
+}
+
+/// The repository's testdata directory.
+pub fn testdata(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
+}
+
+pub fn codes(p: &PublishDiagnosticsParams) -> Vec<String> {
+    p.diagnostics
+        .iter()
+        .map(|d| match &d.code {
+            Some(NumberOrString::String(s)) => s.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
