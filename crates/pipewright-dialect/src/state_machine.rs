@@ -1,6 +1,6 @@
 //! The state-machine recipe dialect: JSON with `initialStep` and `steps`. Checked, put in
 //! canonical key order and lowered for `graph` by `pipewright-statemachine`; laid out by
-//! `pipewright-fmt`'s JSON formatter; not run yet.
+//! `pipewright-fmt`'s JSON formatter; run by `pipewright-run`'s `statemachine` module.
 
 use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
@@ -49,7 +49,7 @@ impl Dialect for StateMachine {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {

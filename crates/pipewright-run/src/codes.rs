@@ -103,6 +103,36 @@ pub const CODES: &[CodeInfo] = &[
         title: "the recipe's agent-turn budget is spent",
         explanation: include_str!("../explain/PW0825.md"),
     },
+    CodeInfo {
+        code: "PW0830",
+        title: "a MEOW step failed",
+        explanation: include_str!("../explain/PW0830.md"),
+    },
+    CodeInfo {
+        code: "PW0831",
+        title: "a MEOW expansion exceeds the run's limits",
+        explanation: include_str!("../explain/PW0831.md"),
+    },
+    CodeInfo {
+        code: "PW0840",
+        title: "a state-machine step reported no usable outcome, even after the reminder",
+        explanation: include_str!("../explain/PW0840.md"),
+    },
+    CodeInfo {
+        code: "PW0841",
+        title: "a state-machine guardrail stopped the run",
+        explanation: include_str!("../explain/PW0841.md"),
+    },
+    CodeInfo {
+        code: "PW0842",
+        title: "a state-machine agent turn failed",
+        explanation: include_str!("../explain/PW0842.md"),
+    },
+    CodeInfo {
+        code: "PW0843",
+        title: "a state-machine run is misconfigured",
+        explanation: include_str!("../explain/PW0843.md"),
+    },
 ];
 
 pub const EVAL: &str = "PW0800";
@@ -126,3 +156,11 @@ pub const SUB_RECIPE: &str = "PW0822";
 pub const RECIPE_LOOP: &str = "PW0823";
 pub const RECIPE_EXPR: &str = "PW0824";
 pub const RECIPE_BUDGET: &str = "PW0825";
+/// MEOW runtime failures.
+pub const MEOW_STEP: &str = "PW0830";
+pub const MEOW_LIMIT: &str = "PW0831";
+/// State-machine runtime failures, one per finer exit code of the spec (§9: 2, 3, 4, 5).
+pub const SM_ORCHESTRATION: &str = "PW0840";
+pub const SM_GUARDRAIL: &str = "PW0841";
+pub const SM_BACKEND: &str = "PW0842";
+pub const SM_CONFIG: &str = "PW0843";

@@ -16,6 +16,7 @@ pub mod progress;
 pub mod recipe;
 pub mod schema;
 pub mod secrets;
+pub mod statemachine;
 pub mod store;
 pub mod tools;
 mod value;

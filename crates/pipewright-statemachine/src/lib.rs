@@ -13,7 +13,7 @@ mod rules;
 mod set;
 
 pub use codes::CODES;
-pub use set::Checker;
+pub use set::{recipe_id, Checker};
 
 use pipewright_syntax::{Diagnostic, FileId, SourceMap};
 use std::path::Path;

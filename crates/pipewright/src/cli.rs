@@ -145,6 +145,16 @@ pub enum Backend {
     Script,
     Command,
     Openai,
+    /// Claude Code (`claude`), with sessions; state-machine recipes only.
+    #[value(alias = "claude-code")]
+    Claude,
+    /// OpenCode (`opencode run`), with sessions; state-machine recipes only.
+    Opencode,
+    /// Cursor's agent CLI (`cursor-agent`), with sessions; state-machine recipes only.
+    Cursor,
+    /// GitHub Copilot CLI (`copilot`); state-machine recipes only.
+    #[value(alias = "github-copilot")]
+    Copilot,
 }
 
 #[derive(Args)]
@@ -183,6 +193,8 @@ pub struct RunArgs {
     /// in pipewright.toml, else `pipewright`).
     #[arg(long, value_name = "NAME")]
     pub identity: Option<String>,
+    #[command(flatten)]
+    pub state_machine: crate::commands::run_statemachine::StateMachineArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

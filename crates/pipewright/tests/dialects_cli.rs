@@ -9,13 +9,9 @@ fn write(dir: &std::path::Path, name: &str, text: &str) {
 }
 
 const MEOW: &str = "[main]\nname = \"m\"\n\n[[main.steps]]\nid = \"a\"\nexecutor = \"shell\"\ncommand = \"true\"\n";
-const STATE_MACHINE: &str = "{\"id\": \"s\", \"initialStep\": \"a\", \"steps\": {}}\n";
 
 /// One small file per dialect that is not built on every verb yet.
-const SAMPLES: &[(&str, &str, &str)] = &[
-    ("meow", "flow.meow.toml", MEOW),
-    ("state-machine", "sm.json", STATE_MACHINE),
-];
+const SAMPLES: &[(&str, &str, &str)] = &[("meow", "flow.meow.toml", MEOW)];
 
 /// Every verb a dialect cannot do yet is refused in words naming the dialect (`graph` and `run`:
 /// exit 2; `check`: PW0007), never as another dialect's error. The pairs come from the registry,

@@ -382,6 +382,18 @@ pub async fn run(
     {
         return crate::recipe::run(program, sources, opts).await;
     }
+    if program
+        .workflows
+        .first()
+        .is_some_and(|w| w.dialect == pipewright_ir::Dialect::StateMachine)
+    {
+        let backend = Arc::new(crate::statemachine::session::Stateless(opts.backend.clone()));
+        let sm = crate::statemachine::Options::new(backend, opts.tools.workdir.clone());
+        return crate::statemachine::run(program, sources, opts, sm)
+            .await
+            .map(|o| o.run)
+            .map_err(|r| r.message);
+    }
     let mut input = opts.input;
     let mut journal = HashMap::new();
     let mut spawns = 0;

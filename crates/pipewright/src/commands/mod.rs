@@ -6,4 +6,5 @@ pub mod graph;
 pub mod load;
 pub mod lsp;
 pub mod run;
+pub mod run_statemachine;
 pub mod runs;

@@ -109,11 +109,22 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
+    if dialect.name() == "state-machine" {
+        return super::run_statemachine::run(args, &file, program, &sources, &cwd, &cfg).await;
+    }
+    if let Some(flag) = args.state_machine.given() {
+        errln!("error: {flag} is for state-machine recipes only");
+        return 2;
+    }
     let backend_name = match args.backend {
         Backend::Mock => "mock",
         Backend::Script => "script",
         Backend::Command => "command",
         Backend::Openai => "openai",
+        Backend::Claude | Backend::Opencode | Backend::Cursor | Backend::Copilot => {
+            errln!("error: the coding-agent CLI backends run state-machine recipes only; for a {} use --backend command", dialect.noun());
+            return 2;
+        }
     };
     let mut o = RunOptions::new(cwd.clone());
     o.workflow = workflow;
