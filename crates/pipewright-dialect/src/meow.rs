@@ -1,5 +1,6 @@
 //! The MEOW template dialect: TOML modules with workflow tables (`[main]`, `[[main.steps]]`).
-//! Checked and lowered for `graph` by `pipewright-meow`, formatted by `pipewright-fmt`; not run.
+//! Checked and lowered by `pipewright-meow`, formatted by `pipewright-fmt`, run by
+//! `pipewright_run::meow`.
 
 use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
@@ -65,7 +66,7 @@ impl Dialect for Meow {
     }
 
     fn supports(&self, verb: Verb) -> bool {
-        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph)
+        matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
     }
 
     fn lower(
@@ -124,7 +125,7 @@ mod tests {
             "[main]\n[[main.steps]]\nid = \"a\"\n"
         )));
         assert!(
-            Meow.supports(Verb::Check) && Meow.supports(Verb::Graph) && !Meow.supports(Verb::Run)
+            Meow.supports(Verb::Check) && Meow.supports(Verb::Graph) && Meow.supports(Verb::Run)
         );
     }
 }

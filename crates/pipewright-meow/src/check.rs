@@ -281,10 +281,10 @@ fn need(cx: &mut Ctx, wf: &Workflow, ids: &[&str], n: &Text) {
     }
     if n.text.contains('*') {
         cx.diags.push(
-            Diagnostic::error(codes::NEEDS_PREFIX, n.span, format!("wildcard need `{}` is never satisfied", n.text))
+            Diagnostic::warning(codes::NEEDS_PREFIX, n.span, format!("wildcard need `{}` is never satisfied by `meow`", n.text))
                 .with_label("wildcard")
-                .with_note("wildcard needs are specified but not implemented: the reference looks needs up exactly, so the step would wait forever")
-                .with_help("need the specific steps, or the last step of an expansion (`expand-step.last-child`)"),
+                .with_note("wildcard needs are specified but the reference looks needs up exactly, so under `meow run` the step waits forever; `pipewright run` matches them against the run's step ids")
+                .with_help("for `meow`, need the specific steps, or the last step of an expansion (`expand-step.last-child`)"),
         );
         return;
     }

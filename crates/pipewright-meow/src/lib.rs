@@ -2,13 +2,13 @@
 //! key and value, the module/step/needs rules, template references, variables and agents, and
 //! the lowering into the IR for `graph`.
 
-mod ast;
+pub mod ast;
 mod check;
 pub mod codes;
 pub mod lower;
-mod refs;
+pub mod refs;
 mod steps;
-mod tree;
+pub mod tree;
 mod vars;
 
 pub use codes::CODES;
@@ -50,6 +50,11 @@ impl Session {
         diags.dedup();
         diags
     }
+}
+
+/// The module of a file (for `run`): `None` when it does not load, with why in `diags`.
+pub fn load_module(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {
+    load(file, text, diags)
 }
 
 fn load(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {

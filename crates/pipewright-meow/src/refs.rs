@@ -7,7 +7,7 @@ use crate::tree;
 use pipewright_syntax::{FileId, Span};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Where a reference leads.
 pub enum Target {
@@ -15,8 +15,10 @@ pub enum Target {
     Local(String),
     /// A workflow of another file, loaded.
     File {
-        module: Rc<Module>,
+        module: Arc<Module>,
         workflow: String,
+        /// The file, for the references its own steps make.
+        path: PathBuf,
     },
     /// Computed at run time (`{{…}}`): not followed.
     Dynamic,
@@ -38,7 +40,7 @@ pub enum Problem {
 /// Loaded template files, shared by every reference of one check.
 #[derive(Default)]
 pub struct Library {
-    files: HashMap<PathBuf, Option<Rc<Module>>>,
+    files: HashMap<PathBuf, Option<Arc<Module>>>,
     roots: HashMap<PathBuf, PathBuf>,
 }
 
@@ -53,7 +55,7 @@ impl Library {
         r
     }
 
-    fn load(&mut self, path: &Path) -> Option<Rc<Module>> {
+    fn load(&mut self, path: &Path) -> Option<Arc<Module>> {
         if let Some(m) = self.files.get(path) {
             return m.clone();
         }
@@ -61,7 +63,7 @@ impl Library {
             let file = FileId(u32::MAX);
             let root = tree::parse(file, &text).ok()?;
             let mut sink = Vec::new();
-            crate::ast::build(&root, Span::new(file, 0..0), &mut sink).map(Rc::new)
+            crate::ast::build(&root, Span::new(file, 0..0), &mut sink).map(Arc::new)
         });
         self.files.insert(path.to_path_buf(), module.clone());
         module
@@ -150,7 +152,11 @@ impl Library {
                 if same_file {
                     return Ok(Target::Local(workflow));
                 }
-                return Ok(Target::File { module, workflow });
+                return Ok(Target::File {
+                    module,
+                    workflow,
+                    path: c,
+                });
             }
         }
         Err(Problem::FileNotFound { searched })

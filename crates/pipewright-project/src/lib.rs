@@ -25,6 +25,10 @@
 //! max_eval_steps = 50000000          # per expression evaluation
 //! max_eval_bytes = 268435456         # bytes one expression evaluation may build
 //!
+//! [meow]
+//! max_expansion_depth = 10           # expansions inside expansions of a MEOW run
+//! max_total_steps = 1000             # steps of a MEOW run, expanded ones included
+//!
 //! [store]
 //! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
 //!
@@ -54,6 +58,9 @@ pub struct ProjectConfig {
     pub tools: BTreeMap<String, ProjectToolConfig>,
     pub max_fan_out_depth: u64,
     pub max_spawns: u64,
+    /// `[meow] max_expansion_depth` and `max_total_steps`.
+    pub meow_max_depth: u64,
+    pub meow_max_steps: u64,
     pub openai: Option<OpenAiConfig>,
     pub command: Option<CommandConfig>,
     pub invoker: Option<String>,
@@ -110,6 +117,8 @@ impl Default for ProjectConfig {
             tools: BTreeMap::new(),
             max_fan_out_depth: 5,
             max_spawns: 100,
+            meow_max_depth: 10,
+            meow_max_steps: 1000,
             openai: None,
             command: None,
             invoker: None,
@@ -283,6 +292,18 @@ impl ProjectConfig {
             ] {
                 match uint(run.get(key), &format!("run.{key}"))? {
                     Some(0) => return Err(format!("`run.{key}` must be at least 1")),
+                    Some(n) => *slot = n,
+                    None => {}
+                }
+            }
+        }
+        if let Some(meow) = table(doc.as_table(), "meow")? {
+            for (key, slot) in [
+                ("max_expansion_depth", &mut cfg.meow_max_depth),
+                ("max_total_steps", &mut cfg.meow_max_steps),
+            ] {
+                match uint(meow.get(key), &format!("meow.{key}"))? {
+                    Some(0) => return Err(format!("`meow.{key}` must be at least 1")),
                     Some(n) => *slot = n,
                     None => {}
                 }

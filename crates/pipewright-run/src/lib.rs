@@ -11,6 +11,7 @@ pub mod codes;
 pub mod config;
 mod exec;
 pub mod failure;
+pub mod meow;
 pub mod outcome;
 pub mod progress;
 pub mod recipe;

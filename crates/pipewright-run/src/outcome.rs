@@ -48,6 +48,8 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// For a paused run: the gate and what its approver is asked.
     pub pending: Option<serde_json::Value>,
+    /// A MEOW run: each step's status by id (expanded steps under their prefixed ids).
+    pub steps: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -68,6 +70,7 @@ impl RunOutcome {
             store_error: None,
             signal: None,
             pending: None,
+            steps: None,
         }
     }
 
@@ -127,6 +130,9 @@ impl RunOutcome {
         }
         if let Some(p) = &self.pending {
             o["pending"] = p.clone();
+        }
+        if let Some(s) = &self.steps {
+            o["steps"] = s.clone();
         }
         // The report is printed: nothing in it may show a secret (crate::secrets).
         secrets::redact_json(&mut o);

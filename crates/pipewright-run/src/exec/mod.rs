@@ -77,6 +77,10 @@ pub struct RunOptions {
     pub source_path: Option<PathBuf>,
     /// Approval gates ask on the terminal (stdin and stderr are one) instead of pausing.
     pub interactive: bool,
+    /// `[meow]` expansion limits.
+    pub meow_limits: crate::meow::Limits,
+    /// A MEOW run listens on its orchestrator socket (agents report over it).
+    pub channel: bool,
 }
 
 impl RunOptions {
@@ -99,6 +103,8 @@ impl RunOptions {
             default_max_parallel: 8,
             source_path: None,
             interactive: false,
+            meow_limits: crate::meow::Limits::default(),
+            channel: false,
         }
     }
 }
@@ -381,6 +387,13 @@ pub async fn run(
         .is_some_and(|w| w.dialect == pipewright_ir::Dialect::Recipe)
     {
         return crate::recipe::run(program, sources, opts).await;
+    }
+    if program
+        .workflows
+        .first()
+        .is_some_and(|w| w.dialect == pipewright_ir::Dialect::Meow)
+    {
+        return crate::meow::run(program, sources, opts).await;
     }
     if program
         .workflows

@@ -57,7 +57,15 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
-    let workflow = args.pipeline.clone();
+    let mut workflow = args.pipeline.clone();
+    // `file.meow.toml#name` names a workflow of the file (MEOW's own syntax).
+    let file = match file.to_str().and_then(|f| f.rsplit_once('#')) {
+        Some((f, name)) if !file.exists() && !name.is_empty() && workflow.is_none() => {
+            workflow = Some(name.to_string());
+            PathBuf::from(f)
+        }
+        _ => file,
+    };
     if args
         .identity
         .as_deref()
@@ -142,6 +150,11 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
     };
     o.tools.project = pipewright_run::config::project_tools(&cfg);
+    o.meow_limits = pipewright_run::meow::Limits {
+        max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
+        max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
+    };
+    o.channel = true;
     o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,

@@ -1,0 +1,308 @@
+//! The orchestrator channel (notes §4.12): a Unix socket in the run's directory (owner-only),
+//! one JSON object per line each way. `step_done` goes to the scheduler; events, waits for
+//! events and approvals are routed here.
+//!
+//! Requests: `{"type":"step_done","agent","step","outputs"}`, `{"type":"event","event_type",
+//! "agent","data"}`, `{"type":"await_event","event_type","filter","timeout_ms"}`,
+//! `{"type":"approval","gate_id","approved","reason"}`. Answers: `{"type":"ack","success":true}`,
+//! `{"type":"error","message"}`, `{"type":"event_received","event_type","data"}`,
+//! `{"type":"timeout","message"}`.
+//!
+//! Events are not kept for later waiters (as in the reference), except approvals: a decision
+//! made before `await-approval` starts waiting is still seen by it.
+
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+
+/// What the scheduler is asked.
+pub enum Request {
+    StepDone {
+        agent: Option<String>,
+        step: Option<String>,
+        outputs: Map<String, Value>,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+}
+
+struct Waiter {
+    event_type: String,
+    filter: Map<String, Value>,
+    tx: oneshot::Sender<Value>,
+}
+
+#[derive(Default)]
+struct Router {
+    waiters: Vec<Waiter>,
+    /// Approval decisions by gate: (approved, reason).
+    decided: HashMap<String, (bool, String)>,
+}
+
+impl Router {
+    /// Hands an event to the first live waiter it matches; `false`: nobody waited.
+    fn route(&mut self, event_type: &str, data: &Map<String, Value>) -> bool {
+        let mut k = 0;
+        while k < self.waiters.len() {
+            let w = &self.waiters[k];
+            if w.tx.is_closed() {
+                self.waiters.swap_remove(k);
+                continue;
+            }
+            if w.event_type == event_type && matches(&w.filter, data) {
+                let w = self.waiters.swap_remove(k);
+                let msg = json!({"type": "event_received", "event_type": event_type, "data": data});
+                if w.tx.send(msg).is_ok() {
+                    return true;
+                }
+                continue;
+            }
+            k += 1;
+        }
+        false
+    }
+}
+
+fn matches(filter: &Map<String, Value>, data: &Map<String, Value>) -> bool {
+    filter.iter().all(|(k, v)| {
+        data.get(k)
+            .is_some_and(|d| super::subst::to_text(d) == super::subst::to_text(v))
+    })
+}
+
+pub struct Channel {
+    path: PathBuf,
+    rx: Option<mpsc::Receiver<Request>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Channel {
+    /// Creates the run's directory (mode 0700) and listens on `orch.sock` in it.
+    pub fn open(dir: &Path) -> Result<Channel, String> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create the run directory {}: {e}", dir.display()))?;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        let path = dir.join("orch.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).map_err(|e| {
+            format!(
+                "cannot listen on {} (a socket path may be at most 107 bytes): {e}",
+                path.display()
+            )
+        })?;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+        let (tx, rx) = mpsc::channel(64);
+        let router = Arc::new(Mutex::new(Router::default()));
+        let task = tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                tokio::spawn(serve(conn, tx.clone(), router.clone()));
+            }
+        });
+        Ok(Channel {
+            path,
+            rx: Some(rx),
+            task,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn take_receiver(&mut self) -> mpsc::Receiver<Request> {
+        self.rx.take().unwrap_or_else(|| mpsc::channel(1).1)
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn lock(r: &Mutex<Router>) -> std::sync::MutexGuard<'_, Router> {
+    r.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn serve(conn: UnixStream, tx: mpsc::Sender<Request>, router: Arc<Mutex<Router>>) {
+    let (r, mut w) = conn.into_split();
+    let mut lines = BufReader::new(r).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = handle(&line, &tx, &router).await;
+        let mut text = answer.to_string();
+        text.push('\n');
+        if w.write_all(text.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn error(msg: impl Into<String>) -> Value {
+    json!({"type": "error", "message": msg.into()})
+}
+
+fn ack() -> Value {
+    json!({"type": "ack", "success": true})
+}
+
+async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) -> Value {
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) else {
+        return error("not a JSON object");
+    };
+    let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+    let obj = |k: &str| {
+        m.get(k)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    match s("type").as_deref() {
+        Some("step_done") => {
+            let (reply, answer) = oneshot::channel();
+            let req = Request::StepDone {
+                agent: s("agent"),
+                step: s("step"),
+                outputs: obj("outputs"),
+                reply,
+            };
+            if tx.send(req).await.is_err() {
+                return error("the run is ending");
+            }
+            match answer.await {
+                Ok(Ok(())) => ack(),
+                Ok(Err(e)) => error(e),
+                Err(_) => error("the run is ending"),
+            }
+        }
+        Some("event") => {
+            let Some(ty) = s("event_type") else {
+                return error("an event needs `event_type`");
+            };
+            let mut data = obj("data");
+            for k in ["agent", "workflow"] {
+                if let Some(v) = s(k) {
+                    data.entry(k.to_string()).or_insert(Value::String(v));
+                }
+            }
+            lock(router).route(&ty, &data);
+            ack()
+        }
+        Some("approval") => {
+            let Some(gate) = s("gate_id") else {
+                return error("an approval needs `gate_id`");
+            };
+            let approved = m.get("approved").and_then(Value::as_bool).unwrap_or(false);
+            let reason = s("reason").or_else(|| s("notes")).unwrap_or_default();
+            let ty = if approved {
+                "gate-approved"
+            } else {
+                "gate-rejected"
+            };
+            let mut data = Map::new();
+            data.insert("gate".into(), Value::String(gate.clone()));
+            data.insert("reason".into(), Value::String(reason.clone()));
+            let mut r = lock(router);
+            if !r.route(ty, &data) {
+                r.decided.insert(gate, (approved, reason));
+            }
+            ack()
+        }
+        Some("await_event") | Some("await_approval") => {
+            let approval = s("type").as_deref() == Some("await_approval");
+            let (ty, filter) = if approval {
+                let Some(gate) = s("gate_id") else {
+                    return error("await_approval needs `gate_id`");
+                };
+                if let Some((ok, reason)) = lock(router).decided.remove(&gate) {
+                    let t = if ok { "gate-approved" } else { "gate-rejected" };
+                    return json!({"type": "event_received", "event_type": t, "data": {"gate": gate, "reason": reason}});
+                }
+                let mut f = Map::new();
+                f.insert("gate".into(), Value::String(gate));
+                ("gate-*".to_string(), f)
+            } else {
+                match s("event_type") {
+                    Some(t) => (t, obj("filter")),
+                    None => return error("await_event needs `event_type`"),
+                }
+            };
+            let timeout = m.get("timeout_ms").and_then(Value::as_u64);
+            let (wtx, wrx) = oneshot::channel();
+            {
+                let mut r = lock(router);
+                if approval {
+                    // Either decision ends the wait: two waiters share one answer.
+                    let (a, b) = (oneshot::channel(), oneshot::channel());
+                    r.waiters.push(Waiter {
+                        event_type: "gate-approved".into(),
+                        filter: filter.clone(),
+                        tx: a.0,
+                    });
+                    r.waiters.push(Waiter {
+                        event_type: "gate-rejected".into(),
+                        filter,
+                        tx: b.0,
+                    });
+                    tokio::spawn(async move {
+                        let v = tokio::select! {
+                            Ok(v) = a.1 => v,
+                            Ok(v) = b.1 => v,
+                            else => return,
+                        };
+                        let _ = wtx.send(v);
+                    });
+                } else {
+                    r.waiters.push(Waiter {
+                        event_type: ty.clone(),
+                        filter,
+                        tx: wtx,
+                    });
+                }
+            }
+            let got = match timeout {
+                Some(ms) => tokio::time::timeout(std::time::Duration::from_millis(ms), wrx)
+                    .await
+                    .ok(),
+                None => Some(wrx.await),
+            };
+            match got {
+                Some(Ok(v)) => v,
+                _ => {
+                    json!({"type": "timeout", "message": format!("no matching `{ty}` event in time")})
+                }
+            }
+        }
+        Some(other) => error(format!("unknown request type `{other}`")),
+        None => error("a request needs `type`"),
+    }
+}
+
+/// One request and its answer, for the `pipewright meow` commands.
+pub async fn ask(sock: &Path, req: &Value) -> Result<Value, String> {
+    let conn = UnixStream::connect(sock)
+        .await
+        .map_err(|e| format!("cannot reach the orchestrator at {}: {e}", sock.display()))?;
+    let (r, mut w) = conn.into_split();
+    let mut text = req.to_string();
+    text.push('\n');
+    w.write_all(text.as_bytes())
+        .await
+        .map_err(|e| format!("cannot write to the orchestrator: {e}"))?;
+    let mut lines = BufReader::new(r).lines();
+    match lines.next_line().await {
+        Ok(Some(l)) => serde_json::from_str(&l).map_err(|e| format!("bad answer: {e}")),
+        Ok(None) => Err("the orchestrator closed the connection".into()),
+        Err(e) => Err(format!("cannot read the orchestrator's answer: {e}")),
+    }
+}
