@@ -104,6 +104,16 @@ pub const CODES: &[CodeInfo] = &[
         explanation: include_str!("../explain/PW0825.md"),
     },
     CodeInfo {
+        code: "PW0830",
+        title: "a MEOW step failed",
+        explanation: include_str!("../explain/PW0830.md"),
+    },
+    CodeInfo {
+        code: "PW0831",
+        title: "a MEOW expansion exceeds the run's limits",
+        explanation: include_str!("../explain/PW0831.md"),
+    },
+    CodeInfo {
         code: "PW0840",
         title: "a state-machine step reported no usable outcome, even after the reminder",
         explanation: include_str!("../explain/PW0840.md"),
@@ -146,6 +156,9 @@ pub const SUB_RECIPE: &str = "PW0822";
 pub const RECIPE_LOOP: &str = "PW0823";
 pub const RECIPE_EXPR: &str = "PW0824";
 pub const RECIPE_BUDGET: &str = "PW0825";
+/// MEOW runtime failures.
+pub const MEOW_STEP: &str = "PW0830";
+pub const MEOW_LIMIT: &str = "PW0831";
 /// State-machine runtime failures, one per finer exit code of the spec (§9: 2, 3, 4, 5).
 pub const SM_ORCHESTRATION: &str = "PW0840";
 pub const SM_GUARDRAIL: &str = "PW0841";
