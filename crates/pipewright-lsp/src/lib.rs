@@ -11,6 +11,7 @@ pub mod convert;
 mod features;
 mod server;
 pub mod text;
+mod vocab;
 mod worker;
 mod yaml_at;
 

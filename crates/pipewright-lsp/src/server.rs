@@ -41,6 +41,8 @@ pub struct Server {
     conn: Connection,
     config: Arc<Config>,
     docs: HashMap<Url, Doc>,
+    /// The diagnostics last published for each document (hover explains their codes).
+    published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
     /// Per directory, how many edits it has seen (checks started before the last are stale).
     generations: HashMap<PathBuf, Arc<AtomicU64>>,
     jobs: Option<Sender<Job>>,
@@ -61,6 +63,7 @@ impl Server {
             conn,
             config,
             docs: HashMap::new(),
+            published: HashMap::new(),
             generations: HashMap::new(),
             jobs: Some(jobs_tx),
             done: done_rx,
@@ -231,7 +234,17 @@ impl Server {
         }
     }
 
-    fn publish_one(&self, uri: Url, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+    fn publish_one(
+        &mut self,
+        uri: Url,
+        diagnostics: Vec<lsp_types::Diagnostic>,
+        version: Option<i32>,
+    ) {
+        if self.docs.contains_key(&uri) {
+            self.published.insert(uri.clone(), diagnostics.clone());
+        } else {
+            self.published.remove(&uri);
+        }
         let params = PublishDiagnosticsParams {
             uri,
             diagnostics,
@@ -248,8 +261,10 @@ impl Server {
         let response = match r.method.as_str() {
             req::HoverRequest::METHOD => self.answer::<req::HoverRequest>(r, |s, p| {
                 let at = &p.text_document_position_params;
-                s.doc(&at.text_document.uri)
-                    .and_then(|d| features::hover::hover(d, at.position, &s.config))
+                s.doc(&at.text_document.uri).and_then(|d| {
+                    let published = s.published.get(&d.uri).map_or(&[][..], Vec::as_slice);
+                    features::hover::hover(d, at.position, &s.config, published)
+                })
             }),
             req::GotoDefinition::METHOD => self.answer::<req::GotoDefinition>(r, |s, p| {
                 let at = &p.text_document_position_params;

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod format;
 pub mod hover;
 pub mod navigate;
+mod symbols;
 
 use lsp_types::Url;
 use pipewright_dialect::{Dialect, Source};

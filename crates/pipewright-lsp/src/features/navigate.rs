@@ -1,12 +1,185 @@
-use super::Doc;
-use lsp_types::{Location, Position, Url};
-use std::collections::HashMap;
+//! Go to definition and find references: call and match targets and schemas (in the document,
+//! the open documents and the files of its directory), named stores (`ctx.NAME` and the step
+//! with `output: NAME`), recipe variables (`{{NAME}}`: a step's `output` or the `context`),
+//! sub-recipe paths, state-machine `nextStep`/`initialStep`.
 
-pub fn definition(doc: &Doc, _at: Position, _docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
-    let _ = &doc.uri;
-    None
+use super::symbols::{self, in_template, store_read, template_var};
+use super::Doc;
+use crate::text::LineIndex;
+use crate::yaml_at::{self, At};
+use lsp_types::{Location, Position, Range, Url};
+use pipewright_yaml::Document;
+use std::collections::HashMap;
+use std::ops::Range as Span;
+use std::path::{Path, PathBuf};
+
+/// What the cursor names.
+enum Target<'a> {
+    Store(&'a str),
+    RecipeVar(&'a str),
+    Pipeline(&'a str),
+    Schema(&'a str),
+    StateStep(&'a str),
+    File(&'a str),
 }
 
-pub fn references(_doc: &Doc, _at: Position, _docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
-    None
+fn target<'a>(doc: &'a Doc, parsed: &[Document], offset: usize) -> Option<Target<'a>> {
+    let text: &'a str = &doc.text;
+    let (_, word) = yaml_at::word_at(text, offset)?;
+    let dialect = doc.dialect().map(|d| d.name());
+    if dialect == Some("recipe") && in_template(text, offset) {
+        return Some(Target::RecipeVar(template_var(word)));
+    }
+    if let Some(name) = store_read(word) {
+        return Some(Target::Store(name));
+    }
+    let at: At = yaml_at::locate(parsed, offset)?;
+    if at.on_key {
+        return None;
+    }
+    let keys = at.keys();
+    let last = *keys.last()?;
+    let inner = keys.len() >= 2;
+    match (dialect, last) {
+        (Some("pipeline"), "pipeline") if inner => Some(Target::Pipeline(word)),
+        (Some("pipeline"), "schema") if inner => Some(Target::Schema(word)),
+        (Some("pipeline"), "output") => Some(Target::Store(word)),
+        (Some("recipe"), "output") => Some(Target::RecipeVar(word)),
+        (Some("recipe"), "recipe") => Some(Target::File(word)),
+        (Some("state-machine"), "nextStep" | "initialStep") => Some(Target::StateStep(word)),
+        _ => None,
+    }
+}
+
+fn location(uri: &Url, text: &str, span: Span<usize>) -> Location {
+    Location::new(uri.clone(), LineIndex::new(text).range(span))
+}
+
+pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
+    let offset = LineIndex::new(&doc.text).offset(at);
+    let parsed = yaml_at::parse(&doc.text);
+    let here = |spans: Vec<Span<usize>>| -> Vec<Location> {
+        spans
+            .into_iter()
+            .map(|s| location(&doc.uri, &doc.text, s))
+            .collect()
+    };
+    let found = match target(doc, &parsed, offset)? {
+        Target::Store(name) => here(symbols::outputs(&parsed, name)),
+        Target::RecipeVar(name) => {
+            let mut s = symbols::outputs(&parsed, name);
+            s.extend(symbols::context_vars(&parsed, name));
+            here(s)
+        }
+        Target::StateStep(name) => here(symbols::state_step(&parsed, name)),
+        Target::Pipeline(name) => across_files(doc, docs, "pipeline", name),
+        Target::Schema(name) => across_files(doc, docs, "schema", name),
+        Target::File(rel) => {
+            let path = doc.dir().join(rel);
+            let uri = Url::from_file_path(&path).ok().filter(|_| path.is_file());
+            uri.map(|u| vec![Location::new(u, Range::default())])
+                .unwrap_or_default()
+        }
+    };
+    Some(found)
+}
+
+/// `KEY: NAME` documents: in this document first, then the open documents and the files of
+/// its directory. `NAMESPACE.NAME` looks only in the file whose stem is `NAMESPACE`.
+fn across_files(doc: &Doc, docs: &HashMap<Url, Doc>, key: &str, name: &str) -> Vec<Location> {
+    let (ns, bare) = match name.rsplit_once('.') {
+        Some((ns, bare)) => (Some(ns), bare),
+        None => (None, name),
+    };
+    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().to_string());
+    let mut files: Vec<(Url, PathBuf, std::sync::Arc<str>)> =
+        vec![(doc.uri.clone(), doc.path.clone(), doc.text.clone())];
+    let mut others: Vec<&Doc> = docs
+        .values()
+        .filter(|d| d.uri != doc.uri && d.dir() == doc.dir())
+        .collect();
+    others.sort_by(|a, b| a.path.cmp(&b.path));
+    files.extend(
+        others
+            .iter()
+            .map(|d| (d.uri.clone(), d.path.clone(), d.text.clone())),
+    );
+    let mut on_disk: Vec<PathBuf> = std::fs::read_dir(doc.dir())
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .filter(|p| !files.iter().any(|(_, q, _)| q == p))
+        .collect();
+    on_disk.sort();
+    for p in on_disk {
+        if let (Ok(text), Ok(uri)) = (std::fs::read_to_string(&p), Url::from_file_path(&p)) {
+            files.push((uri, p, text.into()));
+        }
+    }
+    let mut out = Vec::new();
+    for (uri, path, text) in files {
+        if ns.is_some_and(|ns| stem(&path).as_deref() != Some(ns)) {
+            continue;
+        }
+        let parsed = yaml_at::parse(&text);
+        out.extend(
+            symbols::declared(&parsed, key, bare)
+                .into_iter()
+                .map(|s| location(&uri, &text, s)),
+        );
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The definitions and uses of the store, recipe variable or state-machine step under the
+/// cursor, in this document.
+pub fn references(doc: &Doc, at: Position, _docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
+    let offset = LineIndex::new(&doc.text).offset(at);
+    let parsed = yaml_at::parse(&doc.text);
+    let text: &str = &doc.text;
+    let spans: Vec<Span<usize>> = match target(doc, &parsed, offset)? {
+        Target::Store(name) => {
+            let mut s = symbols::outputs(&parsed, name);
+            s.extend(
+                symbols::occurrences(text, &format!("ctx.{name}"))
+                    .into_iter()
+                    .map(|r| r.start + 4..r.end),
+            );
+            s
+        }
+        Target::RecipeVar(name) => {
+            let mut s = symbols::outputs(&parsed, name);
+            s.extend(symbols::context_vars(&parsed, name));
+            s.extend(
+                symbols::occurrences(text, name)
+                    .into_iter()
+                    .filter(|r| in_template(text, r.start)),
+            );
+            s
+        }
+        Target::StateStep(name) => {
+            let mut s = symbols::state_step(&parsed, name);
+            s.extend(symbols::values_of(
+                &parsed,
+                &["nextStep", "initialStep"],
+                name,
+            ));
+            s
+        }
+        _ => return None,
+    };
+    let mut spans = spans;
+    spans.sort_by_key(|s| s.start);
+    spans.dedup();
+    Some(
+        spans
+            .into_iter()
+            .map(|s| location(&doc.uri, text, s))
+            .collect(),
+    )
 }

@@ -1,0 +1,222 @@
+//! Formatting, code actions, hover, definitions and references over the protocol.
+
+mod common;
+
+use common::{at, testdata, uri, Client};
+use lsp_types::request::*;
+use lsp_types::*;
+
+fn main_yaml(c: &mut Client) -> (Url, String) {
+    let path = testdata("lsp/main.yaml").canonicalize().expect("fixture");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let u = uri(&path);
+    c.open(&u, 1, &text);
+    (u, text)
+}
+
+fn hover_text(c: &mut Client, u: &Url, line: u32, col: u32) -> String {
+    let h: Option<Hover> = c.request::<HoverRequest>(HoverParams {
+        text_document_position_params: at(line, col, u),
+        work_done_progress_params: Default::default(),
+    });
+    match h.map(|h| h.contents) {
+        Some(HoverContents::Markup(m)) => m.value,
+        other => panic!("no markdown hover: {other:?}"),
+    }
+}
+
+fn definition(c: &mut Client, u: &Url, line: u32, col: u32) -> Vec<Location> {
+    let r: Option<GotoDefinitionResponse> = c.request::<GotoDefinition>(GotoDefinitionParams {
+        text_document_position_params: at(line, col, u),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    match r {
+        Some(GotoDefinitionResponse::Array(a)) => a,
+        other => panic!("unexpected definition answer {other:?}"),
+    }
+}
+
+#[test]
+fn formatting_returns_the_fmt_engines_text_as_one_edit() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let u = uri(&dir.path().join("p.yaml"));
+    let messy = "pipeline:   p\nsteps:\n    -   transform: {value: \"1+2\",   output: x}\n";
+    c.open(&u, 1, messy);
+    let edits = c
+        .request::<Formatting>(DocumentFormattingParams {
+            text_document: TextDocumentIdentifier::new(u.clone()),
+            options: FormattingOptions::default(),
+            work_done_progress_params: Default::default(),
+        })
+        .expect("edits");
+    assert_eq!(edits.len(), 1);
+    let want = pipewright_fmt::format_source(
+        pipewright_syntax::FileId(0),
+        messy,
+        pipewright_fmt::Dialect::Pipeline,
+    )
+    .expect("formats")
+    .output;
+    assert_eq!(edits[0].new_text, want);
+    assert_ne!(want, messy);
+    assert_eq!(edits[0].range.start, Position::new(0, 0));
+    assert_eq!(edits[0].range.end, Position::new(3, 0));
+    // Already canonical: no edit.
+    c.change(&u, 2, &want);
+    let edits = c.request::<Formatting>(DocumentFormattingParams {
+        text_document: TextDocumentIdentifier::new(u.clone()),
+        options: FormattingOptions::default(),
+        work_done_progress_params: Default::default(),
+    });
+    assert_eq!(edits, Some(Vec::new()));
+    c.shutdown();
+}
+
+#[test]
+fn a_did_you_mean_is_a_quick_fix() {
+    let mut c = Client::start();
+    let (u, _) = main_yaml(&mut c);
+    let p = c.diagnostics(&u, Some(1));
+    let unknown = p.diagnostics[0].clone();
+    let actions = c
+        .request::<CodeActionRequest>(CodeActionParams {
+            text_document: TextDocumentIdentifier::new(u.clone()),
+            range: unknown.range,
+            context: CodeActionContext {
+                diagnostics: p.diagnostics.clone(),
+                only: None,
+                trigger_kind: None,
+            },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        })
+        .expect("actions");
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    let CodeActionOrCommand::CodeAction(a) = &actions[0] else {
+        panic!("a command");
+    };
+    assert_eq!(a.title, "Replace `sumarize` with `summarize`");
+    assert_eq!(a.kind, Some(CodeActionKind::QUICKFIX));
+    let edits = &a
+        .edit
+        .as_ref()
+        .and_then(|e| e.changes.as_ref())
+        .expect("changes")[&u];
+    assert_eq!(
+        edits,
+        &vec![TextEdit::new(
+            Range::new(Position::new(6, 21), Position::new(6, 29)),
+            "summarize".into()
+        )]
+    );
+    c.shutdown();
+}
+
+#[test]
+fn hover_explains_step_kinds_keys_functions_stores_and_codes() {
+    let mut c = Client::start();
+    let (u, _) = main_yaml(&mut c);
+    let _ = c.diagnostics(&u, Some(1));
+    // `call` on line 6 (0-based 5).
+    assert!(hover_text(&mut c, &u, 5, 5).starts_with("step kind `call`: Runs another pipeline"));
+    // `pass` in that call's body.
+    let h = hover_text(&mut c, &u, 5, 37);
+    assert!(h.starts_with("`call.pass`: The stores handed"), "{h}");
+    // `ctx.summary` on line 8 is written by the call's `output: summary` (line 6).
+    let h = hover_text(&mut c, &u, 7, 26);
+    assert_eq!(
+        h.lines().next(),
+        Some("named store `summary`: written by the step with `output: summary` (line 6)")
+    );
+    // The PW0253 diagnostic over `ctx.late`: its explanation follows.
+    let h = hover_text(&mut c, &u, 7, 46);
+    assert!(h.contains("**PW0253**: "), "{h}");
+    // An R1 function in lib.yaml.
+    let lib = testdata("lsp/lib.yaml").canonicalize().expect("fixture");
+    let lu = uri(&lib);
+    c.open(&lu, 1, &std::fs::read_to_string(&lib).expect("fixture"));
+    let h = hover_text(&mut c, &lu, 3, 25);
+    assert!(h.starts_with("```\ncount(list)\n```\nR1 function."), "{h}");
+    c.shutdown();
+}
+
+#[test]
+fn definitions_of_stores_and_call_targets_across_files() {
+    let mut c = Client::start();
+    let (u, _) = main_yaml(&mut c);
+    // `ctx.items` in the call's pass → `output: items` on line 5.
+    let d = definition(&mut c, &u, 5, 57);
+    assert_eq!(
+        d,
+        vec![Location::new(
+            u.clone(),
+            Range::new(Position::new(4, 44), Position::new(4, 49))
+        )]
+    );
+    // `lib.summarize` → lib.yaml's `pipeline: summarize`, a file not open.
+    let d = definition(&mut c, &u, 5, 25);
+    let lib = uri(&testdata("lsp/lib.yaml").canonicalize().expect("fixture"));
+    assert_eq!(
+        d,
+        vec![Location::new(
+            lib,
+            Range::new(Position::new(1, 10), Position::new(1, 19))
+        )]
+    );
+    // An unknown target: nothing.
+    assert!(definition(&mut c, &u, 6, 24).is_empty());
+    c.shutdown();
+}
+
+#[test]
+fn references_of_a_store_list_its_write_and_reads() {
+    let mut c = Client::start();
+    let (u, _) = main_yaml(&mut c);
+    let refs = c
+        .request::<References>(ReferenceParams {
+            text_document_position: at(4, 45, &u),
+            context: ReferenceContext {
+                include_declaration: true,
+            },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        })
+        .expect("references");
+    let lines: Vec<(u32, u32)> = refs
+        .iter()
+        .map(|l| (l.range.start.line, l.range.start.character))
+        .collect();
+    assert_eq!(lines, [(4, 44), (5, 54)]);
+    c.shutdown();
+}
+
+#[test]
+fn state_machine_next_step_and_recipe_variables_resolve() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sm = uri(&dir.path().join("m.json"));
+    let sm_text = "{\n  \"id\": \"m\",\n  \"initialStep\": \"a\",\n  \"steps\": {\n    \"a\": {\"prompt\": \"x\", \"outcomes\": [\"done\"], \"onOutcome\": {\"done\": {\"nextStep\": \"b\"}}},\n    \"b\": {\"prompt\": \"y\", \"outcomes\": [\"done\"], \"onOutcome\": {\"done\": {\"action\": \"exit\", \"reason\": \"ok\"}}}\n  }\n}\n";
+    c.open(&sm, 1, sm_text);
+    let col = sm_text
+        .lines()
+        .nth(4)
+        .and_then(|l| l.find("\"b\""))
+        .expect("nextStep") as u32
+        + 1;
+    let d = definition(&mut c, &sm, 4, col);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].range.start, Position::new(5, 4));
+    let r = uri(&dir.path().join("r.yaml"));
+    let r_text = "name: r\ncontext:\n  target: src\nsteps:\n  - id: plan\n    agent: a\n    prompt: \"Plan {{target}}\"\n    output: plan\n  - id: do\n    type: bash\n    command: \"echo '{{plan.items}}'\"\n";
+    c.open(&r, 1, r_text);
+    let d = definition(&mut c, &r, 10, 22);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].range.start, Position::new(7, 12));
+    let d = definition(&mut c, &r, 6, 20);
+    assert_eq!(d[0].range.start, Position::new(2, 2));
+    let h = hover_text(&mut c, &r, 6, 20);
+    assert_eq!(h, "recipe variable `target`: set in `context` on line 3");
+    c.shutdown();
+}
