@@ -322,3 +322,162 @@ fn a_workflow_is_chosen_with_a_fragment() {
         text(&o)
     );
 }
+
+/// The run id of the only run in the store of `dir`.
+fn only_run(dir: &Path) -> String {
+    let o = run_in(dir, &["runs", "--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let runs = v.as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 1, "{}", text(&o));
+    runs[0]["run_id"].as_str().unwrap_or("").to_string()
+}
+
+#[test]
+fn resume_after_kill_9_reruns_what_was_in_flight_and_refuses_a_second_orchestrator() {
+    let d = fixtures();
+    let mut child = spawn_run(d.path(), &["resume.meow.toml"]);
+    let trace = d.path().join("trace.log");
+    wait_for(
+        std::time::Duration::from_secs(20),
+        "the in-flight step",
+        || {
+            std::fs::read_to_string(&trace)
+                .ok()
+                .filter(|t| t.contains("wait"))
+        },
+    );
+    let id = only_run(d.path());
+    // The owner is alive: a second orchestrator is refused.
+    let o = run_in(d.path(), &["run", "--resume", &id]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("in progress in another process"),
+        "{}",
+        text(&o)
+    );
+    child.kill().unwrap_or_else(|e| panic!("kill: {e}"));
+    let _ = child.wait();
+    std::fs::write(d.path().join("go"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["run_id"], id.as_str());
+    assert_eq!(v["steps"]["last"], "done", "{all}");
+    // `first` landed before the kill and is not run again; `wait` was in flight and is.
+    assert_eq!(read(&trace), "first\nwait\nwait\nlast\n");
+    // The agent's answer is the one that landed (or the repeated one, if it had not).
+    assert!(
+        v["stores"]["last"]["line"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("mock")),
+        "{all}"
+    );
+    // An ended run is not resumed.
+    let o = run_in(d.path(), &["run", "--resume", &id]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("has ended"), "{}", text(&o));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for e in std::fs::read_dir(from)
+        .unwrap_or_else(|e| panic!("{}: {e}", from.display()))
+        .flatten()
+    {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        }
+    }
+}
+
+/// The names a "needs `a`, `b` (required, no default)" refusal lists.
+fn required_names(err: &str) -> Vec<String> {
+    let Some(start) = err.find(" needs `") else {
+        return Vec::new();
+    };
+    let rest = &err[start + 7..];
+    let end = rest.find(" (required").unwrap_or(0);
+    rest[..end]
+        .split(", ")
+        .map(|n| n.trim_matches('`').to_string())
+        .collect()
+}
+
+/// Every corpus template that checks clean runs offline with the mock backend (given a dummy
+/// `x` for each required variable), or stops with a clear reason: exit 1 with the failing step
+/// and why, or exit 2 with an `error:` line. Which ones end `ok` is pinned, so a regression
+/// shows. The corpus lives beside the repository; without it the test has nothing to run.
+#[test]
+fn corpus_templates_run_offline_or_stop_with_a_reason() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let Ok(expected) = std::fs::read_to_string(corpus.join("EXPECTED.tsv")) else {
+        eprintln!("no corpus at {}: nothing to run", corpus.display());
+        return;
+    };
+    let d = tempdir();
+    copy_tree(&corpus.join("meow"), d.path());
+    let mut ok = Vec::new();
+    let mut ran = 0;
+    for line in expected.lines() {
+        let mut cols = line.split('\t');
+        let (Some(path), Some("ok")) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        let Some(rel) = path.strip_prefix("meow/") else {
+            continue;
+        };
+        ran += 1;
+        let mut args: Vec<String> =
+            vec!["run".into(), rel.into(), "--format".into(), "json".into()];
+        let mut o = run_in(
+            d.path(),
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let names = required_names(&stderr(&o));
+        if o.status.code() == Some(2) && !names.is_empty() {
+            for n in names {
+                args.push("--var".into());
+                args.push(format!("{n}=x"));
+            }
+            o = run_in(
+                d.path(),
+                &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+        }
+        match o.status.code() {
+            Some(0) => ok.push(rel.to_string()),
+            Some(1) => {
+                let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+                assert_eq!(v["status"], "failed", "{rel}: {}", text(&o));
+                let msg = v["error"]["message"].as_str().unwrap_or("");
+                assert!(msg.starts_with("step `"), "{rel}: {msg}");
+            }
+            Some(2) => assert!(stderr(&o).starts_with("error: "), "{rel}: {}", text(&o)),
+            other => panic!("{rel}: exit {other:?}: {}", text(&o)),
+        }
+    }
+    assert_eq!(ran, 37, "the corpus lists 37 MEOW files that check clean");
+    ok.sort();
+    assert_eq!(
+        ok,
+        [
+            ".meow/workflows/agent-demo.meow.toml",
+            ".meow/workflows/lib/integration-agent.meow.toml",
+            ".meow/workflows/lib/merge-agent.meow.toml",
+            ".meow/workflows/lib/protocols/integration.meow.toml",
+            ".meow/workflows/merge-agent-only.meow.toml",
+            ".meow/workflows/shell-demo.meow.toml",
+            ".meow/workflows/tests/core-test.meow.toml",
+            ".meow/workflows/tests/hello-test.meow.toml",
+            ".meow/workflows/tests/manual-task.meow.toml",
+            ".meow/workflows/tests/output-test.meow.toml",
+            ".meow/workflows/tests/test-context-monitor.meow.toml",
+            ".meow/workflows/tests/test-rw.meow.toml",
+            ".meow/workflows/tests/test-worktree.meow.toml",
+            "examples/simple.meow.toml",
+            "examples/tdd.meow.toml",
+        ]
+    );
+}

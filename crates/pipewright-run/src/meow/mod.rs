@@ -227,6 +227,7 @@ pub(crate) async fn run(
 
 /// The variables of every top-level step's fields resolve (step outputs are read later).
 fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), String> {
+    use subst::Lookup as _;
     struct Bake<'a> {
         scope: &'a Scope,
         step: &'a str,
@@ -263,11 +264,16 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
                 for (_, _, inner) in subst::refs(&text) {
                     let r = subst::parse(inner);
                     if let subst::Ref::Var { root: name, .. } = &r {
-                        if subst::resolve(&r, &cx).is_err() {
-                            problems.push(format!(
+                        match subst::resolve(&r, &cx) {
+                            Ok(_) => {}
+                            Err(_) if cx.var(name).is_none() => problems.push(format!(
                                 "step `{}` field `{key}` uses `{{{{{inner}}}}}`, but `{name}` is not a variable of workflow `{}`",
                                 t.id, root.name
-                            ));
+                            )),
+                            Err(e) => problems.push(format!(
+                                "step `{}` field `{key}`: `{{{{{inner}}}}}`: {e}",
+                                t.id
+                            )),
                         }
                     }
                 }
@@ -466,12 +472,29 @@ impl Exec {
         }
         let mut any = false;
         for &i in &pending {
-            let missing: Vec<String> = st.steps[i]
+            let missing: Vec<&String> = st.steps[i]
                 .needs
                 .iter()
                 .filter(|n| !n.contains('*') && !st.index.contains_key(*n))
-                .map(|n| format!("`{n}`"))
                 .collect();
+            // `E.child` of an expansion that never ran (E failed or was skipped): skipped
+            // like any dependent of E.
+            let never_ran = missing.iter().find_map(|n| {
+                let (head, _) = n.split_once('.')?;
+                let h = &st.steps[*st.index.get(head)?];
+                matches!(h.status, Status::Failed | Status::Skipped)
+                    .then(|| (head.to_string(), h.status))
+            });
+            if let Some((head, status)) = never_ran {
+                let why = match status {
+                    Status::Skipped => format!("dependency `{head}` was skipped"),
+                    _ => format!("dependency `{head}` failed"),
+                };
+                st.end(i, Status::Skipped, Map::new(), Some(why), ended);
+                any = true;
+                continue;
+            }
+            let missing: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
             if !missing.is_empty() {
                 let why = format!(
                     "it needs {}, which no step of the run provides",
