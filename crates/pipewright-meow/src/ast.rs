@@ -81,7 +81,7 @@ const CLEANUP_KEYS: [&str; 3] = [
 ];
 
 /// The keys of a workflow table the reference reads (notes §1.2); any other is ignored.
-const WORKFLOW_KEYS: [&str; 8] = [
+pub const WORKFLOW_KEYS: [&str; 8] = [
     "name",
     "description",
     "internal",
@@ -299,7 +299,7 @@ fn variables(t: &Table, diags: &mut Vec<Diagnostic>) -> Vec<VarDecl> {
                 other => diags.push(unread(
                     f.key_span,
                     other,
-                    &["required", "default", "type", "description"],
+                    &VAR_DECL_KEYS,
                     "a variable declaration",
                 )),
             }
@@ -314,6 +314,8 @@ fn variables(t: &Table, diags: &mut Vec<Diagnostic>) -> Vec<VarDecl> {
     out
 }
 
+/// The keys of a variable declaration the reference reads.
+pub const VAR_DECL_KEYS: [&str; 4] = ["required", "default", "type", "description"];
 pub const VAR_TYPES: [&str; 6] = ["string", "int", "bool", "file", "json", "object"];
 
 /// A step or an inline step (`what` names it in messages). `None` when it has no usable id.

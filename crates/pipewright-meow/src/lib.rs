@@ -7,6 +7,7 @@ mod check;
 pub mod codes;
 pub mod lower;
 pub mod refs;
+pub mod schema;
 mod steps;
 pub mod tree;
 mod vars;

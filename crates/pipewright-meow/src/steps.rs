@@ -10,10 +10,14 @@ pub const EXECUTORS: [&str; 7] = [
     "shell", "spawn", "kill", "expand", "branch", "foreach", "agent",
 ];
 
-const COMMON: [&str; 4] = ["id", "executor", "needs", "description"];
+/// The values the reference gives a meaning (others warn: they behave as the first).
+pub const ON_ERROR_VALUES: [&str; 2] = ["continue", "fail"];
+pub const AGENT_MODES: [&str; 3] = ["autonomous", "interactive", "fire_forget"];
+
+pub(crate) const COMMON: [&str; 4] = ["id", "executor", "needs", "description"];
 
 /// The keys each executor reads, besides [`COMMON`].
-fn reads(executor: &str) -> &'static [&'static str] {
+pub(crate) fn reads(executor: &str) -> &'static [&'static str] {
     match executor {
         "shell" => &[
             "command",
@@ -60,7 +64,7 @@ fn reads(executor: &str) -> &'static [&'static str] {
     }
 }
 
-fn required(executor: &str) -> &'static [&'static str] {
+pub(crate) fn required(executor: &str) -> &'static [&'static str] {
     match executor {
         "shell" => &["command"],
         "spawn" | "kill" => &["agent"],
@@ -76,7 +80,7 @@ fn required(executor: &str) -> &'static [&'static str] {
 /// A type's name for messages, and the test a value of that type passes.
 type Expected = (&'static str, fn(&Node) -> bool);
 
-fn expected(key: &str) -> Option<Expected> {
+pub(crate) fn expected(key: &str) -> Option<Expected> {
     fn table(n: &Node) -> bool {
         n.as_table().is_some()
     }
@@ -232,12 +236,12 @@ fn missing(step: &Step, ex: &str, key: &str) -> Diagnostic {
 fn check_on_error(step: &Step, diags: &mut Vec<Diagnostic>) {
     if let Some(n) = step.table.get("on_error") {
         if let Some(s) = n.as_str() {
-            if s != "continue" && s != "fail" {
+            if !ON_ERROR_VALUES.contains(&s) {
                 diags.push(bad_value(
                     n.span,
                     "on_error",
                     s,
-                    &["continue", "fail"],
+                    &ON_ERROR_VALUES,
                     false,
                     "anything but `continue` behaves as `fail`",
                 ));
@@ -400,12 +404,12 @@ fn agent_mode_and_outputs(step: &Step, diags: &mut Vec<Diagnostic>) {
     let mode = step.table.get("mode");
     if let Some(n) = mode {
         if let Some(s) = n.as_str() {
-            if !["autonomous", "interactive", "fire_forget"].contains(&s) {
+            if !AGENT_MODES.contains(&s) {
                 diags.push(bad_value(
                     n.span,
                     "mode",
                     s,
-                    &["autonomous", "interactive", "fire_forget"],
+                    &AGENT_MODES,
                     false,
                     "the reference runs any other mode as `autonomous`",
                 ));

@@ -9,6 +9,7 @@ pub mod codes;
 pub mod literal;
 mod load;
 pub mod lower;
+pub mod schema;
 mod schema_load;
 mod step_load;
 

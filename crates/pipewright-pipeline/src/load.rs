@@ -19,6 +19,11 @@ pub const STEP_KINDS: &[&str] = &[
     "parallel",
 ];
 
+/// The keys of a pipeline document; `steps` is required with `pipeline`.
+pub const PIPELINE_KEYS: &[&str] = &["pipeline", "description", "steps"];
+/// Keys of the reference's richer grammar that pipelines may not use (PW0208).
+pub const UNSUPPORTED_PIPELINE_KEYS: &[&str] = &["input", "defaults", "refine"];
+
 /// Loads one file's documents. Documents that fail to load are skipped after their
 /// diagnostics are recorded, so one bad step does not hide problems in the next one.
 ///
@@ -97,9 +102,9 @@ impl Loader<'_> {
         let entries = root.as_map()?;
         self.unknown_keys(
             entries,
-            &["pipeline", "description", "steps"],
+            PIPELINE_KEYS,
             "a pipeline document",
-            &["input", "defaults", "refine"],
+            UNSUPPORTED_PIPELINE_KEYS,
         );
         let name_node = root.get("pipeline")?;
         let name = self.name(name_node, "the pipeline name")?;

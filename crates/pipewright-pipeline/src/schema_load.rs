@@ -6,6 +6,28 @@ use pipewright_syntax::Diagnostic;
 use pipewright_yaml::{Node, NodeKind, ScalarValue};
 
 pub const FIELD_TYPES: &[&str] = &["bool", "string", "number", "enum", "list", "object", "ref"];
+/// The keys of a schema document, both required.
+pub const SCHEMA_KEYS: &[&str] = &["schema", "fields"];
+/// The attributes a field of each type means (others are ignored, PW0301), and the ones it
+/// needs.
+pub const FIELD_KEYS: &[(&str, &[&str])] = &[
+    ("bool", &["type", "required", "description"]),
+    ("string", &["type", "required", "description"]),
+    (
+        "number",
+        &["type", "required", "minimum", "maximum", "description"],
+    ),
+    ("enum", &["type", "required", "values", "description"]),
+    ("list", &["type", "required", "of", "description"]),
+    ("object", &["type", "required", "fields", "description"]),
+    ("ref", &["type", "required", "schema", "description"]),
+];
+pub const FIELD_REQUIRED_KEYS: &[(&str, &[&str])] = &[
+    ("enum", &["values"]),
+    ("list", &["of"]),
+    ("object", &["fields"]),
+    ("ref", &["schema"]),
+];
 
 pub(crate) fn load_schema(
     root: &Node,
@@ -14,7 +36,7 @@ pub(crate) fn load_schema(
 ) -> Option<Schema> {
     let mut l = crate::load::Loader { source, diags };
     if let Some(m) = root.as_map() {
-        l.unknown_keys(m, &["schema", "fields"], "a schema document", &[]);
+        l.unknown_keys(m, SCHEMA_KEYS, "a schema document", &[]);
     }
     let name = root
         .get("schema")
@@ -104,14 +126,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
         return None;
     };
     let ty = t.as_str().unwrap_or("");
-    let allowed: &[&str] = match ty {
-        "number" => &["type", "required", "minimum", "maximum", "description"],
-        "enum" => &["type", "required", "values", "description"],
-        "list" => &["type", "required", "of", "description"],
-        "object" => &["type", "required", "fields", "description"],
-        "ref" => &["type", "required", "schema", "description"],
-        _ => &["type", "required", "description"],
-    };
+    let allowed = crate::step_load::keys_of(FIELD_KEYS, ty);
     if FIELD_TYPES.contains(&ty) {
         for e in m {
             let k = e.key.key_text().unwrap_or("");

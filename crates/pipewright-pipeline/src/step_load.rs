@@ -5,31 +5,66 @@ use crate::load::Loader;
 use pipewright_syntax::{Diagnostic, Span};
 use pipewright_yaml::{Entry, Node, ScalarValue};
 
-const TRANSFORM: &[&str] = &["value", "output"];
-const TOOL: &[&str] = &["name", "args", "schema", "output", "on_error"];
-const SHELL: &[&str] = &["command", "schema", "output", "on_error"];
-const AGENT: &[&str] = &[
-    "prompt",
-    "identity",
-    "capabilities",
-    "schema",
-    "model",
-    "output",
+/// The keys of each step kind's body, in the order `fmt` and the spec list them. The loader
+/// reports any other key (PW0203); the JSON Schema (crate::schema) is generated from it.
+pub const STEP_BODY_KEYS: &[(&str, &[&str])] = &[
+    ("transform", &["value", "output"]),
+    ("tool", &["name", "args", "schema", "output", "on_error"]),
+    ("shell", &["command", "schema", "output", "on_error"]),
+    (
+        "agent",
+        &[
+            "prompt",
+            "identity",
+            "capabilities",
+            "schema",
+            "model",
+            "output",
+        ],
+    ),
+    ("call", &["pipeline", "pass", "output"]),
+    ("match", &["on", "cases", "default", "output"]),
+    (
+        "fold",
+        &["over", "items", "init", "do", "output", "max_items"],
+    ),
+    (
+        "for_each",
+        &[
+            "over",
+            "items",
+            "max_parallel",
+            "on_error",
+            "do",
+            "collect",
+            "output",
+        ],
+    ),
+    ("parallel", &["branches", "collect", "on_error", "output"]),
 ];
-const CALL: &[&str] = &["pipeline", "pass", "output"];
-const MATCH: &[&str] = &["on", "cases", "default", "output"];
-const TARGET: &[&str] = &["pipeline", "pass"];
-const FOLD: &[&str] = &["over", "items", "init", "do", "output", "max_items"];
-const FOR_EACH: &[&str] = &[
-    "over",
-    "items",
-    "max_parallel",
-    "on_error",
-    "do",
-    "collect",
-    "output",
+/// The keys of a call target (a match case or default).
+pub const TARGET_KEYS: &[&str] = &["pipeline", "pass"];
+
+/// The keys each kind cannot do without (PW0204 when missing).
+pub const STEP_REQUIRED_KEYS: &[(&str, &[&str])] = &[
+    ("transform", &["value"]),
+    ("tool", &["name"]),
+    ("shell", &["command"]),
+    ("agent", &["prompt"]),
+    ("call", &["pipeline"]),
+    ("match", &["on", "cases"]),
+    ("fold", &["init", "do", "output"]),
+    ("for_each", &["on_error", "do", "collect"]),
+    ("parallel", &["branches", "collect"]),
 ];
-const PARALLEL: &[&str] = &["branches", "collect", "on_error", "output"];
+
+/// `kind`'s row of a per-kind table (empty for a kind not in it).
+pub fn keys_of(table: &[(&str, &'static [&'static str])], kind: &str) -> &'static [&'static str] {
+    table
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[], |(_, v)| v)
+}
 
 pub(crate) fn step_body(
     l: &mut Loader,
@@ -39,17 +74,7 @@ pub(crate) fn step_body(
     entries: &[Entry],
     span: Span,
 ) -> Option<Step> {
-    let allowed = match kind {
-        "transform" => TRANSFORM,
-        "tool" => TOOL,
-        "shell" => SHELL,
-        "agent" => AGENT,
-        "call" => CALL,
-        "match" => MATCH,
-        "fold" => FOLD,
-        "for_each" => FOR_EACH,
-        _ => PARALLEL,
-    };
+    let allowed = keys_of(STEP_BODY_KEYS, kind);
     let what = step_what(kind);
     l.unknown_keys(entries, allowed, what, &[]);
     let output = match body.get("output") {
@@ -74,6 +99,7 @@ pub(crate) fn step_body(
     // Required keys are reported when missing; a step whose other parts loaded is still
     // returned (with a placeholder where needed) so the checks after loading see it too.
     let req = |l: &mut Loader, k: &str, help: &str| -> Option<&Node> {
+        debug_assert!(keys_of(STEP_REQUIRED_KEYS, kind).contains(&k), "{kind}.{k}");
         let n = body.get(k);
         if n.is_none() {
             l.missing(key.span, k, what, help);
@@ -388,7 +414,7 @@ fn capabilities(l: &mut Loader, node: &Node) -> Option<Vec<Name>> {
 fn target(l: &mut Loader, body: &Node, at: Span, what: &str) -> Option<CallTarget> {
     if let Some(m) = body.as_map() {
         if what != "a `call` step" {
-            l.unknown_keys(m, TARGET, what, &[]);
+            l.unknown_keys(m, TARGET_KEYS, what, &[]);
         }
     }
     let Some(p) = body.get("pipeline") else {

@@ -13,6 +13,7 @@ mod issue;
 pub mod load;
 pub mod lower;
 pub mod runtime;
+pub mod schema;
 pub mod subrecipe;
 pub mod template;
 pub mod validate;

@@ -65,17 +65,17 @@ pub const STEP_KEYS: &[&str] = &[
     "on_error",
     "depends_on",
 ];
-const RETRY_KEYS: &[&str] = &["max_attempts", "backoff", "initial_delay", "max_delay"];
-const RECURSION_KEYS: &[&str] = &["max_depth", "max_total_steps"];
-const RATE_KEYS: &[&str] = &["max_concurrent_llm", "min_delay_ms", "backoff"];
-const BACKOFF_KEYS: &[&str] = &[
+pub const RETRY_KEYS: &[&str] = &["max_attempts", "backoff", "initial_delay", "max_delay"];
+pub const RECURSION_KEYS: &[&str] = &["max_depth", "max_total_steps"];
+pub const RATE_KEYS: &[&str] = &["max_concurrent_llm", "min_delay_ms", "backoff"];
+pub const BACKOFF_KEYS: &[&str] = &[
     "enabled",
     "initial_delay_ms",
     "max_delay_ms",
     "multiplier",
     "reset_after_success",
 ];
-const PREFERENCE_KEYS: &[&str] = &["class", "provider", "model"];
+pub const PREFERENCE_KEYS: &[&str] = &["class", "provider", "model"];
 
 pub struct Loader {
     pub diags: Vec<Diagnostic>,

@@ -8,7 +8,13 @@ use pipewright_syntax::{Diagnostic, Span};
 use std::collections::HashMap;
 
 pub const RESERVED: &[&str] = &["recipe", "session", "step"];
-const MODEL_CLASSES: &[&str] = &["reasoning", "fast", "vision", "research"];
+pub const MODEL_CLASSES: &[&str] = &["reasoning", "fast", "vision", "research"];
+/// The values of the enumerated fields (the JSON Schema's enums come from these too).
+pub const STEP_TYPES: &[&str] = &["agent", "recipe", "bash"];
+pub const ON_ERROR_VALUES: &[&str] = &["fail", "continue", "skip_remaining"];
+pub const RETRY_BACKOFFS: &[&str] = &["exponential", "linear"];
+pub const SPAWN_MODES: &[&str] = &["subprocess"];
+pub const APPROVAL_DEFAULTS: &[&str] = &["approve", "deny"];
 /// The runner's `rate_limiting.backoff` defaults, used when only one bound is written.
 const DEFAULT_INITIAL_DELAY_MS: i64 = 1000;
 const DEFAULT_MAX_DELAY_MS: i64 = 60_000;
@@ -422,7 +428,7 @@ impl Validator {
                 }
             }
             if let Some(d) = &a.default {
-                self.enum_value(d, "approval.default", &["approve", "deny"]);
+                self.enum_value(d, "approval.default", APPROVAL_DEFAULTS);
             }
         }
     }
@@ -580,11 +586,11 @@ impl Validator {
                     )
                     .with_label("expected `agent`, `recipe` or `bash`")
                     .with_optional_help(
-                        ["agent", "recipe", "bash"]
+                        STEP_TYPES
                             .iter()
                             .find(|k| k.eq_ignore_ascii_case(&t.value))
                             .map(|k| format!("types are lowercase: write `{k}`"))
-                            .or_else(|| help_for_unknown(&t.value, ["agent", "recipe", "bash"])),
+                            .or_else(|| help_for_unknown(&t.value, STEP_TYPES.iter().copied())),
                     ),
                 );
             }
@@ -738,7 +744,7 @@ impl Validator {
             );
         }
         if let Some(m) = &s.spawn_mode {
-            self.enum_value(m, "spawn_mode", &["subprocess"]);
+            self.enum_value(m, "spawn_mode", SPAWN_MODES);
         }
         self.range(&s.timeout, "timeout", 1, None);
         if let Some(r) = &s.retry {
@@ -746,14 +752,14 @@ impl Validator {
             self.range(&r.initial_delay, "retry.initial_delay", 0, None);
             self.range(&r.max_delay, "retry.max_delay", 0, None);
             if let Some(b) = &r.backoff {
-                self.enum_value(b, "retry.backoff", &["exponential", "linear"]);
+                self.enum_value(b, "retry.backoff", RETRY_BACKOFFS);
             }
         }
         if let Some(rc) = &s.recursion {
             self.recursion(rc);
         }
         if let Some(o) = &s.on_error {
-            self.enum_value(o, "on_error", &["fail", "continue", "skip_remaining"]);
+            self.enum_value(o, "on_error", ON_ERROR_VALUES);
         }
         self.var_name(&s.output, "output", true);
         self.var_name(&s.collect, "collect", true);

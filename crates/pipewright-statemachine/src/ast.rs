@@ -104,10 +104,13 @@ pub const ROOT_KEYS: &[&str] = &[
 ];
 pub const GUARDRAIL_KEYS: &[&str] = &["maxStepVisits", "maxTotalSteps", "exitOnOther"];
 pub const STEP_KEYS: &[&str] = &["prompt", "model", "outcomes", "onOutcome"];
+/// The step keys rule 7 requires (PW0716 when missing).
+pub const STEP_REQUIRED: &[&str] = &["prompt", "outcomes", "onOutcome"];
 pub const TRANSITION_KEYS: &[&str] = &["nextStep", "action", "recipeId", "reason"];
 pub const INCLUDE_KEY: &str = "$include";
 
-const REQUIRED: &[&str] = &[
+/// The root keys a recipe needs (spec §1).
+pub const REQUIRED: &[&str] = &[
     "id",
     "label",
     "description",
@@ -459,7 +462,7 @@ pub fn step(m: &Member, included_by: Option<Span>, diags: &mut Vec<Diagnostic>) 
     Some(step)
 }
 
-const ACTIONS: &[&str] = &["exit", "restart-new-session"];
+pub const ACTIONS: &[&str] = &["exit", "restart-new-session"];
 
 fn transition(n: &Node, diags: &mut Vec<Diagnostic>) -> Transition {
     let mut t = Transition {

@@ -10,6 +10,7 @@ mod include;
 pub mod json;
 pub mod lower;
 mod rules;
+pub mod schema;
 mod set;
 
 pub use codes::CODES;

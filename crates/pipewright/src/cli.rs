@@ -42,8 +42,24 @@ pub enum Command {
     Deny(DenyArgs),
     /// List recorded runs (newest first); show, print the events of, or remove one.
     Runs(RunsArgs),
+    /// Print the JSON Schema of a dialect's files (for editors: docs/schemas.md).
+    Schema(SchemaArgs),
     /// Serve the Language Server Protocol over standard input and output (for editors).
     Lsp,
+}
+
+#[derive(Args)]
+pub struct SchemaArgs {
+    #[arg(value_enum, value_name = "DIALECT")]
+    pub dialect: SchemaDialect,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SchemaDialect {
+    Pipeline,
+    Recipe,
+    StateMachine,
+    Meow,
 }
 
 #[derive(Args)]

@@ -8,3 +8,4 @@ pub mod lsp;
 pub mod run;
 pub mod run_statemachine;
 pub mod runs;
+pub mod schema;
