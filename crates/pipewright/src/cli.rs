@@ -46,6 +46,8 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Serve the Language Server Protocol over standard input and output (for editors).
     Lsp,
+    /// Talk to the orchestrator of a running MEOW workflow (from its agents and conditions).
+    Meow(crate::commands::meow::MeowArgs),
 }
 
 #[derive(Args)]

@@ -67,6 +67,7 @@ pub fn main() -> ExitCode {
         cli::Command::Runs(args) => commands::runs::run(&args),
         cli::Command::Schema(args) => commands::schema::run(&args),
         cli::Command::Lsp => commands::lsp::run(),
+        cli::Command::Meow(args) => commands::meow::run(&args),
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
             &pipewright_run::recipe::Decision::Approve {

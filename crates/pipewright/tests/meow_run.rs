@@ -481,3 +481,67 @@ fn corpus_templates_run_offline_or_stop_with_a_reason() {
         ]
     );
 }
+
+#[test]
+fn the_orchestrator_channel_carries_approvals_and_events_on_an_owner_only_socket() {
+    let d = fixtures();
+    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+    let (code, v, all) = run_json(d.path(), &["channel.meow.toml", "--var", &pw]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["steps"]["gate.approved"], "done", "{all}");
+    // The event with k=2 did not match the filter; the one with k=1 did.
+    assert_eq!(v["stores"]["listen"]["data"]["k"], "1", "{all}");
+    assert_eq!(v["stores"]["listen"]["data"]["note"], "hi");
+    // A rejection decided before anyone waited is still seen.
+    assert_eq!(v["stores"]["refused"]["outcome"], "false");
+    assert!(v["stores"]["refused"]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("rejected: no")));
+    assert_eq!(v["stores"]["perm"]["modes"], "600\n700", "{all}");
+    // The socket is gone with the run.
+    let id = v["run_id"].as_str().unwrap_or("");
+    assert!(!d
+        .path()
+        .join(".pipewright/runs")
+        .join(id)
+        .join("orch.sock")
+        .exists());
+}
+
+#[test]
+fn meow_commands_outside_a_run_are_silent_no_ops() {
+    let d = tempdir();
+    for args in [
+        vec!["meow", "done", "--output", "a=1"],
+        vec!["meow", "event", "ping", "k=v"],
+        vec!["meow", "await-event", "ping"],
+        vec!["meow", "approve", "g"],
+        vec!["meow", "await-approval", "g"],
+    ] {
+        let o = bin()
+            .current_dir(d.path())
+            .env_remove("MEOW_ORCH_SOCK")
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        assert!(
+            o.stdout.is_empty() && o.stderr.is_empty(),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    // With a socket nobody listens on: a clear error.
+    let o = bin()
+        .current_dir(d.path())
+        .env("MEOW_ORCH_SOCK", d.path().join("nobody.sock"))
+        .args(["meow", "event", "ping"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot reach the orchestrator"),
+        "{}",
+        text(&o)
+    );
+}

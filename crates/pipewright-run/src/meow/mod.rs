@@ -21,6 +21,8 @@ mod state;
 mod subst;
 mod template;
 
+pub use duration::parse as parse_duration;
+
 use crate::backend::AgentBackend;
 use crate::cancel::CancelToken;
 use crate::codes;

@@ -5,6 +5,7 @@ pub mod fmt;
 pub mod graph;
 pub mod load;
 pub mod lsp;
+pub mod meow;
 pub mod run;
 pub mod run_statemachine;
 pub mod runs;

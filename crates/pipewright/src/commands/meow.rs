@@ -1,0 +1,214 @@
+//! `pipewright meow …`: what agents and branch conditions of a running MEOW workflow say to its
+//! orchestrator, over the socket named by `MEOW_ORCH_SOCK` (notes §4.12). Identity comes from
+//! `MEOW_AGENT`, `MEOW_WORKFLOW` and `MEOW_STEP`. Without `MEOW_ORCH_SOCK` (and without
+//! `--run`) every command is a silent no-op that succeeds, so a template runs unchanged outside
+//! an orchestrator.
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct MeowArgs {
+    /// The run whose orchestrator to reach (its socket is in the run's directory), instead of
+    /// `MEOW_ORCH_SOCK`.
+    #[arg(long, value_name = "RUN_ID", global = true)]
+    pub run: Option<String>,
+    #[command(subcommand)]
+    pub command: MeowCommand,
+}
+
+#[derive(Subcommand)]
+pub enum MeowCommand {
+    /// Report the current step done, with its outputs.
+    Done {
+        /// The step (default: `MEOW_STEP`, else the agent's running step).
+        step: Option<String>,
+        /// An output, `NAME=VALUE` (repeatable).
+        #[arg(long = "output", value_name = "NAME=VALUE")]
+        outputs: Vec<String>,
+        /// Outputs as a JSON object, applied after `--output`.
+        #[arg(long = "output-json", value_name = "JSON")]
+        output_json: Option<String>,
+    },
+    /// Emit an event to whoever waits for it.
+    Event {
+        event_type: String,
+        /// Event data, `KEY=VALUE`.
+        #[arg(value_name = "KEY=VALUE")]
+        data: Vec<String>,
+    },
+    /// Wait for an event; exit 0 with its data on stdout, 1 on timeout.
+    AwaitEvent {
+        event_type: String,
+        /// Only an event whose data has KEY equal to VALUE (repeatable).
+        #[arg(long = "filter", value_name = "KEY=VALUE")]
+        filter: Vec<String>,
+        /// How long to wait (`30s`, `5m`); default: forever.
+        #[arg(long)]
+        timeout: Option<String>,
+    },
+    /// Approve a human gate.
+    Approve {
+        gate: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject a human gate.
+    Reject {
+        gate: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Wait for a gate's decision: exit 0 approved, 1 rejected or timed out (default 24h).
+    AwaitApproval {
+        gate: String,
+        #[arg(long)]
+        timeout: Option<String>,
+    },
+}
+
+fn pairs(items: &[String], what: &str) -> Result<Map<String, Value>, String> {
+    let mut m = Map::new();
+    for kv in items {
+        let Some((k, v)) = kv.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return Err(format!("{what} takes KEY=VALUE, got `{kv}`"));
+        };
+        m.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    Ok(m)
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, String> {
+    match t {
+        Some(t) => pipewright_run::meow::parse_duration(t)
+            .map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))),
+        None => Ok(default),
+    }
+}
+
+pub fn run(args: &MeowArgs) -> u8 {
+    let sock = match (&args.run, env("MEOW_ORCH_SOCK")) {
+        (Some(id), _) => match std::env::current_dir() {
+            Ok(d) => d
+                .join(".pipewright")
+                .join("runs")
+                .join(id)
+                .join("orch.sock"),
+            Err(e) => {
+                errln!("error: no working directory: {e}");
+                return 2;
+            }
+        },
+        (None, Some(s)) => PathBuf::from(s),
+        // Outside an orchestrator: nothing to tell, nobody to wait for.
+        (None, None) => return 0,
+    };
+    let req = match request(&args.command) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    let answer = match runtime.block_on(pipewright_run::meow::channel::ask(&sock, &req)) {
+        Ok(a) => a,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
+    match answer["type"].as_str() {
+        Some("ack") => 0,
+        Some("event_received") => {
+            let approval = matches!(args.command, MeowCommand::AwaitApproval { .. });
+            if approval {
+                match answer["event_type"].as_str() {
+                    Some("gate-approved") => 0,
+                    _ => {
+                        let reason = answer["data"]["reason"].as_str().unwrap_or("");
+                        errln!(
+                            "rejected{}",
+                            if reason.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {reason}")
+                            }
+                        );
+                        1
+                    }
+                }
+            } else {
+                outln!("{}", answer["data"]);
+                0
+            }
+        }
+        Some("timeout") => {
+            errln!("{}", answer["message"].as_str().unwrap_or("timed out"));
+            1
+        }
+        _ => {
+            errln!(
+                "error: {}",
+                answer["message"]
+                    .as_str()
+                    .unwrap_or("the orchestrator refused")
+            );
+            1
+        }
+    }
+}
+
+fn request(c: &MeowCommand) -> Result<Value, String> {
+    let (agent, workflow) = (env("MEOW_AGENT"), env("MEOW_WORKFLOW"));
+    Ok(match c {
+        MeowCommand::Done {
+            step,
+            outputs,
+            output_json,
+        } => {
+            let mut outs = pairs(outputs, "--output")?;
+            if let Some(j) = output_json {
+                match serde_json::from_str::<Value>(j) {
+                    Ok(Value::Object(m)) => outs.extend(m),
+                    _ => return Err("--output-json takes a JSON object".into()),
+                }
+            }
+            json!({"type": "step_done", "workflow": workflow, "agent": agent,
+                   "step": step.clone().or_else(|| env("MEOW_STEP")), "outputs": outs})
+        }
+        MeowCommand::Event { event_type, data } => {
+            json!({"type": "event", "workflow": workflow, "agent": agent,
+                   "event_type": event_type, "data": pairs(data, "event data")?})
+        }
+        MeowCommand::AwaitEvent {
+            event_type,
+            filter,
+            timeout,
+        } => json!({"type": "await_event", "event_type": event_type,
+                    "filter": pairs(filter, "--filter")?, "timeout_ms": timeout_ms(timeout, None)?}),
+        MeowCommand::Approve { gate, reason } | MeowCommand::Reject { gate, reason } => {
+            let approved = matches!(c, MeowCommand::Approve { .. });
+            json!({"type": "approval", "gate_id": gate, "approved": approved,
+                   "reason": reason.clone().unwrap_or_default()})
+        }
+        MeowCommand::AwaitApproval { gate, timeout } => {
+            json!({"type": "await_approval", "gate_id": gate,
+                   "timeout_ms": timeout_ms(timeout, Some(24 * 3600 * 1000))?})
+        }
+    })
+}
