@@ -80,8 +80,14 @@ struct Walker<'a, 'd> {
     /// "read before written".
     writes: FxHashMap<&'a str, Span>,
     leaves: super::types::LeafResults<'a>,
+    /// For a called pipeline: which call sites (indices into `Inputs::Passed::sites`) do not
+    /// pass a name, by name.
+    missing: FxHashMap<Box<str>, Vec<usize>>,
     diags: &'d mut Vec<Diagnostic>,
 }
+
+/// The calls a PW0254 names; the others are counted in a note.
+const SITES_SHOWN: usize = 3;
 
 /// `pid` is the pipeline's (file, pipeline) index in the program.
 pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut Vec<Diagnostic>) {
@@ -127,6 +133,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         inputs,
         writes,
         leaves: super::types::LeafResults::default(),
+        missing: FxHashMap::default(),
         diags,
     };
     let mut scope = Scope {
@@ -377,26 +384,47 @@ impl<'a> Walker<'a, '_> {
             if everywhere.contains(name) {
                 return;
             }
-            for (t, passed) in sites {
-                if !passed.contains(name) {
-                    let mut d = Diagnostic::error(
-                        "PW0254",
-                        span,
-                        format!("`ctx.{name}` is not passed to this pipeline"),
-                    )
-                    .with_label("read here")
-                    .with_secondary(
-                        t.pipeline.span,
-                        format!("called here without `{name}` in `pass`"),
-                    );
-                    let known: Vec<&str> = passed.iter().copied().collect();
-                    d = match did_you_mean(name, known.iter().copied()) {
-                        Some(k) => d.with_help(format!("did you mean `ctx.{k}`? Otherwise add `{name}` to the call's `pass`")),
-                        None => d.with_help(format!("a callee sees only what `pass` lists: add `{name}` to the call's `pass`")),
-                    };
-                    self.diags.push(d);
-                }
+            // One diagnostic per read, naming a few of the calls that leave the name out: one
+            // per (read, call) was reads × call sites diagnostics for a pipeline called from
+            // many places. The calls missing a name are found once per name.
+            if !self.missing.contains_key(name) {
+                let m = (0..sites.len())
+                    .filter(|&i| !sites[i].1.contains(name))
+                    .collect();
+                self.missing.insert(name.into(), m);
             }
+            let missing = &self.missing[name];
+            let Some(&first) = missing.first() else {
+                return;
+            };
+            let mut d = Diagnostic::error(
+                "PW0254",
+                span,
+                format!("`ctx.{name}` is not passed to this pipeline"),
+            )
+            .with_label("read here");
+            for &i in missing.iter().take(SITES_SHOWN) {
+                d = d.with_secondary(
+                    sites[i].0.pipeline.span,
+                    format!("called here without `{name}` in `pass`"),
+                );
+            }
+            if missing.len() > SITES_SHOWN {
+                d = d.with_note(format!(
+                    "{} more calls do not pass `{name}` either",
+                    missing.len() - SITES_SHOWN
+                ));
+            }
+            let known = sites[first].1.iter().copied();
+            d = match did_you_mean(name, known) {
+                Some(k) => d.with_help(format!(
+                    "did you mean `ctx.{k}`? Otherwise add `{name}` to the call's `pass`"
+                )),
+                None => d.with_help(format!(
+                    "a callee sees only what `pass` lists: add `{name}` to the call's `pass`"
+                )),
+            };
+            self.diags.push(d);
         }
     }
 
