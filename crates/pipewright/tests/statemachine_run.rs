@@ -326,22 +326,67 @@ fn configuration_errors_exit_2_with_pw0843_in_json() {
     assert!(stderr(&o).contains("takes no input"), "{}", text(&o));
 }
 
-#[test]
-fn a_restart_to_a_recipe_that_cannot_be_found_is_refused_before_any_turn() {
-    let d = tempdir();
+/// The retrospective recipe as `id`, its `complete` outcome leading to `complete`.
+fn retrospective_as(dir: &Path, id: &str, complete: Value) {
     let src = read(Path::new(&catalogue("retrospective")));
-    let v: Value = serde_json::from_str(&src).unwrap_or_else(|e| panic!("{e}"));
-    let mut v = v;
-    v["steps"]["reflect"]["onOutcome"]["complete"] =
-        serde_json::json!({"action": "restart-new-session", "recipeId": "retrospective"});
-    std::fs::write(d.path().join("a.json"), v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    // Itself: found.
+    let mut v: Value = serde_json::from_str(&src).unwrap_or_else(|e| panic!("{e}"));
+    v["id"] = Value::String(id.into());
+    v["steps"]["reflect"]["onOutcome"]["complete"] = complete;
+    std::fs::write(dir.join(format!("{id}.json")), v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_restart_runs_the_recipe_it_names_from_a_sibling_file() {
+    let d = tempdir();
+    let restart = |id: &str| serde_json::json!({"action": "restart-new-session", "recipeId": id});
+    retrospective_as(d.path(), "a", restart("b"));
+    retrospective_as(
+        d.path(),
+        "b",
+        serde_json::json!({"action": "exit", "reason": "b-done"}),
+    );
+    let script = script("retrospective");
+    let args = [
+        "run",
+        "a.json",
+        "--backend",
+        "script",
+        "--script",
+        &script,
+        "--format",
+        "json",
+    ];
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["exit_reason"], "b-done");
+    let recipes: Vec<&str> = v["trace"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|e| e["recipe"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(recipes, ["a", "b"]);
+    assert_ne!(v["trace"][0]["session"], v["trace"][1]["session"]);
+    // A recipe that restarts itself is found too (and --max-restarts bounds it).
+    retrospective_as(d.path(), "c", restart("c"));
     let o = run_in(
         d.path(),
-        &["run", "a.json", "--max-restarts", "1", "--format", "json"],
+        &["run", "c.json", "--max-restarts", "1", "--format", "json"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(json(&o)["exit_reason"], "max-restarts");
+    // The target must check clean before anything runs; `check a.json` reads only its id.
+    let broken = read(&d.path().join("b.json"))
+        .replace("\"initialStep\":\"reflect\"", "\"initialStep\":\"nope\"");
+    std::fs::write(d.path().join("b.json"), broken).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        run_in(d.path(), &["check", "a.json"]).status.code(),
+        Some(0)
+    );
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("recipe `b`"), "{}", text(&o));
+    assert!(stderr(&o).contains("has errors"), "{}", text(&o));
+    assert_eq!(json(&o)["error"]["code"], "PW0843");
 }
 
 // ---- coding-agent CLIs against fake executables ------------------------------------------
@@ -677,9 +722,9 @@ fn run_id_of(cwd: &Path) -> String {
     v[0]["run_id"].as_str().unwrap_or_default().to_string()
 }
 
-/// Starts a run with the fake claude, waits until the fake hangs on the prompt holding
-/// `block`, and kills pipewright with SIGKILL (the hanging child dies with it).
-fn kill_while_asking(fake: &Fake, cwd: &Path, block: &str) -> String {
+/// Starts a review-and-commit run with the fake claude and waits until the fake hangs on the
+/// prompt holding `block`.
+fn spawn_until_blocked(fake: &Fake, cwd: &Path, block: &str) -> std::process::Child {
     std::fs::write(fake.dir.path().join("block"), block).unwrap_or_else(|e| panic!("{e}"));
     let recipe = catalogue("review-and-commit");
     let args = [
@@ -690,7 +735,7 @@ fn kill_while_asking(fake: &Fake, cwd: &Path, block: &str) -> String {
         "--format",
         "json",
     ];
-    let mut child = fake
+    let child = fake
         .command(cwd, &args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -699,6 +744,12 @@ fn kill_while_asking(fake: &Fake, cwd: &Path, block: &str) -> String {
     wait_for(Duration::from_secs(60), "the fake agent to hang", || {
         fake.dir.path().join("blocked").exists().then_some(())
     });
+    child
+}
+
+/// Kills pipewright with SIGKILL while the fake hangs (the child dies with it); the run id.
+fn kill_while_asking(fake: &Fake, cwd: &Path, block: &str) -> String {
+    let mut child = spawn_until_blocked(fake, cwd, block);
     child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
     let o = finish(child);
     assert_eq!(o.status.code(), None, "killed by a signal: {}", text(&o));
@@ -780,6 +831,15 @@ fn kill_9_then_resume_asks_no_landed_step_again_in_the_same_session() {
     for t in v["trace"].as_array().into_iter().flatten() {
         assert_eq!(t["session"], session.as_str());
     }
+    // Another backend cannot take the run over.
+    let o = run_in(d.path(), &["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("ran with the claude-code backend"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(json(&o)["error"]["code"], "PW0843");
     // A finished run resumed again asks nothing and reports the same end.
     let o = fake.run(
         d.path(),
@@ -831,4 +891,44 @@ fn kill_9_during_the_first_turn_resumes_in_a_fresh_session() {
     assert!(!fresh.is_empty() && fresh != killed, "{calls:?}");
     assert_eq!(after(&calls[2], "--resume"), Some(fresh));
     assert_eq!(json(&o)["trace"][0]["session"], fresh);
+}
+
+#[test]
+fn ctrl_c_cancels_with_130_and_the_run_resumes() {
+    let fake = Fake::new(
+        "claude",
+        CLAUDE_REPLY,
+        "Perform a thorough code review=no-issues\nCommit and push=committed\n",
+    );
+    let d = tempdir();
+    let child = spawn_until_blocked(&fake, d.path(), "Commit and push");
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(sent.success());
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["status"], "cancelled");
+    assert_eq!(v["exit_reason"], "cancelled");
+    assert_eq!(steps_of(&v), ["code-review"]);
+    std::fs::remove_file(fake.dir.path().join("block")).unwrap_or_else(|e| panic!("{e}"));
+    let id = v["run_id"].as_str().unwrap_or_default().to_string();
+    let o = fake.run(
+        d.path(),
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--backend",
+            "claude",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(steps_of(&json(&o)), ["code-review", "commit"]);
+    // The review was asked once; the commit twice (cancelled, then resumed).
+    assert_eq!(fake.calls().len(), 3, "{:?}", fake.calls());
 }

@@ -121,7 +121,7 @@ impl Usage {
     }
 }
 
-struct Exec<'a> {
+struct Exec {
     run_id: String,
     recipes: Arc<Recipes>,
     sm: Options,
@@ -131,7 +131,6 @@ struct Exec<'a> {
     store_failed: Mutex<Option<String>>,
     sinks: Arc<Vec<Arc<dyn store::EventSink>>>,
     started: Instant,
-    sources: &'a SourceMap,
     // The run so far.
     sessions: Vec<Session>,
     trace: Vec<TraceEntry>,
@@ -190,6 +189,20 @@ pub async fn run(
                 )
                 .into());
             }
+            // Another backend would not know the recorded sessions (and the mock, the
+            // default, would answer for the agent).
+            let recorded = rec.landings.iter().find_map(|l| match &l.landed {
+                Landed::Value(v) if l.key == "session.0" => {
+                    v.get("backend").and_then(Value::as_str).map(str::to_string)
+                }
+                _ => None,
+            });
+            if let Some(b) = recorded.filter(|b| b != sm.backend.name()) {
+                return Err(config(format!(
+                    "run {id} ran with the {b} backend; resume it with the same --backend (not {})",
+                    sm.backend.name()
+                )));
+            }
             lock_ = Some(l);
             landings = rec.landings;
             rec.run_id
@@ -239,7 +252,6 @@ pub async fn run(
         store_failed: Mutex::new(None),
         sinks,
         started: Instant::now(),
-        sources,
         sessions: Vec::new(),
         trace: Vec::new(),
         turns: 0,
@@ -247,7 +259,7 @@ pub async fn run(
         last_reply: None,
         state: None,
     };
-    let end = match ex.replay(&landings, &root) {
+    let end = match ex.replay(&landings) {
         Ok(Some((state, None))) => ex.drive(state).await,
         Ok(Some((_, Some(end)))) => end,
         Ok(None) => match ex.new_session(&root) {
@@ -255,21 +267,19 @@ pub async fn run(
                 let m = ex.machine(&root);
                 ex.drive(State::new(m)).await
             }
-            Err(e) => End::failed(sem::ORCHESTRATION_ERROR, ex.store_error(e)),
+            Err(e) => End::failed(STORE_ERROR, ex.store_error(e)),
         },
+        // Only `--force` gets here: the recipe changed under the recorded run.
         Err(e) => End::failed(
-            sem::ORCHESTRATION_ERROR,
-            RunError::new(
-                codes::SM_ORCHESTRATION,
-                "",
-                "recipe",
-                ex.recipes.root_span,
-                e,
-            ),
+            "configuration-error",
+            RunError::new(codes::SM_CONFIG, "", "recipe", ex.recipes.root_span, e),
         ),
     };
     Ok(ex.finish(end))
 }
+
+/// The exit reason when the run store cannot record the run.
+const STORE_ERROR: &str = "store-error";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -293,7 +303,7 @@ fn decision_from(v: &Value) -> Option<Decision> {
         .or_else(|| s("guardrail").map(Decision::Guardrail))
 }
 
-impl Exec<'_> {
+impl Exec {
     fn machine(&self, id: &str) -> &Machine {
         // Every recipe a restart names was loaded before the run started.
         match self.recipes.get(id) {
@@ -381,7 +391,7 @@ impl Exec<'_> {
         };
         self.land(
             &format!("session.{k}"),
-            json!({"id": s.id, "recipe": s.recipe}),
+            json!({"id": s.id, "recipe": s.recipe, "backend": self.sm.backend.name()}),
             None,
         )?;
         self.sessions.push(s);
@@ -391,11 +401,7 @@ impl Exec<'_> {
     /// Rebuilds the run from its landings: `None` when nothing landed; else the state to go
     /// on from, or how the run already ended.
     #[allow(clippy::type_complexity)]
-    fn replay(
-        &mut self,
-        landings: &[Landing],
-        root: &str,
-    ) -> Result<Option<(State, Option<End>)>, String> {
+    fn replay(&mut self, landings: &[Landing]) -> Result<Option<(State, Option<End>)>, String> {
         let mut turns: BTreeMap<u64, Value> = BTreeMap::new();
         let mut sessions: BTreeMap<usize, Session> = BTreeMap::new();
         for l in landings {
@@ -554,12 +560,11 @@ impl Exec<'_> {
             let id = new_session_id();
             self.land(
                 &format!("session.{last}"),
-                json!({"id": id, "recipe": state.recipe}),
+                json!({"id": id, "recipe": state.recipe, "backend": self.sm.backend.name()}),
                 None,
             )?;
             self.sessions[last].id = id;
         }
-        let _ = root;
         Ok(Some((state, None)))
     }
 
@@ -665,7 +670,7 @@ impl Exec<'_> {
                 Ok(target) => {
                     drop(lock);
                     if let Err(e) = self.new_session(&target) {
-                        return End::failed(sem::ORCHESTRATION_ERROR, self.store_error(e));
+                        return End::failed(STORE_ERROR, self.store_error(e));
                     }
                     state = State::new(self.machine(&target));
                 }
@@ -732,7 +737,7 @@ impl Exec<'_> {
             };
             if let Some(rec) = &self.recorder {
                 if let Err(e) = rec.flush() {
-                    return Err(End::failed(sem::ORCHESTRATION_ERROR, self.store_error(e)));
+                    return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }
             }
             self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
@@ -802,7 +807,7 @@ impl Exec<'_> {
                 };
                 usage.add(&r);
                 if let Err(e) = self.created(&r) {
-                    return Err(End::failed(sem::ORCHESTRATION_ERROR, self.store_error(e)));
+                    return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }
                 reply = r.text;
                 extracted = sem::extract_outcome(&reply, &step.outcomes);
@@ -881,7 +886,7 @@ impl Exec<'_> {
                 "reply": reply,
             });
             if let Err(err) = self.land(&key, landing, Some(done)) {
-                return Err(End::failed(sem::ORCHESTRATION_ERROR, self.store_error(err)));
+                return Err(End::failed(STORE_ERROR, self.store_error(err)));
             }
             self.turns = n;
             self.trace.push(TraceEntry {
@@ -1000,7 +1005,6 @@ impl Exec<'_> {
             }
             rec.close();
         }
-        let _ = self.sources;
         Outcome {
             run,
             exit_reason,

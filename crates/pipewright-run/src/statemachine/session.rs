@@ -58,7 +58,8 @@ pub trait SessionBackend: Send + Sync {
 }
 
 /// A pipeline backend in a state machine: each turn is one request; there is no conversation
-/// to keep, so a session is only a name in the trace. The tier is passed as the model.
+/// to keep, so a session is only a name in the trace. The tier is passed as the model, except
+/// to the openai backend, whose endpoint knows its own model names (its configured `model`).
 pub struct Stateless(pub Arc<dyn AgentBackend>);
 
 impl SessionBackend for Stateless {
@@ -67,7 +68,7 @@ impl SessionBackend for Stateless {
     }
 
     fn resolve_model(&self, tier: &str) -> Option<String> {
-        Some(tier.to_string())
+        (self.0.name() != "openai").then(|| tier.to_string())
     }
 
     fn send<'a>(
