@@ -179,10 +179,14 @@ impl Checker for PipelineChecker {
             .into_iter()
             .filter(|d| !self.included.contains(&d.span().file))
             .collect();
-        // The process exits soon after a check, and freeing the AST of a large file one node
-        // at a time only delays that exit, as rustc also found: the OS takes the memory back
-        // at once. (The YAML trees are already gone: loading consumes them step by step.)
-        std::mem::forget(self.program);
+        // Freeing the AST of a large file one node at a time only delays the answer: the CLI
+        // exits soon after (the OS takes the memory back at once, as rustc also found), and the
+        // language server publishes first. So the AST is freed on a thread of its own, which
+        // an exiting process does not wait for; never leaked, since the server lives on. (The
+        // YAML trees are already gone: loading consumes them step by step.)
+        let program = self.program;
+        // A failed spawn drops the closure, which frees the AST here instead.
+        let _ = std::thread::Builder::new().spawn(move || drop(program));
         out
     }
 }

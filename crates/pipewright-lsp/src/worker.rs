@@ -64,11 +64,11 @@ pub fn spawn(
                     checked: job.docs.iter().map(|(u, v, _)| (u.clone(), *v)).collect(),
                     diagnostics: crate::convert::by_file(&a),
                 };
-                // The analysis holds the parsed trees: drop them before waiting for more work.
-                drop(a);
                 if done.send(outcome).is_err() {
                     return;
                 }
+                // Freed after the diagnostics are on their way, not before.
+                drop(a);
             }
         }
     })
