@@ -110,7 +110,7 @@ impl Builder {
         let mut root: Option<Node> = None;
         for ev in Parser::new_from_str(text) {
             let (event, sp) = ev.map_err(|e| {
-                let at = self.offsets.byte(e.marker().index());
+                let at = self.offsets.byte(self.offsets.char_index(e.marker()));
                 let len = text
                     .get(at..)
                     .and_then(|s| s.chars().next())
@@ -131,7 +131,10 @@ impl Builder {
                 )
                 .with_label("the YAML parser stopped here")
             })?;
-            let (s, e) = (sp.start.index(), sp.end.index());
+            let (s, e) = (
+                self.offsets.char_index(&sp.start),
+                self.offsets.char_index(&sp.end),
+            );
             let completed: Option<(Node, usize)> = match event {
                 Event::StreamStart | Event::StreamEnd | Event::Nothing => None,
                 Event::DocumentStart(_) => {
@@ -437,6 +440,14 @@ fn text_at(text: &str, offsets: &CharOffsets, char_idx: usize) -> Option<char> {
 struct CharOffsets {
     table: Option<Vec<u32>>,
     len: usize,
+    /// The character index where each line starts, kept only for text whose marker indices
+    /// drift: saphyr-parser (0.3.4, `StrInput::fetch_while_is_yaml_non_space`) advances the
+    /// index by bytes, not characters, over a directive's name and parameters, so every
+    /// position after a directive holding non-ASCII characters was off by the difference and
+    /// could fall inside a character. Lines and columns stay right, so such text is mapped
+    /// through them.
+    line_chars: Option<Vec<u32>>,
+    bom: bool,
 }
 
 impl CharOffsets {
@@ -451,9 +462,43 @@ impl CharOffsets {
             t.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
             Some(t)
         };
+        let drifts = table.is_some()
+            && text
+                .split(['\n', '\r'])
+                .any(|l| l.trim_start_matches('\u{feff}').starts_with('%') && !l.is_ascii());
+        let line_chars = drifts.then(|| {
+            let mut starts = vec![0u32];
+            let mut chars = text.chars().enumerate().peekable();
+            while let Some((i, c)) = chars.next() {
+                let next = match c {
+                    '\r' if chars.peek().is_some_and(|&(_, c)| c == '\n') => {
+                        chars.next();
+                        i + 2
+                    }
+                    '\r' | '\n' => i + 1,
+                    _ => continue,
+                };
+                starts.push(u32::try_from(next).unwrap_or(u32::MAX));
+            }
+            starts
+        });
         CharOffsets {
             table,
             len: text.len(),
+            line_chars,
+            bom: text.starts_with('\u{feff}'),
+        }
+    }
+
+    /// The character index of a saphyr position.
+    fn char_index(&self, m: &saphyr_parser::Marker) -> usize {
+        let Some(lines) = &self.line_chars else {
+            return m.index();
+        };
+        match m.line().checked_sub(1).and_then(|l| lines.get(l)) {
+            // saphyr does not count a byte order mark as a column.
+            Some(&start) => start as usize + m.col() + usize::from(self.bom && m.line() == 1),
+            None => m.index(),
         }
     }
 

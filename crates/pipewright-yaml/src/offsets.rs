@@ -26,7 +26,10 @@ pub fn map_scalar_range(
         }
         ScalarStyle::Literal | ScalarStyle::Folded => 0,
     };
-    let body = &raw[body_start..];
+    // A span that does not start where the style says (a loader bug) must not panic here.
+    let Some(body) = raw.get(body_start..) else {
+        return node;
+    };
     // Fast path: the value is written verbatim.
     if body.starts_with(value) {
         return node.sub(body_start + rel.start..body_start + rel.end.min(value.len()));

@@ -151,3 +151,37 @@ fn quoted_scalars_end_at_their_closing_quote_before_a_comment() {
     assert_eq!(&src[b.span.range()], "\"x \\\" y\"");
     assert_eq!(&src[c.span.range()], "'it''s'");
 }
+
+/// Found by the `run_path` fuzz target: saphyr-parser advances its position by bytes over a
+/// directive's name and parameters, so after `%ު…` every span was off by the difference and a
+/// checker slicing the text there panicked. Each span must cover exactly its node's text.
+#[test]
+fn spans_after_a_directive_with_non_ascii_characters_are_exact() {
+    for src in [
+        "%\u{aaa}\u{aaa}\u{aaa}\n---\na: \"b\"\nc: [d, é]\n",
+        "%X \u{e9}t\u{e9} \u{1f600}\r\n---\r\nkey: value # é\r\nlist:\r\n  - \"ü\"\r\n",
+        "\u{feff}%\u{e9}\n---\na: b\n",
+        "%TAG !e! tag:example.com,2000:\n%\u{e9}\u{e9} x\n---\n!e!x a: 'é'\n",
+    ] {
+        let (docs, diags) = load(FileId(0), src, Limits::default());
+        assert!(diags.iter().all(|d| !d.is_error()), "{src:?}: {diags:?}");
+        let mut seen = 0;
+        for d in &docs {
+            if let Some(root) = &d.root {
+                root.walk(|n| {
+                    let text = src.get(n.span.range()).unwrap_or_else(|| {
+                        panic!("{src:?}: span {:?} is not on character boundaries", n.span)
+                    });
+                    if let NodeKind::Scalar(s) = &n.kind {
+                        assert!(
+                            text.contains(s.text.as_str()),
+                            "{src:?}: {text:?} for {s:?}"
+                        );
+                    }
+                    seen += 1;
+                });
+            }
+        }
+        assert!(seen > 2, "{src:?}");
+    }
+}
