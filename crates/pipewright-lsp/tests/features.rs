@@ -220,3 +220,44 @@ fn state_machine_next_step_and_recipe_variables_resolve() {
     assert_eq!(h, "recipe variable `target`: set in `context` on line 3");
     c.shutdown();
 }
+
+#[test]
+fn meow_needs_and_template_references_resolve() {
+    let mut c = Client::start();
+    let path = testdata("meow/ok/all-executors.meow.toml")
+        .canonicalize()
+        .expect("fixture");
+    let u = uri(&path);
+    c.open(&u, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    // needs = ["prepare"] (line 26) → id = "prepare" (line 12).
+    let d = definition(&mut c, &u, 25, 11);
+    assert_eq!(
+        d,
+        vec![Location::new(
+            u.clone(),
+            Range::new(Position::new(11, 6), Position::new(11, 13))
+        )]
+    );
+    // template = ".per-task" (line 53) → [per-task] (line 79).
+    let d = definition(&mut c, &u, 52, 14);
+    assert_eq!(
+        d,
+        vec![Location::new(
+            u.clone(),
+            Range::new(Position::new(78, 1), Position::new(78, 9))
+        )]
+    );
+    // template = "./lib/helper" (line 43) → lib/helper.meow.toml's [main].
+    let d = definition(&mut c, &u, 42, 16);
+    let helper = uri(&testdata("meow/ok/lib/helper.meow.toml")
+        .canonicalize()
+        .expect("fixture"));
+    assert_eq!(
+        d,
+        vec![Location::new(
+            helper,
+            Range::new(Position::new(0, 1), Position::new(0, 5))
+        )]
+    );
+    c.shutdown();
+}

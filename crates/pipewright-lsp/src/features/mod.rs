@@ -4,6 +4,7 @@ pub mod actions;
 pub mod complete;
 pub mod format;
 pub mod hover;
+mod meow;
 pub mod navigate;
 mod symbols;
 

@@ -21,12 +21,28 @@ enum Target<'a> {
     Schema(&'a str),
     StateStep(&'a str),
     File(&'a str),
+    MeowStep(&'a str),
+    MeowTemplate(&'a str),
 }
 
 fn target<'a>(doc: &'a Doc, parsed: &[Document], offset: usize) -> Option<Target<'a>> {
     let text: &'a str = &doc.text;
     let (_, word) = yaml_at::word_at(text, offset)?;
     let dialect = doc.dialect().map(|d| d.name());
+    if dialect == Some("meow") {
+        let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let key = text[line_start..].trim_start();
+        let (range, _) = yaml_at::word_at(text, offset)?;
+        // The whole quoted value: a template path holds `#` and `/`.
+        let value = quoted_at(text, range.start)?;
+        return if key.starts_with("needs") {
+            Some(Target::MeowStep(value))
+        } else if key.starts_with("template") || key.contains("template =") {
+            Some(Target::MeowTemplate(value))
+        } else {
+            None
+        };
+    }
     if dialect == Some("recipe") && in_template(text, offset) {
         return Some(Target::RecipeVar(template_var(word)));
     }
@@ -49,6 +65,14 @@ fn target<'a>(doc: &'a Doc, parsed: &[Document], offset: usize) -> Option<Target
         (Some("state-machine"), "nextStep" | "initialStep") => Some(Target::StateStep(word)),
         _ => None,
     }
+}
+
+/// The text inside the double quotes around `at`, on its line.
+fn quoted_at(text: &str, at: usize) -> Option<&str> {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let open = line_start + text[line_start..at].rfind('"')?;
+    let close = at + text[at..].find(['"', '\n'])?;
+    (text.as_bytes().get(close) == Some(&b'"')).then(|| &text[open + 1..close])
 }
 
 fn location(uri: &Url, text: &str, span: Span<usize>) -> Location {
@@ -74,6 +98,33 @@ pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<V
         Target::StateStep(name) => here(symbols::state_step(&parsed, name)),
         Target::Pipeline(name) => across_files(doc, docs, "pipeline", name),
         Target::Schema(name) => across_files(doc, docs, "schema", name),
+        Target::MeowStep(name) => {
+            let wf = super::meow::workflow_at(&doc.text, offset).unwrap_or_default();
+            here(super::meow::step_ids(&doc.text, &wf, name))
+        }
+        Target::MeowTemplate(r) => match super::meow::reference(r, &doc.dir()) {
+            Some(super::meow::Reference::Local(wf)) => {
+                here(super::meow::workflow_header(&doc.text, &wf))
+            }
+            Some(super::meow::Reference::File {
+                candidates,
+                workflow,
+            }) => candidates
+                .iter()
+                .find(|p| p.is_file())
+                .and_then(|p| {
+                    let text = std::fs::read_to_string(p).ok()?;
+                    let uri = Url::from_file_path(std::fs::canonicalize(p).ok()?).ok()?;
+                    Some(
+                        super::meow::workflow_header(&text, &workflow)
+                            .into_iter()
+                            .map(|s| location(&uri, &text, s))
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default(),
+            None => Vec::new(),
+        },
         Target::File(rel) => {
             let path = doc.dir().join(rel);
             let uri = Url::from_file_path(&path).ok().filter(|_| path.is_file());
