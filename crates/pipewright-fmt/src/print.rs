@@ -114,7 +114,8 @@ fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
 }
 
 /// A tag as it is printed: the loader decodes `%xx` escapes in the suffix (`!%60` is the tag
-/// `` !` ``), and a character outside the URI characters a tag may hold is escaped again.
+/// `` !` ``, `!%C3%A9` the tag `!é`), and a character outside the URI characters a tag may
+/// hold is escaped again.
 fn tag_text(t: &pipewright_yaml::Tag) -> String {
     let shown = t.display();
     // No handle: the non-specific tag `!`, or a verbatim one (`!<x>`), printed as such.
@@ -125,9 +126,9 @@ fn tag_text(t: &pipewright_yaml::Tag) -> String {
             format!("!<{}>", t.suffix)
         };
     }
-    // Only ASCII is escaped: the loader keeps other characters as they are.
-    let plain =
-        |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-#;/?:@&=+$_.~*'()".contains(c);
+    // A tag may hold ASCII URI characters only (YAML 1.2 ns-uri-char; saphyr and PyYAML refuse
+    // anything else): other characters are escaped as their UTF-8 bytes.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-#;/?:@&=+$_.~*'()".contains(c);
     if t.suffix.chars().all(plain) {
         return shown;
     }
@@ -136,7 +137,10 @@ fn tag_text(t: &pipewright_yaml::Tag) -> String {
         if plain(c) {
             out.push(c);
         } else {
-            out.push_str(&format!("%{:02X}", u32::from(c)));
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
         }
     }
     out

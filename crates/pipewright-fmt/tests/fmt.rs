@@ -580,6 +580,10 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "a: !<tag:yaml.org,2002:str> 1\nb: !<x> y\n",
         ),
         ("!<->", " !<->\n"),
+        // A tag escaping a multi-byte character: saphyr decoded `%C3%A9` to U+C3A9, which the
+        // printer could not escape back (PW0900), and a decoded `é` must be escaped again.
+        ("a: !%C3%A9 y\n", "a: !%C3%A9 y\n"),
+        ("a: !x%C3%A9%C3%BC y\n", "a: !x%C3%A9%C3%BC y\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
     ] {

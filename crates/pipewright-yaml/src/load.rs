@@ -428,7 +428,27 @@ fn closing_quote(slice: &str, style: ScalarStyle) -> Option<usize> {
 fn convert_tag(t: &saphyr_parser::Tag) -> Tag {
     Tag {
         handle: t.handle.clone(),
-        suffix: t.suffix.clone(),
+        suffix: t.suffix.chars().map(utf8_escape).collect(),
+    }
+}
+
+/// saphyr-parser (0.3.4, `scan_uri_escapes`) decodes a tag's `%xx` escapes of a multi-byte
+/// UTF-8 character by concatenating the bytes into one number (`!%C3%A9` became U+C3A9, not
+/// `é`). A tag holds no non-ASCII character written as such (saphyr, like PyYAML, refuses it),
+/// so every one came from escapes and its bytes are recovered and decoded.
+fn utf8_escape(c: char) -> char {
+    let code = u32::from(c);
+    if code < 0x80 {
+        return c;
+    }
+    let bytes = code.to_be_bytes();
+    let first = bytes.iter().position(|&b| b != 0).unwrap_or(3);
+    match std::str::from_utf8(&bytes[first..]).map(|s| s.chars()) {
+        Ok(mut chars) => match (chars.next(), chars.next()) {
+            (Some(d), None) => d,
+            _ => c,
+        },
+        Err(_) => c,
     }
 }
 

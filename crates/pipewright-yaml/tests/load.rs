@@ -185,3 +185,23 @@ fn spans_after_a_directive_with_non_ascii_characters_are_exact() {
         assert!(seen > 2, "{src:?}");
     }
 }
+
+/// saphyr decoded a tag's escapes of one multi-byte character into the concatenation of its
+/// bytes (`!%C3%A9` was U+C3A9); the tag is `!é`, as PyYAML reads it.
+#[test]
+fn tag_escapes_of_a_multi_byte_character_decode_as_utf8() {
+    let (docs, diags) = load(
+        FileId(0),
+        "a: !%C3%A9 y\nb: !x%C3%BC%41 z\n",
+        Limits::default(),
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let root = docs[0].root.as_ref().unwrap();
+    let tags: Vec<String> = root
+        .as_map()
+        .unwrap()
+        .iter()
+        .map(|e| e.value.tag.as_ref().unwrap().display())
+        .collect();
+    assert_eq!(tags, ["!é", "!xüA"]);
+}
