@@ -14,6 +14,7 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub type Fut = Pin<Box<dyn Future<Output = (usize, Fin)> + Send>>;
 
@@ -21,6 +22,14 @@ pub type Fut = Pin<Box<dyn Future<Output = (usize, Fin)> + Send>>;
 pub enum Fin {
     Shell(shell::Ran),
     Agent(Result<Map<String, Value>, String>),
+    /// A tmux agent's session started (or was found alive).
+    Spawned {
+        agent: String,
+        info: Result<AgentInfo, String>,
+    },
+    /// A prompt was typed into a tmux agent's session.
+    Injected(Result<(), String>),
+    Killed(Result<(), String>),
 }
 
 /// The fields of each executor that take `{{…}}` substitution when the step runs.
@@ -257,6 +266,32 @@ impl Exec {
             }
             Fin::Agent(Ok(outs)) => st.end(i, Status::Done, outs, None, ended),
             Fin::Agent(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            Fin::Spawned { agent, info } => match info {
+                Ok(info) => {
+                    let mut out = Map::new();
+                    out.insert("agent".into(), Value::String(agent.clone()));
+                    out.insert(
+                        "workdir".into(),
+                        Value::String(info.workdir.display().to_string()),
+                    );
+                    if let Some((s, _)) = &info.session {
+                        out.insert("session".into(), Value::String(s.clone()));
+                    }
+                    self.agents.insert(agent, info);
+                    st.end(i, Status::Done, out, None, ended);
+                }
+                Err(e) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            },
+            Fin::Injected(Ok(())) => {
+                if st.steps[i].t.str("mode") == Some("fire_forget") {
+                    st.end(i, Status::Done, Map::new(), None, ended);
+                }
+            }
+            Fin::Injected(Err(e)) | Fin::Killed(Err(e)) => {
+                self.waiting.remove(&i);
+                st.end(i, Status::Failed, Map::new(), Some(e), ended);
+            }
+            Fin::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
         }
     }
 
@@ -434,6 +469,11 @@ impl Exec {
                 depth,
             );
             s.needs = rewrite(&t.needs, &ids, &prefix);
+            if let Some((fi, it)) = fe {
+                if let Some(f) = self.fe.get_mut(&fi) {
+                    *f.left.entry(it).or_insert(0) += 1;
+                }
+            }
             match st.insert(s, ended) {
                 Ok(k) => st.steps[parent].children.push(k),
                 Err(e) => {
@@ -590,6 +630,17 @@ impl Exec {
             self.codes.insert(i, r.code);
             return fail(r.message);
         }
+        if let (Some(max), true) = (max, parallel) {
+            self.fe.insert(
+                i,
+                Foreach {
+                    max,
+                    left: Default::default(),
+                    active: Default::default(),
+                    held: VecDeque::new(),
+                },
+            );
+        }
         let mut total = 0;
         let mut prev: Vec<String> = Vec::new();
         for (k, item) in items.iter().enumerate() {
@@ -659,16 +710,6 @@ impl Exec {
                 }
             }
         }
-        if let (Some(max), true) = (max, parallel) {
-            self.fe.insert(
-                i,
-                Foreach {
-                    max,
-                    running: Default::default(),
-                    held: VecDeque::new(),
-                },
-            );
-        }
         if join && total > 0 && st.steps[i].status == Status::Running {
             Disp::Joining
         } else if join && st.steps[i].status.terminal() {
@@ -709,10 +750,13 @@ impl Exec {
         if fire_forget && !decl.is_empty() {
             return fail("a `fire_forget` agent step cannot declare outputs");
         }
+        if self.tmux {
+            return self.agent_in_tmux(st, i, agent_name, prompt, decl, fire_forget, timeout);
+        }
         if fire_forget {
             return Disp::Now(Status::Done, Map::new(), None);
         }
-        self.busy.insert(agent_name.clone(), i);
+        self.set_busy(agent_name.clone(), i);
         let workdir = self
             .agents
             .get(&agent_name)
@@ -734,6 +778,57 @@ impl Exec {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
+    fn agent_in_tmux(
+        &mut self,
+        _st: &mut State,
+        i: usize,
+        agent_name: String,
+        prompt: String,
+        decl: Vec<agent::OutDecl>,
+        fire_forget: bool,
+        timeout: Option<std::time::Duration>,
+    ) -> Disp {
+        let Some((session, adapter)) = self.agents.get(&agent_name).and_then(|a| a.session.clone())
+        else {
+            return fail(format!(
+                "agent `{agent_name}` is not running: no spawn step of this run started it"
+            ));
+        };
+        if !fire_forget {
+            self.set_busy(agent_name, i);
+            self.waiting.insert(i);
+            if let Some(t) = timeout {
+                self.deadlines.insert((Instant::now() + t, i));
+            }
+        }
+        let text = agent::full_prompt(&prompt, &decl, fire_forget);
+        Disp::Later(Box::pin(async move {
+            (
+                i,
+                Fin::Injected(super::tmux::inject(&adapter, &session, &text).await),
+            )
+        }))
+    }
+
+    /// An agent step's `timeout` passed before its agent reported.
+    pub(super) fn timed_out(&mut self, st: &mut State, i: usize, ended: &mut Ended) {
+        if !self.waiting.remove(&i) || st.steps[i].status != Status::Running {
+            return;
+        }
+        let took = st.steps[i]
+            .started
+            .map(|t| super::duration::show(t.elapsed()))
+            .unwrap_or_default();
+        st.end(
+            i,
+            Status::Failed,
+            Map::new(),
+            Some(format!("step timed out after {took}")),
+            ended,
+        );
+    }
+
     /// Offline, an agent is a name and a working directory: spawning records them.
     fn spawn(&mut self, st: &mut State, i: usize) -> Disp {
         let prepared = (|| -> Result<(String, std::path::PathBuf), String> {
@@ -746,10 +841,22 @@ impl Exec {
             };
             Ok((agent, workdir))
         })();
+        if self.tmux {
+            return match prepared {
+                Ok((agent, workdir)) => self.spawn_in_tmux(st, i, agent, workdir),
+                Err(e) => fail(e),
+            };
+        }
         match prepared {
             Ok((agent, workdir)) => {
                 let out = json!({"agent": agent, "workdir": workdir.display().to_string()});
-                self.agents.insert(agent, AgentInfo { workdir });
+                self.agents.insert(
+                    agent,
+                    AgentInfo {
+                        workdir,
+                        session: None,
+                    },
+                );
                 Disp::Now(
                     Status::Done,
                     out.as_object().cloned().unwrap_or_default(),
@@ -760,10 +867,79 @@ impl Exec {
         }
     }
 
+    fn spawn_in_tmux(
+        &mut self,
+        st: &State,
+        i: usize,
+        agent: String,
+        workdir: std::path::PathBuf,
+    ) -> Disp {
+        let prepared = (|| -> Result<_, String> {
+            let name = match self.text(st, i, "adapter", false)? {
+                Some(a) if !a.is_empty() => a,
+                _ => "claude".to_string(),
+            };
+            let adapter = super::tmux::Adapter::find(&name, &self.project)?;
+            let mut env = self.string_table(st, i, "env")?;
+            env.retain(|(k, _)| !k.starts_with("MEOW_"));
+            env.extend(self.meow_env(&st.steps[i].id, Some(&agent)));
+            // An agent works on many steps: which one is running is the orchestrator's to say.
+            env.retain(|(k, _)| k != "MEOW_STEP");
+            let args = match st.steps[i].t.get("spawn_args").map(|n| &n.kind) {
+                Some(Kind::Str(_)) => self.text(st, i, "spawn_args", false)?.unwrap_or_default(),
+                Some(Kind::Array(a)) => a
+                    .iter()
+                    .filter_map(Node::as_str)
+                    .map(|x| subst::render(x, &Cx::new(st, i), true))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join(" "),
+                _ => String::new(),
+            };
+            let resume = self.text(st, i, "resume_session", false)?;
+            Ok((adapter, env, args, resume))
+        })();
+        let (adapter, env, args, resume) = match prepared {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
+        if let Err(e) = std::fs::create_dir_all(&workdir) {
+            return fail(format!(
+                "cannot create the agent's workdir {}: {e}",
+                workdir.display()
+            ));
+        }
+        let session = super::tmux::session_name(&self.run_id, &agent);
+        Disp::Later(Box::pin(async move {
+            let res =
+                super::tmux::spawn(&adapter, &session, &workdir, &env, &args, resume.as_deref())
+                    .await;
+            let info = res.map(|()| AgentInfo {
+                workdir,
+                session: Some((session, adapter)),
+            });
+            (i, Fin::Spawned { agent, info })
+        }))
+    }
+
     fn kill(&mut self, st: &mut State, i: usize) -> Disp {
         match self.text(st, i, "agent", false) {
             Ok(Some(agent)) => {
-                self.agents.remove(&agent);
+                let info = self.agents.remove(&agent);
+                if let Some((session, adapter)) = info.and_then(|a| a.session) {
+                    let graceful = st.steps[i]
+                        .t
+                        .get("graceful")
+                        .and_then(Node::as_bool)
+                        .unwrap_or(true);
+                    return Disp::Later(Box::pin(async move {
+                        (
+                            i,
+                            Fin::Killed(
+                                super::tmux::kill(Some(&adapter), &session, graceful).await,
+                            ),
+                        )
+                    }));
+                }
                 Disp::Now(Status::Done, Map::new(), None)
             }
             Ok(None) => fail("the kill step has no `agent`"),
@@ -781,7 +957,7 @@ impl Exec {
         let super::channel::Request::StepDone {
             agent,
             step,
-            outputs: _,
+            outputs,
             reply,
         } = m;
         let found = match step.as_deref().filter(|s| !s.is_empty()) {
@@ -803,12 +979,29 @@ impl Exec {
             Some(i) if !st.steps[i].is_agent() => {
                 Err(format!("step `{}` is not an agent step", st.steps[i].id))
             }
-            Some(i) => Err(format!(
+            Some(i) if !self.waiting.contains(&i) => Err(format!(
                 "step `{}` is answered by the run's backend, not over the channel",
                 st.steps[i].id
             )),
+            Some(i) => {
+                let t = st.steps[i].t.clone();
+                let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
+                let name = self.busy_step.get(&i).cloned();
+                let workdir = name
+                    .and_then(|n| self.agents.get(&n))
+                    .map_or_else(|| self.project.clone(), |a| a.workdir.clone());
+                match agent::validate(&decl, outputs, &workdir) {
+                    Ok(outs) => {
+                        self.waiting.remove(&i);
+                        self.deadlines.retain(|(_, k)| *k != i);
+                        st.end(i, Status::Done, outs, None, ended);
+                        Ok(())
+                    }
+                    // The step keeps running: the agent reads why and reports again.
+                    Err(errs) => Err(format!("output validation failed: {}", errs.join("; "))),
+                }
+            }
         };
-        let _ = ended;
         let _ = reply.send(answer);
     }
 }

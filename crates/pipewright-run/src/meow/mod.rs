@@ -20,6 +20,7 @@ mod shell;
 mod state;
 mod subst;
 mod template;
+mod tmux;
 
 pub use duration::parse as parse_duration;
 
@@ -194,6 +195,7 @@ pub(crate) async fn run(
         codes: HashMap::new(),
         agents: HashMap::new(),
         busy: HashMap::new(),
+        busy_step: HashMap::new(),
         held_agent: HashMap::new(),
         fe: HashMap::new(),
         store_failed: None,
@@ -201,7 +203,17 @@ pub(crate) async fn run(
         sock: channel.as_ref().map(|c| c.path().to_path_buf()),
         root_span: root.span,
         sources_has: sources.files().map(|f| f.id).collect(),
+        tmux: false,
+        waiting: Default::default(),
+        deadlines: Default::default(),
     };
+    ex.tmux = ex.backend.name() == "command";
+    if ex.tmux && ex.sock.is_none() {
+        return Err(
+            "agents in tmux report over the orchestrator channel, which this run does not open"
+                .into(),
+        );
+    }
     let mut ended = Ended::default();
     for t in &root.steps {
         let s = ex.new_step(
@@ -223,6 +235,14 @@ pub(crate) async fn run(
     };
     if let Some(script) = root.cleanup(cleanup) {
         ex.cleanup(&script).await;
+    }
+    // A run that ended stops its agents; a cancelled one leaves them for a resume.
+    if status != RunStatus::Cancelled {
+        for (_, a) in ex.agents.drain() {
+            if let Some((session, adapter)) = a.session {
+                let _ = tmux::kill(Some(&adapter), &session, true).await;
+            }
+        }
     }
     Ok(ex.finish(&st, status, &root))
 }
@@ -306,13 +326,20 @@ fn collect_strings(n: &pipewright_meow::tree::Node, out: &mut Vec<String>) {
 /// An agent as the run knows it.
 pub(crate) struct AgentInfo {
     pub workdir: PathBuf,
+    /// Its tmux session and adapter, when agents run in tmux.
+    pub session: Option<(String, tmux::Adapter)>,
 }
 
 /// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
 /// back until one of them ends.
 struct Foreach {
     max: usize,
-    running: HashMap<usize, usize>,
+    /// Steps of each iteration not yet ended (expansions inside it included).
+    left: HashMap<usize, usize>,
+    /// Iterations that started a step and still have steps left: the spec's "concurrent
+    /// executions" (the reference counts only iterations with a step running at that moment,
+    /// so an iteration between two steps lets another one start).
+    active: std::collections::HashSet<usize>,
     held: VecDeque<usize>,
 }
 
@@ -336,6 +363,8 @@ pub(crate) struct Exec {
     agents: HashMap<String, AgentInfo>,
     /// Agent name → its running step (an agent works on one step at a time).
     busy: HashMap<String, usize>,
+    /// The same, by step.
+    busy_step: HashMap<usize, String>,
     held_agent: HashMap<String, VecDeque<usize>>,
     fe: HashMap<usize, Foreach>,
     store_failed: Option<String>,
@@ -344,6 +373,13 @@ pub(crate) struct Exec {
     sock: Option<PathBuf>,
     root_span: Span,
     sources_has: Vec<pipewright_syntax::FileId>,
+    /// Agents run in tmux sessions through adapters (`--backend command`); otherwise the
+    /// backend answers agent steps.
+    tmux: bool,
+    /// Agent steps waiting for `meow done` over the channel.
+    waiting: std::collections::HashSet<usize>,
+    /// Agent step timeouts.
+    deadlines: std::collections::BTreeSet<(Instant, usize)>,
 }
 
 /// How a dispatched step goes on.
@@ -438,9 +474,21 @@ impl Exec {
                     None => std::future::pending().await,
                 }
             };
+            let next_deadline = self.deadlines.first().map(|(t, _)| *t);
+            let deadline = async {
+                match next_deadline {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 Some((i, fin)) = inflight.next(), if !inflight.is_empty() => {
                     self.complete(st, i, fin, &mut ended);
+                }
+                _ = deadline => {
+                    if let Some((_, i)) = self.deadlines.pop_first() {
+                        self.timed_out(st, i, &mut ended);
+                    }
                 }
                 Some(m) = msg => {
                     self.message(st, m, &mut ended);
@@ -459,8 +507,9 @@ impl Exec {
 
     /// Whether a running agent step waits for an agent to report over the channel.
     fn waits_for_agents(&self, st: &State) -> bool {
-        let _ = st;
-        false
+        self.waiting
+            .iter()
+            .any(|&i| st.steps[i].status == Status::Running)
     }
 
     /// Nothing runs and nothing is ready, yet steps are pending: each waits for a step that
@@ -537,7 +586,7 @@ impl Exec {
         let mut f = s.foreach;
         while let Some((fi, it)) = f {
             if let Some(fe) = self.fe.get_mut(&fi) {
-                if !fe.running.contains_key(&it) && fe.running.len() >= fe.max {
+                if !fe.active.contains(&it) && fe.active.len() >= fe.max {
                     fe.held.push_back(i);
                     return true;
                 }
@@ -560,16 +609,27 @@ impl Exec {
 
     fn release(&mut self, st: &mut State, i: usize) {
         let s = &st.steps[i];
+        if let Some((fi, it)) = s.foreach {
+            if let Some(fe) = self.fe.get_mut(&fi) {
+                if let Some(c) = fe.left.get_mut(&it) {
+                    *c = c.saturating_sub(1);
+                    if *c == 0 {
+                        fe.left.remove(&it);
+                        fe.active.remove(&it);
+                        for n in fe.held.drain(..) {
+                            let agent_kind = st.steps[n].is_agent();
+                            st.ready.insert((agent_kind, n));
+                        }
+                    }
+                }
+            }
+        }
+        let s = &st.steps[i];
         if s.started.is_none() {
             return;
         }
         if s.is_agent() {
-            let agent = self
-                .busy
-                .iter()
-                .find(|(_, &v)| v == i)
-                .map(|(k, _)| k.clone());
-            if let Some(a) = agent {
+            if let Some(a) = self.busy_step.remove(&i) {
                 self.busy.remove(&a);
                 if let Some(q) = self.held_agent.get_mut(&a) {
                     if let Some(n) = q.pop_front() {
@@ -579,22 +639,11 @@ impl Exec {
                 }
             }
         }
-        let mut f = s.foreach;
-        while let Some((fi, it)) = f {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if let Some(c) = fe.running.get_mut(&it) {
-                    *c -= 1;
-                    if *c == 0 {
-                        fe.running.remove(&it);
-                        for n in fe.held.drain(..) {
-                            let agent_kind = st.steps[n].is_agent();
-                            st.ready.insert((agent_kind, n));
-                        }
-                    }
-                }
-            }
-            f = st.steps[fi].foreach;
-        }
+    }
+
+    pub(super) fn set_busy(&mut self, agent: String, i: usize) {
+        self.busy_step.insert(i, agent.clone());
+        self.busy.insert(agent, i);
     }
 
     /// Marks a step running: its agent is busy, its iteration counts as running.
@@ -602,12 +651,14 @@ impl Exec {
         st.steps[i].status = Status::Running;
         st.steps[i].started = Some(Instant::now());
         if let Some(a) = agent {
-            self.busy.insert(a, i);
+            self.set_busy(a, i);
         }
         let mut f = st.steps[i].foreach;
         while let Some((fi, it)) = f {
             if let Some(fe) = self.fe.get_mut(&fi) {
-                *fe.running.entry(it).or_insert(0) += 1;
+                if fe.left.contains_key(&it) {
+                    fe.active.insert(it);
+                }
             }
             f = st.steps[fi].foreach;
         }

@@ -1,0 +1,321 @@
+//! Agents in tmux sessions, started, prompted and stopped as their adapter says (spec: Agent
+//! Adapters). An adapter is `adapter.toml` in `<project>/.meow/adapters/<name>/` or
+//! `~/.meow/adapters/<name>/`; `claude` (Claude Code) is built in.
+//!
+//! `PIPEWRIGHT_TMUX_SOCKET` names a private tmux server (`tmux -L`), which tests use so their
+//! sessions never meet a user's.
+
+use super::duration;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::process::Command;
+
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    pub name: String,
+    pub command: String,
+    pub resume_command: Option<String>,
+    pub startup_delay: Duration,
+    pub environment: Vec<(String, String)>,
+    pub pre_keys: Vec<String>,
+    pub pre_delay: Duration,
+    /// `literal` (the text as typed) or `keys` (tmux key names).
+    pub literal: bool,
+    pub post_keys: Vec<String>,
+    pub stop_keys: Vec<String>,
+    pub stop_wait: Duration,
+}
+
+/// Claude Code, as the reference's built-in adapter starts it.
+const CLAUDE: &str = r#"
+[adapter]
+name = "claude"
+description = "Claude Code CLI agent"
+[spawn]
+command = "claude --dangerously-skip-permissions"
+resume_command = "claude --dangerously-skip-permissions --resume {{session_id}}"
+startup_delay = "3s"
+[environment]
+TMUX = ""
+[prompt_injection]
+pre_keys = ["Escape"]
+pre_delay = "100ms"
+method = "literal"
+post_keys = ["Enter"]
+[graceful_stop]
+keys = ["C-c"]
+wait = "2s"
+"#;
+
+impl Adapter {
+    /// The adapter `name` (or a path to an adapter.toml) as seen from `project`.
+    pub fn find(name: &str, project: &Path) -> Result<Adapter, String> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if name.ends_with(".toml") {
+            candidates.push(super::template::under(project, name));
+        } else {
+            candidates.push(
+                project
+                    .join(".meow/adapters")
+                    .join(name)
+                    .join("adapter.toml"),
+            );
+            if let Some(home) = std::env::var_os("HOME") {
+                candidates.push(
+                    PathBuf::from(home)
+                        .join(".meow/adapters")
+                        .join(name)
+                        .join("adapter.toml"),
+                );
+            }
+        }
+        for c in &candidates {
+            if let Ok(text) = std::fs::read_to_string(c) {
+                return Adapter::parse(name, &text).map_err(|e| format!("{}: {e}", c.display()));
+            }
+        }
+        if name == "claude" {
+            return Adapter::parse("claude", CLAUDE);
+        }
+        Err(format!(
+            "no adapter `{name}`: looked for {}",
+            candidates
+                .iter()
+                .map(|c| c.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    pub fn parse(name: &str, text: &str) -> Result<Adapter, String> {
+        let doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("invalid TOML: {e}"))?;
+        let s = |t: &str, k: &str| {
+            doc.get(t)
+                .and_then(|x| x.get(k))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        let list = |t: &str, k: &str| -> Vec<String> {
+            doc.get(t)
+                .and_then(|x| x.get(k))
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let dur = |t: &str, k: &str, d: Duration| -> Result<Duration, String> {
+            match s(t, k) {
+                Some(v) => duration::parse(&v).map_err(|e| format!("[{t}] {k}: {e}")),
+                None => Ok(d),
+            }
+        };
+        let command = s("spawn", "command").ok_or("[spawn] command is missing")?;
+        let environment = doc
+            .get("environment")
+            .and_then(|e| e.as_table_like())
+            .map(|t| {
+                t.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.to_string(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Adapter {
+            name: s("adapter", "name").unwrap_or_else(|| name.to_string()),
+            command,
+            resume_command: s("spawn", "resume_command"),
+            startup_delay: dur("spawn", "startup_delay", Duration::from_secs(3))?,
+            environment,
+            pre_keys: list("prompt_injection", "pre_keys"),
+            pre_delay: dur("prompt_injection", "pre_delay", Duration::ZERO)?,
+            literal: s("prompt_injection", "method").as_deref() != Some("keys"),
+            post_keys: {
+                let k = list("prompt_injection", "post_keys");
+                if k.is_empty() {
+                    vec!["Enter".to_string()]
+                } else {
+                    k
+                }
+            },
+            stop_keys: list("graceful_stop", "keys"),
+            stop_wait: dur("graceful_stop", "wait", Duration::from_secs(2))?,
+        })
+    }
+}
+
+fn tmux() -> Command {
+    let mut c = Command::new("tmux");
+    if let Some(sock) = std::env::var_os("PIPEWRIGHT_TMUX_SOCKET").filter(|s| !s.is_empty()) {
+        c.arg("-L").arg(sock);
+    }
+    c.kill_on_drop(true);
+    c
+}
+
+async fn tmux_ok(args: &[&str]) -> Result<(), String> {
+    let out = tmux()
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run tmux (is it installed?): {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "tmux {}: {}",
+            args.first().unwrap_or(&""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A tmux session name for an agent of a run (tmux forbids `.` and `:`).
+pub fn session_name(run_id: &str, agent: &str) -> String {
+    let id: Vec<char> = run_id.chars().filter(|c| *c != '-').collect();
+    let short: String = id[id.len().saturating_sub(12)..].iter().collect();
+    let clean: String = agent
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("pw-{short}-{clean}")
+}
+
+pub async fn alive(session: &str) -> bool {
+    tmux_ok(&["has-session", "-t", &format!("={session}")])
+        .await
+        .is_ok()
+}
+
+/// Starts the agent's session running the adapter's command, then waits its startup delay.
+pub async fn spawn(
+    a: &Adapter,
+    session: &str,
+    workdir: &Path,
+    env: &[(String, String)],
+    extra_args: &str,
+    resume: Option<&str>,
+) -> Result<(), String> {
+    if alive(session).await {
+        return Ok(());
+    }
+    let mut cmd = match (resume, &a.resume_command) {
+        (Some(id), Some(r)) if !id.is_empty() => r.replace("{{session_id}}", id),
+        _ => a.command.clone(),
+    };
+    if !extra_args.trim().is_empty() {
+        cmd.push(' ');
+        cmd.push_str(extra_args.trim());
+    }
+    let wd = workdir.display().to_string();
+    let mut args: Vec<String> = vec![
+        "new-session".into(),
+        "-d".into(),
+        "-s".into(),
+        session.into(),
+        "-c".into(),
+        wd,
+        "-x".into(),
+        "200".into(),
+        "-y".into(),
+        "50".into(),
+    ];
+    for (k, v) in a.environment.iter().chain(env.iter()) {
+        args.push("-e".into());
+        args.push(format!("{k}={v}"));
+    }
+    args.push(cmd);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    tmux_ok(&refs).await?;
+    tokio::time::sleep(a.startup_delay).await;
+    if !alive(session).await {
+        return Err(format!(
+            "the agent's session ended during its startup delay (adapter `{}`: `{}`)",
+            a.name, a.command
+        ));
+    }
+    Ok(())
+}
+
+/// Types a prompt into the agent's session as the adapter says.
+pub async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), String> {
+    let target = format!("={session}:");
+    if !alive(session).await {
+        return Err("the agent's session is gone".into());
+    }
+    if !a.pre_keys.is_empty() {
+        let mut args = vec!["send-keys", "-t", &target];
+        args.extend(a.pre_keys.iter().map(String::as_str));
+        tmux_ok(&args).await?;
+        tokio::time::sleep(a.pre_delay).await;
+    }
+    if a.literal {
+        tmux_ok(&["send-keys", "-t", &target, "-l", prompt]).await?;
+    } else {
+        tmux_ok(&["send-keys", "-t", &target, prompt]).await?;
+    }
+    let mut args = vec!["send-keys", "-t", &target];
+    args.extend(a.post_keys.iter().map(String::as_str));
+    tmux_ok(&args).await
+}
+
+/// Stops the session: the adapter's keys and wait when graceful, then kill-session.
+pub async fn kill(a: Option<&Adapter>, session: &str, graceful: bool) -> Result<(), String> {
+    if !alive(session).await {
+        return Ok(());
+    }
+    if let (true, Some(a)) = (graceful, a) {
+        if !a.stop_keys.is_empty() {
+            let target = format!("={session}:");
+            let mut args = vec!["send-keys", "-t", &target];
+            args.extend(a.stop_keys.iter().map(String::as_str));
+            let _ = tmux_ok(&args).await;
+            tokio::time::sleep(a.stop_wait).await;
+        }
+    }
+    match tmux_ok(&["kill-session", "-t", &format!("={session}")]).await {
+        Ok(()) => Ok(()),
+        Err(_) if !alive(session).await => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapters_parse_with_defaults_and_claude_is_built_in() {
+        let a = Adapter::parse(
+            "x",
+            "[spawn]\ncommand = \"fake\"\nstartup_delay = \"50ms\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.command, "fake");
+        assert_eq!(a.startup_delay, Duration::from_millis(50));
+        assert_eq!(a.post_keys, ["Enter"]);
+        assert!(a.literal);
+        let c =
+            Adapter::find("claude", Path::new("/nonexistent")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.command.starts_with("claude "));
+        assert_eq!(c.pre_keys, ["Escape"]);
+        assert_eq!(c.environment, [("TMUX".to_string(), String::new())]);
+        assert!(Adapter::parse("x", "[spawn]\n")
+            .unwrap_err()
+            .contains("command"));
+        assert!(Adapter::find("nope", Path::new("/nonexistent"))
+            .unwrap_err()
+            .contains("no adapter `nope`"));
+        assert_eq!(
+            session_name("0123-4567-89ab-cdef", "w.1"),
+            "pw-456789abcdef-w_1"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! MEOW agents in real tmux sessions (`--backend command`) through a test adapter whose agent is
+//! testdata/meow/tmux/fake-agent.sh: it reads the injected prompt and answers with
+//! `pipewright meow done` over the run's socket. These tests need tmux and fail when it is
+//! missing (.ci/run installs it).
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// A private tmux server for one test, killed when the test ends.
+struct Tmux(String);
+
+impl Tmux {
+    fn new(name: &str) -> Tmux {
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(ok, "these tests need tmux (apt-get install tmux)");
+        Tmux(format!("pwtest-{}-{name}", std::process::id()))
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-L").arg(&self.0);
+        c
+    }
+
+    fn sessions(&self) -> Vec<String> {
+        self.cmd()
+            .args(["list-sessions", "-F", "#{session_name}"])
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+    }
+}
+
+/// The fixtures and the `fake` adapter in a fresh directory.
+fn setup() -> tempfile::TempDir {
+    let d = tempdir();
+    for e in std::fs::read_dir(testdata("meow").join("tmux"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
+        copy_into(&e.path(), d.path());
+    }
+    let adapter = d.path().join(".meow/adapters/fake");
+    std::fs::create_dir_all(&adapter).unwrap_or_else(|e| panic!("{e}"));
+    let toml = format!(
+        "[adapter]\nname = \"fake\"\n[spawn]\ncommand = \"bash {}\"\nstartup_delay = \"300ms\"\n[environment]\nPW = \"{}\"\nFAKE_LOG = \"{}\"\n[prompt_injection]\nmethod = \"literal\"\npost_keys = [\"Enter\"]\n[graceful_stop]\nkeys = [\"C-c\"]\nwait = \"100ms\"\n",
+        d.path().join("fake-agent.sh").display(),
+        env!("CARGO_BIN_EXE_pipewright"),
+        d.path().join("fake.log").display(),
+    );
+    std::fs::write(adapter.join("adapter.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+    d
+}
+
+fn run(t: &Tmux, dir: &Path, args: &[&str]) -> Output {
+    bin()
+        .current_dir(dir)
+        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
+        .args(["run", "--backend", "command", "--format", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or(Value::Null)
+}
+
+fn log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("fake.log")).unwrap_or_default()
+}
+
+#[test]
+fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_session() {
+    let t = Tmux::new("agents");
+    let d = setup();
+    let o = run(&t, d.path(), &["agents.meow.toml"]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    assert_eq!(v["stores"]["plan"]["title"], "Plan");
+    assert_eq!(v["stores"]["plan"]["size"], 3, "typed as declared");
+    assert_eq!(v["stores"]["fix"]["file"], "made.txt");
+    assert_eq!(
+        v["stores"]["spawn"]["workdir"]
+            .as_str()
+            .map(|w| w.ends_with("/w1")),
+        Some(true)
+    );
+    let l = log(d.path());
+    // The prompt carried the expected-outputs block; the first answer was refused.
+    assert!(l.contains("## Expected Outputs"), "{l}");
+    assert!(l.contains("- size (number, required)"), "{l}");
+    assert!(l.contains("refused"), "{l}");
+    assert!(l.contains("output validation failed"), "{l}");
+    // fire_forget reached the agent; kill stopped its session.
+    assert!(l.contains("just a nudge"), "{l}");
+    assert!(t.sessions().is_empty(), "{:?}", t.sessions());
+}
+
+#[test]
+fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
+    let t = Tmux::new("many");
+    let d = setup();
+    let mut child = bin()
+        .current_dir(d.path())
+        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
+        .args([
+            "run",
+            "--backend",
+            "command",
+            "--format",
+            "json",
+            "many.meow.toml",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut most = 0;
+    while child.try_wait().ok().flatten().is_none() {
+        most = most.max(t.sessions().len());
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let o = finish(child);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    for (i, name) in ["a", "b", "c", "d"].iter().enumerate() {
+        assert_eq!(v["stores"][format!("each.{i}.work")]["who"], *name);
+    }
+    assert_eq!(most, 2, "two agents at a time");
+    assert_eq!(log(d.path()).matches("started").count(), 4);
+}
+
+#[test]
+fn a_tmux_agent_that_never_answers_fails_at_its_timeout() {
+    let t = Tmux::new("hang");
+    let d = setup();
+    let o = run(&t, d.path(), &["hang.meow.toml"]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("step `stuck` failed: step timed out after 1"),
+        "{msg}"
+    );
+    // The run ended: its agents were stopped.
+    assert!(t.sessions().is_empty(), "{:?}", t.sessions());
+}
+
+#[test]
+fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
+    let t = Tmux::new("resume");
+    let d = setup();
+    let mut child = bin()
+        .current_dir(d.path())
+        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
+        .args([
+            "run",
+            "--backend",
+            "command",
+            "--format",
+            "json",
+            "slow.meow.toml",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_for(
+        Duration::from_secs(20),
+        "the prompt to reach the agent",
+        || log(d.path()).contains("Take your time").then_some(()),
+    );
+    child.kill().unwrap_or_else(|e| panic!("{e}"));
+    let _ = child.wait();
+    assert_eq!(t.sessions().len(), 1, "the agent outlives the orchestrator");
+    let o = run_in(d.path(), &["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let id = runs[0]["run_id"].as_str().unwrap_or("").to_string();
+    let o = run(&t, d.path(), &["--resume", &id]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    assert_eq!(v["stores"]["after"]["line"], "5");
+    // Re-attached: the agent that was working answered the resumed run (its prompt was typed
+    // again into the same session); no second agent started.
+    let l = log(d.path());
+    assert_eq!(l.matches("started").count(), 1, "{l}");
+    assert!(t.sessions().is_empty(), "the finished run stopped its agent");
+}
