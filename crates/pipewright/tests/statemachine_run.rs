@@ -394,7 +394,9 @@ fn a_restart_runs_the_recipe_it_names_from_a_sibling_file() {
 /// A directory holding a fake agent CLI named `program`, which logs each call (one line per
 /// argument, its first line only, after a `CALL` line) to `calls.log`, answers with the
 /// outcome of the first `substring=outcome` line of `answers` whose substring is in the
-/// prompt, and, while `block` exists and its text is in the prompt, hangs (until killed).
+/// prompt, and, while `block` exists and its text is in the prompt, hangs (until killed). The
+/// fake claude answers under the id it was told to create, or under the resumed id with a `+`
+/// appended (Claude Code gives a resumed conversation a new id).
 struct Fake {
     dir: tempfile::TempDir,
 }
@@ -415,7 +417,7 @@ d='{d}'
 {{ echo CALL; for a in "$@"; do printf '%s\n' "$a" | head -n 1; done; if [ -n "$CLAUDECODE" ]; then echo CLAUDECODE=set; fi; }} >> "$d/calls.log"
 sid=""; prev=""; last=""
 for a in "$@"; do
-  case "$prev" in --session-id|--resume) sid="$a";; esac
+  case "$prev" in --session-id) sid="$a";; --resume) sid="$a+";; esac
   prev="$a"; last="$a"
 done
 if [ -e "$d/block" ] && case "$last" in *"$(cat "$d/block")"*) true;; *) false;; esac; then
@@ -543,9 +545,11 @@ fn claude_creates_the_session_then_resumes_it() {
     assert_eq!(v["stores"]["usage"]["input_tokens"], 200);
     assert_eq!(v["stores"]["usage"]["output_tokens"], 40);
     assert_eq!(v["stores"]["usage"]["cost_usd"], 0.02);
+    // A resumed conversation answers under a new id (the fake appends `+`, as Claude Code
+    // gives it a new UUID): the store keeps the latest, which the next turn would resume.
     assert_eq!(
         v["stores"]["sessions"][0]["backend_session"],
-        session.as_str()
+        format!("{session}+").as_str()
     );
 }
 
@@ -580,7 +584,12 @@ fn a_restart_gives_claude_a_new_session_id() {
         !first.is_empty() && !second.is_empty() && first != second,
         "{calls:?}"
     );
-    assert_eq!(after(&calls[2], "--resume"), Some(first));
+    // Each turn resumes the id the previous one answered under.
+    assert_eq!(after(&calls[1], "--resume"), Some(first));
+    assert_eq!(
+        after(&calls[2], "--resume"),
+        Some(format!("{first}+").as_str())
+    );
     assert_eq!(after(&calls[4], "--resume"), Some(second));
 }
 
@@ -824,10 +833,14 @@ fn kill_9_then_resume_asks_no_landed_step_again_in_the_same_session() {
             "Commit and push the changes."
         ]
     );
-    // The session its first turn created goes on.
-    for c in &calls[2..] {
-        assert_eq!(after(c, "--resume"), Some(session.as_str()), "{c:?}");
-    }
+    // The session its first turn created goes on, each turn resuming the id the last landed
+    // one answered under (the killed fix's answer never came).
+    let chain: Vec<Option<&str>> = calls[2..].iter().map(|c| after(c, "--resume")).collect();
+    let (s1, s2) = (format!("{session}+"), format!("{session}++"));
+    assert_eq!(
+        chain,
+        [Some(session.as_str()), Some(s1.as_str()), Some(s2.as_str())]
+    );
     for t in v["trace"].as_array().into_iter().flatten() {
         assert_eq!(t["session"], session.as_str());
     }

@@ -4,7 +4,7 @@
 //!
 //! | profile | program | new session | later turns | output |
 //! |---|---|---|---|---|
-//! | `claude` | `claude` (`$CLAUDE_CLI_PATH`, `~/.claude/local/claude`, `PATH`) | `--session-id UUID` | `--resume UUID` | JSON: `result`, `session_id`, `usage`, `total_cost_usd` |
+//! | `claude` | `claude` (`$CLAUDE_CLI_PATH`, `~/.claude/local/claude`, `PATH`) | `--session-id UUID` | `--resume ID` (the `session_id` of the last answer) | JSON: `result`, `session_id`, `usage`, `total_cost_usd` |
 //! | `opencode` | `opencode run` | (none; the id comes back) | `--session ID` | JSON lines: `text` parts, `sessionID`, `step_finish` tokens and cost |
 //! | `cursor` | `cursor-agent` | (none; the id comes back) | `--resume ID` | JSON: `result`, `session_id` |
 //! | `copilot` | `copilot` | (none) | `--continue` | text (`-s`) |
@@ -103,7 +103,9 @@ impl CliAgent {
                 if turn.is_new {
                     push(&["--session-id", turn.session]);
                 } else {
-                    push(&["--resume", turn.session]);
+                    // The id the last turn answered under (Claude Code gives a resumed
+                    // conversation a new one), else the id it was created with.
+                    push(&["--resume", turn.backend_session.unwrap_or(turn.session)]);
                 }
                 if let Some(m) = turn.model {
                     push(&["--model", m]);
@@ -406,6 +408,8 @@ mod tests {
         let later = a.argv(&turn(false, "-rf", None));
         assert_eq!(&later[5..7], ["--resume", "0190-abc"]);
         assert_eq!(&later[later.len() - 2..], ["--", "-rf"]);
+        let chained = a.argv(&turn(false, "p", Some("0190-def")));
+        assert_eq!(&chained[5..7], ["--resume", "0190-def"]);
     }
 
     #[test]

@@ -494,6 +494,12 @@ impl Exec {
                 session,
             });
             self.usage.merge(Usage::from_json(&t["usage"]));
+            if let (Some(s), Some(id)) = (
+                self.sessions.get_mut(k),
+                t.get("backend_session").and_then(Value::as_str),
+            ) {
+                s.backend_id = Some(id.to_string());
+            }
             self.last_reply = t.get("reply").and_then(Value::as_str).map(str::to_string);
             self.turns = *n;
             let d = t
@@ -809,6 +815,12 @@ impl Exec {
                 if let Err(e) = self.created(&r) {
                     return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }
+                // Claude Code answers a resumed conversation under a new id: the next turn
+                // resumes that one, or it would not see this turn.
+                if let Some(id) = &r.session_id {
+                    let k = self.sessions.len() - 1;
+                    self.sessions[k].backend_id = Some(id.clone());
+                }
                 reply = r.text;
                 extracted = sem::extract_outcome(&reply, &step.outcomes);
                 if extracted.is_ok() {
@@ -882,6 +894,7 @@ impl Exec {
                 "outcome": e.outcome,
                 "description": e.description,
                 "decision": decision_json(&decision),
+                "backend_session": self.sessions[self.sessions.len() - 1].backend_id,
                 "usage": usage.to_json(),
                 "reply": reply,
             });

@@ -244,3 +244,79 @@ fn sibling_recipes(dir: &Path) -> Vec<(PathBuf, String, String)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECIPE: &str = r#"{
+  "id": "r", "label": "R", "description": "d", "initialStep": "a", "model": "sonnet",
+  "guardrails": {"maxStepVisits": 4, "maxTotalSteps": 9, "exitOnOther": false},
+  "steps": {
+    "a": {"prompt": "A", "model": "haiku", "outcomes": ["go", "go", "stop", "again", "other"],
+          "onOutcome": {"go": {"nextStep": "b"}, "stop": {"action": "exit", "reason": "done"},
+                        "again": {"action": "restart-new-session", "recipeId": "r"},
+                        "other": {"action": "exit", "reason": "why"}}},
+    "b": {"prompt": "B", "outcomes": ["back", "other"],
+          "onOutcome": {"back": {"nextStep": "a"}, "other": {"action": "exit", "reason": "why"}}}
+  }
+}"#;
+
+    fn load_text(dir: &Path, name: &str, text: &str) -> Result<Recipes, String> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+        let mut sources = SourceMap::new();
+        let file = sources.add(path.display().to_string(), text);
+        load(&sources, file, Some(&path))
+    }
+
+    #[test]
+    fn the_machine_holds_what_the_loop_needs() {
+        let d = tempfile::tempdir().unwrap();
+        let rs = load_text(d.path(), "r.json", RECIPE).unwrap();
+        assert_eq!(rs.by_id.len(), 1);
+        let m = rs.get("r").unwrap();
+        assert_eq!(
+            (m.initial.as_str(), m.model.as_deref()),
+            ("a", Some("sonnet"))
+        );
+        assert_eq!(
+            m.guardrails,
+            Guardrails {
+                max_step_visits: 4,
+                max_total_steps: 9,
+                exit_on_other: false
+            }
+        );
+        let a = &m.steps["a"];
+        assert_eq!(a.outcomes, ["go", "stop", "again", "other"]);
+        assert_eq!(a.model.as_deref(), Some("haiku"));
+        assert_eq!(a.transition("go"), Some(&Transition::Next("b".into())));
+        assert_eq!(a.transition("stop"), Some(&Transition::Exit("done".into())));
+        assert_eq!(
+            a.transition("again"),
+            Some(&Transition::Restart("r".into()))
+        );
+        assert_eq!(m.restart_targets().collect::<Vec<_>>(), ["r"]);
+        assert_eq!(m.steps["b"].model, None);
+        // Errors point at the step's name in the starting recipe.
+        let span = rs.span_of("r", "b");
+        assert_eq!(&RECIPE[span.start as usize..span.end as usize], "\"b\"");
+        assert_eq!(rs.span_of("elsewhere", "b"), rs.root_span);
+    }
+
+    #[test]
+    fn restart_targets_come_from_sibling_files_and_must_exist() {
+        let d = tempfile::tempdir().unwrap();
+        let other = RECIPE
+            .replace("\"id\": \"r\"", "\"id\": \"s\"")
+            .replace("\"recipeId\": \"r\"", "\"recipeId\": \"s\"");
+        std::fs::write(d.path().join("s.json"), &other).unwrap();
+        let first = RECIPE.replace("\"recipeId\": \"r\"", "\"recipeId\": \"s\"");
+        let rs = load_text(d.path(), "r.json", &first).unwrap();
+        assert_eq!(rs.by_id.keys().collect::<Vec<_>>(), ["r", "s"]);
+        let missing = RECIPE.replace("\"recipeId\": \"r\"", "\"recipeId\": \"t\"");
+        let e = load_text(d.path(), "r.json", &missing).unwrap_err();
+        assert!(e.contains("names recipe `t`"), "{e}");
+    }
+}
