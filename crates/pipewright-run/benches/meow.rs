@@ -4,6 +4,7 @@
 //! - a 10,000-iteration foreach whose template is one agent step on the mock backend, with a
 //!   declared output validated: bound by the scheduler (insert, ready set, dispatch, output
 //!   validation, completion, join).
+//!
 //! Per step = total / steps. The target is under 50 µs of scheduler time a step (the foreach
 //! figure bounds it from above: it includes the mock backend's answers).
 //! Run: `cargo bench -p pipewright-run --bench meow`.

@@ -159,16 +159,11 @@ fn agents_answered_by_the_mock_backend_give_outputs_of_their_declared_types() {
     }
 }
 
-#[test]
-fn invalid_agent_outputs_are_sent_back_and_retried_then_fail() {
-    let d = fixtures();
-    std::fs::write(
-        d.path().join("replies.yaml"),
-        "replies:\n  - contains: \"Plan the work\"\n    replies:\n      - {title: \"\", size: \"lots\"}\n      - {title: \"T\", size: \"12\"}\n  - contains: \"Build\"\n    reply: {}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let (code, v, all) = run_json(
-        d.path(),
+/// Runs the agents fixture with the script backend answering from `replies` (YAML).
+fn run_script(dir: &Path, replies: &str) -> (Option<i32>, Value, String) {
+    std::fs::write(dir.join("replies.yaml"), replies).unwrap_or_else(|e| panic!("{e}"));
+    run_json(
+        dir,
         &[
             "agents.meow.toml",
             "--backend",
@@ -176,25 +171,23 @@ fn invalid_agent_outputs_are_sent_back_and_retried_then_fail() {
             "--script",
             "replies.yaml",
         ],
+    )
+}
+
+#[test]
+fn invalid_agent_outputs_are_sent_back_and_retried_then_fail() {
+    let d = fixtures();
+    let (code, v, all) = run_script(
+        d.path(),
+        "replies:\n  - contains: \"Plan the work\"\n    replies:\n      - {title: \"\", size: \"lots\"}\n      - {title: \"T\", size: \"12\"}\n  - contains: \"Build\"\n    reply: {}\n",
     );
     assert_eq!(code, Some(0), "{all}");
     assert_eq!(v["stores"]["plan"]["size"], 12, "{all}");
     assert_eq!(v["stores"]["plan"]["title"], "T");
 
-    std::fs::write(
-        d.path().join("bad.yaml"),
-        "replies:\n  - contains: \"Plan the work\"\n    reply: {size: \"lots\"}\ndefault: \"{}\"\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let (code, v, all) = run_json(
+    let (code, v, all) = run_script(
         d.path(),
-        &[
-            "agents.meow.toml",
-            "--backend",
-            "script",
-            "--script",
-            "bad.yaml",
-        ],
+        "replies:\n  - contains: \"Plan the work\"\n    reply: {size: \"lots\"}\ndefault: \"{}\"\n",
     );
     assert_eq!(code, Some(1), "{all}");
     let msg = v["error"]["message"].as_str().unwrap_or("");
@@ -544,4 +537,32 @@ fn meow_commands_outside_a_run_are_silent_no_ops() {
         "{}",
         text(&o)
     );
+}
+
+#[test]
+fn cleanup_scripts_run_on_success_and_on_ctrl_c() {
+    let d = fixtures();
+    let (code, _, all) = run_json(d.path(), &["stop.meow.toml", "--var", "who=me"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(read(&d.path().join("cleanup.txt")), "done-me\n");
+    std::fs::remove_file(d.path().join("started")).unwrap_or_else(|e| panic!("{e}"));
+    let child = spawn_run(
+        d.path(),
+        &["stop.meow.toml", "--var", "who=me", "--var", "wait=30"],
+    );
+    wait_for(std::time::Duration::from_secs(20), "the long step", || {
+        d.path().join("started").exists().then_some(())
+    });
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(killed);
+    let o = finish(child);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    assert_eq!(v["status"], "cancelled", "{}", text(&o));
+    assert_eq!(v["steps"]["long"], "cancelled");
+    assert_eq!(read(&d.path().join("cleanup.txt")), "stopped-me\n");
 }

@@ -81,6 +81,19 @@ fn run(t: &Tmux, dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `run` in the background.
+fn start(t: &Tmux, dir: &Path, file: &str) -> std::process::Child {
+    bin()
+        .current_dir(dir)
+        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
+        .args(["run", "--backend", "command", "--format", "json", file])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn json(o: &Output) -> Value {
     serde_json::from_str(&stdout(o)).unwrap_or(Value::Null)
 }
@@ -120,22 +133,7 @@ fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_sessio
 fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
     let t = Tmux::new("many");
     let d = setup();
-    let mut child = bin()
-        .current_dir(d.path())
-        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
-        .args([
-            "run",
-            "--backend",
-            "command",
-            "--format",
-            "json",
-            "many.meow.toml",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = start(&t, d.path(), "many.meow.toml");
     let mut most = 0;
     while child.try_wait().ok().flatten().is_none() {
         most = most.max(t.sessions().len());
@@ -171,22 +169,7 @@ fn a_tmux_agent_that_never_answers_fails_at_its_timeout() {
 fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
     let t = Tmux::new("resume");
     let d = setup();
-    let mut child = bin()
-        .current_dir(d.path())
-        .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
-        .args([
-            "run",
-            "--backend",
-            "command",
-            "--format",
-            "json",
-            "slow.meow.toml",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = start(&t, d.path(), "slow.meow.toml");
     wait_for(
         Duration::from_secs(20),
         "the prompt to reach the agent",
@@ -206,5 +189,8 @@ fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
     // again into the same session); no second agent started.
     let l = log(d.path());
     assert_eq!(l.matches("started").count(), 1, "{l}");
-    assert!(t.sessions().is_empty(), "the finished run stopped its agent");
+    assert!(
+        t.sessions().is_empty(),
+        "the finished run stopped its agent"
+    );
 }

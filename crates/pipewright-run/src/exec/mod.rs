@@ -400,7 +400,9 @@ pub async fn run(
         .first()
         .is_some_and(|w| w.dialect == pipewright_ir::Dialect::StateMachine)
     {
-        let backend = Arc::new(crate::statemachine::session::Stateless(opts.backend.clone()));
+        let backend = Arc::new(crate::statemachine::session::Stateless(
+            opts.backend.clone(),
+        ));
         let sm = crate::statemachine::Options::new(backend, opts.tools.workdir.clone());
         return crate::statemachine::run(program, sources, opts, sm)
             .await
@@ -583,6 +585,29 @@ pub async fn run(
         rec.close();
     }
     Ok(outcome)
+}
+
+/// The run's recorder, or `None` without a store: a resumed run (whose lock `lock` already
+/// holds) is marked running again; a new one is locked, then created.
+pub(crate) fn open_recorder(
+    store: Option<&Arc<dyn Store>>,
+    lock: Option<Box<dyn RunLock>>,
+    new: store::NewRun,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
+) -> Result<Option<Recorder>, String> {
+    let Some(st) = store else { return Ok(None) };
+    let l = match lock {
+        Some(l) => {
+            st.record(&new.run_id, &[Write::Status("running".into())])?;
+            l
+        }
+        None => {
+            let l = st.lock_run(&new.run_id)?;
+            st.create_run(&new)?;
+            l
+        }
+    };
+    Recorder::new(st.clone(), new.run_id.clone(), l, sinks).map(Some)
 }
 
 /// The record of a run to resume, owned by this process, after the checks every dialect makes:

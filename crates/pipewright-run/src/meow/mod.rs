@@ -149,29 +149,18 @@ pub(crate) async fn run(
     bake_check(&root, &scope, &run_id)?;
 
     let sinks = Arc::new(opts.sinks);
-    let recorder = match &opts.store {
-        Some(s) => {
-            let l = match lock_ {
-                Some(l) => {
-                    s.record(&run_id, &[Write::Status("running".into())])?;
-                    l
-                }
-                None => {
-                    let l = s.lock_run(&run_id)?;
-                    s.create_run(&store::NewRun {
-                        run_id: run_id.clone(),
-                        file: opts.file_label.clone(),
-                        workflow: name.clone(),
-                        source_hash,
-                        input: input.clone(),
-                    })?;
-                    l
-                }
-            };
-            Some(Recorder::new(s.clone(), run_id.clone(), l, sinks.clone())?)
-        }
-        None => None,
-    };
+    let recorder = crate::exec::open_recorder(
+        opts.store.as_ref(),
+        lock_,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: name.clone(),
+            source_hash,
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
     let project = opts.tools.workdir.clone();
     let run_dir = project.join(".pipewright").join("runs").join(&run_id);
     let channel = match opts.channel {
@@ -722,7 +711,9 @@ impl Exec {
             step_hash: String::new(),
             landed: Landed::Value(v),
         }));
-        let now = matches!(s.t.executor.as_str(), "shell" | "spawn" | "kill" | "branch");
+        // A tmux agent's answer cannot be asked for again for free: it commits at once too.
+        let now = matches!(s.t.executor.as_str(), "shell" | "spawn" | "kill" | "branch")
+            || (self.tmux && s.is_agent());
         if let Err(e) = rec.stage(writes, done, now) {
             self.store_failed.get_or_insert(e);
         }
