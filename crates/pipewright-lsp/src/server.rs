@@ -9,10 +9,10 @@ use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestI
 use lsp_types::notification::{self as notif, Notification as _};
 use lsp_types::request::{self as req, Request as _};
 use lsp_types::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
@@ -45,6 +45,9 @@ pub struct Server {
     published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
     /// Per directory, how many edits it has seen (checks started before the last are stale).
     generations: HashMap<PathBuf, Arc<AtomicU64>>,
+    /// Requests being answered (a cancelled one is answered by the cancel, and its thread's
+    /// answer dropped).
+    in_flight: Arc<Mutex<HashSet<RequestId>>>,
     jobs: Option<Sender<Job>>,
     done: Receiver<Outcome>,
     worker: Option<std::thread::JoinHandle<()>>,
@@ -65,6 +68,7 @@ impl Server {
             docs: HashMap::new(),
             published: HashMap::new(),
             generations: HashMap::new(),
+            in_flight: Arc::default(),
             jobs: Some(jobs_tx),
             done: done_rx,
             worker: Some(worker),
@@ -113,6 +117,7 @@ impl Server {
 
     fn notification(&mut self, n: Notification) {
         match n.method.as_str() {
+            notif::Cancel::METHOD => self.cancel(n),
             notif::DidOpenTextDocument::METHOD => {
                 if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
                     let d = p.text_document;
@@ -256,62 +261,132 @@ impl Server {
         )));
     }
 
+    /// Answers a request on a thread of its own over a snapshot of the documents, so a slow
+    /// one (formatting a large file) never holds up the next message; `$/cancelRequest`
+    /// answers it as cancelled if it is still running.
     fn request(&mut self, r: Request) {
         let id = r.id.clone();
-        let response = match r.method.as_str() {
-            req::HoverRequest::METHOD => self.answer::<req::HoverRequest>(r, |s, p| {
+        let known = [
+            req::HoverRequest::METHOD,
+            req::GotoDefinition::METHOD,
+            req::References::METHOD,
+            req::Completion::METHOD,
+            req::Formatting::METHOD,
+            req::CodeActionRequest::METHOD,
+        ];
+        if !known.contains(&r.method.as_str()) {
+            self.send(Message::Response(Response::new_err(
+                id,
+                ErrorCode::MethodNotFound as i32,
+                format!("unsupported request `{}`", r.method),
+            )));
+            return;
+        }
+        let snap = Snapshot {
+            docs: self.docs.clone(),
+            published: self.published.clone(),
+            config: self.config.clone(),
+        };
+        lock(&self.in_flight).insert(id.clone());
+        let in_flight = self.in_flight.clone();
+        let sender = self.conn.sender.clone();
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let response = snap.answer(r);
+            if lock(&in_flight).remove(&response.id) {
+                let _ = sender.send(Message::Response(response));
+            }
+        });
+        if spawned.is_err() {
+            lock(&self.in_flight).remove(&id);
+            self.send(Message::Response(Response::new_err(
+                id,
+                ErrorCode::InternalError as i32,
+                "no thread for the request".to_string(),
+            )));
+        }
+    }
+
+    fn cancel(&mut self, n: Notification) {
+        let Ok(p) = serde_json::from_value::<CancelParams>(n.params) else {
+            return;
+        };
+        let id = match p.id {
+            NumberOrString::Number(n) => RequestId::from(n),
+            NumberOrString::String(s) => RequestId::from(s),
+        };
+        if lock(&self.in_flight).remove(&id) {
+            self.send(Message::Response(Response::new_err(
+                id,
+                ErrorCode::RequestCanceled as i32,
+                "cancelled".to_string(),
+            )));
+        }
+    }
+}
+
+fn lock(set: &Mutex<HashSet<RequestId>>) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+    // A request thread that panicked left the set as it was: still usable.
+    set.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What a request is answered from: the documents as they were when it arrived.
+struct Snapshot {
+    docs: HashMap<Url, Doc>,
+    published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
+    config: Arc<Config>,
+}
+
+impl Snapshot {
+    fn answer(&self, r: Request) -> Response {
+        match r.method.as_str() {
+            req::HoverRequest::METHOD => self.with::<req::HoverRequest>(r, |s, p| {
                 let at = &p.text_document_position_params;
-                s.doc(&at.text_document.uri).and_then(|d| {
+                s.docs.get(&at.text_document.uri).and_then(|d| {
                     let published = s.published.get(&d.uri).map_or(&[][..], Vec::as_slice);
                     features::hover::hover(d, at.position, &s.config, published)
                 })
             }),
-            req::GotoDefinition::METHOD => self.answer::<req::GotoDefinition>(r, |s, p| {
+            req::GotoDefinition::METHOD => self.with::<req::GotoDefinition>(r, |s, p| {
                 let at = &p.text_document_position_params;
-                s.doc(&at.text_document.uri)
+                s.docs
+                    .get(&at.text_document.uri)
                     .and_then(|d| features::navigate::definition(d, at.position, &s.docs))
                     .map(GotoDefinitionResponse::Array)
             }),
-            req::References::METHOD => self.answer::<req::References>(r, |s, p| {
+            req::References::METHOD => self.with::<req::References>(r, |s, p| {
                 let at = &p.text_document_position;
-                s.doc(&at.text_document.uri)
+                s.docs
+                    .get(&at.text_document.uri)
                     .and_then(|d| features::navigate::references(d, at.position, &s.docs))
             }),
-            req::Completion::METHOD => self.answer::<req::Completion>(r, |s, p| {
+            req::Completion::METHOD => self.with::<req::Completion>(r, |s, p| {
                 let at = &p.text_document_position;
-                s.doc(&at.text_document.uri)
+                s.docs
+                    .get(&at.text_document.uri)
                     .map(|d| features::complete::complete(d, at.position))
                     .map(CompletionResponse::Array)
             }),
-            req::Formatting::METHOD => self.answer::<req::Formatting>(r, |s, p| {
-                s.doc(&p.text_document.uri)
+            req::Formatting::METHOD => self.with::<req::Formatting>(r, |s, p| {
+                s.docs
+                    .get(&p.text_document.uri)
                     .and_then(features::format::format)
             }),
-            req::CodeActionRequest::METHOD => self
-                .answer::<req::CodeActionRequest>(r, |_, p| Some(features::actions::actions(&p))),
-            _ => Response::new_err(
-                id,
-                ErrorCode::MethodNotFound as i32,
-                format!("unsupported request `{}`", r.method),
-            ),
-        };
-        self.send(Message::Response(response));
+            _ => {
+                self.with::<req::CodeActionRequest>(r, |_, p| Some(features::actions::actions(&p)))
+            }
+        }
     }
 
-    fn doc(&self, uri: &Url) -> Option<&Doc> {
-        self.docs.get(uri)
-    }
-
-    fn answer<R: req::Request>(
+    fn with<R: req::Request>(
         &self,
         r: Request,
-        f: impl FnOnce(&Server, R::Params) -> R::Result,
+        f: impl FnOnce(&Snapshot, R::Params) -> R::Result,
     ) -> Response {
-        let id: RequestId = r.id;
         match serde_json::from_value::<R::Params>(r.params) {
-            Ok(params) => Response::new_ok(id, f(self, params)),
+            Ok(params) => Response::new_ok(r.id, f(self, params)),
             Err(e) => Response::new_err(
-                id,
+                r.id,
                 ErrorCode::InvalidParams as i32,
                 format!("invalid parameters: {e}"),
             ),

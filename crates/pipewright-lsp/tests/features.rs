@@ -261,3 +261,65 @@ fn meow_needs_and_template_references_resolve() {
     );
     c.shutdown();
 }
+
+/// A cancelled request gets exactly one answer: its result if it finished first, else the
+/// cancellation error; a request is answered while a slow one is still running.
+#[test]
+fn cancelled_and_concurrent_requests_get_exactly_one_answer_each() {
+    use lsp_types::notification::Cancel;
+    use lsp_types::request::Request as _;
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big_uri = uri(&dir.path().join("big.yaml"));
+    let mut big = String::from("pipeline: p\nsteps:\n");
+    for i in 0..20_000 {
+        big.push_str(&format!(
+            "  -   transform: {{value: \"{i}+1\", output: s{i}}}\n"
+        ));
+    }
+    c.open(&big_uri, 1, &big);
+    let small = uri(&dir.path().join("small.yaml"));
+    c.open(
+        &small,
+        1,
+        "pipeline: q\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let format = serde_json::json!({
+        "textDocument": {"uri": big_uri}, "options": {"tabSize": 2, "insertSpaces": true}
+    });
+    let slow = c.send_request(Formatting::METHOD, format.clone());
+    let hover = c.send_request(
+        HoverRequest::METHOD,
+        serde_json::json!({"textDocument": {"uri": small}, "position": {"line": 2, "character": 6}}),
+    );
+    let cancelled = c.send_request(Formatting::METHOD, format);
+    c.notify::<Cancel>(CancelParams {
+        id: NumberOrString::Number(c.last_id()),
+    });
+    // An id never sent: ignored.
+    c.notify::<Cancel>(CancelParams {
+        id: NumberOrString::Number(999),
+    });
+    let responses = c.responses(3);
+    let ids: Vec<_> = responses.iter().map(|r| r.id.clone()).collect();
+    for id in [&slow, &hover, &cancelled] {
+        assert_eq!(
+            ids.iter().filter(|i| *i == id).count(),
+            1,
+            "{id:?} in {ids:?}"
+        );
+    }
+    assert_eq!(responses.len(), 3, "{ids:?}");
+    let answer =
+        |id: &lsp_server::RequestId| responses.iter().find(|r| r.id == *id).expect("answered");
+    assert!(answer(&slow).error.is_none());
+    assert!(answer(&hover).result.is_some());
+    let c_answer = answer(&cancelled);
+    assert!(
+        c_answer.result.is_some()
+            || c_answer.error.as_ref().map(|e| e.code)
+                == Some(lsp_server::ErrorCode::RequestCanceled as i32),
+        "{c_answer:?}"
+    );
+    c.shutdown();
+}

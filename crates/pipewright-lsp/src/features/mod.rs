@@ -13,6 +13,7 @@ use pipewright_dialect::{Dialect, Source};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[derive(Clone)]
 pub struct Doc {
     pub uri: Url,
     /// The file's path; for a document not saved yet (`untitled:`), the URI's path, which still

@@ -66,7 +66,13 @@ impl Client {
         serde_json::from_value(value).expect("result shape")
     }
 
-    pub fn request_raw(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+    /// The number of the last request sent (its id).
+    pub fn last_id(&self) -> i32 {
+        self.next_id
+    }
+
+    /// Sends a request without waiting for its answer.
+    pub fn send_request(&mut self, method: &str, params: serde_json::Value) -> RequestId {
         self.next_id += 1;
         let id = RequestId::from(self.next_id);
         self.conn
@@ -77,6 +83,33 @@ impl Client {
                 params,
             )))
             .expect("server gone");
+        id
+    }
+
+    /// The responses received until `count` have come (at most [`WAIT`]), and any arriving
+    /// in the 300 ms after (a duplicate answer would). Notifications are kept for later.
+    pub fn responses(&mut self, count: usize) -> Vec<lsp_server::Response> {
+        let mut deadline = Instant::now() + WAIT;
+        let mut out = Vec::new();
+        while let Ok(m) = self
+            .conn
+            .receiver
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            match m {
+                Message::Response(r) => out.push(r),
+                Message::Notification(n) => self.pending.push(n),
+                Message::Request(r) => panic!("unexpected request {r:?}"),
+            }
+            if out.len() == count {
+                deadline = Instant::now() + Duration::from_millis(300);
+            }
+        }
+        out
+    }
+
+    pub fn request_raw(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.send_request(method, params);
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
