@@ -250,6 +250,18 @@ fn runaway_recursion_stops_at_the_depth_limit_and_the_limit_is_configurable() {
     );
     std::fs::write(
         d.path().join("pipewright.toml"),
+        "[meow]\nmax_total_steps = 0\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "loop.meow.toml"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("`meow.max_total_steps` must be at least 1"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(
+        d.path().join("pipewright.toml"),
         "[meow]\nmax_total_steps = 4\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));

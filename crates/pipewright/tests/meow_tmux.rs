@@ -194,3 +194,17 @@ fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
         "the finished run stopped its agent"
     );
 }
+
+#[test]
+fn a_tmux_agent_whose_session_ends_fails_its_step_instead_of_hanging() {
+    let t = Tmux::new("dies");
+    let d = setup();
+    let o = run(&t, d.path(), &["dies.meow.toml"]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("step `gone` failed: the agent's session ended before the agent reported"),
+        "{msg}"
+    );
+}

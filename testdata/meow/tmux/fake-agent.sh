@@ -6,6 +6,7 @@
 #   FAKE-RETRY: ARGS   if that was refused, run `$PW meow done ARGS` (an agent fixing its answer)
 #   FAKE-SLEEP: SECS   wait first
 #   FAKE-HANG          never answer
+#   FAKE-EXIT          quit without answering (the session ends)
 echo "fake agent ready in $(pwd)"
 echo started >> "$FAKE_LOG"
 while IFS= read -r line; do
@@ -14,6 +15,7 @@ while IFS= read -r line; do
 $more"; done
   printf '%s\n---\n' "$prompt" >> "$FAKE_LOG"
   grep -q 'FAKE-HANG' <<<"$prompt" && continue
+  grep -q 'FAKE-EXIT' <<<"$prompt" && exit 0
   secs=$(sed -n 's/.*FAKE-SLEEP: *\([0-9.]*\).*/\1/p' <<<"$prompt" | head -1)
   [ -n "$secs" ] && sleep "$secs"
   args=$(sed -n 's/.*FAKE: *\(.*\)$/\1/p' <<<"$prompt" | head -1)

@@ -289,6 +289,8 @@ impl Exec {
             }
             Fin::Injected(Err(e)) | Fin::Killed(Err(e)) => {
                 self.waiting.remove(&i);
+                self.watchers.remove(&i);
+                self.deadlines.retain(|(_, k)| *k != i);
                 st.end(i, Status::Failed, Map::new(), Some(e), ended);
             }
             Fin::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
@@ -803,11 +805,31 @@ impl Exec {
             }
         }
         let text = agent::full_prompt(&prompt, &decl, fire_forget);
+        let done = Arc::new(tokio::sync::Notify::new());
+        if !fire_forget {
+            self.watchers.insert(i, done.clone());
+        }
         Disp::Later(Box::pin(async move {
-            (
-                i,
-                Fin::Injected(super::tmux::inject(&adapter, &session, &text).await),
-            )
+            if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
+                return (i, Fin::Injected(Err(e)));
+            }
+            if fire_forget {
+                return (i, Fin::Injected(Ok(())));
+            }
+            // Until the step ends, a session that dies fails it instead of leaving the run
+            // waiting for a report that cannot come.
+            loop {
+                tokio::select! {
+                    _ = done.notified() => return (i, Fin::Injected(Ok(()))),
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {
+                        if !super::tmux::alive(&session).await {
+                            return (i, Fin::Injected(Err(
+                                "the agent's session ended before the agent reported".into(),
+                            )));
+                        }
+                    }
+                }
+            }
         }))
     }
 
@@ -815,6 +837,9 @@ impl Exec {
     pub(super) fn timed_out(&mut self, st: &mut State, i: usize, ended: &mut Ended) {
         if !self.waiting.remove(&i) || st.steps[i].status != Status::Running {
             return;
+        }
+        if let Some(w) = self.watchers.remove(&i) {
+            w.notify_one();
         }
         let took = st.steps[i]
             .started
@@ -993,6 +1018,9 @@ impl Exec {
                 match agent::validate(&decl, outputs, &workdir) {
                     Ok(outs) => {
                         self.waiting.remove(&i);
+                        if let Some(w) = self.watchers.remove(&i) {
+                            w.notify_one();
+                        }
                         self.deadlines.retain(|(_, k)| *k != i);
                         st.end(i, Status::Done, outs, None, ended);
                         Ok(())

@@ -195,6 +195,7 @@ pub(crate) async fn run(
         tmux: false,
         waiting: Default::default(),
         deadlines: Default::default(),
+        watchers: HashMap::new(),
     };
     ex.tmux = ex.backend.name() == "command";
     if ex.tmux && ex.sock.is_none() {
@@ -369,6 +370,8 @@ pub(crate) struct Exec {
     waiting: std::collections::HashSet<usize>,
     /// Agent step timeouts.
     deadlines: std::collections::BTreeSet<(Instant, usize)>,
+    /// Told when a waiting agent step ends, so its session watch stops.
+    watchers: HashMap<usize, Arc<tokio::sync::Notify>>,
 }
 
 /// How a dispatched step goes on.
