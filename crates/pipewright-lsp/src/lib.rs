@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod convert;
 mod features;
+mod schema_docs;
 mod server;
 pub mod text;
 mod vocab;

@@ -194,6 +194,17 @@ mod tests {
                 assert!(doc(STEP_KEYS, key).is_some(), "{kind}.{key}");
             }
         }
+        // The same kinds and keys as the loader (its JSON Schema is generated from its tables).
+        let kinds: Vec<&str> = STEP_KINDS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, pipewright_pipeline::STEP_KINDS);
+        let schema = pipewright_pipeline::schema::json_schema();
+        for kind in kinds {
+            let props = schema["$defs"][kind]["properties"]
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>())
+                .unwrap_or_default();
+            assert_eq!(keys_of(kind), props, "{kind}");
+        }
         for c in pipewright_r1::ast::Combinator::ALL {
             assert!(r1_function(c.name()).is_some(), "{}", c.name());
         }

@@ -70,3 +70,18 @@ fn recipe_variables_meow_executors_and_state_machine_names() {
     assert_eq!(labels(&mut c, &s, 4, col), ["a", "b"]);
     c.shutdown();
 }
+
+#[test]
+fn recipe_keys_by_position() {
+    let mut c = Client::start();
+    let text = "name: r\nsteps:\n  - id: a\n    \nstages:\n  - name: s\n    \n";
+    let (u, _d) = open(&mut c, "r.yaml", text);
+    let step = labels(&mut c, &u, 3, 4);
+    assert_eq!(step, pipewright_recipe::load::STEP_KEYS);
+    let stage = labels(&mut c, &u, 6, 4);
+    assert_eq!(stage, pipewright_recipe::load::STAGE_KEYS);
+    c.change(&u, 2, "name: r\nsteps: []\nve\n");
+    let top = labels(&mut c, &u, 2, 2);
+    assert_eq!(top, pipewright_recipe::load::TOP_KEYS);
+    c.shutdown();
+}

@@ -323,3 +323,27 @@ fn cancelled_and_concurrent_requests_get_exactly_one_answer_each() {
     );
     c.shutdown();
 }
+
+#[test]
+fn hover_over_recipe_and_state_machine_keys_uses_their_schemas() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = uri(&dir.path().join("r.yaml"));
+    c.open(
+        &r,
+        1,
+        "name: r\nrecursion:\n  max_depth: 2\nsteps:\n  - id: a\n    type: bash\n    command: \"true\"\n",
+    );
+    assert!(hover_text(&mut c, &r, 2, 4).starts_with("`max_depth` (integer): "));
+    let h = hover_text(&mut c, &r, 6, 6);
+    assert!(h.starts_with("`command`"), "{h}");
+    let sm = uri(&dir.path().join("m.json"));
+    c.open(
+        &sm,
+        1,
+        "{\n  \"id\": \"m\",\n  \"initialStep\": \"a\",\n  \"steps\": {\n    \"a\": {\"prompt\": \"x\", \"outcomes\": [\"done\"], \"onOutcome\": {\"done\": {\"action\": \"exit\", \"reason\": \"ok\"}}}\n  }\n}\n",
+    );
+    let h = hover_text(&mut c, &sm, 4, 13);
+    assert!(h.starts_with("`prompt` (string): "), "{h}");
+    c.shutdown();
+}

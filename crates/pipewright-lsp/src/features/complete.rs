@@ -35,6 +35,7 @@ pub fn complete(doc: &Doc, at: Position) -> Vec<CompletionItem> {
             CompletionItemKind::VARIABLE,
             "recipe variable",
         ),
+        Some("recipe") => recipe_keys(text, before, line_start),
         Some("meow") if before.trim_start().starts_with("executor") => names(
             vocab::MEOW_EXECUTORS
                 .iter()
@@ -238,4 +239,49 @@ fn state_machine(before: &str, parsed: &[Document]) -> Vec<CompletionItem> {
         return names(outcomes, CompletionItemKind::ENUM_MEMBER, "outcome");
     }
     Vec::new()
+}
+
+/// At a key position of a recipe: the keys the loader accepts there (top level, a stage, a
+/// step), found from the list the cursor's item belongs to.
+fn recipe_keys(text: &str, before: &str, line_start: usize) -> Vec<CompletionItem> {
+    let key_part = before.trim_start().trim_start_matches("- ");
+    if key_part.contains(':') || !key_part.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Vec::new();
+    }
+    let indent = before.len() - before.trim_start().len();
+    let keys: &[&str] = if indent == 0 {
+        pipewright_recipe::load::TOP_KEYS
+    } else {
+        // The item line (this one when it opens with `- `), then the key holding the list.
+        let above: Vec<&str> = text[..line_start].lines().collect();
+        let item_indent = if before.trim_start().starts_with('-') {
+            Some(indent)
+        } else {
+            above.iter().rev().find_map(|l| {
+                let t = l.trim_start();
+                let i = l.len() - t.len();
+                (!t.is_empty() && i < indent)
+                    .then_some(i)
+                    .filter(|_| t.starts_with('-'))
+            })
+        };
+        let list_key = item_indent.and_then(|ii| {
+            above
+                .iter()
+                .rev()
+                .map(|l| (l.len() - l.trim_start().len(), l.trim()))
+                .find(|(i, t)| {
+                    !t.is_empty() && *i < ii || (*i == ii && !t.starts_with('-') && !t.is_empty())
+                })
+                .map(|(_, t)| t.trim_start_matches("- ").split(':').next().unwrap_or(""))
+        });
+        match list_key {
+            Some("steps") => pipewright_recipe::load::STEP_KEYS,
+            Some("stages") => pipewright_recipe::load::STAGE_KEYS,
+            _ => return Vec::new(),
+        }
+    };
+    keys.iter()
+        .map(|k| item(k, CompletionItemKind::PROPERTY, "recipe key", None))
+        .collect()
 }

@@ -105,6 +105,11 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
         };
         return Some(format!("named store `{name}`: {said}"));
     }
+    if let Some(d) = dialect.filter(|d| *d != "pipeline") {
+        // Keys of the other YAML and JSON dialects: their JSON Schema's description.
+        let at = yaml_at::locate(&parsed, offset).filter(|a| a.on_key)?;
+        return crate::schema_docs::describe(d, &at.keys());
+    }
     if dialect == Some("pipeline") {
         let at = yaml_at::locate(&parsed, offset);
         if let Some(at) = at.filter(|a| a.on_key) {
@@ -126,7 +131,7 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
                     return Some(format!("`{word}`: {d}"));
                 }
             }
-            return None;
+            return crate::schema_docs::describe("pipeline", &keys);
         }
         // Inside an expression: an R1 function (a name before `(`) or word.
         if text[end..].trim_start().starts_with('(') {
