@@ -10,6 +10,7 @@
 mod meow;
 pub mod near_miss;
 mod pipeline;
+pub mod project;
 mod recipe;
 pub mod source;
 mod state_machine;

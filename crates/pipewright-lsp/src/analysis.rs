@@ -6,7 +6,7 @@
 use pipewright_dialect::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
 use pipewright_project::ProjectConfig;
-use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -151,37 +151,26 @@ pub fn analyze(
     })
 }
 
-/// The nearest `pipewright.toml` above the documents, read; a broken one is reported in it
-/// (PW0008) and the defaults apply, as in `check`.
+/// The nearest `pipewright.toml` above the documents' directory (which exists even when a
+/// document is not saved yet), loaded as `check` loads it: a broken one is reported in it
+/// (PW0008) and the defaults apply; an unreadable one is ignored.
 fn project(
     near: Option<&Path>,
     sources: &mut SourceMap,
     paths: &mut Vec<(FileId, PathBuf)>,
     diags: &mut Vec<Diagnostic>,
 ) -> (ProjectConfig, Option<PathBuf>) {
-    let Some(path) = near.and_then(Path::parent).and_then(ProjectConfig::find) else {
+    let dir = near.and_then(Path::parent);
+    let Ok((config, Some(config_dir))) =
+        pipewright_dialect::project::load(None, dir, sources, diags)
+    else {
         return (ProjectConfig::default(), None);
     };
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return (ProjectConfig::default(), None);
-    };
-    match ProjectConfig::parse(&text) {
-        Ok(cfg) => (cfg, Some(path)),
-        Err(message) => {
-            let file = sources.add(display(&path), text.as_str());
-            paths.push((file, path.clone()));
-            diags.push(
-                Diagnostic::error(
-                    "PW0008",
-                    Span::new(file, 0..0),
-                    format!("invalid project config: {message}"),
-                )
-                .with_label("in this file")
-                .with_help("see `pipewright explain PW0008` for the file's shape"),
-            );
-            (ProjectConfig::default(), Some(path))
-        }
+    let path = config_dir.join(pipewright_project::FILE_NAME);
+    if let Some(id) = sources.find(&display(&path)) {
+        paths.push((id, path.clone()));
     }
+    (config, Some(path))
 }
 
 fn is_candidate(path: &Path) -> bool {

@@ -15,6 +15,7 @@ mod step_load;
 
 pub use check::{check_program, CheckOptions};
 pub use load::STEP_KINDS;
+pub use step_load::STEP_BODY_KEYS;
 
 use pipewright_syntax::{Diagnostic, FileId};
 

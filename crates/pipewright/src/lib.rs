@@ -22,7 +22,6 @@ mod commands;
 mod dialect;
 mod discover;
 mod output;
-mod project;
 mod read;
 
 use clap::Parser;

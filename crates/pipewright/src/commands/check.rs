@@ -91,7 +91,7 @@ pub fn run(args: &CheckArgs) -> u8 {
             diags.push(crate::dialect::unsupported(id, d, Verb::Check));
         }
     }
-    let (project, project_dir) = match crate::project::load(
+    let (project, project_dir) = match pipewright_dialect::project::load(
         args.config.as_deref(),
         args.paths.first().map(PathBuf::as_path),
         &mut sources,

@@ -33,7 +33,7 @@ pub fn lowered(
     }
     let mut diags = Vec::new();
     let (project, _) =
-        crate::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
+        pipewright_dialect::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
             errln!("error: {e}");
             2u8
         })?;

@@ -27,7 +27,7 @@ pub fn load(
     match ProjectConfig::parse(&text) {
         Ok(cfg) => Ok((cfg, dir)),
         Err(message) => {
-            let file = sources.add(crate::discover::display(&path), text.as_str());
+            let file = sources.add(path.to_string_lossy().replace('\\', "/"), text.as_str());
             diags.push(
                 Diagnostic::error(
                     "PW0008",
