@@ -34,7 +34,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         total += num * unit;
         rest = &rest[u..];
     }
-    Ok(Duration::from_secs_f64(total))
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
 pub fn show(d: Duration) -> String {
@@ -58,6 +58,7 @@ mod tests {
         assert!(parse("5 minutes").is_err());
         assert!(parse("").is_err());
         assert!(parse("10").is_err());
+        assert!(parse("99999999999999999999999999h").is_err());
         assert_eq!(show(Duration::from_secs(2)), "2s");
     }
 }
