@@ -217,7 +217,10 @@ fn state_machine_next_step_and_recipe_variables_resolve() {
     let d = definition(&mut c, &r, 6, 20);
     assert_eq!(d[0].range.start, Position::new(2, 2));
     let h = hover_text(&mut c, &r, 6, 20);
-    assert_eq!(h, "recipe variable `target`: set in `context` on line 3");
+    assert_eq!(
+        h,
+        "recipe variable `target`: set in `context` on line 3 (a string)"
+    );
     c.shutdown();
 }
 

@@ -67,6 +67,23 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
     let dialect = doc.dialect().map(|d| d.name());
     let parsed = yaml_at::parse(text);
     let line_of = |at: usize| LineIndex::new(text).position(at).line + 1;
+    if dialect == Some("meow") && in_template(text, offset) {
+        let name = template_var(word);
+        let wf = super::meow::workflow_at(text, offset).unwrap_or_default();
+        if let Some(r) = super::meow::step_ids(text, &wf, name).first() {
+            return Some(format!(
+                "step `{name}` of `[{wf}]` (line {}): `{{{{{name}.outputs.NAME}}}}` reads its outputs",
+                line_of(r.start)
+            ));
+        }
+        return Some(match super::meow::variable(text, &wf, name) {
+            Some((r, value)) => format!(
+                "MEOW variable `{name}`: declared in `[{wf}.variables]` on line {}: `{value}`",
+                line_of(r.start)
+            ),
+            None => format!("MEOW variable `{name}`: not declared in `[{wf}.variables]`"),
+        });
+    }
     if dialect == Some("recipe") && in_template(text, offset) {
         let name = template_var(word);
         let mut found: Vec<String> = symbols::outputs(&parsed, name)
@@ -79,9 +96,9 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
             })
             .collect();
         found.extend(
-            symbols::context_vars(&parsed, name)
+            symbols::context_values(&parsed, name)
                 .into_iter()
-                .map(|r| format!("set in `context` on line {}", line_of(r.start))),
+                .map(|(r, what)| format!("set in `context` on line {} ({what})", line_of(r.start))),
         );
         let said = if found.is_empty() {
             "not defined in this file (a runtime variable or an input)".to_string()

@@ -66,6 +66,30 @@ pub fn step_ids(text: &str, workflow: &str, name: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// The declaration `name = …` in `[workflow.variables]`: the name's range and the value text.
+pub fn variable<'a>(text: &'a str, workflow: &str, name: &str) -> Option<(Range<usize>, &'a str)> {
+    let header = format!("[{workflow}.variables]");
+    let mut inside = false;
+    for (start, line) in lines(text) {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t == header;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let Some((key, value)) = t.split_once('=') else {
+            continue;
+        };
+        if key.trim().trim_matches('"') == name {
+            let at = start + line.find(key.trim()).unwrap_or(0);
+            return Some((at..at + key.trim().len(), value.trim()));
+        }
+    }
+    None
+}
+
 /// The header line of workflow `name` (`[name]`).
 pub fn workflow_header(text: &str, name: &str) -> Vec<Range<usize>> {
     lines(text)

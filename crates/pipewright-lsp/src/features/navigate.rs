@@ -23,12 +23,17 @@ enum Target<'a> {
     File(&'a str),
     MeowStep(&'a str),
     MeowTemplate(&'a str),
+    /// `{{name…}}` in MEOW: a variable of the workflow, or a step's outputs.
+    MeowVar(&'a str),
 }
 
 fn target<'a>(doc: &'a Doc, parsed: &[Document], offset: usize) -> Option<Target<'a>> {
     let text: &'a str = &doc.text;
     let (_, word) = yaml_at::word_at(text, offset)?;
     let dialect = doc.dialect().map(|d| d.name());
+    if dialect == Some("meow") && in_template(text, offset) {
+        return Some(Target::MeowVar(template_var(word)));
+    }
     if dialect == Some("meow") {
         let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
         let key = text[line_start..].trim_start();
@@ -101,6 +106,12 @@ pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<V
         Target::MeowStep(name) => {
             let wf = super::meow::workflow_at(&doc.text, offset).unwrap_or_default();
             here(super::meow::step_ids(&doc.text, &wf, name))
+        }
+        Target::MeowVar(name) => {
+            let wf = super::meow::workflow_at(&doc.text, offset).unwrap_or_default();
+            let mut spans = super::meow::step_ids(&doc.text, &wf, name);
+            spans.extend(super::meow::variable(&doc.text, &wf, name).map(|(r, _)| r));
+            here(spans)
         }
         Target::MeowTemplate(r) => match super::meow::reference(r, &doc.dir()) {
             Some(super::meow::Reference::Local(wf)) => {

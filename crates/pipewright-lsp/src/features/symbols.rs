@@ -44,6 +44,15 @@ pub fn context_vars(docs: &[Document], name: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// A recipe's `context:` key `name` with what its default value is ("a string", …).
+pub fn context_values(docs: &[Document], name: &str) -> Vec<(Range<usize>, &'static str)> {
+    roots(docs)
+        .filter_map(|r| r.get("context"))
+        .filter_map(|c| c.entry(name))
+        .map(|e| (e.key.span.range(), e.value.describe()))
+        .collect()
+}
+
 /// The top-level `KEY: name` of a document (`pipeline: NAME`, `schema: NAME`).
 pub fn declared(docs: &[Document], key: &str, name: &str) -> Vec<Range<usize>> {
     roots(docs)
