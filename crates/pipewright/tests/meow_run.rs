@@ -564,3 +564,33 @@ fn cleanup_scripts_run_on_success_and_on_ctrl_c() {
     assert_eq!(v["steps"]["long"], "cancelled");
     assert_eq!(read(&d.path().join("cleanup.txt")), "stopped-me\n");
 }
+
+#[test]
+fn resume_keeps_a_branch_outcome_and_foreach_items_from_the_first_attempt() {
+    let d = fixtures();
+    std::fs::write(d.path().join("items.json"), "[1, 2]").unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn_run(d.path(), &["resume_expand.meow.toml"]);
+    let trace = d.path().join("trace.log");
+    wait_for(
+        std::time::Duration::from_secs(20),
+        "both iterations",
+        || {
+            let t = std::fs::read_to_string(&trace).ok()?;
+            (t.contains("work-1") && t.contains("work-2")).then_some(())
+        },
+    );
+    child.kill().unwrap_or_else(|e| panic!("kill: {e}"));
+    let _ = child.wait();
+    let id = only_run(d.path());
+    std::fs::write(d.path().join("items.json"), "[7, 8, 9]").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(d.path().join("go"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["steps"]["each.1.work"], "done", "{all}");
+    assert!(v["steps"].get("each.2.work").is_none(), "{all}");
+    let t = read(&trace);
+    assert_eq!(t.matches("cond").count(), 1, "{t}");
+    assert_eq!(t.matches("inner").count(), 1, "{t}");
+    assert_eq!(t.matches("work-1").count(), 2, "{t}");
+    assert!(!t.contains("work-7"), "{t}");
+}
