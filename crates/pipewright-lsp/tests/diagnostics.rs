@@ -243,3 +243,23 @@ fn a_yaml_file_of_no_dialect_gets_no_diagnostics() {
     assert!(c.diagnostics(&u, Some(1)).diagnostics.is_empty());
     c.shutdown();
 }
+
+/// The whole LSP form of the fixture's diagnostics (ranges, severity, code, message with notes
+/// and help, related information, fixes), the file's directory written as `$DIR`.
+#[test]
+fn the_published_form_is_stable() {
+    let mut c = Client::start();
+    let (u, text) = main_yaml();
+    c.open(&u, 1, &text);
+    let p = c.diagnostics(&u, Some(1));
+    let dir = u
+        .as_str()
+        .rsplit_once('/')
+        .map_or("", |(d, _)| d)
+        .to_string();
+    let json = serde_json::to_string_pretty(&p)
+        .expect("json")
+        .replace(&dir, "$DIR");
+    insta::assert_snapshot!(json);
+    c.shutdown();
+}

@@ -350,3 +350,33 @@ fn hover_over_recipe_and_state_machine_keys_uses_their_schemas() {
     assert!(h.starts_with("`prompt` (string): "), "{h}");
     c.shutdown();
 }
+
+#[test]
+fn schemas_and_sub_recipe_paths_resolve() {
+    let mut c = Client::start();
+    let path = testdata("pipeline/ok/review_and_report.yaml")
+        .canonicalize()
+        .expect("fixture");
+    let u = uri(&path);
+    c.open(&u, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    // `schema: Review` in the agent step (line 13) → the `schema: Review` document (line 1).
+    let d = definition(&mut c, &u, 12, 15);
+    assert_eq!(
+        d,
+        vec![Location::new(
+            u.clone(),
+            Range::new(Position::new(0, 8), Position::new(0, 14))
+        )]
+    );
+    let path = testdata("recipe/ok/v13-minimal.yaml")
+        .canonicalize()
+        .expect("fixture");
+    let r = uri(&path);
+    c.open(&r, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    let d = definition(&mut c, &r, 17, 18);
+    let leaf = uri(&testdata("recipe/ok/sub/leaf.yaml")
+        .canonicalize()
+        .expect("fixture"));
+    assert_eq!(d, vec![Location::new(leaf, Range::default())]);
+    c.shutdown();
+}
