@@ -48,7 +48,12 @@ pub fn analyze(
     let mut sources = SourceMap::new();
     let mut paths = Vec::new();
     let mut diags = Vec::new();
-    let near = open.first().map(|i| i.path.as_path());
+    // Only a saved document's directory is looked at: an `untitled:` one has no directory,
+    // and the server's own working directory is nobody's project.
+    let near = open
+        .first()
+        .map(|i| i.path.as_path())
+        .filter(|p| p.is_absolute());
     let (project, config_path) = project(near, &mut sources, &mut paths, &mut diags);
     let config_dir = config_path
         .as_deref()

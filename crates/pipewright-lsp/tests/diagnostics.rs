@@ -263,3 +263,12 @@ fn the_published_form_is_stable() {
     insta::assert_snapshot!(json);
     c.shutdown();
 }
+
+#[test]
+fn an_unsaved_untitled_document_is_checked_alone() {
+    let mut c = Client::start();
+    let u = Url::parse("untitled:Untitled-1.yaml").expect("uri");
+    c.open(&u, 1, READ_EARLY);
+    assert_eq!(codes(&c.diagnostics(&u, Some(1))), ["PW0253"]);
+    c.shutdown();
+}
