@@ -380,3 +380,28 @@ fn schemas_and_sub_recipe_paths_resolve() {
     assert_eq!(d, vec![Location::new(leaf, Range::default())]);
     c.shutdown();
 }
+
+#[test]
+fn references_of_a_pipeline_cross_files() {
+    let mut c = Client::start();
+    let (u, _) = main_yaml(&mut c);
+    let lib = uri(&testdata("lsp/lib.yaml").canonicalize().expect("fixture"));
+    let found: Vec<(Url, u32, u32)> = c
+        .request::<References>(ReferenceParams {
+            // On `lib.summarize` in main.yaml's call.
+            text_document_position: at(5, 25, &u),
+            context: ReferenceContext {
+                include_declaration: true,
+            },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        })
+        .expect("references")
+        .into_iter()
+        .map(|l| (l.uri, l.range.start.line, l.range.start.character))
+        .collect();
+    // The declaration in lib.yaml and the qualified call in main.yaml (the unknown `sumarize`
+    // is not one).
+    assert_eq!(found, [(u.clone(), 5, 21), (lib, 1, 10)]);
+    c.shutdown();
+}

@@ -12,6 +12,7 @@ use pipewright_yaml::Document;
 use std::collections::HashMap;
 use std::ops::Range as Span;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What the cursor names.
 enum Target<'a> {
@@ -62,7 +63,7 @@ fn target<'a>(doc: &'a Doc, parsed: &[Document], offset: usize) -> Option<Target
     let last = *keys.last()?;
     let inner = keys.len() >= 2;
     match (dialect, last) {
-        (Some("pipeline"), "pipeline") if inner => Some(Target::Pipeline(word)),
+        (Some("pipeline"), "pipeline") => Some(Target::Pipeline(word)),
         (Some("pipeline"), "schema") if inner => Some(Target::Schema(word)),
         (Some("pipeline"), "output") => Some(Target::Store(word)),
         (Some("recipe"), "output") => Some(Target::RecipeVar(word)),
@@ -149,12 +150,38 @@ pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<V
 /// `KEY: NAME` documents: in this document first, then the open documents and the files of
 /// its directory. `NAMESPACE.NAME` looks only in the file whose stem is `NAMESPACE`.
 fn across_files(doc: &Doc, docs: &HashMap<Url, Doc>, key: &str, name: &str) -> Vec<Location> {
-    let (ns, bare) = match name.rsplit_once('.') {
+    let (ns, bare) = split_target(name);
+    for (uri, path, text) in dir_files(doc, docs) {
+        if ns.is_some_and(|ns| stem(&path).as_deref() != Some(ns)) {
+            continue;
+        }
+        let parsed = yaml_at::parse(&text);
+        let found: Vec<Location> = symbols::declared(&parsed, key, bare)
+            .into_iter()
+            .map(|s| location(&uri, &text, s))
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+fn split_target(name: &str) -> (Option<&str>, &str) {
+    match name.rsplit_once('.') {
         Some((ns, bare)) => (Some(ns), bare),
         None => (None, name),
-    };
-    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().to_string());
-    let mut files: Vec<(Url, PathBuf, std::sync::Arc<str>)> =
+    }
+}
+
+fn stem(p: &Path) -> Option<String> {
+    p.file_stem().map(|s| s.to_string_lossy().to_string())
+}
+
+/// This document, then the other open documents of its directory, then its directory's YAML
+/// files on disk (each file once, open text first).
+fn dir_files(doc: &Doc, docs: &HashMap<Url, Doc>) -> Vec<(Url, PathBuf, Arc<str>)> {
+    let mut files: Vec<(Url, PathBuf, Arc<str>)> =
         vec![(doc.uri.clone(), doc.path.clone(), doc.text.clone())];
     let mut others: Vec<&Doc> = docs
         .values()
@@ -166,6 +193,9 @@ fn across_files(doc: &Doc, docs: &HashMap<Url, Doc>, key: &str, name: &str) -> V
             .iter()
             .map(|d| (d.uri.clone(), d.path.clone(), d.text.clone())),
     );
+    if !doc.path.is_absolute() {
+        return files;
+    }
     let mut on_disk: Vec<PathBuf> = std::fs::read_dir(doc.dir())
         .into_iter()
         .flatten()
@@ -180,31 +210,55 @@ fn across_files(doc: &Doc, docs: &HashMap<Url, Doc>, key: &str, name: &str) -> V
             files.push((uri, p, text.into()));
         }
     }
+    files
+}
+
+/// A pipeline's declaration and every call or match target naming it (`NAME`, or
+/// `STEM.NAME` from other files), across the directory.
+fn pipeline_references(doc: &Doc, docs: &HashMap<Url, Doc>, name: &str) -> Vec<Location> {
+    let (ns, bare) = split_target(name);
+    let files = dir_files(doc, docs);
+    // The file declaring it: the namespace's, else the first that does.
+    let home = files.iter().find(|(_, path, text)| {
+        ns.is_none_or(|ns| stem(path).as_deref() == Some(ns))
+            && !symbols::declared(&yaml_at::parse(text), "pipeline", bare).is_empty()
+    });
+    let home_stem = home.and_then(|(_, p, _)| stem(p));
+    let qualified = home_stem.as_ref().map(|s| format!("{s}.{bare}"));
     let mut out = Vec::new();
-    for (uri, path, text) in files {
-        if ns.is_some_and(|ns| stem(&path).as_deref() != Some(ns)) {
-            continue;
+    for (uri, _, text) in &files {
+        let parsed = yaml_at::parse(text);
+        let is_home = home.is_some_and(|(u, _, _)| u == uri);
+        let mut spans = Vec::new();
+        if is_home {
+            spans.extend(symbols::declared(&parsed, "pipeline", bare));
         }
-        let parsed = yaml_at::parse(&text);
-        out.extend(
-            symbols::declared(&parsed, key, bare)
-                .into_iter()
-                .map(|s| location(&uri, &text, s)),
-        );
-        if !out.is_empty() {
-            break;
+        for root in parsed.iter().filter_map(|d| d.root.as_ref()) {
+            let Some(steps) = root.get("steps") else {
+                continue;
+            };
+            symbols::entries(steps, &mut |e| {
+                let Some(v) = e.value.key_text() else { return };
+                let same_file_call = is_home && v == bare;
+                let qualified_call = qualified.as_deref() == Some(v);
+                if e.key.key_text() == Some("pipeline") && (same_file_call || qualified_call) {
+                    spans.push(e.value.span.range());
+                }
+            });
         }
+        out.extend(spans.into_iter().map(|s| location(uri, text, s)));
     }
     out
 }
 
-/// The definitions and uses of the store, recipe variable or state-machine step under the
-/// cursor, in this document.
-pub fn references(doc: &Doc, at: Position, _docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
+/// The definitions and uses of the name under the cursor: a pipeline across the directory; a
+/// store, recipe variable or state-machine step in this document.
+pub fn references(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
     let offset = LineIndex::new(&doc.text).offset(at);
     let parsed = yaml_at::parse(&doc.text);
     let text: &str = &doc.text;
     let spans: Vec<Span<usize>> = match target(doc, &parsed, offset)? {
+        Target::Pipeline(name) => return Some(pipeline_references(doc, docs, name)),
         Target::Store(name) => {
             let mut s = symbols::outputs(&parsed, name);
             s.extend(
