@@ -14,6 +14,32 @@ fn main_yaml(c: &mut Client) -> (Url, String) {
     (u, text)
 }
 
+fn open_fixture(c: &mut Client, rel: &str) -> Url {
+    let path = testdata(rel).canonicalize().expect("fixture");
+    let u = uri(&path);
+    c.open(&u, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    u
+}
+
+fn loc(u: &Url, start: (u32, u32), end: (u32, u32)) -> Location {
+    Location::new(
+        u.clone(),
+        Range::new(Position::new(start.0, start.1), Position::new(end.0, end.1)),
+    )
+}
+
+fn references(c: &mut Client, u: &Url, line: u32, col: u32) -> Vec<Location> {
+    c.request::<References>(ReferenceParams {
+        text_document_position: at(line, col, u),
+        context: ReferenceContext {
+            include_declaration: true,
+        },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    })
+    .expect("references")
+}
+
 fn hover_text(c: &mut Client, u: &Url, line: u32, col: u32) -> String {
     let h: Option<Hover> = c.request::<HoverRequest>(HoverParams {
         text_document_position_params: at(line, col, u),
@@ -148,23 +174,11 @@ fn definitions_of_stores_and_call_targets_across_files() {
     let (u, _) = main_yaml(&mut c);
     // `ctx.items` in the call's pass → `output: items` on line 5.
     let d = definition(&mut c, &u, 5, 57);
-    assert_eq!(
-        d,
-        vec![Location::new(
-            u.clone(),
-            Range::new(Position::new(4, 44), Position::new(4, 49))
-        )]
-    );
+    assert_eq!(d, vec![loc(&u, (4, 44), (4, 49))]);
     // `lib.summarize` → lib.yaml's `pipeline: summarize`, a file not open.
     let d = definition(&mut c, &u, 5, 25);
     let lib = uri(&testdata("lsp/lib.yaml").canonicalize().expect("fixture"));
-    assert_eq!(
-        d,
-        vec![Location::new(
-            lib,
-            Range::new(Position::new(1, 10), Position::new(1, 19))
-        )]
-    );
+    assert_eq!(d, vec![loc(&lib, (1, 10), (1, 19))]);
     // An unknown target: nothing.
     assert!(definition(&mut c, &u, 6, 24).is_empty());
     c.shutdown();
@@ -174,17 +188,7 @@ fn definitions_of_stores_and_call_targets_across_files() {
 fn references_of_a_store_list_its_write_and_reads() {
     let mut c = Client::start();
     let (u, _) = main_yaml(&mut c);
-    let refs = c
-        .request::<References>(ReferenceParams {
-            text_document_position: at(4, 45, &u),
-            context: ReferenceContext {
-                include_declaration: true,
-            },
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
-        })
-        .expect("references");
-    let lines: Vec<(u32, u32)> = refs
+    let lines: Vec<(u32, u32)> = references(&mut c, &u, 4, 45)
         .iter()
         .map(|l| (l.range.start.line, l.range.start.character))
         .collect();
@@ -227,41 +231,19 @@ fn state_machine_next_step_and_recipe_variables_resolve() {
 #[test]
 fn meow_needs_and_template_references_resolve() {
     let mut c = Client::start();
-    let path = testdata("meow/ok/all-executors.meow.toml")
-        .canonicalize()
-        .expect("fixture");
-    let u = uri(&path);
-    c.open(&u, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    let u = open_fixture(&mut c, "meow/ok/all-executors.meow.toml");
     // needs = ["prepare"] (line 26) → id = "prepare" (line 12).
     let d = definition(&mut c, &u, 25, 11);
-    assert_eq!(
-        d,
-        vec![Location::new(
-            u.clone(),
-            Range::new(Position::new(11, 6), Position::new(11, 13))
-        )]
-    );
+    assert_eq!(d, vec![loc(&u, (11, 6), (11, 13))]);
     // template = ".per-task" (line 53) → [per-task] (line 79).
     let d = definition(&mut c, &u, 52, 14);
-    assert_eq!(
-        d,
-        vec![Location::new(
-            u.clone(),
-            Range::new(Position::new(78, 1), Position::new(78, 9))
-        )]
-    );
+    assert_eq!(d, vec![loc(&u, (78, 1), (78, 9))]);
     // template = "./lib/helper" (line 43) → lib/helper.meow.toml's [main].
     let d = definition(&mut c, &u, 42, 16);
     let helper = uri(&testdata("meow/ok/lib/helper.meow.toml")
         .canonicalize()
         .expect("fixture"));
-    assert_eq!(
-        d,
-        vec![Location::new(
-            helper,
-            Range::new(Position::new(0, 1), Position::new(0, 5))
-        )]
-    );
+    assert_eq!(d, vec![loc(&helper, (0, 1), (0, 5))]);
     c.shutdown();
 }
 
@@ -354,25 +336,11 @@ fn hover_over_recipe_and_state_machine_keys_uses_their_schemas() {
 #[test]
 fn schemas_and_sub_recipe_paths_resolve() {
     let mut c = Client::start();
-    let path = testdata("pipeline/ok/review_and_report.yaml")
-        .canonicalize()
-        .expect("fixture");
-    let u = uri(&path);
-    c.open(&u, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    let u = open_fixture(&mut c, "pipeline/ok/review_and_report.yaml");
     // `schema: Review` in the agent step (line 13) → the `schema: Review` document (line 1).
     let d = definition(&mut c, &u, 12, 15);
-    assert_eq!(
-        d,
-        vec![Location::new(
-            u.clone(),
-            Range::new(Position::new(0, 8), Position::new(0, 14))
-        )]
-    );
-    let path = testdata("recipe/ok/v13-minimal.yaml")
-        .canonicalize()
-        .expect("fixture");
-    let r = uri(&path);
-    c.open(&r, 1, &std::fs::read_to_string(&path).expect("fixture"));
+    assert_eq!(d, vec![loc(&u, (0, 8), (0, 14))]);
+    let r = open_fixture(&mut c, "recipe/ok/v13-minimal.yaml");
     let d = definition(&mut c, &r, 17, 18);
     let leaf = uri(&testdata("recipe/ok/sub/leaf.yaml")
         .canonicalize()
@@ -386,17 +354,8 @@ fn references_of_a_pipeline_cross_files() {
     let mut c = Client::start();
     let (u, _) = main_yaml(&mut c);
     let lib = uri(&testdata("lsp/lib.yaml").canonicalize().expect("fixture"));
-    let found: Vec<(Url, u32, u32)> = c
-        .request::<References>(ReferenceParams {
-            // On `lib.summarize` in main.yaml's call.
-            text_document_position: at(5, 25, &u),
-            context: ReferenceContext {
-                include_declaration: true,
-            },
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
-        })
-        .expect("references")
+    // On `lib.summarize` in main.yaml's call.
+    let found: Vec<(Url, u32, u32)> = references(&mut c, &u, 5, 25)
         .into_iter()
         .map(|l| (l.uri, l.range.start.line, l.range.start.character))
         .collect();

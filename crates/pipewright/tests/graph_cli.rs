@@ -39,12 +39,7 @@ fn workflow_names(v: &Value) -> Vec<String> {
 }
 
 fn dot_available() -> bool {
-    std::process::Command::new("dot")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    common::runs("dot", "-V")
 }
 
 #[test]

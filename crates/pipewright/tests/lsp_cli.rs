@@ -121,20 +121,11 @@ fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     }
 }
 
-fn nvim_available() -> bool {
-    Command::new("nvim")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Neovim (headless, its built-in client) opens testdata/lsp/main.yaml with `pipewright lsp` as
 /// its server and reports what it received.
 #[test]
 fn neovim_receives_diagnostics_a_hover_and_a_definition() {
-    if !nvim_available() {
+    if !common::runs("nvim", "--version") {
         assert!(
             std::env::var_os("CI").is_none(),
             "nvim is missing under CI: .ci/run installs it (apt-get install neovim)"

@@ -35,21 +35,20 @@ pub fn outputs(docs: &[Document], name: &str) -> Vec<Range<usize>> {
     out
 }
 
-/// A recipe's `context:` key `name`.
-pub fn context_vars(docs: &[Document], name: &str) -> Vec<Range<usize>> {
-    roots(docs)
-        .filter_map(|r| r.get("context"))
-        .filter_map(|c| c.entry(name))
-        .map(|e| e.key.span.range())
-        .collect()
-}
-
 /// A recipe's `context:` key `name` with what its default value is ("a string", …).
 pub fn context_values(docs: &[Document], name: &str) -> Vec<(Range<usize>, &'static str)> {
     roots(docs)
         .filter_map(|r| r.get("context"))
         .filter_map(|c| c.entry(name))
         .map(|e| (e.key.span.range(), e.value.describe()))
+        .collect()
+}
+
+/// Where a recipe's `context:` declares `name`.
+pub fn context_vars(docs: &[Document], name: &str) -> Vec<Range<usize>> {
+    context_values(docs, name)
+        .into_iter()
+        .map(|(r, _)| r)
         .collect()
 }
 
