@@ -594,3 +594,32 @@ fn resume_keeps_a_branch_outcome_and_foreach_items_from_the_first_attempt() {
     assert_eq!(t.matches("work-1").count(), 2, "{t}");
     assert!(!t.contains("work-7"), "{t}");
 }
+
+#[test]
+fn under_a_deep_project_directory_the_socket_moves_to_a_private_runtime_directory() {
+    let d = tempdir();
+    let deep = d.path().join("a".repeat(60)).join("b".repeat(60));
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+    copy_into(
+        &testdata("meow").join("run").join("channel.meow.toml"),
+        &deep,
+    );
+    let runtime = d.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap_or_else(|e| panic!("{e}"));
+    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+    let o = bin()
+        .current_dir(&deep)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args(["run", "channel.meow.toml", "--format", "json", "--var", &pw])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    assert_eq!(v["steps"]["gate.approved"], "done", "{}", text(&o));
+    assert_eq!(v["stores"]["perm"]["modes"], "600\n700", "{}", text(&o));
+    let dirs: Vec<_> = std::fs::read_dir(&runtime)
+        .map(|r| r.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    assert!(dirs[0].to_string_lossy().starts_with("pw-meow-"));
+}

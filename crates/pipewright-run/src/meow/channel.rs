@@ -81,15 +81,28 @@ pub struct Channel {
 
 impl Channel {
     /// Creates the run's directory (mode 0700) and listens on `orch.sock` in it.
+    /// A socket path is at most 107 bytes; under a deeper project directory the socket goes to
+    /// `$XDG_RUNTIME_DIR` (else the temporary directory) in `pw-meow-<uid>/<run-id>.sock`, a
+    /// directory that must be this user's and owner-only.
     pub fn open(dir: &Path) -> Result<Channel, String> {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create the run directory {}: {e}", dir.display()))?;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        let path = dir.join("orch.sock");
+        use std::os::unix::fs::PermissionsExt;
+        private_dir(dir)?;
+        let mut path = dir.join("orch.sock");
+        if path.as_os_str().len() > 100 {
+            let base = std::env::var_os("XDG_RUNTIME_DIR")
+                .map(PathBuf::from)
+                .filter(|p| p.is_dir())
+                .unwrap_or_else(std::env::temp_dir);
+            // SAFETY: getuid(2) has no preconditions and cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let short = base.join(format!("pw-meow-{uid}"));
+            private_dir(&short)?;
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            path = short.join(format!("{id}.sock"));
+        }
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path).map_err(|e| {
             format!(
@@ -126,6 +139,28 @@ impl Drop for Channel {
         self.task.abort();
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Creates `dir` owner-only, or checks that an existing one is this user's and owner-only.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    // SAFETY: getuid(2) has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not a directory only this user can use; the orchestrator socket cannot go there",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 fn lock(r: &Mutex<Router>) -> std::sync::MutexGuard<'_, Router> {
