@@ -41,8 +41,9 @@ pub struct Server {
     conn: Connection,
     config: Arc<Config>,
     docs: HashMap<Url, Doc>,
-    /// The diagnostics last published for each document (hover explains their codes).
-    published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
+    /// The diagnostics last published for each document (hover explains their codes); shared
+    /// with the request snapshots, which are taken at every request.
+    published: HashMap<Url, Arc<Vec<lsp_types::Diagnostic>>>,
     /// Per directory, how many edits it has seen (checks started before the last are stale).
     generations: HashMap<PathBuf, Arc<AtomicU64>>,
     /// Requests being answered (a cancelled one is answered by the cancel, and its thread's
@@ -246,7 +247,8 @@ impl Server {
         version: Option<i32>,
     ) {
         if self.docs.contains_key(&uri) {
-            self.published.insert(uri.clone(), diagnostics.clone());
+            self.published
+                .insert(uri.clone(), Arc::new(diagnostics.clone()));
         } else {
             self.published.remove(&uri);
         }
@@ -333,7 +335,7 @@ fn lock(set: &Mutex<HashSet<RequestId>>) -> std::sync::MutexGuard<'_, HashSet<Re
 /// What a request is answered from: the documents as they were when it arrived.
 struct Snapshot {
     docs: HashMap<Url, Doc>,
-    published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
+    published: HashMap<Url, Arc<Vec<lsp_types::Diagnostic>>>,
     config: Arc<Config>,
 }
 
@@ -343,7 +345,7 @@ impl Snapshot {
             req::HoverRequest::METHOD => self.with::<req::HoverRequest>(r, |s, p| {
                 let at = &p.text_document_position_params;
                 s.docs.get(&at.text_document.uri).and_then(|d| {
-                    let published = s.published.get(&d.uri).map_or(&[][..], Vec::as_slice);
+                    let published = s.published.get(&d.uri).map_or(&[][..], |p| p.as_slice());
                     features::hover::hover(d, at.position, &s.config, published)
                 })
             }),
