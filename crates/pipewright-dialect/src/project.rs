@@ -27,7 +27,7 @@ pub fn load(
     match ProjectConfig::parse(&text) {
         Ok(cfg) => Ok((cfg, dir)),
         Err(message) => {
-            let file = sources.add(path.to_string_lossy().replace('\\', "/"), text.as_str());
+            let file = sources.add(display(&path), text.as_str());
             diags.push(
                 Diagnostic::error(
                     "PW0008",
@@ -40,4 +40,46 @@ pub fn load(
             Ok((ProjectConfig::default(), dir))
         }
     }
+}
+
+/// Codes the config's `[check]` lists that no version of pipewright this one knows emits: a
+/// PW0008 each, at the code in the file (the file parsed, so the rest of it applies).
+pub fn unknown_codes(
+    rules: &pipewright_project::CheckRules,
+    path: &Path,
+    known: &dyn Fn(&str) -> bool,
+    sources: &mut SourceMap,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let unknown: Vec<&str> = rules.codes().filter(|c| !known(c)).collect();
+    if unknown.is_empty() {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let name = display(path);
+    let file = sources
+        .find(&name)
+        .unwrap_or_else(|| sources.add(name, text.as_str()));
+    for code in unknown {
+        let quoted = format!("\"{code}\"");
+        let span = text
+            .find(&quoted)
+            .map_or(0..0, |at| at + 1..at + 1 + code.len());
+        diags.push(
+            Diagnostic::error(
+                "PW0008",
+                Span::new(file, span),
+                format!("invalid project config: `[check]` names `{code}`, which is not a pipewright diagnostic code"),
+            )
+            .with_label("unknown code")
+            .with_help("`pipewright explain --list` lists every code"),
+        );
+    }
+}
+
+/// A path as files are named in diagnostics (`/`-separated).
+fn display(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
 }

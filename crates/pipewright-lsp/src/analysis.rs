@@ -55,6 +55,20 @@ pub fn analyze(
         .map(|i| i.path.as_path())
         .filter(|p| p.is_absolute());
     let (project, config_path) = project(near, &mut sources, &mut paths, &mut diags);
+    if let Some(path) = &config_path {
+        pipewright_dialect::project::unknown_codes(
+            &project.check,
+            path,
+            known,
+            &mut sources,
+            &mut diags,
+        );
+        if let Some(id) = sources.find(&display(path)) {
+            if !paths.iter().any(|(f, _)| *f == id) {
+                paths.push((id, path.clone()));
+            }
+        }
+    }
     let config_dir = config_path
         .as_deref()
         .and_then(Path::parent)

@@ -272,3 +272,21 @@ fn an_unsaved_untitled_document_is_checked_alone() {
     assert_eq!(codes(&c.diagnostics(&u, Some(1))), ["PW0253"]);
     c.shutdown();
 }
+
+#[test]
+fn an_unknown_code_in_the_project_config_is_reported_in_it() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("pipewright.toml");
+    std::fs::write(&config, "[check]\nignore = [\"PW9999\"]\n").expect("write");
+    let u = uri(&dir.path().join("p.yaml"));
+    c.open(&u, 1, READ_EARLY);
+    assert_eq!(codes(&c.diagnostics(&u, Some(1))), ["PW0253"]);
+    let p = c.diagnostics(&uri(&config), None);
+    assert_eq!(codes(&p), ["PW0008"]);
+    assert_eq!(
+        p.diagnostics[0].range,
+        Range::new(Position::new(1, 11), Position::new(1, 17))
+    );
+    c.shutdown();
+}

@@ -120,7 +120,13 @@ pub fn run(args: &CheckArgs) -> u8 {
             .map(|d| d.join(pipewright_project::FILE_NAME))
     });
     if let Some(path) = &config_path {
-        unknown_config_codes(&project.check, path, &mut sources, &mut diags);
+        pipewright_dialect::project::unknown_codes(
+            &project.check,
+            path,
+            &is_known_code,
+            &mut sources,
+            &mut diags,
+        );
     }
     let rules = project.check.clone();
     let config_dir = project_dir.as_deref().and_then(canonical_dir);
@@ -230,42 +236,6 @@ fn canonical_dir(dir: &Path) -> Option<PathBuf> {
 fn relative(path: &Path, dir: &Path) -> Option<String> {
     let path = std::fs::canonicalize(path).ok()?;
     Some(discover::display(path.strip_prefix(dir).ok()?))
-}
-
-/// Codes the config's `[check]` lists that no version of pipewright this one knows emits: a
-/// PW0008 each, at the code in the file (the file parsed, so the rest of it applies).
-fn unknown_config_codes(
-    rules: &pipewright_project::CheckRules,
-    path: &Path,
-    sources: &mut SourceMap,
-    diags: &mut Vec<Diagnostic>,
-) {
-    let unknown: Vec<&str> = rules.codes().filter(|c| !is_known_code(c)).collect();
-    if unknown.is_empty() {
-        return;
-    }
-    let Ok(text) = crate::read::text(path) else {
-        return;
-    };
-    let name = discover::display(path);
-    let file = sources
-        .find(&name)
-        .unwrap_or_else(|| sources.add(name, text.as_str()));
-    for code in unknown {
-        let quoted = format!("\"{code}\"");
-        let span = text
-            .find(&quoted)
-            .map_or(0..0, |at| at + 1..at + 1 + code.len());
-        diags.push(
-            Diagnostic::error(
-                "PW0008",
-                pipewright_syntax::Span::new(file, span),
-                format!("invalid project config: `[check]` names `{code}`, which is not a pipewright diagnostic code"),
-            )
-            .with_label("unknown code")
-            .with_help("`pipewright explain --list` lists every code"),
-        );
-    }
 }
 
 fn checker_for<'c>(
