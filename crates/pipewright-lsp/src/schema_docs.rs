@@ -8,10 +8,12 @@ fn schema(dialect: &str) -> Option<&'static Value> {
     static PIPELINE: OnceLock<Value> = OnceLock::new();
     static RECIPE: OnceLock<Value> = OnceLock::new();
     static STATE_MACHINE: OnceLock<Value> = OnceLock::new();
+    static MEOW: OnceLock<Value> = OnceLock::new();
     Some(match dialect {
         "pipeline" => PIPELINE.get_or_init(pipewright_pipeline::schema::json_schema),
         "recipe" => RECIPE.get_or_init(pipewright_recipe::schema::json_schema),
         "state-machine" => STATE_MACHINE.get_or_init(pipewright_statemachine::schema::json_schema),
+        "meow" => MEOW.get_or_init(pipewright_meow::schema::json_schema),
         _ => return None,
     })
 }
@@ -67,8 +69,8 @@ fn child<'a>(root: &'a Value, parents: &[&'a Value], key: &str) -> Vec<&'a Value
     out
 }
 
-/// The description (and type) of the key at the end of `path` (the keys from the root).
-pub fn describe(dialect: &str, path: &[&str]) -> Option<String> {
+/// The schema of the key at the end of `path` (the keys from the root), with the root.
+fn property(dialect: &str, path: &[&str]) -> Option<(&'static Value, &'static Value)> {
     let root = schema(dialect)?;
     let (key, parents_path) = path.split_last()?;
     let mut current = Vec::new();
@@ -76,10 +78,25 @@ pub fn describe(dialect: &str, path: &[&str]) -> Option<String> {
     for k in parents_path {
         current = child(root, &current, k);
     }
-    let found = current.iter().find_map(|p| {
-        let s = resolve(root, p.get("properties")?.get(*key)?);
-        Some(s)
-    })?;
+    current
+        .iter()
+        .find_map(|p| Some((root, resolve(root, p.get("properties")?.get(*key)?))))
+}
+
+/// The values the schema enumerates for the key at the end of `path`.
+pub fn enum_values(dialect: &str, path: &[&str]) -> Vec<String> {
+    property(dialect, path)
+        .and_then(|(_, s)| s.get("enum")?.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The description (and type) of the key at the end of `path` (the keys from the root).
+pub fn describe(dialect: &str, path: &[&str]) -> Option<String> {
+    let key = path.last()?;
+    let (_, found) = property(dialect, path)?;
     let mut text = format!("`{key}`");
     if let Some(t) = type_name(found) {
         text.push_str(&format!(" ({t})"));
@@ -124,6 +141,8 @@ mod tests {
         let d = describe("pipeline", &["steps", "call", "pass"]).unwrap_or_default();
         assert!(d.starts_with("`pass`: The stores"), "{d}");
         assert!(describe("recipe", &["nothing_like_this"]).is_none());
-        assert!(describe("meow", &["main"]).is_none());
+        let d = describe("meow", &["main", "steps", "executor"]).unwrap_or_default();
+        assert!(d.starts_with("`executor` (string)"), "{d}");
+        assert_eq!(enum_values("meow", &["main", "steps", "executor"]).len(), 7);
     }
 }

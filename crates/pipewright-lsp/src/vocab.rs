@@ -105,11 +105,6 @@ pub fn doc(table: &[(&str, &'static str)], word: &str) -> Option<&'static str> {
     table.iter().find(|(w, _)| *w == word).map(|(_, d)| *d)
 }
 
-/// MEOW's executors (the `executor = "…"` values the MEOW checker accepts).
-pub const MEOW_EXECUTORS: &[&str] = &[
-    "shell", "spawn", "kill", "expand", "branch", "foreach", "agent",
-];
-
 /// The values of a pipeline step's `on_error`.
 pub const ON_ERROR: &[&str] = &["fail", "continue", "retry(2)"];
 

@@ -364,3 +364,14 @@ fn references_of_a_pipeline_cross_files() {
     assert_eq!(found, [(u.clone(), 5, 21), (lib, 1, 10)]);
     c.shutdown();
 }
+
+#[test]
+fn hover_over_meow_keys_uses_its_schema() {
+    let mut c = Client::start();
+    let u = open_fixture(&mut c, "meow/ok/all-executors.meow.toml");
+    // `executor = "shell"` (line 13) in a [[main.steps]] table.
+    let h = hover_text(&mut c, &u, 12, 3);
+    assert!(h.starts_with("`executor` (string)"), "{h}");
+    assert!(h.contains("`\"foreach\"`"), "{h}");
+    c.shutdown();
+}

@@ -37,10 +37,7 @@ pub fn complete(doc: &Doc, at: Position) -> Vec<CompletionItem> {
         ),
         Some("recipe") => recipe_keys(text, before, line_start),
         Some("meow") if before.trim_start().starts_with("executor") => names(
-            vocab::MEOW_EXECUTORS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            crate::schema_docs::enum_values("meow", &["main", "steps", "executor"]),
             CompletionItemKind::ENUM_MEMBER,
             "MEOW executor",
         ),

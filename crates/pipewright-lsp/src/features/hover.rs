@@ -122,6 +122,11 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
         };
         return Some(format!("named store `{name}`: {said}"));
     }
+    if dialect == Some("meow") {
+        let path = super::meow::key_path(text, offset)?;
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        return crate::schema_docs::describe("meow", &path);
+    }
     if let Some(d) = dialect.filter(|d| *d != "pipeline") {
         // Keys of the other YAML and JSON dialects: their JSON Schema's description.
         let at = yaml_at::locate(&parsed, offset).filter(|a| a.on_key)?;

@@ -25,6 +25,28 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
+/// The key path of the key under `offset` (the table header's keys, then the key), when the
+/// offset is on a key (before the `=` of a `key = value` line).
+pub fn key_path(text: &str, offset: usize) -> Option<Vec<String>> {
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[line_start..];
+    let line = &line[..line.find('\n').unwrap_or(line.len())];
+    let (key, _) = line.split_once('=')?;
+    if offset - line_start > key.len() || key.trim_start().starts_with('#') {
+        return None;
+    }
+    let header = lines(text)
+        .take_while(|(start, _)| *start < line_start)
+        .filter(|(_, l)| header_workflow(l).is_some())
+        .last()?
+        .1
+        .trim()
+        .trim_matches(['[', ']']);
+    let mut path: Vec<String> = header.split('.').map(|s| s.trim().to_string()).collect();
+    path.push(key.trim().trim_matches('"').to_string());
+    Some(path)
+}
+
 /// The workflow whose tables hold `offset`.
 pub fn workflow_at(text: &str, offset: usize) -> Option<String> {
     lines(text)
