@@ -330,6 +330,8 @@ fn hover_over_recipe_and_state_machine_keys_uses_their_schemas() {
     );
     let h = hover_text(&mut c, &sm, 4, 13);
     assert!(h.starts_with("`prompt` (string): "), "{h}");
+    // `initialStep: "a"` (line 3): the step and its prompt.
+    assert_eq!(hover_text(&mut c, &sm, 2, 19), "step `a`: x");
     c.shutdown();
 }
 

@@ -128,9 +128,24 @@ fn about_word(doc: &Doc, offset: usize, word: &str, end: usize) -> Option<String
         return crate::schema_docs::describe("meow", &path);
     }
     if let Some(d) = dialect.filter(|d| *d != "pipeline") {
+        let at = yaml_at::locate(&parsed, offset)?;
+        let keys = at.keys();
+        if d == "state-machine" && !at.on_key {
+            // A transition's target: the step it leads to and its prompt's first line.
+            if matches!(keys.last(), Some(&("nextStep" | "initialStep"))) {
+                let root = parsed.iter().find_map(|doc| doc.root.as_ref())?;
+                let step = root.get("steps")?.get(word)?;
+                let prompt = step.get("prompt").and_then(|p| p.as_str()).unwrap_or("");
+                let first = prompt.lines().next().unwrap_or("");
+                return Some(format!("step `{word}`: {first}"));
+            }
+            return None;
+        }
         // Keys of the other YAML and JSON dialects: their JSON Schema's description.
-        let at = yaml_at::locate(&parsed, offset).filter(|a| a.on_key)?;
-        return crate::schema_docs::describe(d, &at.keys());
+        return at
+            .on_key
+            .then(|| crate::schema_docs::describe(d, &keys))
+            .flatten();
     }
     if dialect == Some("pipeline") {
         let at = yaml_at::locate(&parsed, offset);
