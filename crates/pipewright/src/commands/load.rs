@@ -32,8 +32,8 @@ pub fn lowered(
         return Err(2);
     }
     let mut diags = Vec::new();
-    let (project, _) =
-        pipewright_dialect::project::load(None, Some(path), sources, &mut diags).map_err(|e| {
+    let (project, _) = pipewright_dialect::project::load(None, Some(path), sources, &mut diags)
+        .map_err(|e| {
             errln!("error: {e}");
             2u8
         })?;
