@@ -554,6 +554,31 @@ fn claude_creates_the_session_then_resumes_it() {
 }
 
 #[test]
+fn human_output_ends_with_the_total_cost_when_the_backend_reports_one() {
+    let fake = Fake::new("claude", CLAUDE_REPLY, REVIEW_ANSWERS);
+    let d = tempdir();
+    let o = fake.run(
+        d.path(),
+        &[
+            "run",
+            &catalogue("review-and-commit"),
+            "--backend",
+            "claude",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(stdout(&o), "exit: changes-committed\n");
+    assert!(
+        stderr(&o).contains("usage: 200 input tokens, 40 output tokens, $0.0200\n"),
+        "{}",
+        text(&o)
+    );
+    // The script backend reports none: no usage line.
+    let o = run_script("retrospective", &[]);
+    assert!(!stderr(&o).contains("usage:"), "{}", text(&o));
+}
+
+#[test]
 fn a_restart_gives_claude_a_new_session_id() {
     let fake = Fake::new(
         "claude",
@@ -570,6 +595,8 @@ fn a_restart_gives_claude_a_new_session_id() {
             "claude",
             "--max-restarts",
             "1",
+            "--model",
+            "opus",
             "--format",
             "json",
         ],
@@ -582,6 +609,11 @@ fn a_restart_gives_claude_a_new_session_id() {
     let second = after(&calls[3], "--session-id").unwrap_or("");
     assert!(
         !first.is_empty() && !second.is_empty() && first != second,
+        "{calls:?}"
+    );
+    // --model is every step's tier, the commit's own haiku included.
+    assert!(
+        calls.iter().all(|c| after(c, "--model") == Some("opus")),
         "{calls:?}"
     );
     // Each turn resumes the id the previous one answered under.

@@ -269,7 +269,7 @@ pub async fn run(
             }
             Err(e) => End::failed(STORE_ERROR, ex.store_error(e)),
         },
-        // Only `--force` gets here: the recipe changed under the recorded run.
+        // The record does not fit the recipe (after `--force`) or cannot be read.
         Err(e) => End::failed(
             "configuration-error",
             RunError::new(codes::SM_CONFIG, "", "recipe", ex.recipes.root_span, e),

@@ -211,6 +211,15 @@ pub async fn run(
                 );
             }
             let id = &run.run_id;
+            // §19.2: the total cost on exit, when the backend reports one.
+            let usage = run.stores.to_json()["usage"].clone();
+            if let Some(cost) = usage["cost_usd"].as_f64() {
+                errln!(
+                    "usage: {} input tokens, {} output tokens, ${cost:.4}",
+                    usage["input_tokens"].as_u64().unwrap_or(0),
+                    usage["output_tokens"].as_u64().unwrap_or(0)
+                );
+            }
             match run.status {
                 pipewright_run::RunStatus::Ok => outln!("exit: {}", outcome.exit_reason),
                 pipewright_run::RunStatus::Cancelled => {
