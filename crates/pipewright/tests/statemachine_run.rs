@@ -422,7 +422,7 @@ for a in "$@"; do
 done
 if [ -e "$d/block" ] && case "$last" in *"$(cat "$d/block")"*) true;; *) false;; esac; then
   touch "$d/blocked"
-  sleep 60
+  exec sleep 60
 fi
 out=""
 while IFS= read -r line; do
