@@ -475,6 +475,22 @@ done < "$d/answers"
         c
     }
 
+    /// `run --resume ID --backend claude --format json`.
+    fn resume(&self, cwd: &Path, id: &str) -> Output {
+        self.run(
+            cwd,
+            &[
+                "run",
+                "--resume",
+                id,
+                "--backend",
+                "claude",
+                "--format",
+                "json",
+            ],
+        )
+    }
+
     fn run(&self, cwd: &Path, args: &[&str]) -> Output {
         self.command(cwd, args)
             .output()
@@ -830,18 +846,7 @@ fn kill_9_then_resume_asks_no_landed_step_again_in_the_same_session() {
         "Perform a thorough code review=no-issues\nAddress the issues=complete\nCommit and push=committed\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let o = fake.run(
-        d.path(),
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--backend",
-            "claude",
-            "--format",
-            "json",
-        ],
-    );
+    let o = fake.resume(d.path(), &id);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["run_id"], id.as_str());
@@ -886,18 +891,7 @@ fn kill_9_then_resume_asks_no_landed_step_again_in_the_same_session() {
     );
     assert_eq!(json(&o)["error"]["code"], "PW0843");
     // A finished run resumed again asks nothing and reports the same end.
-    let o = fake.run(
-        d.path(),
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--backend",
-            "claude",
-            "--format",
-            "json",
-        ],
-    );
+    let o = fake.resume(d.path(), &id);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(json(&o)["exit_reason"], "changes-committed");
     assert_eq!(fake.calls().len(), calls.len());
@@ -915,18 +909,7 @@ fn kill_9_during_the_first_turn_resumes_in_a_fresh_session() {
     let before = fake.calls();
     assert_eq!(before.len(), 1, "{before:?}");
     let killed = after(&before[0], "--session-id").unwrap_or("").to_string();
-    let o = fake.run(
-        d.path(),
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--backend",
-            "claude",
-            "--format",
-            "json",
-        ],
-    );
+    let o = fake.resume(d.path(), &id);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let calls = fake.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
@@ -960,18 +943,7 @@ fn ctrl_c_cancels_with_130_and_the_run_resumes() {
     assert_eq!(steps_of(&v), ["code-review"]);
     std::fs::remove_file(fake.dir.path().join("block")).unwrap_or_else(|e| panic!("{e}"));
     let id = v["run_id"].as_str().unwrap_or_default().to_string();
-    let o = fake.run(
-        d.path(),
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--backend",
-            "claude",
-            "--format",
-            "json",
-        ],
-    );
+    let o = fake.resume(d.path(), &id);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(steps_of(&json(&o)), ["code-review", "commit"]);
     // The review was asked once; the commit twice (cancelled, then resumed).
