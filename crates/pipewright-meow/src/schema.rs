@@ -6,9 +6,8 @@
 
 use crate::ast::{VAR_DECL_KEYS, VAR_TYPES, WORKFLOW_KEYS};
 use crate::steps::{expected, reads, required, AGENT_MODES, COMMON, EXECUTORS, ON_ERROR_VALUES};
+use pipewright_syntax::json_schema::{closed_object, document};
 use serde_json::{json, Map, Value};
-
-pub const SCHEMA_ID: &str = "https://pipewright.dev/schemas/meow.schema.json";
 
 /// What each executor does (docs/meow.md).
 fn executor_doc(ex: &str) -> &'static str {
@@ -72,7 +71,7 @@ fn step() -> Value {
                 }
             }
             json!({
-                "if": {"properties": {"executor": {"const": ex}}, "required": ["executor"]},
+                "if": {"properties": {"executor": {"enum": [ex]}}, "required": ["executor"]},
                 "then": then,
             })
         })
@@ -93,74 +92,64 @@ fn step() -> Value {
 }
 
 fn workflow() -> Value {
-    let properties: Map<String, Value> = WORKFLOW_KEYS
-        .iter()
-        .map(|k| {
-            let v = match *k {
-                "name" => json!({"type": "string", "minLength": 1, "description": "The workflow's name (default: the table's)."}),
-                "description" => json!({"type": "string"}),
-                "internal" => json!({"type": "boolean", "description": "Only for other workflows of the module to expand."}),
-                "variables" => json!({
-                    "type": "object",
-                    "description": "The variables the workflow takes.",
-                    "additionalProperties": {"$ref": "#/$defs/variable"},
-                }),
-                "steps" => json!({
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {"$ref": "#/$defs/step"},
-                }),
-                k if k.starts_with("cleanup_on_") => {
-                    json!({"type": "string", "description": "A shell script run when the run ends this way."})
-                }
-                other => panic!("workflow key `{other}` has no schema in schema.rs"),
-            };
-            (k.to_string(), v)
-        })
-        .collect();
-    json!({
-        "type": "object",
-        "description": "A workflow: a top-level table with `[[NAME.steps]]`.",
-        "properties": properties,
-        "required": ["steps"],
-        "additionalProperties": false,
-    })
+    closed_object(
+        &WORKFLOW_KEYS,
+        &["steps"],
+        "A workflow: a top-level table with `[[NAME.steps]]`.",
+        |k| match k {
+            "name" => {
+                json!({"type": "string", "minLength": 1, "description": "The workflow's name (default: the table's)."})
+            }
+            "description" => json!({"type": "string"}),
+            "internal" => {
+                json!({"type": "boolean", "description": "Only for other workflows of the module to expand."})
+            }
+            "variables" => json!({
+                "type": "object",
+                "description": "The variables the workflow takes.",
+                "additionalProperties": {"$ref": "#/$defs/variable"},
+            }),
+            "steps" => json!({
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/$defs/step"},
+            }),
+            k if k.starts_with("cleanup_on_") => {
+                json!({"type": "string", "description": "A shell script run when the run ends this way."})
+            }
+            other => panic!("workflow key `{other}` has no schema in schema.rs"),
+        },
+    )
 }
 
 fn variable() -> Value {
-    let properties: Map<String, Value> = VAR_DECL_KEYS
-        .iter()
-        .map(|k| {
-            let v = match *k {
-                "required" => json!({"type": "boolean"}),
-                "default" => json!({}),
-                "type" => json!({"enum": VAR_TYPES}),
-                "description" => json!({"type": "string"}),
-                other => panic!("variable key `{other}` has no schema in schema.rs"),
-            };
-            (k.to_string(), v)
-        })
-        .collect();
-    json!({
-        "type": "object",
-        "description": "A variable declaration: `{ default = …, required = …, type = …, description = … }`.",
-        "properties": properties,
-        "additionalProperties": false,
-    })
+    closed_object(
+        &VAR_DECL_KEYS,
+        &[],
+        "A variable declaration: `{ default = …, required = …, type = …, description = … }`.",
+        |k| match k {
+            "required" => json!({"type": "boolean"}),
+            "default" => json!({}),
+            "type" => json!({"enum": VAR_TYPES}),
+            "description" => json!({"type": "string"}),
+            other => panic!("variable key `{other}` has no schema in schema.rs"),
+        },
+    )
 }
 
 /// The schema of a MEOW module: every top-level table is a workflow.
 pub fn json_schema() -> Value {
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "pipewright MEOW module",
-        "description": "A MEOW module (docs/meow.md): each top-level table is a workflow.",
-        "type": "object",
-        "minProperties": 1,
-        "additionalProperties": {"$ref": "#/$defs/workflow"},
-        "$defs": {"workflow": workflow(), "step": step(), "variable": variable()},
-    })
+    document(
+        "meow",
+        "pipewright MEOW module",
+        "A MEOW module (docs/meow.md): each top-level table is a workflow.",
+        json!({
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {"$ref": "#/$defs/workflow"},
+            "$defs": {"workflow": workflow(), "step": step(), "variable": variable()},
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -7,9 +7,8 @@
 use crate::load::{PIPELINE_KEYS, STEP_KINDS};
 use crate::schema_load::{FIELD_KEYS, FIELD_REQUIRED_KEYS, FIELD_TYPES, SCHEMA_KEYS};
 use crate::step_load::{keys_of, STEP_BODY_KEYS, STEP_REQUIRED_KEYS, TARGET_KEYS};
+use pipewright_syntax::json_schema::{closed_object, document, string};
 use serde_json::{json, Map, Value};
-
-pub const SCHEMA_ID: &str = "https://pipewright.dev/schemas/pipeline.schema.json";
 
 /// What each step kind does (docs/pipeline.md).
 fn kind_doc(kind: &str) -> &'static str {
@@ -25,10 +24,6 @@ fn kind_doc(kind: &str) -> &'static str {
         "parallel" => "Runs named branch steps at once, then a collect step over their results.",
         other => panic!("step kind `{other}` has no description in schema.rs"),
     }
-}
-
-fn string(doc: &str) -> Value {
-    json!({"type": "string", "description": doc})
 }
 
 fn name(doc: &str) -> Value {
@@ -110,7 +105,10 @@ fn step_key(kind: &str, key: &str) -> Value {
             "description": "The target when no case matches.",
             "anyOf": [{"$ref": "#/$defs/target"}, {"type": "null"}],
         }),
-        "over" => nullable(expr("The list to iterate; absent or null: the pipe")),
+        "over" => json!({
+            "type": ["string", "null"],
+            "description": "The list to iterate, an R1 expression (absent or null: the pipe).",
+        }),
         "items" => json!({
             "type": ["array", "null"],
             "description": "A literal list to iterate (instead of `over`).",
@@ -135,25 +133,12 @@ fn step_key(kind: &str, key: &str) -> Value {
     }
 }
 
-fn object(properties: Map<String, Value>, required: &[&str], doc: &str) -> Value {
-    json!({
-        "type": "object",
-        "description": doc,
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
-
 fn step_body(kind: &str) -> Value {
-    let properties = keys_of(STEP_BODY_KEYS, kind)
-        .iter()
-        .map(|k| (k.to_string(), step_key(kind, k)))
-        .collect();
-    let mut body = object(
-        properties,
+    let mut body = closed_object(
+        keys_of(STEP_BODY_KEYS, kind),
         keys_of(STEP_REQUIRED_KEYS, kind),
         kind_doc(kind),
+        |k| step_key(kind, k),
     );
     if keys_of(STEP_BODY_KEYS, kind).contains(&"items") {
         body["not"] = json!({"required": ["over", "items"]});
@@ -165,26 +150,24 @@ fn field_type() -> Value {
     let variants: Vec<Value> = FIELD_TYPES
         .iter()
         .map(|ty| {
-            let properties = keys_of(FIELD_KEYS, ty)
-                .iter()
-                .map(|k| {
-                    let v = match *k {
-                        "type" => json!({"const": ty}),
-                        "required" => json!({"type": "boolean"}),
-                        "description" => json!({"type": "string"}),
-                        "minimum" | "maximum" => json!({"type": "number"}),
-                        "values" => json!({"type": "array", "minItems": 1}),
-                        "of" => json!({"$ref": "#/$defs/field"}),
-                        "fields" => json!({"$ref": "#/$defs/fields"}),
-                        "schema" => json!({"type": "string", "pattern": "\\S"}),
-                        other => panic!("field attribute `{other}` has no schema in schema.rs"),
-                    };
-                    (k.to_string(), v)
-                })
-                .collect();
             let mut required = vec!["type"];
             required.extend(keys_of(FIELD_REQUIRED_KEYS, ty));
-            object(properties, &required, &format!("A `{ty}` field."))
+            closed_object(
+                keys_of(FIELD_KEYS, ty),
+                &required,
+                &format!("A `{ty}` field."),
+                |k| match k {
+                    "type" => json!({"enum": [ty]}),
+                    "required" => json!({"type": "boolean"}),
+                    "description" => json!({"type": "string"}),
+                    "minimum" | "maximum" => json!({"type": "number"}),
+                    "values" => json!({"type": "array", "minItems": 1}),
+                    "of" => json!({"$ref": "#/$defs/field"}),
+                    "fields" => json!({"$ref": "#/$defs/fields"}),
+                    "schema" => json!({"type": "string", "pattern": "\\S"}),
+                    other => panic!("field attribute `{other}` has no schema in schema.rs"),
+                },
+            )
         })
         .collect();
     json!({"oneOf": variants})
@@ -211,16 +194,13 @@ pub fn json_schema() -> Value {
     for k in STEP_KINDS {
         defs.insert(k.to_string(), step_body(k));
     }
-    let target = TARGET_KEYS
-        .iter()
-        .map(|k| (k.to_string(), step_key("call", k)))
-        .collect();
     defs.insert(
         "target".into(),
-        object(
-            target,
+        closed_object(
+            TARGET_KEYS,
             &["pipeline"],
             "A pipeline to call, and what it is passed.",
+            |k| step_key("call", k),
         ),
     );
     defs.insert("field".into(), field_type());
@@ -232,58 +212,47 @@ pub fn json_schema() -> Value {
             "additionalProperties": {"$ref": "#/$defs/field"},
         }),
     );
-    let pipeline = PIPELINE_KEYS
-        .iter()
-        .map(|k| {
-            let v = match *k {
-                "pipeline" => json!({
-                    "type": "string",
-                    "pattern": "^[^.]*[^.\\s][^.]*$",
-                    "description": "The pipeline's name (no `.`: it separates namespaces).",
-                }),
-                "description" => string("What the pipeline does."),
-                "steps" => json!({
-                    "type": "array",
-                    "description": "The steps, run in order; each one's result is the next one's `pipe`.",
-                    "minItems": 1,
-                    "items": step_ref(),
-                }),
-                other => panic!("pipeline key `{other}` has no schema in schema.rs"),
-            };
-            (k.to_string(), v)
-        })
-        .collect();
-    defs.insert(
-        "pipeline".into(),
-        object(pipeline, &["pipeline", "steps"], "A pipeline document."),
+    let pipeline = closed_object(
+        PIPELINE_KEYS,
+        &["pipeline", "steps"],
+        "A pipeline document.",
+        |k| match k {
+            "pipeline" => json!({
+                "type": "string",
+                "pattern": "^[^.]*[^.\\s][^.]*$",
+                "description": "The pipeline's name (no `.`: it separates namespaces).",
+            }),
+            "description" => string("What the pipeline does."),
+            "steps" => json!({
+                "type": "array",
+                "description": "The steps, run in order; each one's result is the next one's `pipe`.",
+                "minItems": 1,
+                "items": step_ref(),
+            }),
+            other => panic!("pipeline key `{other}` has no schema in schema.rs"),
+        },
     );
-    let schema = SCHEMA_KEYS
-        .iter()
-        .map(|k| {
-            let v = match *k {
-                "schema" => name("The schema's name, as steps' `schema:` refer to it."),
-                "fields" => json!({"$ref": "#/$defs/fields"}),
-                other => panic!("schema key `{other}` has no schema in schema.rs"),
-            };
-            (k.to_string(), v)
-        })
-        .collect();
-    defs.insert(
-        "schema".into(),
-        object(
-            schema,
-            SCHEMA_KEYS,
-            "A schema document: the shape of a structured result.",
-        ),
+    defs.insert("pipeline".into(), pipeline);
+    let schema = closed_object(
+        SCHEMA_KEYS,
+        SCHEMA_KEYS,
+        "A schema document: the shape of a structured result.",
+        |k| match k {
+            "schema" => name("The schema's name, as steps' `schema:` refer to it."),
+            "fields" => json!({"$ref": "#/$defs/fields"}),
+            other => panic!("schema key `{other}` has no schema in schema.rs"),
+        },
     );
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "pipewright pipeline document",
-        "description": "One YAML document of a pipeline file (docs/pipeline.md): a `pipeline:` document or a `schema:` document. Files hold several, separated by `---`.",
-        "anyOf": [{"$ref": "#/$defs/pipeline"}, {"$ref": "#/$defs/schema"}],
-        "$defs": defs,
-    })
+    defs.insert("schema".into(), schema);
+    document(
+        "pipeline",
+        "pipewright pipeline document",
+        "One YAML document of a pipeline file (docs/pipeline.md): a `pipeline:` document or a `schema:` document. Files hold several, separated by `---`.",
+        json!({
+            "anyOf": [{"$ref": "#/$defs/pipeline"}, {"$ref": "#/$defs/schema"}],
+            "$defs": defs,
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -13,9 +13,8 @@ use crate::load::{
 use crate::validate::{
     APPROVAL_DEFAULTS, MODEL_CLASSES, ON_ERROR_VALUES, RETRY_BACKOFFS, SPAWN_MODES, STEP_TYPES,
 };
-use serde_json::{json, Map, Value};
-
-pub const SCHEMA_ID: &str = "https://pipewright.dev/schemas/recipe.schema.json";
+use pipewright_syntax::json_schema::{closed_object, document};
+use serde_json::{json, Value};
 
 fn text(doc: &str) -> Value {
     json!({"type": ["string", "null"], "description": doc})
@@ -48,14 +47,11 @@ fn text_entries(doc: &str) -> Value {
     })
 }
 
+/// A mapping of exactly `keys` (others are errors or warnings), or null.
 fn object(keys: &[&str], doc: &str, value: impl Fn(&str) -> Value) -> Value {
-    let properties: Map<String, Value> = keys.iter().map(|k| (k.to_string(), value(k))).collect();
-    json!({
-        "type": ["object", "null"],
-        "description": doc,
-        "properties": properties,
-        "additionalProperties": false,
-    })
+    let mut o = closed_object(keys, &[], doc, value);
+    o["type"] = json!(["object", "null"]);
+    o
 }
 
 fn recursion() -> Value {
@@ -187,7 +183,7 @@ fn top_key(k: &str) -> Value {
 }
 
 fn stage() -> Value {
-    let mut st = object(STAGE_KEYS, "A stage.", |k| match k {
+    closed_object(STAGE_KEYS, &[], "A stage.", |k| match k {
         "name" => text("The stage's name."),
         "steps" => steps(),
         "approval" => object(
@@ -202,31 +198,22 @@ fn stage() -> Value {
             },
         ),
         other => panic!("stage key `{other}` has no schema in schema.rs"),
-    });
-    st["type"] = json!("object");
-    st
+    })
 }
 
 /// The schema of a recipe file.
 pub fn json_schema() -> Value {
-    let mut step = object(STEP_KEYS, "A step.", step_key);
-    step["type"] = json!("object");
-    step["required"] = json!(["id"]);
-    let properties: Map<String, Value> = TOP_KEYS
-        .iter()
-        .map(|k| (k.to_string(), top_key(k)))
-        .collect();
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "pipewright recipe",
-        "description": "A recipe (docs/recipe.md): metadata, then `steps` or `stages`.",
-        "type": "object",
-        "properties": properties,
-        "required": ["name", "description", "version"],
-        "additionalProperties": false,
-        "$defs": {"step": step, "stage": stage()},
-    })
+    let mut root = closed_object(TOP_KEYS, &["name", "description", "version"], "", top_key);
+    root["$defs"] = json!({
+        "step": closed_object(STEP_KEYS, &["id"], "A step.", step_key),
+        "stage": stage(),
+    });
+    document(
+        "recipe",
+        "pipewright recipe",
+        "A recipe (docs/recipe.md): metadata, then `steps` or `stages`.",
+        root,
+    )
 }
 
 #[cfg(test)]

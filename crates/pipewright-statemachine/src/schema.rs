@@ -8,31 +8,15 @@ use crate::ast::{
     ACTIONS, GUARDRAIL_KEYS, INCLUDE_KEY, REQUIRED, ROOT_KEYS, STEP_KEYS, STEP_REQUIRED,
     TRANSITION_KEYS,
 };
-use serde_json::{json, Map, Value};
-
-pub const SCHEMA_ID: &str = "https://pipewright.dev/schemas/state-machine.schema.json";
-
-fn string(doc: &str) -> Value {
-    json!({"type": "string", "description": doc})
-}
-
-fn object(keys: &[&str], required: &[&str], doc: &str, value: impl Fn(&str) -> Value) -> Value {
-    let properties: Map<String, Value> = keys.iter().map(|k| (k.to_string(), value(k))).collect();
-    json!({
-        "type": "object",
-        "description": doc,
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
+use pipewright_syntax::json_schema::{closed_object, document, string};
+use serde_json::{json, Value};
 
 fn positive(doc: &str) -> Value {
     json!({"type": "integer", "minimum": 1, "description": doc})
 }
 
 fn transition() -> Value {
-    let mut t = object(
+    let mut t = closed_object(
         TRANSITION_KEYS,
         &[],
         "What an outcome does: `{\"nextStep\": STEP}`, `{\"action\": \"exit\", \"reason\": …}` or `{\"action\": \"restart-new-session\", \"recipeId\": …}`.",
@@ -46,14 +30,14 @@ fn transition() -> Value {
     );
     t["oneOf"] = json!([
         {"required": ["nextStep"], "not": {"anyOf": [{"required": ["action"]}, {"required": ["recipeId"]}]}},
-        {"required": ["action"], "properties": {"action": {"const": "exit"}}, "not": {"required": ["recipeId"]}},
-        {"required": ["action", "recipeId"], "properties": {"action": {"const": "restart-new-session"}}},
+        {"required": ["action"], "properties": {"action": {"enum": ["exit"]}}, "not": {"required": ["recipeId"]}},
+        {"required": ["action", "recipeId"], "properties": {"action": {"enum": ["restart-new-session"]}}},
     ]);
     t
 }
 
 fn step() -> Value {
-    object(
+    closed_object(
         STEP_KEYS,
         STEP_REQUIRED,
         "A step: a prompt, the outcomes it may report, and a transition for each.",
@@ -77,13 +61,13 @@ fn step() -> Value {
 
 /// The schema of a recipe file.
 pub fn json_schema() -> Value {
-    let mut root = object(ROOT_KEYS, REQUIRED, "", |k| match k {
+    let mut root = closed_object(ROOT_KEYS, REQUIRED, "", |k| match k {
         "id" => string("The recipe's id, as other recipes name it."),
         "label" => string("A title for people."),
         "description" => string("What the recipe does."),
         "initialStep" => string("The step the run starts at."),
         "model" => string("The model for every step without its own."),
-        "guardrails" => object(GUARDRAIL_KEYS, &[], "Limits on the run.", |k| match k {
+        "guardrails" => closed_object(GUARDRAIL_KEYS, &[], "Limits on the run.", |k| match k {
             "maxStepVisits" => positive("The most visits to one step (default 3)."),
             "maxTotalSteps" => positive("The most steps in all (default 100)."),
             "exitOnOther" => {
@@ -104,20 +88,13 @@ pub fn json_schema() -> Value {
         }),
         other => panic!("recipe key `{other}` has no schema in schema.rs"),
     });
-    let root = root.as_object_mut().map(std::mem::take).unwrap_or_default();
-    let mut out = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "pipewright state-machine recipe",
-        "description": "A state-machine recipe (docs/statemachine.md): steps whose reported outcome picks the next step.",
-    });
-    for (k, v) in root {
-        if k != "description" {
-            out[k] = v;
-        }
-    }
-    out["$defs"] = json!({"step": step(), "transition": transition()});
-    out
+    root["$defs"] = json!({"step": step(), "transition": transition()});
+    document(
+        "state-machine",
+        "pipewright state-machine recipe",
+        "A state-machine recipe (docs/statemachine.md): steps whose reported outcome picks the next step.",
+        root,
+    )
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod codes;
 pub mod diagnostic;
+pub mod json_schema;
 pub mod render;
 pub mod source;
 pub mod suggest;

@@ -28,10 +28,18 @@ fn schema_text(dialect: &str) -> String {
     stdout(&o)
 }
 
-fn validator(dialect: &str) -> jsonschema::Validator {
+/// The dialect's schema as a draft 2020-12 validator, a draft 7 one and a draft 4 one: taplo
+/// and older editors read schemas with draft 7 or even draft 4 semantics. The schemas use only
+/// keywords that mean the same under draft 7; under draft 4 (no `if`, `then`, `const`) they are
+/// looser, but must still accept every file the 2020-12 reading accepts.
+fn validators(dialect: &str) -> [jsonschema::Validator; 3] {
     let schema: Value =
         serde_json::from_str(&schema_text(dialect)).unwrap_or_else(|e| panic!("{dialect}: {e}"));
-    jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{dialect}: {e}"))
+    [
+        jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{dialect}: {e}")),
+        jsonschema::draft7::new(&schema).unwrap_or_else(|e| panic!("{dialect} as draft 7: {e}")),
+        jsonschema::draft4::new(&schema).unwrap_or_else(|e| panic!("{dialect} as draft 4: {e}")),
+    ]
 }
 
 #[test]
@@ -209,16 +217,16 @@ fn check_dir(dir: &Path) -> BTreeMap<PathBuf, Vec<(String, String)>> {
     out
 }
 
+type Validators = Vec<(&'static str, [jsonschema::Validator; 3])>;
+
 /// Validates every document of `path` against its dialect's schema: the dialect and the
-/// errors; `None` for a file of no dialect, or one that does not parse.
-fn schema_errors(
-    path: &Path,
-    validators: &[(&str, jsonschema::Validator)],
-) -> Option<(&'static str, Vec<String>)> {
+/// errors; `None` for a file of no dialect, or one that does not parse. Panics when the
+/// draft 2020-12 and the draft 7 verdicts differ, or draft 4 rejects a valid file.
+fn schema_errors(path: &Path, validators: &Validators) -> Option<(&'static str, Vec<String>)> {
     let dialect = dialect_of(path)?;
-    let v = &validators.iter().find(|(d, _)| *d == dialect)?.1;
+    let [v, v7, v4] = &validators.iter().find(|(d, _)| *d == dialect)?.1;
     let docs = documents(path)?;
-    let errors = docs
+    let errors: Vec<String> = docs
         .iter()
         .flat_map(|doc| {
             v.iter_errors(doc)
@@ -226,11 +234,25 @@ fn schema_errors(
                 .collect::<Vec<_>>()
         })
         .collect();
+    let valid7 = docs.iter().all(|doc| v7.is_valid(doc));
+    assert_eq!(
+        errors.is_empty(),
+        valid7,
+        "{}: the draft 7 reading of the {dialect} schema disagrees: {errors:?}",
+        path.display()
+    );
+    if errors.is_empty() {
+        assert!(
+            docs.iter().all(|doc| v4.is_valid(doc)),
+            "{}: valid, yet not under the draft 4 reading of the {dialect} schema",
+            path.display()
+        );
+    }
     Some((dialect, errors))
 }
 
-fn all_validators() -> Vec<(&'static str, jsonschema::Validator)> {
-    DIALECTS.iter().map(|d| (*d, validator(d))).collect()
+fn all_validators() -> Validators {
+    DIALECTS.iter().map(|d| (*d, validators(d))).collect()
 }
 
 /// Checks each directory under `root` holding workflow files (a directory at a time, so
