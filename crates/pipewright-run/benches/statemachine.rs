@@ -41,20 +41,23 @@ fn transitions(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let backend = Arc::new(Stateless(Arc::new(MockBackend)));
-    c.bench_function(&format!("state machine: {STEPS} transitions, mock backend"), |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let mut o = RunOptions::new(dir.path().to_path_buf());
-                o.source_path = Some(path.clone());
-                let sm = statemachine::Options::new(backend.clone(), dir.path().to_path_buf());
-                let out = statemachine::run(program.clone(), &sources, o, sm)
-                    .await
-                    .expect("runs");
-                assert_eq!(out.exit_reason, "max-total-steps");
-                assert_eq!(out.trace.len() as u64, STEPS);
+    c.bench_function(
+        &format!("state machine: {STEPS} transitions, mock backend"),
+        |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut o = RunOptions::new(dir.path().to_path_buf());
+                    o.source_path = Some(path.clone());
+                    let sm = statemachine::Options::new(backend.clone(), dir.path().to_path_buf());
+                    let out = statemachine::run(program.clone(), &sources, o, sm)
+                        .await
+                        .expect("runs");
+                    assert_eq!(out.exit_reason, "max-total-steps");
+                    assert_eq!(out.trace.len() as u64, STEPS);
+                })
             })
-        })
-    });
+        },
+    );
 }
 
 criterion_group!(benches, transitions);
