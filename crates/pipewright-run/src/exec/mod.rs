@@ -476,36 +476,20 @@ pub async fn run(
         .ok_or("internal: workflow index out of range")?;
     let wf_name = workflow.name.clone();
     let sinks = Arc::new(opts.sinks);
-    let recorder = match &opts.store {
-        Some(st) => {
-            let lock = match lock {
-                Some(l) => {
-                    st.record(&run_id, &[Write::Status("running".into())])?;
-                    l
-                }
-                None => {
-                    let l = st.lock_run(&run_id)?;
-                    // The run exists before its first step starts: a kill -9 at any later
-                    // point leaves a run that `--resume` can open.
-                    st.create_run(&store::NewRun {
-                        run_id: run_id.clone(),
-                        file: opts.file_label.clone(),
-                        workflow: wf_name.clone(),
-                        source_hash: source_hash.clone(),
-                        input: input.clone(),
-                    })?;
-                    l
-                }
-            };
-            Some(Recorder::new(
-                st.clone(),
-                run_id.clone(),
-                lock,
-                sinks.clone(),
-            )?)
-        }
-        None => None,
-    };
+    // The run exists before its first step starts: a kill -9 at any later point leaves a run
+    // that `--resume` can open.
+    let recorder = open_recorder(
+        opts.store.as_ref(),
+        lock,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: wf_name.clone(),
+            source_hash: source_hash.clone(),
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
     let interp = Interp {
         program: program.clone(),
         sources: sources.clone(),

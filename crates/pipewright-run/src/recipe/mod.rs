@@ -235,29 +235,18 @@ pub(crate) async fn run(
         ));
     }
     let sinks = Arc::new(opts.sinks);
-    let recorder = match &opts.store {
-        Some(st) => {
-            let l = match lock_ {
-                Some(l) => {
-                    st.record(&run_id, &[Write::Status("running".into())])?;
-                    l
-                }
-                None => {
-                    let l = st.lock_run(&run_id)?;
-                    st.create_run(&store::NewRun {
-                        run_id: run_id.clone(),
-                        file: opts.file_label.clone(),
-                        workflow: workflow.name.clone(),
-                        source_hash: source_hash.clone(),
-                        input: input.clone(),
-                    })?;
-                    l
-                }
-            };
-            Some(Recorder::new(st.clone(), run_id.clone(), l, sinks.clone())?)
-        }
-        None => None,
-    };
+    let recorder = crate::exec::open_recorder(
+        opts.store.as_ref(),
+        lock_,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: workflow.name.clone(),
+            source_hash: source_hash.clone(),
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
     let limits = workflow.limits.clone();
     let ex = Exec {
         run_id: run_id.clone(),

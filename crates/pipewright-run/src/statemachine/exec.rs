@@ -219,29 +219,18 @@ pub async fn run(
         }
     };
     let sinks = Arc::new(opts.sinks);
-    let recorder = match &opts.store {
-        Some(st) => {
-            let l = match lock_ {
-                Some(l) => {
-                    st.record(&run_id, &[Write::Status("running".into())])?;
-                    l
-                }
-                None => {
-                    let l = st.lock_run(&run_id)?;
-                    st.create_run(&store::NewRun {
-                        run_id: run_id.clone(),
-                        file: opts.file_label.clone(),
-                        workflow: root.clone(),
-                        source_hash,
-                        input: Value::Null,
-                    })?;
-                    l
-                }
-            };
-            Some(Recorder::new(st.clone(), run_id.clone(), l, sinks.clone())?)
-        }
-        None => None,
-    };
+    let recorder = crate::exec::open_recorder(
+        opts.store.as_ref(),
+        lock_,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: root.clone(),
+            source_hash,
+            input: Value::Null,
+        },
+        sinks.clone(),
+    )?;
     let mut ex = Exec {
         run_id,
         recipes: Arc::new(recipes),
