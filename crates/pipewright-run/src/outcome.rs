@@ -53,6 +53,16 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
+    /// A store failure to say beside the run's own result: not when it already is the run's
+    /// error (which stays the diagnostic).
+    pub fn unreported_store_error(&self) -> Option<&str> {
+        self.store_error.as_deref().filter(|_| {
+            self.error
+                .as_ref()
+                .is_none_or(|e| e.code != crate::codes::STORE)
+        })
+    }
+
     pub(crate) fn new(
         status: RunStatus,
         run_id: String,

@@ -198,12 +198,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
     };
     // A store failure beside a step's own failure (which stays the diagnostic) is still said.
-    if let Some(e) = outcome.store_error.as_ref().filter(|_| {
-        outcome
-            .error
-            .as_ref()
-            .is_none_or(|e| e.code != pipewright_run::codes::STORE)
-    }) {
+    if let Some(e) = outcome.unreported_store_error() {
         errln!("error: the run could not be recorded: {e}");
     }
     match args.format {

@@ -191,11 +191,7 @@ pub async fn run(
         Err(r) => return refused(args, &r),
     };
     let run = &outcome.run;
-    if let Some(e) = run.store_error.as_ref().filter(|_| {
-        run.error
-            .as_ref()
-            .is_none_or(|e| e.code != pipewright_run::codes::STORE)
-    }) {
+    if let Some(e) = run.unreported_store_error() {
         errln!("error: the run could not be recorded: {e}");
     }
     match args.format {
