@@ -61,7 +61,7 @@ fn setup() -> tempfile::TempDir {
     let adapter = d.path().join(".meow/adapters/fake");
     std::fs::create_dir_all(&adapter).unwrap_or_else(|e| panic!("{e}"));
     let toml = format!(
-        "[adapter]\nname = \"fake\"\n[spawn]\ncommand = \"bash {}\"\nstartup_delay = \"300ms\"\n[environment]\nPW = \"{}\"\nFAKE_LOG = \"{}\"\n[prompt_injection]\nmethod = \"literal\"\npost_keys = [\"Enter\"]\n[graceful_stop]\nkeys = [\"C-c\"]\nwait = \"100ms\"\n",
+        "[adapter]\nname = \"fake\"\n[spawn]\ncommand = \"bash {0} --session-id {{{{session_id}}}}\"\nresume_command = \"bash {0} --resume {{{{session_id}}}}\"\nstartup_delay = \"300ms\"\n[environment]\nPW = \"{1}\"\nFAKE_LOG = \"{2}\"\n[prompt_injection]\nmethod = \"literal\"\npost_keys = [\"Enter\"]\n[graceful_stop]\nkeys = [\"C-c\"]\nwait = \"100ms\"\n",
         d.path().join("fake-agent.sh").display(),
         env!("CARGO_BIN_EXE_pipewright"),
         d.path().join("fake.log").display(),
@@ -81,12 +81,18 @@ fn run(t: &Tmux, dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `--var pw=<this pipewright>`, for fixtures whose shell steps run `pipewright meow`.
+fn pw() -> String {
+    format!("pw={}", env!("CARGO_BIN_EXE_pipewright"))
+}
+
 /// `run` in the background.
-fn start(t: &Tmux, dir: &Path, file: &str) -> std::process::Child {
+fn start(t: &Tmux, dir: &Path, args: &[&str]) -> std::process::Child {
     bin()
         .current_dir(dir)
         .env("PIPEWRIGHT_TMUX_SOCKET", &t.0)
-        .args(["run", "--backend", "command", "--format", "json", file])
+        .args(["run", "--backend", "command", "--format", "json"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,6 +106,11 @@ fn json(o: &Output) -> Value {
 
 fn log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("fake.log")).unwrap_or_default()
+}
+
+/// What the fake agent logged after `prefix` on each line that starts with it.
+fn logged<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
+    log.lines().filter_map(|l| l.strip_prefix(prefix)).collect()
 }
 
 #[test]
@@ -133,7 +144,7 @@ fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_sessio
 fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
     let t = Tmux::new("many");
     let d = setup();
-    let mut child = start(&t, d.path(), "many.meow.toml");
+    let mut child = start(&t, d.path(), &["many.meow.toml"]);
     let mut most = 0;
     while child.try_wait().ok().flatten().is_none() {
         most = most.max(t.sessions().len());
@@ -169,7 +180,7 @@ fn a_tmux_agent_that_never_answers_fails_at_its_timeout() {
 fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
     let t = Tmux::new("resume");
     let d = setup();
-    let mut child = start(&t, d.path(), "slow.meow.toml");
+    let mut child = start(&t, d.path(), &["slow.meow.toml", "--var", &pw()]);
     wait_for(
         Duration::from_secs(20),
         "the prompt to reach the agent",
@@ -185,6 +196,14 @@ fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
     let v = json(&o);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
     assert_eq!(v["stores"]["after"]["line"], "5");
+    // The session id recorded at the first spawn survived in the run store.
+    let sid = v["stores"]["sid"]["session_id"].as_str().unwrap_or("");
+    assert!(!sid.is_empty(), "{}", text(&o));
+    assert!(
+        log(d.path()).contains(&format!("sid {sid}\n")),
+        "{}",
+        log(d.path())
+    );
     // Re-attached: the agent that was working answered the resumed run (its prompt was typed
     // again into the same session); no second agent started.
     let l = log(d.path());
@@ -207,4 +226,72 @@ fn a_tmux_agent_whose_session_ends_fails_its_step_instead_of_hanging() {
         msg.contains("step `gone` failed: the agent's session ended before the agent reported"),
         "{msg}"
     );
+}
+
+#[test]
+fn prime_repeats_the_prompt_and_why_done_was_refused_but_not_for_an_interactive_step() {
+    let t = Tmux::new("prime");
+    let d = setup();
+    let o = run(&t, d.path(), &["prime.meow.toml", "--var", &pw()]);
+    let v = json(&o);
+    let l = log(d.path());
+    assert_eq!(o.status.code(), Some(0), "{}\n{l}", text(&o));
+    let primes: Vec<Value> = logged(&l, "prime: ")
+        .iter()
+        .map(|p| serde_json::from_str(p).unwrap_or(Value::Null))
+        .collect();
+    assert_eq!(primes.len(), 2, "{l}");
+    // The autonomous step: its prompt as typed, expected outputs included.
+    assert_eq!(primes[0]["step"], "auto");
+    assert_eq!(primes[0]["mode"], "autonomous");
+    let p = primes[0]["prompt"].as_str().unwrap_or("");
+    assert!(p.starts_with("Count the files.\nFAKE-PRIME"), "{p}");
+    assert!(p.contains("- n (number, required): how many"), "{p}");
+    // After the refused `done`, the same prompt and why it was refused.
+    let after = l.split("prime-refused: ").nth(1).unwrap_or("");
+    assert!(after.starts_with("Count the files."), "{l}");
+    assert!(
+        after.contains("Your last `pipewright meow done` was refused: output validation failed: output `n` (number) `many`"),
+        "{l}"
+    );
+    // The interactive step: nothing to repeat, yet it waited for the agent's `done`.
+    assert_eq!(primes[1]["step"], "talk");
+    assert_eq!(primes[1]["mode"], "interactive");
+    assert_eq!(primes[1]["prompt"], "");
+    assert_eq!(v["stores"]["talk"]["said"], "hi", "{}", text(&o));
+    assert_eq!(v["stores"]["auto"]["n"], 3);
+    // `--notes` is kept with the step in the run store.
+    let id = v["run_id"].as_str().unwrap_or("");
+    let shown = run_in(d.path(), &["runs", "show", id]);
+    let state: Value = serde_json::from_str(&stdout(&shown)).unwrap_or(Value::Null);
+    assert_eq!(
+        state["completed"]["auto"]["notes"],
+        "counted by hand",
+        "{}",
+        text(&shown)
+    );
+}
+
+#[test]
+fn a_checkpointed_session_id_resumes_the_agent_it_was_read_from() {
+    let t = Tmux::new("session");
+    let d = setup();
+    let o = run(&t, d.path(), &["prime.meow.toml", "--var", &pw()]);
+    let v = json(&o);
+    let l = log(d.path());
+    assert_eq!(o.status.code(), Some(0), "{}\n{l}", text(&o));
+    // The adapter's `{{session_id}}` got a fresh id; the spawn and `meow session-id` name it.
+    let sids = logged(&l, "sid ");
+    assert_eq!(sids.len(), 1, "{l}");
+    let sid = sids[0];
+    assert!(
+        sid.len() == 36 && sid.matches('-').count() == 4,
+        "a UUID: {sid}"
+    );
+    assert_eq!(v["stores"]["spawn"]["session_id"], sid);
+    assert_eq!(v["stores"]["checkpoint"]["session_id"], sid);
+    // The second spawn resumed that session, which is still the agent's.
+    assert_eq!(logged(&l, "resumed "), [sid], "{l}");
+    assert_eq!(v["stores"]["again"]["session_id"], sid);
+    assert_eq!(v["stores"]["after"]["session_id"], sid);
 }

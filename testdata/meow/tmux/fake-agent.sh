@@ -7,8 +7,16 @@
 #   FAKE-SLEEP: SECS   wait first
 #   FAKE-HANG          never answer
 #   FAKE-EXIT          quit without answering (the session ends)
+#   FAKE-PRIME         log `$PW meow prime --format json` before answering, and the plain
+#                      `meow prime` after a refused answer (what a Stop hook would be told)
+# Started with `--session-id ID` or `--resume ID` (the adapter's `{{session_id}}`), it logs
+# `sid ID` or `resumed ID`.
 echo "fake agent ready in $(pwd)"
 echo started >> "$FAKE_LOG"
+case "$1" in
+  --session-id) echo "sid $2" >> "$FAKE_LOG" ;;
+  --resume) echo "resumed $2" >> "$FAKE_LOG" ;;
+esac
 while IFS= read -r line; do
   prompt="$line"
   while IFS= read -r -t 0.3 more; do prompt="$prompt
@@ -20,8 +28,11 @@ $more"; done
   [ -n "$secs" ] && sleep "$secs"
   args=$(sed -n 's/.*FAKE: *\(.*\)$/\1/p' <<<"$prompt" | head -1)
   retry=$(sed -n 's/.*FAKE-RETRY: *\(.*\)$/\1/p' <<<"$prompt" | head -1)
+  prime=$(grep -c 'FAKE-PRIME' <<<"$prompt")
+  [ "$prime" != 0 ] && echo "prime: $("$PW" meow prime --format json)" >> "$FAKE_LOG"
   if ! eval "\"\$PW\" meow done $args" 2>>"$FAKE_LOG"; then
     echo "refused" >> "$FAKE_LOG"
+    [ "$prime" != 0 ] && printf 'prime-refused: %s\n---\n' "$("$PW" meow prime)" >> "$FAKE_LOG"
     [ -n "$retry" ] && eval "\"\$PW\" meow done $retry" 2>>"$FAKE_LOG"
   fi
 done

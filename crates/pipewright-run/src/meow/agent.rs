@@ -217,6 +217,11 @@ pub async fn ask(a: Ask) -> Result<Map<String, Value>, String> {
     ))
 }
 
+/// The prompt `meow prime` repeats to an agent whose last `meow done` was refused.
+pub fn refused_prompt(prompt: &str, why: &str) -> String {
+    format!("{prompt}\n\nYour last `pipewright meow done` was refused: {why}. Report again.")
+}
+
 fn retry_prompt(prompt: &str, why: &str, attempt: usize) -> String {
     format!("{prompt}\n\nYour answer {attempt} was rejected: {why}. Answer again.")
 }

@@ -2,14 +2,19 @@
 //! one JSON object per line each way. `step_done` goes to the scheduler; events, waits for
 //! events and approvals are routed here.
 //!
-//! Requests: `{"type":"step_done","agent","step","outputs"}`, `{"type":"event","event_type",
-//! "agent","data"}`, `{"type":"await_event","event_type","filter","timeout_ms"}`,
-//! `{"type":"approval","gate_id","approved","reason"}`. Answers: `{"type":"ack","success":true}`,
+//! Requests: `{"type":"step_done","agent","step","outputs","notes"}`, `{"type":"event",
+//! "event_type","agent","data"}`, `{"type":"await_event","event_type","filter","timeout_ms"}`,
+//! `{"type":"approval","gate_id","approved","reason"}`, `{"type":"get_prompt","agent"}`,
+//! `{"type":"get_step_status","step_id","step"}` (`step`: the asking step, for the nearest-scope
+//! lookup), `{"type":"get_session_id","agent"}`. Answers: `{"type":"ack","success":true}`,
 //! `{"type":"error","message"}`, `{"type":"event_received","event_type","data"}`,
-//! `{"type":"timeout","message"}`.
+//! `{"type":"timeout","message"}`, `{"type":"prompt","content","step","mode"}`,
+//! `{"type":"step_status","step_id","status"}`, `{"type":"session_id","session_id"}`.
 //!
 //! Events are not kept for later waiters (as in the reference), except approvals: a decision
-//! made before `await-approval` starts waiting is still seen by it.
+//! made before `await-approval` starts waiting is still seen by it. An agent's event that
+//! carries `session_id` also tells the scheduler which session the agent runs (a hook such as
+//! Claude Code's SessionStart reports it so).
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -25,8 +30,25 @@ pub enum Request {
         agent: Option<String>,
         step: Option<String>,
         outputs: Map<String, Value>,
+        notes: Option<String>,
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// A question about the run; the scheduler's answer goes back to the asker as it is.
+    Query {
+        query: Query,
+        reply: oneshot::Sender<Value>,
+    },
+    /// An agent said which session it runs (no answer is awaited).
+    Session { agent: String, session_id: String },
+}
+
+pub enum Query {
+    /// The prompt of the agent's running step (`meow prime`).
+    Prompt { agent: String },
+    /// A step's status; `asker` is the asking step, whose scopes are looked in first.
+    StepStatus { step: String, asker: Option<String> },
+    /// The agent's session id (`meow session-id`).
+    SessionId { agent: String },
 }
 
 struct Waiter {
@@ -209,6 +231,7 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
                 agent: s("agent"),
                 step: s("step"),
                 outputs: obj("outputs"),
+                notes: s("notes").filter(|n| !n.is_empty()),
                 reply,
             };
             if tx.send(req).await.is_err() {
@@ -231,7 +254,37 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
                 }
             }
             lock(router).route(&ty, &data);
+            let reported = (data.get("agent").and_then(Value::as_str))
+                .zip(data.get("session_id").and_then(Value::as_str))
+                .filter(|(a, id)| !a.is_empty() && !id.trim().is_empty());
+            if let Some((agent, id)) = reported {
+                let req = Request::Session {
+                    agent: agent.to_string(),
+                    session_id: id.trim().to_string(),
+                };
+                let _ = tx.send(req).await;
+            }
             ack()
+        }
+        Some("get_prompt") | Some("get_session_id") => {
+            let Some(agent) = s("agent") else {
+                return error(
+                    "no agent: give `--agent`, or run inside an agent session (`MEOW_AGENT`)",
+                );
+            };
+            let query = if s("type").as_deref() == Some("get_prompt") {
+                Query::Prompt { agent }
+            } else {
+                Query::SessionId { agent }
+            };
+            ask_scheduler(tx, query).await
+        }
+        Some("get_step_status") => {
+            let Some(step) = s("step_id").filter(|x| !x.is_empty()) else {
+                return error("get_step_status needs `step_id`");
+            };
+            let asker = s("step").filter(|x| !x.is_empty());
+            ask_scheduler(tx, Query::StepStatus { step, asker }).await
         }
         Some("approval") => {
             let Some(gate) = s("gate_id") else {
@@ -323,6 +376,14 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
     }
 }
 
+async fn ask_scheduler(tx: &mpsc::Sender<Request>, query: Query) -> Value {
+    let (reply, answer) = oneshot::channel();
+    if tx.send(Request::Query { query, reply }).await.is_err() {
+        return error("the run is ending");
+    }
+    answer.await.unwrap_or_else(|_| error("the run is ending"))
+}
+
 /// One request and its answer, for the `pipewright meow` commands.
 pub async fn ask(sock: &Path, req: &Value) -> Result<Value, String> {
     let conn = UnixStream::connect(sock)
@@ -339,5 +400,126 @@ pub async fn ask(sock: &Path, req: &Value) -> Result<Value, String> {
         Ok(Some(l)) => serde_json::from_str(&l).map_err(|e| format!("bad answer: {e}")),
         Ok(None) => Err("the orchestrator closed the connection".into()),
         Err(e) => Err(format!("cannot read the orchestrator's answer: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A channel in a fresh directory, and a scheduler stand-in that answers every query with
+    /// what it was asked and records the sessions reported.
+    async fn channel() -> (tempfile::TempDir, Channel, mpsc::Receiver<Request>) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut c = Channel::open(&d.path().join("run")).unwrap_or_else(|e| panic!("{e}"));
+        let rx = c.take_receiver();
+        (d, c, rx)
+    }
+
+    fn echo(mut rx: mpsc::Receiver<Request>) -> tokio::task::JoinHandle<Vec<(String, String)>> {
+        tokio::spawn(async move {
+            let mut sessions = Vec::new();
+            while let Some(r) = rx.recv().await {
+                match r {
+                    Request::Query { query, reply } => {
+                        let v = match query {
+                            Query::Prompt { agent } => json!({"type": "prompt", "agent": agent}),
+                            Query::SessionId { agent } => {
+                                json!({"type": "session_id", "agent": agent})
+                            }
+                            Query::StepStatus { step, asker } => {
+                                json!({"type": "step_status", "step_id": step, "asker": asker})
+                            }
+                        };
+                        let _ = reply.send(v);
+                    }
+                    Request::Session { agent, session_id } => sessions.push((agent, session_id)),
+                    Request::StepDone { notes, reply, .. } => {
+                        let _ = reply.send(Err(format!("notes {notes:?}")));
+                    }
+                }
+            }
+            sessions
+        })
+    }
+
+    async fn ask_ok(c: &Channel, req: Value) -> Value {
+        ask(c.path(), &req).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn the_agent_side_questions_reach_the_scheduler_and_its_answers_come_back() {
+        let (_d, c, rx) = channel().await;
+        let task = echo(rx);
+        let v = ask_ok(&c, json!({"type": "get_prompt", "agent": "w"})).await;
+        assert_eq!(v, json!({"type": "prompt", "agent": "w"}));
+        let v = ask_ok(&c, json!({"type": "get_session_id", "agent": "w"})).await;
+        assert_eq!(v, json!({"type": "session_id", "agent": "w"}));
+        let v = ask_ok(
+            &c,
+            json!({"type": "get_step_status", "workflow": "r", "step_id": "build", "step": "F.0.x"}),
+        )
+        .await;
+        assert_eq!(
+            v,
+            json!({"type": "step_status", "step_id": "build", "asker": "F.0.x"})
+        );
+        // `meow done --notes` travels with the report.
+        let v = ask_ok(
+            &c,
+            json!({"type": "step_done", "agent": "w", "outputs": {}, "notes": "handoff"}),
+        )
+        .await;
+        assert_eq!(v["message"], "notes Some(\"handoff\")");
+        // An agent's event with `session_id` tells the scheduler; one without does not.
+        let v = ask_ok(
+            &c,
+            json!({"type": "event", "agent": "w", "event_type": "session-started", "data": {"session_id": "s-1"}}),
+        )
+        .await;
+        assert_eq!(v["type"], "ack");
+        ask_ok(
+            &c,
+            json!({"type": "event", "agent": "w", "event_type": "x", "data": {}}),
+        )
+        .await;
+        ask_ok(
+            &c,
+            json!({"type": "event", "event_type": "x", "data": {"session_id": "no agent"}}),
+        )
+        .await;
+        drop(c);
+        let sessions = task.await.unwrap_or_default();
+        assert_eq!(sessions, [("w".to_string(), "s-1".to_string())]);
+    }
+
+    #[tokio::test]
+    async fn questions_without_what_they_are_about_are_refused_clearly() {
+        let (_d, c, rx) = channel().await;
+        let _task = echo(rx);
+        for (req, want) in [
+            (json!({"type": "get_prompt"}), "no agent"),
+            (json!({"type": "get_session_id"}), "no agent"),
+            (json!({"type": "get_step_status"}), "needs `step_id`"),
+            (
+                json!({"type": "get_step_status", "step_id": ""}),
+                "needs `step_id`",
+            ),
+        ] {
+            let v = ask_ok(&c, req.clone()).await;
+            assert_eq!(v["type"], "error", "{req}");
+            assert!(
+                v["message"].as_str().unwrap_or("").contains(want),
+                "{req}: {v}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_after_the_scheduler_stopped_listening_says_the_run_is_ending() {
+        let (_d, c, rx) = channel().await;
+        drop(rx);
+        let v = ask_ok(&c, json!({"type": "get_step_status", "step_id": "a"})).await;
+        assert_eq!(v["message"], "the run is ending");
     }
 }

@@ -277,6 +277,9 @@ impl Exec {
                     if let Some((s, _)) = &info.session {
                         out.insert("session".into(), Value::String(s.clone()));
                     }
+                    if let Some(id) = self.spawned(&agent, &info.session_id) {
+                        out.insert("session_id".into(), Value::String(id));
+                    }
                     self.agents.insert(agent, info);
                     st.end(i, Status::Done, out, None, ended);
                 }
@@ -808,6 +811,7 @@ impl Exec {
         let done = Arc::new(tokio::sync::Notify::new());
         if !fire_forget {
             self.watchers.insert(i, done.clone());
+            self.prompted(i, &text);
         }
         Disp::Later(Box::pin(async move {
             if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
@@ -880,6 +884,7 @@ impl Exec {
                     AgentInfo {
                         workdir,
                         session: None,
+                        session_id: Default::default(),
                     },
                 );
                 Disp::Now(
@@ -938,9 +943,10 @@ impl Exec {
             let res =
                 super::tmux::spawn(&adapter, &session, &workdir, &env, &args, resume.as_deref())
                     .await;
-            let info = res.map(|()| AgentInfo {
+            let info = res.map(|session_id| AgentInfo {
                 workdir,
                 session: Some((session, adapter)),
+                session_id,
             });
             (i, Fin::Spawned { agent, info })
         }))
@@ -970,67 +976,6 @@ impl Exec {
             Ok(None) => fail("the kill step has no `agent`"),
             Err(e) => fail(e),
         }
-    }
-
-    /// A message from the orchestrator channel.
-    pub(super) fn message(
-        &mut self,
-        st: &mut State,
-        m: super::channel::Request,
-        ended: &mut Ended,
-    ) {
-        let super::channel::Request::StepDone {
-            agent,
-            step,
-            outputs,
-            reply,
-        } = m;
-        let found = match step.as_deref().filter(|s| !s.is_empty()) {
-            Some(s) => st.index.get(s).copied(),
-            None => agent.as_deref().and_then(|a| self.busy.get(a).copied()),
-        };
-        let answer = match found {
-            None => Err(format!(
-                "no running step found{}",
-                agent
-                    .map(|a| format!(" for agent `{a}`"))
-                    .unwrap_or_default()
-            )),
-            Some(i) if st.steps[i].status != Status::Running => Err(format!(
-                "step `{}` is not running (it is {})",
-                st.steps[i].id,
-                st.steps[i].status.name()
-            )),
-            Some(i) if !st.steps[i].is_agent() => {
-                Err(format!("step `{}` is not an agent step", st.steps[i].id))
-            }
-            Some(i) if !self.waiting.contains(&i) => Err(format!(
-                "step `{}` is answered by the run's backend, not over the channel",
-                st.steps[i].id
-            )),
-            Some(i) => {
-                let t = st.steps[i].t.clone();
-                let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
-                let name = self.busy_step.get(&i).cloned();
-                let workdir = name
-                    .and_then(|n| self.agents.get(&n))
-                    .map_or_else(|| self.project.clone(), |a| a.workdir.clone());
-                match agent::validate(&decl, outputs, &workdir) {
-                    Ok(outs) => {
-                        self.waiting.remove(&i);
-                        if let Some(w) = self.watchers.remove(&i) {
-                            w.notify_one();
-                        }
-                        self.deadlines.retain(|(_, k)| *k != i);
-                        st.end(i, Status::Done, outs, None, ended);
-                        Ok(())
-                    }
-                    // The step keeps running: the agent reads why and reports again.
-                    Err(errs) => Err(format!("output validation failed: {}", errs.join("; "))),
-                }
-            }
-        };
-        let _ = reply.send(answer);
     }
 }
 

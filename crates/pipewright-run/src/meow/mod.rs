@@ -13,6 +13,7 @@
 //! docs/meow.md lists where this follows the spec rather than the reference.
 
 mod agent;
+mod answers;
 pub mod channel;
 mod dispatch;
 mod duration;
@@ -196,6 +197,7 @@ pub(crate) async fn run(
         waiting: Default::default(),
         deadlines: Default::default(),
         watchers: HashMap::new(),
+        side: Default::default(),
     };
     ex.tmux = ex.backend.name() == "command";
     if ex.tmux && ex.sock.is_none() {
@@ -318,6 +320,8 @@ pub(crate) struct AgentInfo {
     pub workdir: PathBuf,
     /// Its tmux session and adapter, when agents run in tmux.
     pub session: Option<(String, tmux::Adapter)>,
+    /// What its spawn said of its session id (answers.rs records it).
+    pub session_id: tmux::SessionId,
 }
 
 /// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
@@ -372,6 +376,8 @@ pub(crate) struct Exec {
     deadlines: std::collections::BTreeSet<(Instant, usize)>,
     /// Told when a waiting agent step ends, so its session watch stops.
     watchers: HashMap<usize, Arc<tokio::sync::Notify>>,
+    /// Prompts, refusals and notes kept for the agent-side commands.
+    side: answers::Side,
 }
 
 /// How a dispatched step goes on.
@@ -695,6 +701,9 @@ impl Exec {
         let mut v = json!({"status": s.status.name(), "outputs": s.outputs});
         if let Some(e) = &s.error {
             v["error"] = json!(e);
+        }
+        if let Some(n) = self.take_notes(i) {
+            v["notes"] = json!(n);
         }
         self.journal.insert(s.id.clone(), v.clone());
         let Some(rec) = &self.recorder else {

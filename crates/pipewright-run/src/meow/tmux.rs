@@ -2,6 +2,9 @@
 //! Adapters). An adapter is `adapter.toml` in `<project>/.meow/adapters/<name>/` or
 //! `~/.meow/adapters/<name>/`; `claude` (Claude Code) is built in.
 //!
+//! The built-in `claude` adapter starts Claude Code with `--session-id {{session_id}}` (the
+//! reference's does not), so `meow session-id` knows the session from the start.
+//!
 //! `PIPEWRIGHT_TMUX_SOCKET` names a private tmux server (`tmux -L`), which tests use so their
 //! sessions never meet a user's.
 
@@ -32,7 +35,7 @@ const CLAUDE: &str = r#"
 name = "claude"
 description = "Claude Code CLI agent"
 [spawn]
-command = "claude --dangerously-skip-permissions"
+command = "claude --dangerously-skip-permissions --session-id {{session_id}}"
 resume_command = "claude --dangerously-skip-permissions --resume {{session_id}}"
 startup_delay = "3s"
 [environment]
@@ -194,6 +197,34 @@ pub async fn alive(session: &str) -> bool {
         .is_ok()
 }
 
+/// What a spawn tells of the agent's session id (`meow session-id`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SessionId {
+    /// A live session was reused (or nothing started): what was recorded still holds.
+    #[default]
+    Unchanged,
+    /// A session started: under this id (the resumed one, or the fresh one put into the
+    /// adapter's `{{session_id}}`), or under one the orchestrator cannot know.
+    Started(Option<String>),
+}
+
+/// The command that starts the agent and the session id it runs under: `resume_command` with
+/// the resumed id, else `command`, whose `{{session_id}}` (if any) gets a fresh UUID, so an
+/// agent such as Claude Code (`--session-id`) runs under an id the orchestrator knows.
+pub fn start_command(a: &Adapter, resume: Option<&str>) -> (String, Option<String>) {
+    const SID: &str = "{{session_id}}";
+    match (resume, &a.resume_command) {
+        (Some(id), Some(r)) if !id.is_empty() => {
+            (r.replace(SID, id), r.contains(SID).then(|| id.to_string()))
+        }
+        _ if a.command.contains(SID) => {
+            let id = uuid::Uuid::now_v7().to_string();
+            (a.command.replace(SID, &id), Some(id))
+        }
+        _ => (a.command.clone(), None),
+    }
+}
+
 /// Starts the agent's session running the adapter's command, then waits its startup delay.
 pub async fn spawn(
     a: &Adapter,
@@ -202,14 +233,11 @@ pub async fn spawn(
     env: &[(String, String)],
     extra_args: &str,
     resume: Option<&str>,
-) -> Result<(), String> {
+) -> Result<SessionId, String> {
     if alive(session).await {
-        return Ok(());
+        return Ok(SessionId::Unchanged);
     }
-    let mut cmd = match (resume, &a.resume_command) {
-        (Some(id), Some(r)) if !id.is_empty() => r.replace("{{session_id}}", id),
-        _ => a.command.clone(),
-    };
+    let (mut cmd, sid) = start_command(a, resume);
     if !extra_args.trim().is_empty() {
         cmd.push(' ');
         cmd.push_str(extra_args.trim());
@@ -241,7 +269,7 @@ pub async fn spawn(
             a.name, a.command
         ));
     }
-    Ok(())
+    Ok(SessionId::Started(sid))
 }
 
 /// Types a prompt into the agent's session as the adapter says.
@@ -316,6 +344,34 @@ mod tests {
         assert_eq!(
             session_name("0123-4567-89ab-cdef", "w.1"),
             "pw-456789abcdef-w_1"
+        );
+    }
+
+    #[test]
+    fn the_start_command_names_the_session_id_it_runs_under() {
+        let c =
+            Adapter::find("claude", Path::new("/nonexistent")).unwrap_or_else(|e| panic!("{e}"));
+        let (cmd, id) = start_command(&c, None);
+        let id = id.unwrap_or_default();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+        assert_eq!(
+            cmd,
+            format!("claude --dangerously-skip-permissions --session-id {id}")
+        );
+        let (cmd, id) = start_command(&c, Some("s-1"));
+        assert_eq!(cmd, "claude --dangerously-skip-permissions --resume s-1");
+        assert_eq!(id.as_deref(), Some("s-1"));
+        // An empty resume id starts afresh; an adapter without `{{session_id}}` names none.
+        assert!(start_command(&c, Some("")).0.contains("--session-id"));
+        let plain = Adapter::parse(
+            "x",
+            "[spawn]\ncommand = \"fake\"\nresume_command = \"fake --continue\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(start_command(&plain, None), ("fake".to_string(), None));
+        assert_eq!(
+            start_command(&plain, Some("s-1")),
+            ("fake --continue".to_string(), None)
         );
     }
 }

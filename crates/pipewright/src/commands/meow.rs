@@ -28,8 +28,36 @@ pub enum MeowCommand {
         #[arg(long = "output", value_name = "NAME=VALUE")]
         outputs: Vec<String>,
         /// Outputs as a JSON object, applied after `--output`.
-        #[arg(long = "output-json", value_name = "JSON")]
+        #[arg(long = "output-json", visible_alias = "json", value_name = "JSON")]
         output_json: Option<String>,
+        /// Notes for whoever reads the run later, kept with the step in the run store
+        /// (`pipewright runs show RUN_ID`: `completed.<step>.notes`).
+        #[arg(long, value_name = "TEXT")]
+        notes: Option<String>,
+    },
+    /// Print the prompt of this agent's running step again (for a Stop hook): empty when the
+    /// agent has no running step or the step is `interactive`. The agent is `MEOW_AGENT`.
+    Prime {
+        /// `prompt`: the text alone; `json`: `{"step", "mode", "prompt"}`.
+        #[arg(long, value_enum, default_value = "prompt")]
+        format: PrimeFormat,
+    },
+    /// Print an agent's session id (to resume it later with a spawn's `resume_session`);
+    /// exit 1 when the orchestrator does not know it.
+    SessionId {
+        /// The agent (default: `MEOW_AGENT`).
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Print a step's status (pending, running, done, failed, skipped); with `--is` or
+    /// `--is-not`, print nothing and exit 0 when the status is (is not) the one given, else 1.
+    StepStatus {
+        /// The step id (from inside an expansion, looked up in the nearest scope first).
+        step: String,
+        #[arg(long, value_enum, value_name = "STATUS", conflicts_with = "is_not")]
+        is: Option<StepState>,
+        #[arg(long, value_enum, value_name = "STATUS")]
+        is_not: Option<StepState>,
     },
     /// Emit an event to whoever waits for it.
     Event {
@@ -66,6 +94,34 @@ pub enum MeowCommand {
         #[arg(long)]
         timeout: Option<String>,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrimeFormat {
+    Prompt,
+    Json,
+}
+
+/// The statuses a step of a running workflow has, as the run's JSON report names them.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StepState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+    Skipped,
+}
+
+impl StepState {
+    fn name(self) -> &'static str {
+        match self {
+            StepState::Pending => "pending",
+            StepState::Running => "running",
+            StepState::Done => "done",
+            StepState::Failed => "failed",
+            StepState::Skipped => "skipped",
+        }
+    }
 }
 
 fn pairs(items: &[String], what: &str) -> Result<Map<String, Value>, String> {
@@ -134,6 +190,38 @@ pub fn run(args: &MeowArgs) -> u8 {
     };
     match answer["type"].as_str() {
         Some("ack") => 0,
+        Some("prompt") => {
+            let content = answer["content"].as_str().unwrap_or("");
+            match &args.command {
+                MeowCommand::Prime {
+                    format: PrimeFormat::Json,
+                } => outln!(
+                    "{}",
+                    json!({"step": answer["step"], "mode": answer["mode"], "prompt": content})
+                ),
+                // Nothing at all when there is nothing to say: a Stop hook then stays quiet.
+                _ if content.is_empty() => {}
+                _ => outln!("{content}"),
+            }
+            0
+        }
+        Some("session_id") => {
+            outln!("{}", answer["session_id"].as_str().unwrap_or(""));
+            0
+        }
+        Some("step_status") => {
+            let status = answer["status"].as_str().unwrap_or("");
+            match &args.command {
+                MeowCommand::StepStatus { is: Some(s), .. } => u8::from(status != s.name()),
+                MeowCommand::StepStatus {
+                    is_not: Some(s), ..
+                } => u8::from(status == s.name()),
+                _ => {
+                    outln!("{status}");
+                    0
+                }
+            }
+        }
         Some("event_received") => {
             let approval = matches!(args.command, MeowCommand::AwaitApproval { .. });
             if approval {
@@ -180,6 +268,7 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
             step,
             outputs,
             output_json,
+            notes,
         } => {
             let mut outs = pairs(outputs, "--output")?;
             if let Some(j) = output_json {
@@ -189,7 +278,24 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
                 }
             }
             json!({"type": "step_done", "workflow": workflow, "agent": agent,
-                   "step": step.clone().or_else(|| env("MEOW_STEP")), "outputs": outs})
+                   "step": step.clone().or_else(|| env("MEOW_STEP")), "outputs": outs,
+                   "notes": notes})
+        }
+        MeowCommand::Prime { .. } => {
+            let agent =
+                agent.ok_or("`meow prime` runs in an agent session: MEOW_AGENT is not set")?;
+            json!({"type": "get_prompt", "agent": agent})
+        }
+        MeowCommand::SessionId { agent: given } => {
+            let agent = given
+                .clone()
+                .or(agent)
+                .ok_or("whose session? give --agent, or run in an agent session (MEOW_AGENT)")?;
+            json!({"type": "get_session_id", "agent": agent})
+        }
+        MeowCommand::StepStatus { step, .. } => {
+            json!({"type": "get_step_status", "workflow": workflow, "step_id": step,
+                   "step": env("MEOW_STEP")})
         }
         MeowCommand::Event { event_type, data } => {
             json!({"type": "event", "workflow": workflow, "agent": agent,
