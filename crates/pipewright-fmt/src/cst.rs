@@ -89,10 +89,23 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
     let mut anchor = None;
     let mut i = 0usize;
     let bytes = text.as_bytes();
+    // A block collection's properties end where its first child starts: `&a\n&b k: 1` anchors
+    // the mapping `a` and its key `b` (read as one run, `b` was printed for both; found by the
+    // fmt_yaml fuzz target).
+    let first_child = match &node.kind {
+        NodeKind::Map(es) => es.first().map(|e| e.key.span.start as usize),
+        NodeKind::Seq(items) => items.first().map(|n| n.span.start as usize),
+        NodeKind::Scalar(_) => None,
+    }
+    .filter(|&c| c > start)
+    .map_or(usize::MAX, |c| c - start);
     // Properties (`&anchor`, `!tag`) precede the content, separated by blanks or line breaks.
     loop {
         while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
             i += 1;
+        }
+        if i >= first_child {
+            break;
         }
         let Some(&c) = bytes.get(i) else { break };
         if c != b'&' && c != b'!' {
@@ -231,6 +244,16 @@ pub fn is_block_scalar(node: &Node) -> bool {
 /// and nothing else: the loader spans a block scalar without content that way.
 /// Such a span holds no content, so it is no token, and a `#` in it is a comment like any other
 /// (taken as the scalar's text, a header comment vanished from the comment count).
+/// A block scalar whose content is lines of blanks alone (`"|1\n  \n"` is `" \n"`): the
+/// loader spans it empty, inside its content, yet it is a token there.
+pub fn blank_block_content(node: &Node) -> bool {
+    node.span.is_empty()
+        && is_block_scalar(node)
+        && node
+            .as_scalar()
+            .is_some_and(|sc| !sc.text.trim_end_matches('\n').is_empty())
+}
+
 pub fn spans_its_header(src: &str, node: &Node) -> bool {
     if !is_block_scalar(node) {
         return false;
@@ -307,14 +330,27 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         .with_label("non-printable character")
         .with_help("remove it, or write it as an escape (`\\x01`) inside a double-quoted string")]);
     }
-    if let Some(at) = comment_inside_scalar(src, &docs) {
-        return Err(vec![Diagnostic::error(
-            "PW0901",
-            Span::new(file, at..at + 1),
-            "a comment between a scalar's anchor or tag and its value is not supported by the formatter",
-        )
-        .with_label("comment")
-        .with_help("move the comment above the key, or after the value")]);
+    match unprintable(src, &docs) {
+        Some(Unprintable::CommentInsideScalar(at)) => {
+            return Err(vec![Diagnostic::error(
+                "PW0901",
+                Span::new(file, at..at + 1),
+                "a comment between a scalar's anchor or tag and its value is not supported by the formatter",
+            )
+            .with_label("comment")
+            .with_help("move the comment above the key, or after the value")]);
+        }
+        Some(Unprintable::LongKey(start, end)) => {
+            return Err(vec![Diagnostic::error(
+                "PW0901",
+                Span::new(file, start..end),
+                format!("a mapping key longer than {LONGEST_KEY} characters is not supported by the formatter"),
+            )
+            .with_label("this key")
+            .with_note("YAML limits a key written without `?` to 1024 characters, which quoting could pass")
+            .with_help("use a shorter key")]);
+        }
+        None => {}
     }
     let (trivia, mut trailing, comments) = trivia::collect_with_texts(src, &docs);
     let mut docs: Vec<CstDoc> = docs
@@ -354,10 +390,20 @@ fn non_printable(src: &str) -> Option<(usize, char)> {
     })
 }
 
-/// The start of a comment between a scalar's properties and its content (`!!str # c` then the
-/// value on the next line). The loader spans the scalar over it, so the comment scan took it
-/// for text and the printer dropped it (found by the fmt_yaml fuzz target).
-fn comment_inside_scalar(src: &str, docs: &[pipewright_yaml::Document]) -> Option<usize> {
+/// What the printer cannot reproduce in a node of the tree.
+enum Unprintable {
+    /// A comment between a scalar's anchor or tag and its value, at this offset.
+    CommentInsideScalar(usize),
+    /// A mapping key this long (span): quoted, it may pass YAML's 1024-character limit on an
+    /// implicit key, and the output would not load (found by the fmt_yaml fuzz target).
+    LongKey(usize, usize),
+}
+
+/// The longest key the formatter rewrites, in characters of the source: quoting at most doubles
+/// a character (`\t`, `\"`), so the printed key stays under YAML's 1024.
+const LONGEST_KEY: usize = 500;
+
+fn unprintable(src: &str, docs: &[pipewright_yaml::Document]) -> Option<Unprintable> {
     let mut stack: Vec<&Node> = docs.iter().filter_map(|d| d.root.as_ref()).collect();
     while let Some(n) = stack.pop() {
         let first = src.as_bytes().get(n.span.start as usize);
@@ -366,7 +412,20 @@ fn comment_inside_scalar(src: &str, docs: &[pipewright_yaml::Document]) -> Optio
             continue;
         }
         match &n.kind {
-            NodeKind::Map(es) => es.iter().for_each(|e| stack.extend([&e.key, &e.value])),
+            NodeKind::Map(es) => {
+                for e in es {
+                    let (start, end) = (e.key.span.start as usize, e.key.span.end as usize);
+                    if end - start > LONGEST_KEY
+                        && matches!(e.key.kind, NodeKind::Scalar(_))
+                        && src
+                            .get(start..end)
+                            .is_some_and(|k| k.chars().count() > LONGEST_KEY)
+                    {
+                        return Some(Unprintable::LongKey(start, end));
+                    }
+                    stack.extend([&e.key, &e.value]);
+                }
+            }
             NodeKind::Seq(items) => stack.extend(items.iter()),
             NodeKind::Scalar(_) => {
                 if !matches!(src.as_bytes().get(n.span.start as usize), Some(b'&' | b'!')) {
@@ -374,7 +433,7 @@ fn comment_inside_scalar(src: &str, docs: &[pipewright_yaml::Document]) -> Optio
                 }
                 let p = props(src, n);
                 if !p.alias && src.as_bytes().get(p.content_start) == Some(&b'#') {
-                    return Some(p.content_start);
+                    return Some(Unprintable::CommentInsideScalar(p.content_start));
                 }
             }
         }

@@ -279,7 +279,7 @@ impl<'s, 'r> Printer<'s, 'r> {
         p.alias
             || p.flow
             || (matches!(n.kind, NodeKind::Scalar(_))
-                && !n.span.is_empty()
+                && (!n.span.is_empty() || crate::cst::blank_block_content(n))
                 && !spans_its_header(self.src, n)
                 && !prints_nothing(self.src, n))
     }
@@ -850,6 +850,17 @@ impl<'s, 'r> Printer<'s, 'r> {
         let raw_lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
         let indent_of = |l: &str| l.len() - l.trim_start_matches(' ').len();
         let nonblank = raw_lines.iter().filter(|l| !l.trim().is_empty());
+        // Only lines of blanks: the first that holds some content says how much of it is
+        // indentation (the loader's rule for such lines differs from a line with a letter:
+        // `"  \t"` under `|` is a tab indented by two).
+        let from_blank_lines = || {
+            raw_lines
+                .iter()
+                .zip(sc.text.split('\n'))
+                .find(|(_, v)| !v.is_empty())
+                .map(|(r, v)| r.len().saturating_sub(v.len()))
+        };
+        let mut nonblank = nonblank;
         let n_ind = if explicit {
             // The indicator fixes the content's indentation; spaces beyond it are content. The
             // value's first line says how many: strip the rest.
@@ -858,19 +869,16 @@ impl<'s, 'r> Printer<'s, 'r> {
                 .split('\n')
                 .find(|l| !l.trim().is_empty())
                 .map(indent_of);
-            let mut nonblank = nonblank;
             match (nonblank.next().map(|l| indent_of(l)), kept) {
                 (Some(ind), Some(kept)) if ind >= kept => Some(ind - kept),
-                // Only lines of blanks: the first that holds some says how many are content.
-                (None, _) => raw_lines
-                    .iter()
-                    .zip(sc.text.split('\n'))
-                    .find(|(_, v)| !v.is_empty())
-                    .map(|(r, v)| r.len().saturating_sub(v.len())),
+                (None, _) => from_blank_lines(),
                 (first, _) => first,
             }
         } else {
-            nonblank.map(|l| indent_of(l)).next()
+            match nonblank.next() {
+                Some(l) => Some(indent_of(l)),
+                None => from_blank_lines(),
+            }
         }
         .unwrap_or(0);
         let mut lines: Vec<String> = raw_lines

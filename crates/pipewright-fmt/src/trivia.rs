@@ -95,7 +95,8 @@ impl Trivia {
     /// token's: asked for its trivia, it took that token's comments, which then moved on every
     /// run (found by the fmt_yaml fuzz target).
     fn no_token(&self, node: &Node) -> bool {
-        node.span.is_empty() || self.surely_none(node.span.start)
+        (node.span.is_empty() && !crate::cst::blank_block_content(node))
+            || self.surely_none(node.span.start)
     }
 
     /// Whether no trivia was ever attached at `at` (`false` when unknown).
@@ -170,6 +171,19 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
         })
     };
     match &n.kind {
+        NodeKind::Scalar(sc) if crate::cst::blank_block_content(n) => {
+            // Content of blanks alone: the loader's span is empty, inside the content. Without
+            // a token there the content lines were blank lines to the scan, and a header
+            // comment on a line with no other token moved below the scalar, gaining a blank
+            // line on every run (found by the fmt_yaml fuzz target).
+            Some(Token {
+                start,
+                end: start,
+                scalar: true,
+                keep: sc.text.ends_with("\n\n"),
+                block: true,
+            })
+        }
         NodeKind::Scalar(sc) => {
             let no_token = n.span.is_empty()
                 || crate::cst::spans_its_header(src, n)

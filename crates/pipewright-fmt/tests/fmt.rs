@@ -586,6 +586,20 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("a: !x%C3%A9%C3%BC y\n", "a: !x%C3%A9%C3%BC y\n"),
         // An empty key spanned over the next `?` took the comment before it.
         ("?\n#\n?\n", ":\n:\n#\n"),
+        // Content of blanks alone under `|`: a line of spaces and a tab is a tab indented, the
+        // first line with any content says how deep (it was printed with its spaces as content).
+        ("a: |\n\n  \t\n", "a: |\n\n  \t\n"),
+        ("|\n\n\t", " |\n\n  \t\n"),
+        // Such a scalar is spanned empty, inside its content: it is a token there, so its
+        // header comment goes above it as for any block scalar (it moved below, one more blank
+        // line on every run).
+        (": |1 #\n  ", "#\n: |2\n   \n"),
+        ("a: |1 #\n  \nb: 1\n", "a: |2 #\n   \nb: 1\n"),
+        // A block mapping's properties end at its first key: `&b` is the key's anchor (it
+        // was printed as the mapping's too, and `*a` then named nothing).
+        ("&a\n&b : 1\n", " &a\n  &b : 1\n"),
+        ("x:\n  &a\n  &b k: 1\ny: *a\n", "x: &a\n  &b k: 1\ny: *a\n"),
+        ("&a\n- &b x\n", " &a\n  - &b x\n"),
     ] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
@@ -629,6 +643,51 @@ fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
             check_guarantees(name, &text, dialect);
         }
     }
+}
+
+#[test]
+fn the_fourth_sessions_fuzz_reproducers_format_and_reformat_the_same() {
+    // Open at the end of the third session (docs/fuzzing.md); the fourth is refused below.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/fmt_yaml");
+    for name in [
+        "blank-content-line-under-indicator-not-idempotent.yaml",
+        "tab-line-in-document-block-scalar.yaml",
+        "ampersand-anchor-names-in-flow-not-idempotent.yaml",
+    ] {
+        let text =
+            std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for dialect in [Dialect::Pipeline, Dialect::Recipe] {
+            let f = format_source(FileId(0), &text, dialect)
+                .unwrap_or_else(|d| panic!("{name}: {d:#?}"));
+            let again = format_source(FileId(0), &f.output, dialect)
+                .unwrap_or_else(|d| panic!("{name}, formatted: {d:#?}"));
+            assert_eq!(again.output, f.output, "{name}: not idempotent");
+            check_guarantees(name, &text, dialect);
+        }
+    }
+}
+
+#[test]
+fn a_key_quoting_could_push_past_yamls_limit_is_refused() {
+    // An implicit key may be 1024 characters long at most. The fuzzer's 1,000-character plain
+    // key held tabs and quotes, and quoted it passed the limit: the output did not load (PW0900).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/fmt_yaml");
+    let fuzzed = std::fs::read_to_string(dir.join("anchors-and-tabs-output-does-not-load.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let long = format!("{}: 1\n", "k\t\"".repeat(200));
+    for src in [fuzzed.as_str(), long.as_str()] {
+        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err("refused");
+        assert_eq!(err.len(), 1);
+        assert_eq!(err[0].code, "PW0901");
+        assert!(
+            err[0].message.contains("longer than 500 characters"),
+            "{}",
+            err[0].message
+        );
+    }
+    // A long value is fine, and so is a key of 500 characters.
+    let ok = format!("{}: {}\n", "k".repeat(500), "v".repeat(5000));
+    check_guarantees("500-character key", &ok, Dialect::Pipeline);
 }
 
 #[test]
