@@ -35,27 +35,39 @@ pub enum MeowCommand {
         #[arg(long, value_name = "TEXT")]
         notes: Option<String>,
     },
-    /// Print the prompt of this agent's running step again (for a Stop hook): empty when the
-    /// agent has no running step or the step is `interactive`. The agent is `MEOW_AGENT`.
+    /// Print the prompt of this agent's running step again (for a Stop hook).
+    ///
+    /// The agent is `MEOW_AGENT`. The prompt is the text that was typed, expected outputs
+    /// included, and after a refused `meow done` why it was refused. Nothing is printed when the
+    /// agent has no running step or the step is `interactive` (a human talks to the agent then).
     Prime {
         /// `prompt`: the text alone; `json`: `{"step", "mode", "prompt"}`.
         #[arg(long, value_enum, default_value = "prompt")]
         format: PrimeFormat,
     },
-    /// Print an agent's session id (to resume it later with a spawn's `resume_session`);
-    /// exit 1 when the orchestrator does not know it.
+    /// Print an agent's session id, to resume it later with a spawn's `resume_session`.
+    ///
+    /// Known when the adapter's command holds `{{session_id}}`, when the agent was spawned
+    /// with `resume_session`, or when the agent reported it with an event carrying
+    /// `session_id` (`pipewright meow event session-started session_id=ID`). Exit 1 when the
+    /// orchestrator does not know it.
     SessionId {
         /// The agent (default: `MEOW_AGENT`).
         #[arg(long)]
         agent: Option<String>,
     },
-    /// Print a step's status (pending, running, done, failed, skipped); with `--is` or
-    /// `--is-not`, print nothing and exit 0 when the status is (is not) the one given, else 1.
+    /// Print a step's status, or test it with `--is`/`--is-not`.
+    ///
+    /// The status is pending, running, done, failed or skipped. With `--is` or `--is-not`
+    /// nothing is printed: exit 0 when the status is (is not) the one given, else 1. A step that
+    /// does not exist is an error (exit 1).
     StepStatus {
         /// The step id (from inside an expansion, looked up in the nearest scope first).
         step: String,
+        /// Exit 0 when the step has this status, else 1.
         #[arg(long, value_enum, value_name = "STATUS", conflicts_with = "is_not")]
         is: Option<StepState>,
+        /// Exit 0 when the step does not have this status, else 1.
         #[arg(long, value_enum, value_name = "STATUS")]
         is_not: Option<StepState>,
     },
