@@ -26,8 +26,16 @@ pub struct Expansion<'m> {
     pub template: Text,
     /// The table of variables passed, if any.
     pub variables: Option<&'m Table>,
-    /// `on_true` etc. for branch targets; expansions through it are conditional.
+    /// `on_true` etc. for branch targets, `on_error` for a recovery; expansions through it
+    /// are conditional.
     pub outcome: Option<&'static str>,
+}
+
+impl Expansion<'_> {
+    /// A recovery receives the failing workflow's variables rather than a `variables` table.
+    pub fn is_recovery(&self) -> bool {
+        self.outcome == Some("on_error")
+    }
 }
 
 pub fn expansions(step: &Step) -> Vec<Expansion<'_>> {
@@ -63,6 +71,19 @@ pub fn expansions(step: &Step) -> Vec<Expansion<'_>> {
         }
         _ => {}
     }
+    if let Some(n) = step.table.get("on_error") {
+        if let Some(s) = n.as_str().filter(|s| steps::on_error_template(s)) {
+            out.push(Expansion {
+                step,
+                template: Text {
+                    text: s.to_string(),
+                    span: n.span,
+                },
+                variables: None,
+                outcome: Some("on_error"),
+            });
+        }
+    }
     out
 }
 
@@ -71,6 +92,10 @@ pub fn module(cx: &mut Ctx) {
     // Names a foreach binds in the local workflow it instantiates.
     let mut bound: HashMap<&str, Vec<String>> = HashMap::new();
     let mut edges: Vec<(&str, String, Span)> = Vec::new();
+    // Every local expansion, and the workflows an `on_error` names: those and what they
+    // expand see `_failed_step`.
+    let mut all_edges: Vec<(&str, String)> = Vec::new();
+    let mut recoveries: Vec<String> = Vec::new();
     for wf in &module.workflows {
         ids(wf, cx.diags);
         for s in &wf.steps {
@@ -93,19 +118,46 @@ pub fn module(cx: &mut Ctx) {
                     if x.outcome.is_none() {
                         edges.push((wf.name.as_str(), name.clone(), x.template.span));
                     }
+                    all_edges.push((wf.name.as_str(), name.clone()));
+                    if x.is_recovery() {
+                        recoveries.push(name.clone());
+                        let target = module.workflow(name).map_or("", |w| w.name.as_str());
+                        bound
+                            .entry(target)
+                            .or_default()
+                            .extend(wf.variables.iter().map(|v| v.name.clone()));
+                    }
                 }
-                let wf = match &target {
+                let target_wf = match &target {
                     Some(Target::Local(name)) => module.workflow(name).map(|w| (w, true)),
                     Some(Target::File {
                         module, workflow, ..
                     }) => module.workflow(workflow).map(|w| (w, false)),
                     _ => None,
                 };
-                if let Some((wf, same_file)) = wf {
-                    vars::passed(cx, &x, wf, same_file);
+                if let Some((target, same_file)) = target_wf {
+                    vars::passed(cx, &x, wf, target, same_file);
                 }
             }
         }
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(name) = recoveries.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(w) = module.workflow(&name) {
+            bound
+                .entry(w.name.as_str())
+                .or_default()
+                .push(vars::FAILED_STEP.to_string());
+        }
+        recoveries.extend(
+            all_edges
+                .iter()
+                .filter(|(from, _)| *from == name)
+                .map(|(_, to)| to.clone()),
+        );
     }
     expansion_cycles(&edges, cx.diags);
     for wf in &module.workflows {

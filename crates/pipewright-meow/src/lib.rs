@@ -13,6 +13,7 @@ pub mod tree;
 mod vars;
 
 pub use codes::CODES;
+pub use steps::on_error_template;
 
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;

@@ -37,7 +37,13 @@ fn key_type(key: &str) -> Value {
     };
     match key {
         "executor" => v["enum"] = json!(EXECUTORS),
-        "on_error" => v["enum"] = json!(ON_ERROR_VALUES),
+        // `fail`, `continue`, or a recovery template's reference (`steps::on_error_template`).
+        "on_error" => {
+            v["anyOf"] = json!([
+                {"enum": ON_ERROR_VALUES},
+                {"pattern": "^\\.|[#/]|\\.toml$", "description": "a recovery template: `.name`, `path#workflow`"},
+            ])
+        }
         "mode" => v["enum"] = json!(AGENT_MODES),
         _ => {}
     }

@@ -10,8 +10,17 @@ pub const EXECUTORS: [&str; 7] = [
     "shell", "spawn", "kill", "expand", "branch", "foreach", "agent",
 ];
 
-/// The values the reference gives a meaning (others warn: they behave as the first).
+/// The values the reference gives a meaning; besides them `on_error` takes a template
+/// reference ([`on_error_template`]); anything else warns and behaves as `fail`.
 pub const ON_ERROR_VALUES: [&str; 2] = ["continue", "fail"];
+
+/// Whether an `on_error` value names a recovery template (the spec's third kind of value):
+/// written as a reference (`.name`, `#name`, `path#wf`, `lib/x`, `x.toml`). A bare word is not
+/// one: `ignore` or `retry` read as modes, and would otherwise be looked up as files.
+pub fn on_error_template(v: &str) -> bool {
+    !ON_ERROR_VALUES.contains(&v)
+        && (v.starts_with('.') || v.contains('#') || v.contains('/') || v.ends_with(".toml"))
+}
 pub const AGENT_MODES: [&str; 3] = ["autonomous", "interactive", "fire_forget"];
 
 pub(crate) const COMMON: [&str; 4] = ["id", "executor", "needs", "description"];
@@ -34,9 +43,10 @@ pub(crate) fn reads(executor: &str) -> &'static [&'static str] {
             "env",
             "resume_session",
             "spawn_args",
+            "on_error",
         ],
         "kill" => &["agent", "graceful"],
-        "expand" => &["template", "variables"],
+        "expand" => &["template", "variables", "on_error"],
         "branch" => &[
             "condition",
             "on_true",
@@ -58,8 +68,9 @@ pub(crate) fn reads(executor: &str) -> &'static [&'static str] {
             "parallel",
             "max_concurrent",
             "join",
+            "on_error",
         ],
-        "agent" => &["agent", "prompt", "mode", "timeout", "outputs"],
+        "agent" => &["agent", "prompt", "mode", "timeout", "outputs", "on_error"],
         _ => &[],
     }
 }
@@ -173,9 +184,11 @@ pub fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
             diags.push(missing(step, ex, k));
         }
     }
+    if reads.contains(&"on_error") {
+        check_on_error(step, diags);
+    }
     match ex {
         "shell" => {
-            check_on_error(step, diags);
             if let (Some(_), Some(o)) =
                 (step.table.get("shell_outputs"), step.table.entry("outputs"))
             {
@@ -189,7 +202,6 @@ pub fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
             captures(step, diags);
         }
         "branch" => {
-            check_on_error(step, diags);
             duration(step, true, diags);
             captures(step, diags);
             branch_targets(step, diags);
@@ -236,15 +248,22 @@ fn missing(step: &Step, ex: &str, key: &str) -> Diagnostic {
 fn check_on_error(step: &Step, diags: &mut Vec<Diagnostic>) {
     if let Some(n) = step.table.get("on_error") {
         if let Some(s) = n.as_str() {
-            if !ON_ERROR_VALUES.contains(&s) {
-                diags.push(bad_value(
+            if !ON_ERROR_VALUES.contains(&s) && !on_error_template(s) {
+                let d = bad_value(
                     n.span,
                     "on_error",
                     s,
                     &ON_ERROR_VALUES,
                     false,
-                    "anything but `continue` behaves as `fail`",
-                ));
+                    "anything but `continue` or a template reference behaves as `fail`",
+                );
+                let typo = pipewright_syntax::suggest::did_you_mean(s, ON_ERROR_VALUES).is_some();
+                diags.push(match typo {
+                    true => d,
+                    false => d.with_help(format!(
+                        "a recovery template is written as a reference, such as `.{s}` for a workflow of this file"
+                    )),
+                });
             }
         }
     }

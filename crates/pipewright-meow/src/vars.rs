@@ -20,6 +20,9 @@ pub const BUILTINS: [&str; 6] = [
     "__step_prefix__",
 ];
 
+/// What a recovery template (`on_error = ".name"`) reads its failure from.
+pub const FAILED_STEP: &str = "_failed_step";
+
 pub struct Scope<'a> {
     pub wf: &'a Workflow,
     /// Names a foreach of this file binds in this workflow (`item_var`, `index_var`).
@@ -31,7 +34,8 @@ pub struct Scope<'a> {
 /// required variables without default must be passed.
 /// Across files these are warnings: the project's copy of a library may lag the one `meow`
 /// finds first (a collection, `~/.meow/workflows`).
-pub fn passed(cx: &mut Ctx, x: &Expansion, wf: &Workflow, same_file: bool) {
+/// A recovery passes no table: it receives the variables of `caller`, the failing workflow.
+pub fn passed(cx: &mut Ctx, x: &Expansion, caller: &Workflow, wf: &Workflow, same_file: bool) {
     let severity = if same_file {
         Severity::Error
     } else {
@@ -45,6 +49,9 @@ pub fn passed(cx: &mut Ctx, x: &Expansion, wf: &Workflow, same_file: bool) {
         }
     };
     let mut given: Vec<&str> = Vec::new();
+    if x.is_recovery() {
+        given.extend(caller.variables.iter().map(|v| v.name.as_str()));
+    }
     if x.step.executor() == "foreach" {
         given.extend(
             ["item_var", "index_var"]
@@ -91,6 +98,15 @@ pub fn passed(cx: &mut Ctx, x: &Expansion, wf: &Workflow, same_file: bool) {
     }
     for v in &wf.variables {
         if v.required && v.default.is_none() && !given.contains(&v.name.as_str()) {
+            if x.is_recovery() {
+                cx.diags.push(across(
+                    Diagnostic::new(severity, codes::REQUIRED_NOT_SUPPLIED, x.template.span, format!("required variable `{}` of recovery workflow `{}` is not a variable of workflow `{}`", v.name, wf.name, caller.name))
+                        .with_label(format!("recovers with `{}` but without `{}`", wf.name, v.name))
+                        .with_note("a recovery receives the variables of the workflow whose step failed; it takes no `variables` table")
+                        .with_help(format!("declare `{}` in `[{}.variables]`, or give it a default in `{}`", v.name, caller.name, wf.name)),
+                ));
+                continue;
+            }
             cx.diags.push(across(
                 Diagnostic::new(severity, codes::REQUIRED_NOT_SUPPLIED, x.template.span, format!("required variable `{}` of workflow `{}` is not passed", v.name, wf.name))
                     .with_label(format!("expands `{}` without `{}`", wf.name, v.name))
@@ -264,6 +280,16 @@ fn variable_ref(cx: &mut Ctx, scope: &Scope, root: &str, span: Span) {
         || BUILTINS.contains(&root)
         || scope.extra.iter().any(|e| e == root)
     {
+        return;
+    }
+    if root == FAILED_STEP {
+        // Another file's `on_error` may name this workflow: not certainly wrong.
+        cx.diags.push(
+            Diagnostic::warning(codes::UNDEFINED_VARIABLE, span, format!("`{FAILED_STEP}` is set only in a recovery, and no `on_error` of this file leads to workflow `{}`", scope.wf.name))
+                .with_label("set only in a recovery")
+                .with_note("a failed step's `on_error = \".name\"` runs that workflow with `_failed_step` describing the failure; the workflows it expands see it too")
+                .with_help(format!("name it from the failing step: `on_error = \".{}\"`", scope.wf.name)),
+        );
         return;
     }
     let mut names: Vec<&str> = scope.wf.variables.iter().map(|v| v.name.as_str()).collect();

@@ -28,6 +28,7 @@
 //! [meow]
 //! max_expansion_depth = 10           # expansions inside expansions of a MEOW run
 //! max_total_steps = 1000             # steps of a MEOW run, expanded ones included
+//! max_recovery_depth = 3             # `on_error` recoveries inside recoveries
 //!
 //! [store]
 //! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
@@ -61,6 +62,8 @@ pub struct ProjectConfig {
     /// `[meow] max_expansion_depth` and `max_total_steps`.
     pub meow_max_depth: u64,
     pub meow_max_steps: u64,
+    /// `[meow] max_recovery_depth`.
+    pub meow_max_recovery: u64,
     pub openai: Option<OpenAiConfig>,
     pub command: Option<CommandConfig>,
     pub invoker: Option<String>,
@@ -119,6 +122,7 @@ impl Default for ProjectConfig {
             max_spawns: 100,
             meow_max_depth: 10,
             meow_max_steps: 1000,
+            meow_max_recovery: 3,
             openai: None,
             command: None,
             invoker: None,
@@ -301,6 +305,7 @@ impl ProjectConfig {
             for (key, slot) in [
                 ("max_expansion_depth", &mut cfg.meow_max_depth),
                 ("max_total_steps", &mut cfg.meow_max_steps),
+                ("max_recovery_depth", &mut cfg.meow_max_recovery),
             ] {
                 match uint(meow.get(key), &format!("meow.{key}"))? {
                     Some(0) => return Err(format!("`meow.{key}` must be at least 1")),

@@ -114,6 +114,11 @@ pub const CODES: &[CodeInfo] = &[
         explanation: include_str!("../explain/PW0831.md"),
     },
     CodeInfo {
+        code: "PW0832",
+        title: "MEOW `on_error` recoveries nest too deep",
+        explanation: include_str!("../explain/PW0832.md"),
+    },
+    CodeInfo {
         code: "PW0840",
         title: "a state-machine step reported no usable outcome, even after the reminder",
         explanation: include_str!("../explain/PW0840.md"),
@@ -159,6 +164,7 @@ pub const RECIPE_BUDGET: &str = "PW0825";
 /// MEOW runtime failures.
 pub const MEOW_STEP: &str = "PW0830";
 pub const MEOW_LIMIT: &str = "PW0831";
+pub const MEOW_RECOVERY: &str = "PW0832";
 /// State-machine runtime failures, one per finer exit code of the spec (§9: 2, 3, 4, 5).
 pub const SM_ORCHESTRATION: &str = "PW0840";
 pub const SM_GUARDRAIL: &str = "PW0841";

@@ -623,3 +623,246 @@ fn under_a_deep_project_directory_the_socket_moves_to_a_private_runtime_director
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     assert!(dirs[0].to_string_lossy().starts_with("pw-meow-"));
 }
+
+#[test]
+fn a_failed_step_with_an_on_error_template_is_recovered_and_its_dependents_run() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["status"], "ok");
+    assert_eq!(
+        statuses(&v),
+        pairs(&[
+            ("build", "recovered"),
+            ("build.on_error.report", "done"),
+            ("after", "done"),
+        ])
+    );
+    // `_failed_step` and the failing workflow's variable `who`, as the recovery saw them.
+    let line = v["stores"]["build.on_error.report"]["line"]
+        .as_str()
+        .unwrap_or("");
+    let f: Vec<&str> = line.split('|').collect();
+    assert_eq!(
+        f[..6],
+        [
+            "build",
+            "shell",
+            "command_failed",
+            "exited with status 3: broke",
+            "0",
+            "ada"
+        ],
+        "{all}"
+    );
+    // started_at is a UTC timestamp, duration a Go-style duration, agent empty for a shell.
+    assert!(
+        f[6].len() == 20 && f[6].ends_with('Z') && f[6].as_bytes()[10] == b'T',
+        "{line}"
+    );
+    assert!(f[7].ends_with("ms") || f[7].ends_with('s'), "{line}");
+    assert_eq!(f[8], "", "{line}");
+    assert_eq!(v["stores"]["after"]["line"], "after");
+    // The store has the failure with its error, then the recovery's verdict.
+    let show = run_in(
+        d.path(),
+        &["runs", "show", v["run_id"].as_str().unwrap_or("")],
+    );
+    let rec: Value = serde_json::from_str(&stdout(&show)).unwrap_or(Value::Null);
+    assert_eq!(
+        rec["completed"]["build"]["status"],
+        "recovered",
+        "{}",
+        text(&show)
+    );
+    assert_eq!(
+        rec["completed"]["build"]["error"],
+        "exited with status 3: broke"
+    );
+    assert_eq!(
+        rec["completed"]["build#recovery"]["error_type"],
+        "command_failed"
+    );
+}
+
+#[test]
+fn a_failed_recovery_skips_the_dependents_and_the_run_exits_1() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#broken"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(v["status"], "failed");
+    assert_eq!(
+        statuses(&v),
+        pairs(&[
+            ("build", "failed"),
+            ("build.on_error.abort", "failed"),
+            ("after", "skipped"),
+        ])
+    );
+    assert_eq!(v["error"]["code"], "PW0830");
+    assert_eq!(v["error"]["step"], "build.on_error.abort", "{all}");
+    // Outputs of a recovered step are an error, not the failed command's leftovers.
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#reads"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(v["steps"]["build"], "recovered");
+    assert_eq!(v["steps"]["after"], "failed");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains(
+            "step `build` failed and its `on_error` recovery stood in for it, so it has no outputs"
+        ),
+        "{msg}"
+    );
+}
+
+#[test]
+fn nested_recoveries_count_retries_and_stop_at_the_recovery_depth_limit() {
+    let d = fixtures();
+    let log = d.path().join("retries.log");
+    // Every retry fails: three recoveries, then PW0832.
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#chain"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(v["error"]["code"], "PW0832", "{all}");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains(
+            "recoveries would nest 4 deep, over the limit of 3 (`[meow] max_recovery_depth`"
+        ),
+        "{msg}"
+    );
+    assert_eq!(
+        v["error"]["step"],
+        "flaky.on_error.retry.on_error.retry.on_error.retry"
+    );
+    assert_eq!(v["steps"]["flaky"], "failed");
+    assert_eq!(read(&log), "0\n1\n2\n");
+    // The limit is configurable.
+    std::fs::remove_file(&log).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[meow]\nmax_recovery_depth = 1\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#chain"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(v["error"]["code"], "PW0832", "{all}");
+    assert_eq!(v["error"]["step"], "flaky.on_error.retry");
+    assert_eq!(read(&log), "0\n");
+    std::fs::remove_file(d.path().join("pipewright.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // The second attempt (retries = 1) succeeds: the chain is recovered bottom up.
+    std::fs::remove_file(&log).unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(
+        d.path(),
+        &["recovery.meow.toml#chain", "--var", "pass_at=1"],
+    );
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(
+        statuses(&v),
+        pairs(&[
+            ("flaky", "recovered"),
+            ("flaky.on_error.retry", "recovered"),
+            ("flaky.on_error.retry.on_error.retry", "done"),
+        ])
+    );
+    assert_eq!(read(&log), "0\n1\n");
+    // `explain` knows the code.
+    let o = run_in(d.path(), &["explain", "PW0832"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stdout(&o).contains("max_recovery_depth"), "{}", text(&o));
+}
+
+#[test]
+fn every_executor_that_fails_is_recovered_with_its_error_type() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#kinds"]);
+    assert_eq!(code, Some(0), "{all}");
+    let s = &v["stores"];
+    assert_eq!(
+        s["ex.on_error.note"]["line"], "ex:expand:template_not_found",
+        "{all}"
+    );
+    assert_eq!(s["fe.on_error.note"]["line"], "fe:foreach:invalid_items");
+    assert_eq!(
+        s["fe-child.on_error.note"]["line"],
+        "fe-child:foreach:child_failed"
+    );
+    assert_eq!(s["br.on_error.note"]["line"], "br:branch:condition_error");
+    for id in ["ex", "fe", "fe-child", "br"] {
+        assert_eq!(v["steps"][id], "recovered", "{id}: {all}");
+    }
+    // The iteration that failed stays failed; its foreach's recovery stood in for it.
+    assert_eq!(v["steps"]["fe-child.0.abort"], "failed");
+    assert_eq!(v["steps"]["done"], "done");
+
+    // An agent step: its agent and prompt.
+    std::fs::write(
+        d.path().join("replies.yaml"),
+        "replies: []\ndefault: \"{}\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let script = ["--backend", "script", "--script", "replies.yaml"];
+    let mut args = vec!["recovery_agent.meow.toml"];
+    args.extend(script);
+    let (code, v, all) = run_json(d.path(), &args);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["steps"]["plan"], "recovered");
+    assert_eq!(
+        v["stores"]["plan.on_error.say"]["line"], "agent|agent_crashed|worker|Plan the work",
+        "{all}"
+    );
+    // `on_error = "continue"` works on an agent step too.
+    let mut args = vec!["recovery_agent.meow.toml#tolerant"];
+    args.extend(script);
+    let (code, v, all) = run_json(d.path(), &args);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["steps"]["plan"], "done");
+    assert_eq!(v["steps"]["after"], "done");
+    assert!(
+        v["stores"]["plan"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("output validation failed")),
+        "{all}"
+    );
+}
+
+#[test]
+fn resume_after_kill_9_during_a_recovery_finishes_it_with_the_first_failure() {
+    let d = fixtures();
+    let mut child = spawn_run(d.path(), &["recovery_resume.meow.toml"]);
+    let trace = d.path().join("trace.log");
+    wait_for(
+        std::time::Duration::from_secs(20),
+        "the recovery's in-flight step",
+        || {
+            std::fs::read_to_string(&trace)
+                .ok()
+                .filter(|t| t.contains("wait"))
+        },
+    );
+    child.kill().unwrap_or_else(|e| panic!("kill: {e}"));
+    let _ = child.wait();
+    let id = only_run(d.path());
+    let before = read(&trace);
+    std::fs::write(d.path().join("go"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(
+        statuses(&v),
+        pairs(&[
+            ("first", "done"),
+            ("build", "recovered"),
+            ("build.on_error.note", "done"),
+            ("build.on_error.wait", "done"),
+            ("after", "done"),
+        ])
+    );
+    // `build` and the recovery's `note` landed and are not run again; `wait` was in flight.
+    let t = read(&trace);
+    assert_eq!(t.matches("build\n").count(), 1, "{t}");
+    assert_eq!(t.matches("fix-build-0-").count(), 1, "{t}");
+    assert_eq!(t.matches("wait").count(), 2, "{t}");
+    assert!(
+        t.starts_with(&before) && t.ends_with("wait\nafter\n"),
+        "{t}"
+    );
+}

@@ -433,9 +433,14 @@ impl Exec {
             },
             None => Map::new(),
         };
-        let vars = tmpl
+        let mut vars = tmpl
             .bind(given, false)
             .map_err(|e| format!("expanding `{reference}`: {e}"))?;
+        // What a recovery expands still describes the failure it recovers from.
+        let failed = super::recovery::FAILED_STEP;
+        if let Some(f) = st.steps[i].scope.vars.get(failed) {
+            vars.entry(failed.to_string()).or_insert_with(|| f.clone());
+        }
         Ok((tmpl, Arc::new(super::state::Scope { vars })))
     }
 
@@ -443,7 +448,7 @@ impl Exec {
     /// step under one) is rewritten to its prefixed id; other needs are kept as written, so a
     /// template can wait for a step outside it. `join`: the parent waits for them.
     #[allow(clippy::too_many_arguments)]
-    fn insert_children(
+    pub(super) fn insert_children(
         &mut self,
         st: &mut State,
         parent: usize,
@@ -457,6 +462,9 @@ impl Exec {
     ) -> Result<usize, Refused> {
         self.room(st, parent, steps.len())?;
         let depth = st.steps[parent].depth + 1;
+        // A recovery's steps run one recovery deeper than the step that failed.
+        let recovery =
+            st.steps[parent].recovery + u32::from(st.steps[parent].status == Status::Recovering);
         let ids: HashSet<&str> = steps.iter().map(|s| s.id.as_str()).collect();
         let fe = foreach.or(st.steps[parent].foreach);
         if join {
@@ -474,6 +482,7 @@ impl Exec {
                 depth,
             );
             s.needs = rewrite(&t.needs, &ids, &prefix);
+            s.recovery = recovery;
             if let Some((fi, it)) = fe {
                 if let Some(f) = self.fe.get_mut(&fi) {
                     *f.left.entry(it).or_insert(0) += 1;

@@ -17,6 +17,7 @@ mod answers;
 pub mod channel;
 mod dispatch;
 mod duration;
+mod recovery;
 mod shell;
 mod state;
 mod subst;
@@ -49,6 +50,8 @@ pub struct Limits {
     pub max_depth: u32,
     /// Steps in the whole run, expanded ones included.
     pub max_steps: usize,
+    /// `on_error` recoveries inside recoveries.
+    pub max_recovery_depth: u32,
 }
 
 impl Default for Limits {
@@ -56,6 +59,7 @@ impl Default for Limits {
         Limits {
             max_depth: 10,
             max_steps: 1000,
+            max_recovery_depth: 3,
         }
     }
 }
@@ -415,6 +419,7 @@ impl Exec {
             parent,
             foreach,
             depth,
+            recovery: 0,
             waiting: 0,
             dependents: Vec::new(),
             wild: false,
@@ -496,7 +501,7 @@ impl Exec {
                 }
             }
         }
-        if st.steps.iter().any(|s| s.status == Status::Failed) {
+        if (0..st.steps.len()).any(|i| recovery::fails_run(st, i)) {
             RunStatus::Failed
         } else {
             RunStatus::Ok
@@ -596,18 +601,23 @@ impl Exec {
 
     /// Reports and records what ended, and releases what it held back.
     fn after(&mut self, st: &mut State, ended: &mut Ended) {
-        while !ended.steps.is_empty() {
+        while !ended.steps.is_empty() || !ended.recover.is_empty() {
             let list = std::mem::take(&mut ended.steps);
             for i in list {
                 self.report_end(st, i);
                 self.release(st, i);
+            }
+            for i in std::mem::take(&mut ended.recover) {
+                self.recover(st, i, ended);
             }
         }
     }
 
     fn release(&mut self, st: &mut State, i: usize) {
         let s = &st.steps[i];
-        if let Some((fi, it)) = s.foreach {
+        // A recovering step's iteration goes on until its recovery ends.
+        let over = s.status.terminal();
+        if let (Some((fi, it)), true) = (s.foreach, over) {
             if let Some(fe) = self.fe.get_mut(&fi) {
                 if let Some(c) = fe.left.get_mut(&it) {
                     *c = c.saturating_sub(1);
@@ -686,7 +696,7 @@ impl Exec {
     fn report_end(&mut self, st: &State, i: usize) {
         let s = &st.steps[i];
         let kind = match s.status {
-            Status::Done => EventKind::Completed,
+            Status::Done | Status::Recovered => EventKind::Completed,
             Status::Skipped if s.started.is_none() => return self.land(st, i, None),
             _ => EventKind::Failed,
         };
@@ -698,7 +708,12 @@ impl Exec {
     /// run commit at once; the rest ride along with the next commit.
     fn land(&mut self, st: &State, i: usize, done: Option<Event>) {
         let s = &st.steps[i];
-        let mut v = json!({"status": s.status.name(), "outputs": s.outputs});
+        // A recovering step failed; the store says so until its recovery ends.
+        let status = match s.status {
+            Status::Recovering => Status::Failed,
+            other => other,
+        };
+        let mut v = json!({"status": status.name(), "outputs": s.outputs});
         if let Some(e) = &s.error {
             v["error"] = json!(e);
         }
@@ -751,7 +766,8 @@ impl Exec {
         let v = self.journal.get(id)?;
         let status = match v.get("status")?.as_str()? {
             "done" => Status::Done,
-            "failed" => Status::Failed,
+            // It fails again, and its recovery (whose steps landed too) replays.
+            "failed" | "recovered" => Status::Failed,
             _ => return None,
         };
         let outputs = v.get("outputs")?.as_object()?.clone();
@@ -808,7 +824,7 @@ impl Exec {
         if status == RunStatus::Failed {
             // The cause, not a join that failed because of it: a limit, else the first failed
             // step that expanded nothing, else the first failed step.
-            let failed = |i: &usize| st.steps[*i].status == Status::Failed;
+            let failed = |i: &usize| recovery::fails_run(st, *i);
             let cause = (0..st.steps.len())
                 .filter(failed)
                 .find(|i| self.codes.contains_key(i))

@@ -16,6 +16,10 @@ pub enum Status {
     Done,
     Failed,
     Skipped,
+    /// Failed, and its `on_error` template runs: its dependents wait for the recovery.
+    Recovering,
+    /// Failed, and its recovery ended done: its dependents run as after `done`.
+    Recovered,
 }
 
 impl Status {
@@ -26,11 +30,21 @@ impl Status {
             Status::Done => "done",
             Status::Failed => "failed",
             Status::Skipped => "skipped",
+            Status::Recovering => "recovering",
+            Status::Recovered => "recovered",
         }
     }
 
     pub fn terminal(self) -> bool {
-        matches!(self, Status::Done | Status::Failed | Status::Skipped)
+        matches!(
+            self,
+            Status::Done | Status::Failed | Status::Skipped | Status::Recovered
+        )
+    }
+
+    /// Whether a need on a step in this state is met.
+    pub fn satisfies(self) -> bool {
+        matches!(self, Status::Done | Status::Recovered)
     }
 }
 
@@ -55,6 +69,8 @@ pub struct RStep {
     /// The nearest foreach above, and the iteration this step belongs to.
     pub foreach: Option<(usize, usize)>,
     pub depth: u32,
+    /// Recoveries this step runs inside (0 outside any `on_error` template).
+    pub recovery: u32,
     /// Needs not yet done (wildcard needs are not counted: see `State::wild`).
     pub waiting: usize,
     pub dependents: Vec<usize>,
@@ -70,6 +86,13 @@ pub struct RStep {
 impl RStep {
     pub fn is_agent(&self) -> bool {
         self.t.executor == "agent"
+    }
+
+    /// The recovery template its `on_error` names, if it names one.
+    pub fn recovery_template(&self) -> Option<&str> {
+        self.t
+            .str("on_error")
+            .filter(|v| pipewright_meow::on_error_template(v))
     }
 }
 
@@ -91,6 +114,8 @@ pub struct State {
 pub struct Ended {
     /// Steps that ended (the step itself, skipped dependents, joins completed).
     pub steps: Vec<usize>,
+    /// Failed steps whose `on_error` template is to be expanded.
+    pub recover: Vec<usize>,
 }
 
 impl State {
@@ -108,7 +133,7 @@ impl State {
             }
             match self.index.get(n) {
                 Some(&d) => match self.steps[d].status {
-                    Status::Done => {}
+                    Status::Done | Status::Recovered => {}
                     Status::Failed | Status::Skipped => {
                         blocked.get_or_insert_with(|| dep_message(n, self.steps[d].status));
                     }
@@ -152,9 +177,29 @@ impl State {
         ended: &mut Ended,
     ) {
         let mut work = vec![(i, status, outputs, error)];
-        while let Some((i, status, outputs, error)) = work.pop() {
+        while let Some((i, mut status, mut outputs, error)) = work.pop() {
             if self.steps[i].status.terminal() {
                 continue;
+            }
+            // `on_error`: a recovery template holds the failure back from the dependents
+            // (once: a recovery that fails fails the step); `continue` turns it into `done`.
+            if status == Status::Failed && self.steps[i].status != Status::Recovering {
+                if self.steps[i].recovery_template().is_some() {
+                    let s = &mut self.steps[i];
+                    s.status = Status::Recovering;
+                    s.outputs = outputs;
+                    s.error = error;
+                    self.ready.remove(&(self.steps[i].is_agent(), i));
+                    ended.steps.push(i);
+                    ended.recover.push(i);
+                    continue;
+                }
+                if self.steps[i].t.str("on_error") == Some("continue") {
+                    status = Status::Done;
+                    outputs.insert("error".into(), Value::from(error.unwrap_or_default()));
+                    work.push((i, status, outputs, None));
+                    continue;
+                }
             }
             {
                 let s = &mut self.steps[i];
@@ -169,7 +214,7 @@ impl State {
                 if self.steps[d].status != Status::Pending {
                     continue;
                 }
-                if status == Status::Done {
+                if status.satisfies() {
                     let ds = &mut self.steps[d];
                     ds.waiting = ds.waiting.saturating_sub(1);
                     if ds.waiting == 0 && !ds.wild {
@@ -183,10 +228,30 @@ impl State {
             }
             self.steps[i].dependents = deps;
             if let Some(p) = self.steps[i].parent {
+                // A failed expansion's own children still ending do not count for the
+                // recovery it now waits for.
+                if self.steps[p].status == Status::Recovering
+                    && self.steps[i].recovery <= self.steps[p].recovery
+                {
+                    continue;
+                }
                 let ps = &mut self.steps[p];
                 ps.open = ps.open.saturating_sub(1);
                 ps.child_failed |= status == Status::Failed;
-                if ps.open == 0 && ps.status == Status::Running {
+                if ps.open == 0 && ps.status == Status::Recovering {
+                    let (st, err) = match ps.child_failed {
+                        true => (
+                            Status::Failed,
+                            Some(format!(
+                                "{}; its `on_error` recovery failed",
+                                ps.error.as_deref().unwrap_or("it failed")
+                            )),
+                        ),
+                        false => (Status::Recovered, ps.error.clone()),
+                    };
+                    let outs = std::mem::take(&mut ps.outputs);
+                    work.push((p, st, outs, err));
+                } else if ps.open == 0 && ps.status == Status::Running {
                     let (st, err) = if ps.child_failed {
                         let what = if ps.t.executor == "foreach" {
                             "one or more iterations failed"
@@ -246,7 +311,7 @@ impl State {
                     continue;
                 }
                 match s.status {
-                    Status::Done => {}
+                    Status::Done | Status::Recovered => {}
                     Status::Failed | Status::Skipped => {
                         return Wild::Blocked(dep_message(&s.id, s.status))
                     }
@@ -375,6 +440,9 @@ impl Lookup for Cx<'_> {
                 let s = &self.st.steps[k];
                 return match s.status {
                     Status::Done => Ok(Value::Object(s.outputs.clone())),
+                    Status::Recovered => Err(format!(
+                        "step `{c}` failed and its `on_error` recovery stood in for it, so it has no outputs; read them from a step of the recovery (`{c}.on_error.<step>`)"
+                    )),
                     other => Err(format!(
                         "step `{c}` has not finished (it is {}); add it to `needs`",
                         other.name()

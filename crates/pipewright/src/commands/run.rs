@@ -153,6 +153,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     o.meow_limits = pipewright_run::meow::Limits {
         max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
         max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
+        max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
     };
     o.channel = true;
     o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
