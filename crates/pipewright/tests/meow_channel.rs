@@ -76,7 +76,12 @@ fn session_id_reads_what_the_agent_reported_and_prime_is_empty_for_an_idle_agent
         serde_json::json!({"step": null, "mode": null, "prompt": ""}),
         "{all}"
     );
-    assert_eq!(bytes.trim(), "0", "{all}");
+    // Neither from `prompt` nor from `stop-hook`: the hook lets the agent stop.
+    assert_eq!(
+        bytes.split_whitespace().collect::<Vec<_>>(),
+        ["0", "0"],
+        "{all}"
+    );
 }
 
 #[test]
@@ -103,6 +108,7 @@ fn the_new_meow_commands_outside_a_run_are_silent_no_ops() {
     for args in [
         vec!["meow", "prime"],
         vec!["meow", "prime", "--format", "json"],
+        vec!["meow", "prime", "--format", "stop-hook"],
         vec!["meow", "session-id"],
         vec!["meow", "session-id", "--agent", "w"],
         vec!["meow", "step-status", "x"],

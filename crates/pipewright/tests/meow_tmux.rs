@@ -254,6 +254,16 @@ fn prime_repeats_the_prompt_and_why_done_was_refused_but_not_for_an_interactive_
         after.contains("Your last `pipewright meow done` was refused: output validation failed: output `n` (number) `many`"),
         "{l}"
     );
+    // The same for a Claude Code Stop hook: blocking the stop, the prompt as the reason.
+    let hook: Value =
+        serde_json::from_str(logged(&l, "prime-hook: ").first().unwrap_or(&"")).unwrap_or_default();
+    assert_eq!(hook["decision"], "block", "{l}");
+    assert!(
+        hook["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("Count the files.") && r.contains("was refused")),
+        "{l}"
+    );
     // The interactive step: nothing to repeat, yet it waited for the agent's `done`.
     assert_eq!(primes[1]["step"], "talk");
     assert_eq!(primes[1]["mode"], "interactive");

@@ -7,8 +7,9 @@
 #   FAKE-SLEEP: SECS   wait first
 #   FAKE-HANG          never answer
 #   FAKE-EXIT          quit without answering (the session ends)
-#   FAKE-PRIME         log `$PW meow prime --format json` before answering, and the plain
-#                      `meow prime` after a refused answer (what a Stop hook would be told)
+#   FAKE-PRIME         log `$PW meow prime --format json` before answering, and after a
+#                      refused answer the plain `meow prime` and `--format stop-hook` (what a
+#                      Stop hook would be told)
 # Started with `--session-id ID` or `--resume ID` (the adapter's `{{session_id}}`), it logs
 # `sid ID` or `resumed ID`.
 echo "fake agent ready in $(pwd)"
@@ -33,6 +34,7 @@ $more"; done
   if ! eval "\"\$PW\" meow done $args" 2>>"$FAKE_LOG"; then
     echo "refused" >> "$FAKE_LOG"
     [ "$prime" != 0 ] && printf 'prime-refused: %s\n---\n' "$("$PW" meow prime)" >> "$FAKE_LOG"
+    [ "$prime" != 0 ] && echo "prime-hook: $("$PW" meow prime --format stop-hook)" >> "$FAKE_LOG"
     [ -n "$retry" ] && eval "\"\$PW\" meow done $retry" 2>>"$FAKE_LOG"
   fi
 done

@@ -41,7 +41,9 @@ pub enum MeowCommand {
     /// included, and after a refused `meow done` why it was refused. Nothing is printed when the
     /// agent has no running step or the step is `interactive` (a human talks to the agent then).
     Prime {
-        /// `prompt`: the text alone; `json`: `{"step", "mode", "prompt"}`.
+        /// `prompt`: the text alone; `json`: `{"step", "mode", "prompt"}`; `stop-hook`: a Claude
+        /// Code Stop hook's answer, `{"decision": "block", "reason": PROMPT}` (Claude Code
+        /// shows a hook's plain output to the model only in this form), nothing when empty.
         #[arg(long, value_enum, default_value = "prompt")]
         format: PrimeFormat,
     },
@@ -112,6 +114,7 @@ pub enum MeowCommand {
 pub enum PrimeFormat {
     Prompt,
     Json,
+    StopHook,
 }
 
 /// The statuses a step of a running workflow has, as the run's JSON report names them.
@@ -213,6 +216,9 @@ pub fn run(args: &MeowArgs) -> u8 {
                 ),
                 // Nothing at all when there is nothing to say: a Stop hook then stays quiet.
                 _ if content.is_empty() => {}
+                MeowCommand::Prime {
+                    format: PrimeFormat::StopHook,
+                } => outln!("{}", json!({"decision": "block", "reason": content})),
                 _ => outln!("{content}"),
             }
             0
