@@ -305,3 +305,37 @@ fn a_checkpointed_session_id_resumes_the_agent_it_was_read_from() {
     assert_eq!(v["stores"]["again"]["session_id"], sid);
     assert_eq!(v["stores"]["after"]["session_id"], sid);
 }
+
+#[test]
+fn an_agent_started_again_under_an_unknown_session_forgets_the_old_id() {
+    let t = Tmux::new("forget");
+    let d = setup();
+    let fake = d.path().join(".meow/adapters/fake/adapter.toml");
+    let plain = std::fs::read_to_string(&fake)
+        .unwrap_or_default()
+        .replace(" --session-id {{session_id}}", "")
+        .replace("name = \"fake\"", "name = \"plain\"");
+    let dir = d.path().join(".meow/adapters/plain");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("adapter.toml"), plain).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&t, d.path(), &["forget.meow.toml", "--var", &pw()]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    assert!(
+        v["stores"]["first"]["session_id"]
+            .as_str()
+            .is_some_and(|s| s.len() == 36),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        v["stores"]["again"].get("session_id").is_none(),
+        "{}",
+        text(&o)
+    );
+    let err = v["stores"]["second"]["error"].as_str().unwrap_or("");
+    assert!(
+        err.contains("the session id of agent `w` is not known: its adapter's command has no `{{session_id}}`"),
+        "{err}"
+    );
+}
