@@ -1,5 +1,7 @@
 //! `pipewright meow …`: what agents and branch conditions of a running MEOW workflow say to its
-//! orchestrator, over the socket named by `MEOW_ORCH_SOCK` (notes §4.12). Identity comes from
+//! orchestrator (done, events, approvals) and ask of it (the prompt again, a step's status, an
+//! agent's session id), over the socket named by `MEOW_ORCH_SOCK` (notes §4.12; the spec's IPC
+//! Message Protocol and CLI listing). Identity comes from
 //! `MEOW_AGENT`, `MEOW_WORKFLOW` and `MEOW_STEP`. Without `MEOW_ORCH_SOCK` (and without
 //! `--run`) every command is a silent no-op that succeeds, so a template runs unchanged outside
 //! an orchestrator.
