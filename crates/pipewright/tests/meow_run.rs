@@ -713,6 +713,14 @@ fn a_failed_recovery_skips_the_dependents_and_the_run_exits_1() {
         ),
         "{msg}"
     );
+    // A kill step has no `on_error`: nothing recovers it.
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml#killer"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(
+        statuses(&v),
+        pairs(&[("start", "done"), ("stop", "failed")]),
+        "{all}"
+    );
 }
 
 #[test]

@@ -88,10 +88,17 @@ impl RStep {
         self.t.executor == "agent"
     }
 
+    /// Its `on_error`; kill steps have none (they are idempotent, as `check` says).
+    pub fn on_error(&self) -> Option<&str> {
+        match self.t.executor.as_str() {
+            "kill" => None,
+            _ => self.t.str("on_error"),
+        }
+    }
+
     /// The recovery template its `on_error` names, if it names one.
     pub fn recovery_template(&self) -> Option<&str> {
-        self.t
-            .str("on_error")
+        self.on_error()
             .filter(|v| pipewright_meow::on_error_template(v))
     }
 }
@@ -194,7 +201,7 @@ impl State {
                     ended.recover.push(i);
                     continue;
                 }
-                if self.steps[i].t.str("on_error") == Some("continue") {
+                if self.steps[i].on_error() == Some("continue") {
                     status = Status::Done;
                     outputs.insert("error".into(), Value::from(error.unwrap_or_default()));
                     work.push((i, status, outputs, None));
