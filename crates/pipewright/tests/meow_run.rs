@@ -683,6 +683,25 @@ fn a_failed_step_with_an_on_error_template_is_recovered_and_its_dependents_run()
         rec["completed"]["build#recovery"]["error_type"],
         "command_failed"
     );
+    // A recovery's steps count against the run's step limit.
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[meow]\nmax_total_steps = 2\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["recovery.meow.toml"]);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(v["error"]["code"], "PW0831", "{all}");
+    assert!(
+        v["error"]["message"].as_str().is_some_and(|m| m.contains(
+            "its `on_error` recovery `.fix` could not start: the run would have 3 steps"
+        )),
+        "{all}"
+    );
+    assert_eq!(
+        statuses(&v),
+        pairs(&[("build", "failed"), ("after", "skipped")])
+    );
 }
 
 #[test]
