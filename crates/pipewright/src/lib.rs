@@ -48,9 +48,24 @@ fn tune_allocator() {
     }
 }
 
+/// The command line; called `meow` (the link a MEOW run puts on its steps' PATH), the
+/// reference's `meow done …` is `pipewright meow done …`.
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let called_meow = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "meow");
+    if called_meow {
+        args[0] = "pipewright".into();
+        args.insert(1, "meow".into());
+    }
+    args
+}
+
 /// Parses the command line and runs the command; the process exit code.
 pub fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(arguments());
     if matches!(cli.command, cli::Command::Check(_) | cli::Command::Fmt(_)) {
         // Only the one-pass commands: `run` frees and allocates in a loop, where purging at
         // once would cost system calls for nothing.

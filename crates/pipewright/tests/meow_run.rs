@@ -464,6 +464,8 @@ fn corpus_templates_run_offline_or_stop_with_a_reason() {
             ".meow/workflows/tests/hello-test.meow.toml",
             ".meow/workflows/tests/manual-task.meow.toml",
             ".meow/workflows/tests/output-test.meow.toml",
+            // Its monitor calls `meow step-status` by the reference's name.
+            ".meow/workflows/tests/ralph-wiggum-demo.meow.toml",
             ".meow/workflows/tests/test-context-monitor.meow.toml",
             ".meow/workflows/tests/test-rw.meow.toml",
             ".meow/workflows/tests/test-worktree.meow.toml",
@@ -892,4 +894,48 @@ fn resume_after_kill_9_during_a_recovery_finishes_it_with_the_first_failure() {
         t.starts_with(&before) && t.ends_with("wait\nafter\n"),
         "{t}"
     );
+}
+
+#[test]
+fn steps_call_meow_by_the_references_name() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["meow_command.meow.toml"]);
+    assert_eq!(code, Some(0), "{all}");
+    // `meow event TYPE --data k=v`, the reference's form, carries its data.
+    assert_eq!(v["stores"]["listen"]["data"]["k"], "1", "{all}");
+    assert_eq!(v["stores"]["listen"]["data"]["who"], "ref", "{all}");
+    assert_eq!(v["stores"]["status"]["said"], "listen-done", "{all}");
+    // The step's own PATH is kept after the run's `meow`.
+    let id = v["run_id"].as_str().unwrap_or("");
+    let bin = d.path().join(".pipewright/runs").join(id).join("bin");
+    let found = v["stores"]["own-path"]["found"].as_str().unwrap_or("");
+    let lines: Vec<&str> = found.lines().collect();
+    assert_eq!(lines.len(), 2, "{found}");
+    assert_eq!(Path::new(lines[0]), bin.join("meow"), "{all}");
+    assert!(
+        lines[1] == "/usr/bin/sh" || lines[1] == "/bin/sh",
+        "{found}"
+    );
+}
+
+#[test]
+fn the_binary_called_meow_is_pipewright_meow() {
+    let d = tempdir();
+    let link = d.path().join("meow");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pipewright"), &link)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let o = std::process::Command::new(&link)
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stdout(&o).contains("await-approval"), "{}", text(&o));
+    // Outside a run it does nothing, like `pipewright meow done`.
+    let o = std::process::Command::new(&link)
+        .args(["done", "--output", "x=1"])
+        .env_remove("MEOW_ORCH_SOCK")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", text(&o));
 }

@@ -81,6 +81,10 @@ pub struct RunOptions {
     pub meow_limits: crate::meow::Limits,
     /// A MEOW run listens on its orchestrator socket (agents report over it).
     pub channel: bool,
+    /// The program that answers `meow …` (the reference's command name) in a MEOW run's shell
+    /// steps and agent sessions: the `pipewright` executable, which acts as `pipewright meow`
+    /// when called `meow`. `None`: only `pipewright meow` works there.
+    pub meow_command: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -105,6 +109,7 @@ impl RunOptions {
             interactive: false,
             meow_limits: crate::meow::Limits::default(),
             channel: false,
+            meow_command: None,
         }
     }
 }

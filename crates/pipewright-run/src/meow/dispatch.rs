@@ -160,8 +160,7 @@ impl Exec {
                 Some(w) if !w.is_empty() => under(&self.project, &w),
                 _ => self.project.clone(),
             };
-            let mut env = self.string_table(st, i, "env")?;
-            env.extend(self.meow_env(&id, None));
+            let env = self.step_env(self.string_table(st, i, "env")?, &id, None);
             let captures = self.captures(st, i, branch)?;
             Ok(shell::Command {
                 script,
@@ -199,6 +198,31 @@ impl Exec {
         if let Some(s) = &self.sock {
             env.push(("MEOW_ORCH_SOCK".into(), s.display().to_string()));
         }
+        env
+    }
+
+    /// [`Exec::meow_env`] added to a step's `env`, with `meow` first on the PATH (the step's
+    /// own PATH, if it sets one, else the orchestrator's).
+    pub(super) fn step_env(
+        &self,
+        mut env: Vec<(String, String)>,
+        step: &str,
+        agent: Option<&str>,
+    ) -> Vec<(String, String)> {
+        env.extend(self.meow_env(step, agent));
+        let Some(bin) = &self.meow_bin else {
+            return env;
+        };
+        let rest = match env.iter().rposition(|(k, _)| k == "PATH") {
+            Some(at) => Some(env.remove(at).1),
+            None => std::env::var_os("PATH").map(|p| p.to_string_lossy().into_owned()),
+        };
+        let mut path = bin.to_string_lossy().into_owned();
+        if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+            path.push(':');
+            path.push_str(&rest);
+        }
+        env.push(("PATH".into(), path));
         env
     }
 
@@ -921,7 +945,7 @@ impl Exec {
             let adapter = super::tmux::Adapter::find(&name, &self.project)?;
             let mut env = self.string_table(st, i, "env")?;
             env.retain(|(k, _)| !k.starts_with("MEOW_"));
-            env.extend(self.meow_env(&st.steps[i].id, Some(&agent)));
+            let mut env = self.step_env(env, &st.steps[i].id, Some(&agent));
             // An agent works on many steps: which one is running is the orchestrator's to say.
             env.retain(|(k, _)| k != "MEOW_STEP");
             let args = match st.steps[i].t.get("spawn_args").map(|n| &n.kind) {

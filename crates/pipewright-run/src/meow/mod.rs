@@ -64,6 +64,23 @@ impl Default for Limits {
     }
 }
 
+/// Makes `<run dir>/bin/meow` a link to `exe`, so that workflows written for the reference,
+/// whose commands and prompts call `meow done`, `meow event`… , run unchanged.
+fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<PathBuf, String> {
+    let bin = run_dir.join("bin");
+    let link = bin.join("meow");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    // A resumed run finds the link of its first start, which may name an older executable.
+    match std::fs::remove_file(&link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot replace {}: {e}", link.display())),
+    }
+    std::os::unix::fs::symlink(exe, &link)
+        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), exe.display()))?;
+    Ok(bin)
+}
+
 /// Runs the workflow `opts.workflow` (default `main`) of the module `program` was lowered from.
 pub(crate) async fn run(
     program: Arc<Program>,
@@ -172,6 +189,10 @@ pub(crate) async fn run(
         true => Some(channel::Channel::open(&run_dir)?),
         false => None,
     };
+    let meow_bin = match (&channel, &opts.meow_command) {
+        (Some(_), Some(exe)) => Some(meow_command_dir(&run_dir, exe)?),
+        _ => None,
+    };
     let mut ex = Exec {
         run_id: run_id.clone(),
         workflow: name.clone(),
@@ -195,6 +216,7 @@ pub(crate) async fn run(
         store_failed: None,
         given,
         sock: channel.as_ref().map(|c| c.path().to_path_buf()),
+        meow_bin,
         root_span: root.span,
         sources_has: sources.files().map(|f| f.id).collect(),
         tmux: false,
@@ -369,6 +391,9 @@ pub(crate) struct Exec {
     /// The run's variables as given (cleanup scripts see them as environment variables).
     given: Map<String, Value>,
     sock: Option<PathBuf>,
+    /// A directory holding `meow` (the pipewright executable under the reference's command
+    /// name), put first on the PATH of shell steps and agent sessions.
+    meow_bin: Option<PathBuf>,
     root_span: Span,
     sources_has: Vec<pipewright_syntax::FileId>,
     /// Agents run in tmux sessions through adapters (`--backend command`); otherwise the

@@ -81,6 +81,9 @@ pub enum MeowCommand {
         /// Event data, `KEY=VALUE`.
         #[arg(value_name = "KEY=VALUE")]
         data: Vec<String>,
+        /// Event data, `KEY=VALUE` (repeatable; the reference's form, the same as the above).
+        #[arg(long = "data", value_name = "KEY=VALUE")]
+        data_flag: Vec<String>,
     },
     /// Wait for an event; exit 0 with its data on stdout, 1 on timeout.
     AwaitEvent {
@@ -317,9 +320,14 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
             json!({"type": "get_step_status", "workflow": workflow, "step_id": step,
                    "step": env("MEOW_STEP")})
         }
-        MeowCommand::Event { event_type, data } => {
+        MeowCommand::Event {
+            event_type,
+            data,
+            data_flag,
+        } => {
+            let all: Vec<String> = data.iter().chain(data_flag).cloned().collect();
             json!({"type": "event", "workflow": workflow, "agent": agent,
-                   "event_type": event_type, "data": pairs(data, "event data")?})
+                   "event_type": event_type, "data": pairs(&all, "event data")?})
         }
         MeowCommand::AwaitEvent {
             event_type,

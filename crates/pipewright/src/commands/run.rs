@@ -156,6 +156,8 @@ async fn run_async(args: &RunArgs) -> u8 {
         max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
     };
     o.channel = true;
+    // Called `meow`, this executable acts as `pipewright meow` (see `main`).
+    o.meow_command = std::env::current_exe().ok();
     o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,
