@@ -939,3 +939,20 @@ fn the_binary_called_meow_is_pipewright_meow() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", text(&o));
 }
+
+#[test]
+fn a_run_is_resumed_only_as_the_workflow_it_runs() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["expand.meow.toml"]);
+    assert_eq!(code, Some(0), "{all}");
+    let id = v["run_id"].as_str().unwrap_or("").to_string();
+    let o = run_in(d.path(), &["run", "expand.meow.toml#impl", "--resume", &id]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "run {id} runs workflow `main`; it cannot be resumed as workflow `impl`"
+        )),
+        "{}",
+        text(&o)
+    );
+}

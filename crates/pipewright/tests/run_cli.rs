@@ -940,7 +940,7 @@ fn resume_refuses_another_pipeline_and_an_input() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         stderr(&o).contains(&format!(
-            "run {id} runs pipeline `aborts`; it cannot be resumed as `drops`"
+            "run {id} runs pipeline `aborts`; it cannot be resumed as pipeline `drops`"
         )),
         "{}",
         text(&o)

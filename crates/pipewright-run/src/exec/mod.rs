@@ -422,21 +422,15 @@ pub async fn run(
     let mut resumed_workflow = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let (l, rec) = resume_record(
-                opts.store.as_ref(),
-                opts.force,
+            let of = ResumeOf {
                 id,
-                &input,
-                &source_hash,
-                "the pipeline files",
-            )?;
+                what: "the pipeline files",
+                kind: "pipeline",
+                workflow: opts.workflow.as_deref(),
+            };
+            let (l, rec) =
+                resume_record(opts.store.as_ref(), opts.force, of, &input, &source_hash)?;
             lock = Some(l);
-            if let Some(w) = opts.workflow.as_ref().filter(|w| **w != rec.workflow) {
-                return Err(format!(
-                    "run {id} runs pipeline `{}`; it cannot be resumed as `{w}`",
-                    rec.workflow
-                ));
-            }
             resumed_workflow = Some(rec.workflow.clone());
             input = rec.input;
             spawns = rec.spawns;
@@ -599,22 +593,44 @@ pub(crate) fn open_recorder(
     Recorder::new(st.clone(), new.run_id.clone(), l, sinks).map(Some)
 }
 
+/// What a resume asks for: the run, and what it must be running.
+pub(crate) struct ResumeOf<'a> {
+    pub id: &'a str,
+    /// The sources, named in the refusal ("the pipeline files", "the recipe").
+    pub what: &'a str,
+    /// What the workflow is to the user ("pipeline", "recipe", "workflow").
+    pub kind: &'a str,
+    /// The workflow asked for, when one was: the run must be running it.
+    pub workflow: Option<&'a str>,
+}
+
 /// The record of a run to resume, owned by this process, after the checks every dialect makes:
-/// a store, a well-formed id, no new input, and the same sources (unless `--force`). `what`
-/// names the sources in the refusal ("the pipeline files", "the recipe").
+/// a store, a well-formed id, the same workflow, no new input, and the same sources (unless
+/// `--force`).
 pub(crate) fn resume_record(
     store: Option<&Arc<dyn Store>>,
     force: bool,
-    id: &str,
+    of: ResumeOf<'_>,
     input: &serde_json::Value,
     source_hash: &str,
-    what: &str,
 ) -> Result<(Box<dyn RunLock>, store::RunRecord), String> {
+    let ResumeOf {
+        id,
+        what,
+        kind,
+        workflow,
+    } = of;
     let st = store.ok_or("--resume needs a run store")?;
     store::check_run_id(id)?;
     // Owner first, then read: what is read cannot change under us.
     let lock = st.lock_run(id)?;
     let rec = st.load_run(id)?;
+    if let Some(w) = workflow.filter(|w| *w != rec.workflow) {
+        return Err(format!(
+            "run {id} runs {kind} `{}`; it cannot be resumed as {kind} `{w}`",
+            rec.workflow
+        ));
+    }
     if !input.is_null() {
         return Err(format!(
             "run {id} keeps the input it started with; --input cannot be given with --resume"

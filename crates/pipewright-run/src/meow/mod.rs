@@ -121,20 +121,19 @@ pub(crate) async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
+            let of = crate::exec::ResumeOf {
+                id,
+                what: "the MEOW module",
+                kind: "workflow",
+                workflow: Some(&name),
+            };
             let (l, rec) = crate::exec::resume_record(
                 opts.store.as_ref(),
                 opts.force,
-                id,
+                of,
                 &input,
                 &source_hash,
-                "the MEOW module",
             )?;
-            if rec.workflow != name {
-                return Err(format!(
-                    "run {id} runs workflow `{}`; it cannot be resumed as `{name}`",
-                    rec.workflow
-                ));
-            }
             if rec.status == "ok" || rec.status == "failed" {
                 return Err(format!(
                     "run {id} has ended ({}); there is nothing to resume",

@@ -200,21 +200,20 @@ pub(crate) async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
+            let of = crate::exec::ResumeOf {
+                id,
+                what: "the recipe",
+                kind: "recipe",
+                workflow: Some(&workflow.name),
+            };
             let (l, rec) = crate::exec::resume_record(
                 opts.store.as_ref(),
                 opts.force,
-                id,
+                of,
                 &input,
                 &source_hash,
-                "the recipe",
             )?;
             lock_ = Some(l);
-            if rec.workflow != workflow.name {
-                return Err(format!(
-                    "run {id} runs recipe `{}`; it cannot be resumed with recipe `{}`",
-                    rec.workflow, workflow.name
-                ));
-            }
             input = rec.input;
             turns = rec.spawns;
             journal = rec

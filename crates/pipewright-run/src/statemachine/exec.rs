@@ -174,21 +174,19 @@ pub async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
+            let of = crate::exec::ResumeOf {
+                id,
+                what: "the recipe",
+                kind: "recipe",
+                workflow: Some(&root),
+            };
             let (l, rec) = crate::exec::resume_record(
                 opts.store.as_ref(),
                 opts.force,
-                id,
+                of,
                 &opts.input,
                 &source_hash,
-                "the recipe",
             )?;
-            if rec.workflow != root {
-                return Err(format!(
-                    "run {id} runs recipe `{}`; it cannot be resumed with recipe `{root}`",
-                    rec.workflow
-                )
-                .into());
-            }
             // Another backend would not know the recorded sessions (and the mock, the
             // default, would answer for the agent).
             let recorded = rec.landings.iter().find_map(|l| match &l.landed {
