@@ -375,6 +375,8 @@ fn output_ref(
             .get("outputs")
             .and_then(Node::as_table)
             .map(|t| t.entries.iter().map(|e| e.key.as_str()).collect()),
+        // The session id the agent runs under, for a later spawn's `resume_session`.
+        "spawn" => Some(vec!["session_id"]),
         _ => Some(Vec::new()),
     };
     let Some(declared) = declared else { return };
