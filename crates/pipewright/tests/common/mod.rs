@@ -124,3 +124,23 @@ pub fn finish(child: std::process::Child) -> Output {
         .wait_with_output()
         .unwrap_or_else(|e| panic!("wait: {e}"))
 }
+
+/// Runs `pipewright meow ARGS…` outside any MEOW run (no `MEOW_ORCH_SOCK`, no `MEOW_AGENT`) and
+/// asserts that it did nothing: exit 0, no output (the reference's helpers are silent there).
+#[allow(dead_code)]
+pub fn assert_meow_is_a_silent_no_op(dir: &Path, args: &[&str]) {
+    let o = bin()
+        .current_dir(dir)
+        .env_remove("MEOW_ORCH_SOCK")
+        .env_remove("MEOW_AGENT")
+        .arg("meow")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+    assert!(
+        o.stdout.is_empty() && o.stderr.is_empty(),
+        "{args:?}: {}",
+        text(&o)
+    );
+}
