@@ -339,3 +339,74 @@ fn an_agent_started_again_under_an_unknown_session_forgets_the_old_id() {
         "{err}"
     );
 }
+
+/// Runs `recovery.meow.toml#<workflow>`, whose `work` step fails and whose `.retry` recovery
+/// gives the work to a fresh agent: the run ends ok, `work` recovered and `after` done.
+/// Returns what the recovery's `seen` step printed of `_failed_step` and the fake agent's log.
+fn recovered(t: &Tmux, workflow: &str) -> (String, String) {
+    let d = setup();
+    let file = format!("recovery.meow.toml#{workflow}");
+    let o = run(t, d.path(), &[&file]);
+    let v = json(&o);
+    let l = log(d.path());
+    assert_eq!(o.status.code(), Some(0), "{}\n{l}", text(&o));
+    assert_eq!(v["steps"]["work"], "recovered", "{}", text(&o));
+    assert_eq!(v["steps"]["work.on_error.again"], "done", "{}", text(&o));
+    assert_eq!(v["steps"]["after"], "done", "{}", text(&o));
+    assert_eq!(v["stores"]["after"]["line"], "after");
+    // The failed step's prompt went to the fresh agent, which did the work.
+    let agent = if workflow == "ghost" { "ghost" } else { "w" };
+    assert_eq!(
+        v["stores"]["work.on_error.again"]["who"],
+        format!("{agent}-2"),
+        "{}\n{l}",
+        text(&o)
+    );
+    // The run stopped its agents.
+    assert!(t.sessions().is_empty(), "{:?}", t.sessions());
+    let seen = v["stores"]["work.on_error.seen"]["line"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    (seen, l)
+}
+
+const WORK: &str = "Do the work.\nFAKE: --output who=$MEOW_AGENT";
+
+#[test]
+fn an_agent_that_dies_mid_step_is_recovered_as_agent_crashed_by_a_fresh_agent() {
+    let t = Tmux::new("crashed");
+    let (seen, l) = recovered(&t, "main");
+    assert_eq!(
+        seen,
+        "work|agent_crashed|w|Do the work.\nFAKE-ONLY-FOR: w\nFAKE-EXIT\nFAKE: --output who=$MEOW_AGENT",
+        "{l}"
+    );
+    // The first agent quit on the prompt; a second one started for the retry.
+    assert_eq!(l.matches("started").count(), 2, "{l}");
+}
+
+#[test]
+fn an_agent_step_past_its_timeout_is_recovered_as_timeout() {
+    let t = Tmux::new("timeout");
+    let (seen, l) = recovered(&t, "slow");
+    assert_eq!(
+        seen,
+        "work|timeout|w|Do the work.\nFAKE-ONLY-FOR: w\nFAKE-HANG\nFAKE: --output who=$MEOW_AGENT",
+        "{l}"
+    );
+}
+
+#[test]
+fn an_agent_step_without_a_live_session_is_recovered_as_agent_not_found() {
+    let t = Tmux::new("notfound");
+    // Spawned, then its session killed before the step typed the prompt.
+    let (seen, l) = recovered(&t, "gone");
+    assert_eq!(seen, format!("work|agent_not_found|w|{WORK}"), "{l}");
+    // The killed agent never saw the prompt: only the retry's agent did.
+    assert_eq!(l.matches("started").count(), 2, "{l}");
+    assert_eq!(l.matches("Do the work.").count(), 1, "{l}");
+    // Never spawned at all.
+    let (seen, l) = recovered(&t, "ghost");
+    assert_eq!(seen, format!("work|agent_not_found|ghost|{WORK}"), "{l}");
+}

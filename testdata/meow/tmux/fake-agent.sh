@@ -7,6 +7,8 @@
 #   FAKE-SLEEP: SECS   wait first
 #   FAKE-HANG          never answer
 #   FAKE-EXIT          quit without answering (the session ends)
+#   FAKE-ONLY-FOR: A   FAKE-HANG and FAKE-EXIT hold for agent A only ($MEOW_AGENT): another
+#                      agent given the same prompt (a recovery's retry) answers it
 #   FAKE-PRIME         log `$PW meow prime --format json` before answering, and after a
 #                      refused answer the plain `meow prime` and `--format stop-hook` (what a
 #                      Stop hook would be told)
@@ -23,8 +25,11 @@ while IFS= read -r line; do
   while IFS= read -r -t 0.3 more; do prompt="$prompt
 $more"; done
   printf '%s\n---\n' "$prompt" >> "$FAKE_LOG"
-  grep -q 'FAKE-HANG' <<<"$prompt" && continue
-  grep -q 'FAKE-EXIT' <<<"$prompt" && exit 0
+  only=$(sed -n 's/.*FAKE-ONLY-FOR: *\([^ ]*\).*/\1/p' <<<"$prompt" | head -1)
+  if [ -z "$only" ] || [ "$only" = "$MEOW_AGENT" ]; then
+    grep -q 'FAKE-HANG' <<<"$prompt" && continue
+    grep -q 'FAKE-EXIT' <<<"$prompt" && exit 0
+  fi
   secs=$(sed -n 's/.*FAKE-SLEEP: *\([0-9.]*\).*/\1/p' <<<"$prompt" | head -1)
   [ -n "$secs" ] && sleep "$secs"
   args=$(sed -n 's/.*FAKE: *\(.*\)$/\1/p' <<<"$prompt" | head -1)

@@ -2,6 +2,7 @@
 //! how expansions insert their steps.
 
 use super::agent;
+use super::recovery;
 use super::shell;
 use super::state::{Cx, Ended, State, Status};
 use super::subst;
@@ -27,8 +28,9 @@ pub enum Fin {
         agent: String,
         info: Result<AgentInfo, String>,
     },
-    /// A prompt was typed into a tmux agent's session.
-    Injected(Result<(), String>),
+    /// A prompt was typed into a tmux agent's session (and, unless `fire_forget`, the agent
+    /// reported); a failure carries its spec error type.
+    Injected(Result<(), (&'static str, String)>),
     Killed(Result<(), String>),
 }
 
@@ -284,8 +286,12 @@ impl Exec {
                     outputs.insert("error".into(), Value::String(err));
                     st.end(i, Status::Done, outputs, None, ended);
                 } else {
+                    let kind = match ran.outcome {
+                        "timeout" => recovery::TIMEOUT,
+                        _ => recovery::COMMAND_FAILED,
+                    };
                     let why = ran.problem.unwrap_or_else(|| "the command failed".into());
-                    st.end(i, Status::Failed, outputs, Some(why), ended);
+                    st.fail(i, kind, outputs, why, ended);
                 }
             }
             Fin::Agent(Ok(outs)) => st.end(i, Status::Done, outs, None, ended),
@@ -314,12 +320,13 @@ impl Exec {
                     st.end(i, Status::Done, Map::new(), None, ended);
                 }
             }
-            Fin::Injected(Err(e)) | Fin::Killed(Err(e)) => {
+            Fin::Injected(Err((kind, e))) => {
                 self.waiting.remove(&i);
                 self.watchers.remove(&i);
                 self.deadlines.retain(|(_, k)| *k != i);
-                st.end(i, Status::Failed, Map::new(), Some(e), ended);
+                st.fail(i, kind, Map::new(), e, ended);
             }
+            Fin::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
             Fin::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
         }
     }
@@ -819,7 +826,7 @@ impl Exec {
     #[allow(clippy::too_many_arguments)]
     fn agent_in_tmux(
         &mut self,
-        _st: &mut State,
+        st: &mut State,
         i: usize,
         agent_name: String,
         prompt: String,
@@ -829,6 +836,7 @@ impl Exec {
     ) -> Disp {
         let Some((session, adapter)) = self.agents.get(&agent_name).and_then(|a| a.session.clone())
         else {
+            st.error_types.insert(i, recovery::AGENT_NOT_FOUND);
             return fail(format!(
                 "agent `{agent_name}` is not running: no spawn step of this run started it"
             ));
@@ -847,8 +855,10 @@ impl Exec {
             self.prompted(i, &text);
         }
         Disp::Later(Box::pin(async move {
+            // The prompt cannot reach a session that is gone (killed, or its agent quit
+            // between steps): the agent is not found, it did not crash during this step.
             if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
-                return (i, Fin::Injected(Err(e)));
+                return (i, Fin::Injected(Err((super::recovery::AGENT_NOT_FOUND, e))));
             }
             if fire_forget {
                 return (i, Fin::Injected(Ok(())));
@@ -860,9 +870,10 @@ impl Exec {
                     _ = done.notified() => return (i, Fin::Injected(Ok(()))),
                     _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {
                         if !super::tmux::alive(&session).await {
-                            return (i, Fin::Injected(Err(
+                            return (i, Fin::Injected(Err((
+                                super::recovery::AGENT_CRASHED,
                                 "the agent's session ended before the agent reported".into(),
-                            )));
+                            ))));
                         }
                     }
                 }
@@ -882,11 +893,11 @@ impl Exec {
             .started
             .map(|t| super::duration::show(t.elapsed()))
             .unwrap_or_default();
-        st.end(
+        st.fail(
             i,
-            Status::Failed,
+            recovery::TIMEOUT,
             Map::new(),
-            Some(format!("step timed out after {took}")),
+            format!("step timed out after {took}"),
             ended,
         );
     }

@@ -114,6 +114,9 @@ pub struct State {
     /// Pending steps with a wildcard need.
     pub wild: Vec<usize>,
     pub run_id: String,
+    /// The spec's error type of a failure (`agent_crashed`, `timeout`…), by step, set where
+    /// the failure happens: `_failed_step.error_type` reads it rather than the message.
+    pub error_types: HashMap<usize, &'static str>,
 }
 
 /// What ending a step set in motion, for the caller to report.
@@ -171,6 +174,20 @@ impl State {
             self.ready.insert((agent, i));
         }
         Ok(i)
+    }
+
+    /// Ends step `i` failed, of the spec's error type `kind` (for a recovery's
+    /// `_failed_step.error_type`).
+    pub fn fail(
+        &mut self,
+        i: usize,
+        kind: &'static str,
+        outputs: Map<String, Value>,
+        error: String,
+        ended: &mut Ended,
+    ) {
+        self.error_types.insert(i, kind);
+        self.end(i, Status::Failed, outputs, Some(error), ended);
     }
 
     /// Ends step `i` and everything that follows from it: dependents become ready or are
