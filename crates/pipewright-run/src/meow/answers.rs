@@ -46,11 +46,9 @@ impl Exec {
 
     /// The agent's session id as last recorded (in the run store, so it survives a resume).
     fn session_of(&self, agent: &str) -> Option<String> {
-        let v = self.journal.get(&session_key(agent))?;
-        v.get("session_id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
+        self.journal
+            .get(&session_key(agent))
+            .and_then(recorded_session)
     }
 
     fn record_session(&mut self, agent: &str, id: Option<&str>) {
@@ -62,13 +60,9 @@ impl Exec {
     /// id nobody knows forgets the old one; a reused session keeps it) and returns the id the
     /// agent now runs under, for the spawn's outputs.
     pub(super) fn spawned(&mut self, agent: &str, sid: &SessionId) -> Option<String> {
-        match sid {
-            SessionId::Unchanged => {}
-            SessionId::Started(id) => {
-                if id.is_some() || self.session_of(agent).is_some() {
-                    self.record_session(agent, id.as_deref());
-                }
-            }
+        let known = self.session_of(agent).is_some();
+        if let Some(id) = session_change(sid, known) {
+            self.record_session(agent, id);
         }
         self.session_of(agent)
     }
@@ -169,13 +163,8 @@ impl Exec {
     }
 
     fn answer(&mut self, st: &State, q: Query) -> Value {
-        // Steps that ended another way (timeout, a dead session) leave their prompts behind.
         self.side
-            .prompts
-            .retain(|&i, _| st.steps[i].status == Status::Running);
-        self.side
-            .refused
-            .retain(|&i, _| st.steps[i].status == Status::Running);
+            .forget_ended(|i| st.steps[i].status == Status::Running);
         match q {
             Query::Prompt { agent } => self.prompt(st, &agent),
             Query::StepStatus { step, asker } => step_status(st, &step, asker.as_deref()),
@@ -197,38 +186,77 @@ impl Exec {
     /// "" when the agent has no step waiting for it, or the step is interactive (a human talks
     /// to the agent then; the spec's rule).
     fn prompt(&self, st: &State, agent: &str) -> Value {
-        let Some(&i) = self
+        let running = self
             .busy
             .get(agent)
-            .filter(|&&i| st.steps[i].status == Status::Running)
-        else {
-            return json!({"type": "prompt", "content": "", "step": null, "mode": null});
-        };
-        let s = &st.steps[i];
-        let mode = s.t.str("mode").unwrap_or("autonomous");
-        let content = match (mode, self.side.prompts.get(&i)) {
-            ("interactive", _) | (_, None) => String::new(),
-            (_, Some(p)) => match self.side.refused.get(&i) {
-                Some(why) => agent::refused_prompt(p, why),
-                None => p.clone(),
-            },
-        };
-        json!({"type": "prompt", "content": content, "step": s.id, "mode": mode})
+            .copied()
+            .filter(|&i| st.steps[i].status == Status::Running);
+        match running {
+            None => prime(None, None, None),
+            Some(i) => {
+                let s = &st.steps[i];
+                let mode = s.t.str("mode").unwrap_or("autonomous");
+                prime(
+                    Some((&s.id, mode)),
+                    self.side.prompts.get(&i).map(String::as_str),
+                    self.side.refused.get(&i).map(String::as_str),
+                )
+            }
+        }
+    }
+}
+
+impl Side {
+    /// Steps that ended another way than by `done` (timeout, a dead session) leave their
+    /// prompts and refusals behind: drops those of steps no longer running.
+    fn forget_ended(&mut self, running: impl Fn(usize) -> bool) {
+        self.prompts.retain(|&i, _| running(i));
+        self.refused.retain(|&i, _| running(i));
+    }
+}
+
+/// The `prime` answer: for the agent's running step (its id and mode), the text typed into
+/// its session with why its last `done` was refused; empty when the agent is idle, the step
+/// is interactive, or nothing was typed (the run's backend answers it).
+fn prime(running: Option<(&str, &str)>, typed: Option<&str>, refused: Option<&str>) -> Value {
+    let Some((step, mode)) = running else {
+        return json!({"type": "prompt", "content": "", "step": null, "mode": null});
+    };
+    let content = match (mode, typed) {
+        ("interactive", _) | (_, None) => String::new(),
+        (_, Some(p)) => match refused {
+            Some(why) => agent::refused_prompt(p, why),
+            None => p.to_string(),
+        },
+    };
+    json!({"type": "prompt", "content": content, "step": step, "mode": mode})
+}
+
+/// A session id as `record_session` landed it; a forgotten one (null) or an empty one is
+/// none.
+fn recorded_session(v: &Value) -> Option<String> {
+    v.get("session_id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// What a spawn changes in the recorded session id: `Some(id)` to record (`Some(None)`
+/// forgets the old one: the agent runs under an id nobody knows), `None` to keep it (a reused
+/// session, or nothing was known to forget).
+fn session_change(sid: &SessionId, known: bool) -> Option<Option<&str>> {
+    match sid {
+        SessionId::Unchanged => None,
+        SessionId::Started(Some(id)) => Some(Some(id)),
+        SessionId::Started(None) => known.then_some(None),
     }
 }
 
 /// A step's status by id, looked up from the asking step's scopes outwards (`F.0.work` asking
 /// for `build` finds `F.0.build` before `build`), as `{{step.outputs.x}}` is.
 fn step_status(st: &State, step: &str, asker: Option<&str>) -> Value {
-    let mut cands = Vec::new();
-    let mut p = asker.unwrap_or("");
-    while let Some((head, _)) = p.rsplit_once('.') {
-        cands.push(format!("{head}.{step}"));
-        p = head;
-    }
-    cands.push(step.to_string());
-    match cands.iter().find_map(|c| st.index.get(c)) {
-        Some(&i) => json!({
+    match find_step(&st.index, step, asker) {
+        Some(i) => json!({
             "type": "step_status",
             "step_id": st.steps[i].id,
             "status": st.steps[i].status.name(),
@@ -237,5 +265,139 @@ fn step_status(st: &State, step: &str, asker: Option<&str>) -> Value {
             "type": "error",
             "message": format!("no step `{step}` in this run (a step an expansion has not created yet does not exist)"),
         }),
+    }
+}
+
+/// Step `step` as seen from step `asker`: the nearest enclosing scope's step of that id.
+fn find_step(index: &HashMap<String, usize>, step: &str, asker: Option<&str>) -> Option<usize> {
+    let mut p = asker.unwrap_or("");
+    while let Some((head, _)) = p.rsplit_once('.') {
+        if let Some(&i) = index.get(&format!("{head}.{step}")) {
+            return Some(i);
+        }
+        p = head;
+    }
+    index.get(step).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prime_is_empty_for_an_idle_agent() {
+        let v = prime(None, Some("stale"), Some("stale"));
+        assert_eq!(
+            v,
+            json!({"type": "prompt", "content": "", "step": null, "mode": null})
+        );
+    }
+
+    #[test]
+    fn prime_repeats_the_typed_prompt_of_an_autonomous_step() {
+        let v = prime(
+            Some(("plan", "autonomous")),
+            Some("Plan it.\n## Expected Outputs"),
+            None,
+        );
+        assert_eq!(v["content"], "Plan it.\n## Expected Outputs");
+        assert_eq!(v["step"], "plan");
+        assert_eq!(v["mode"], "autonomous");
+    }
+
+    #[test]
+    fn prime_after_a_refused_done_says_why() {
+        let v = prime(
+            Some(("plan", "autonomous")),
+            Some("Plan it."),
+            Some("output validation failed: output `n` is missing"),
+        );
+        assert_eq!(
+            v["content"],
+            "Plan it.\n\nYour last `pipewright meow done` was refused: output validation failed: output `n` is missing. Report again."
+        );
+    }
+
+    #[test]
+    fn prime_is_empty_for_an_interactive_step_even_after_a_refusal() {
+        let v = prime(Some(("talk", "interactive")), Some("Talk."), Some("bad"));
+        assert_eq!(v["content"], "");
+        assert_eq!(v["step"], "talk", "the step is still named");
+        assert_eq!(v["mode"], "interactive");
+    }
+
+    #[test]
+    fn prime_is_empty_for_a_step_the_backend_answers() {
+        // Nothing was typed into a session for it.
+        let v = prime(Some(("plan", "autonomous")), None, None);
+        assert_eq!(v["content"], "");
+        assert_eq!(v["step"], "plan");
+    }
+
+    #[test]
+    fn ended_steps_lose_their_prompts_and_refusals() {
+        let mut side = Side::default();
+        for i in 0..3 {
+            side.prompts.insert(i, format!("p{i}"));
+            side.refused.insert(i, format!("r{i}"));
+        }
+        side.notes.insert(0, "kept for the landing".into());
+        side.forget_ended(|i| i == 1);
+        assert_eq!(side.prompts.keys().collect::<Vec<_>>(), [&1]);
+        assert_eq!(side.refused.keys().collect::<Vec<_>>(), [&1]);
+        assert_eq!(side.notes.len(), 1, "notes go with the landing, not here");
+    }
+
+    fn index(ids: &[&str]) -> HashMap<String, usize> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, s)| (s.to_string(), i))
+            .collect()
+    }
+
+    #[test]
+    fn step_status_looks_in_the_nearest_scope_first() {
+        let ix = index(&["build", "F.0.build", "F.0.work", "F.1.work", "F.build"]);
+        // From inside an iteration: its own `build`.
+        assert_eq!(find_step(&ix, "build", Some("F.0.work")), Some(1));
+        // An iteration without one: the foreach's scope, then the top.
+        assert_eq!(find_step(&ix, "build", Some("F.1.work")), Some(4));
+        assert_eq!(find_step(&ix, "build", Some("G.0.work")), Some(0));
+        // From the top, or asked without a step (a shell outside the run's steps).
+        assert_eq!(find_step(&ix, "build", Some("work")), Some(0));
+        assert_eq!(find_step(&ix, "build", None), Some(0));
+        // A full id is found as it is.
+        assert_eq!(find_step(&ix, "F.0.build", None), Some(1));
+        assert_eq!(find_step(&ix, "nope", Some("F.0.work")), None);
+    }
+
+    #[test]
+    fn a_spawn_records_a_known_session_id_and_forgets_one_nobody_knows() {
+        let fresh = SessionId::Started(Some("0190-abc".into()));
+        assert_eq!(session_change(&fresh, false), Some(Some("0190-abc")));
+        assert_eq!(session_change(&fresh, true), Some(Some("0190-abc")));
+        // Started under an id the orchestrator cannot know: the old one no longer holds.
+        let unknown = SessionId::Started(None);
+        assert_eq!(session_change(&unknown, true), Some(None));
+        assert_eq!(session_change(&unknown, false), None, "nothing to forget");
+        // A live session reused: whatever was recorded still holds.
+        assert_eq!(session_change(&SessionId::Unchanged, true), None);
+        assert_eq!(session_change(&SessionId::Unchanged, false), None);
+    }
+
+    #[test]
+    fn a_forgotten_or_empty_session_id_reads_as_none() {
+        let v = |id: Value| json!({"agent": "w", "session_id": id});
+        assert_eq!(recorded_session(&v(json!("s-1"))).as_deref(), Some("s-1"));
+        assert_eq!(recorded_session(&v(Value::Null)), None);
+        assert_eq!(recorded_session(&v(json!(""))), None);
+        assert_eq!(recorded_session(&json!({})), None);
+    }
+
+    #[test]
+    fn session_ids_are_kept_under_a_key_no_step_id_can_take() {
+        let k = session_key("w");
+        assert_eq!(k, "agent:w#session_id");
+        assert!(k.contains(':') && k.contains('#'));
     }
 }
