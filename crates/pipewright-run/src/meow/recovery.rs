@@ -182,10 +182,13 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
     json!({
         "id": s.id,
         "executor": s.t.executor,
-        "error_type": match (code, st.error_types.get(&i)) {
-            (Some(codes::MEOW_LIMIT), _) | (_, None) => error_type(&s.t.executor, &error, code, child_failed),
-            (_, Some(kind)) => kind,
-        },
+        "error_type": error_type(
+            &s.t.executor,
+            &error,
+            code,
+            child_failed,
+            st.error_types.get(&i).copied(),
+        ),
         "error_message": error,
         "started_at": started_at,
         "duration": duration,
@@ -195,11 +198,21 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
     })
 }
 
-/// The spec's classification of a failure ("Error Types by Executor") its site did not name:
-/// a timeout of an offline backend's agent is still told by its message.
-fn error_type(executor: &str, error: &str, code: Option<&str>, child_failed: bool) -> &'static str {
+/// The spec's classification of a failure ("Error Types by Executor"): PW0831, else the type
+/// its site `named`, else told from the executor and the failure (a timeout of an offline
+/// backend's agent and a branch's or foreach's missing template still by their messages).
+fn error_type(
+    executor: &str,
+    error: &str,
+    code: Option<&str>,
+    child_failed: bool,
+    named: Option<&'static str>,
+) -> &'static str {
     if code == Some(codes::MEOW_LIMIT) {
         return "expansion_limit";
+    }
+    if let Some(kind) = named {
+        return kind;
     }
     let timed_out = error.contains("timed out");
     // The resolution errors of `template.rs` all start so.
@@ -306,10 +319,34 @@ mod tests {
         ];
         for (executor, error, code, child_failed, want) in cases {
             assert_eq!(
-                error_type(executor, error, code, child_failed),
+                error_type(executor, error, code, child_failed, None),
                 want,
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn the_type_a_failure_site_names_wins_over_its_message() {
+        // A session gone before the prompt was typed, whatever the message says.
+        let t = error_type(
+            "agent",
+            "tmux send-keys: no server running (timed out?)",
+            None,
+            false,
+            Some(super::AGENT_NOT_FOUND),
+        );
+        assert_eq!(t, "agent_not_found");
+        let t = error_type("shell", "exited 1", None, false, Some(super::TIMEOUT));
+        assert_eq!(t, "timeout");
+        // An expansion limit is one whatever else the step was doing.
+        let t = error_type(
+            "agent",
+            "x",
+            Some("PW0831"),
+            false,
+            Some(super::AGENT_CRASHED),
+        );
+        assert_eq!(t, "expansion_limit");
     }
 }
