@@ -406,6 +406,9 @@ fn an_agent_step_without_a_live_session_is_recovered_as_agent_not_found() {
     // The killed agent never saw the prompt: only the retry's agent did.
     assert_eq!(l.matches("started").count(), 2, "{l}");
     assert_eq!(l.matches("Do the work.").count(), 1, "{l}");
+    // Stopped by a kill step.
+    let (seen, l) = recovered(&t, "killed");
+    assert_eq!(seen, format!("work|agent_not_found|w|{WORK}"), "{l}");
     // Never spawned at all.
     let (seen, l) = recovered(&t, "ghost");
     assert_eq!(seen, format!("work|agent_not_found|ghost|{WORK}"), "{l}");
