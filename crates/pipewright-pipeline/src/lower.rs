@@ -103,56 +103,44 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
     };
     let kind = match &s.kind {
         StepKind::Transform { value } => NodeKind::Transform { value: expr(value) },
-        StepKind::Tool {
-            name,
-            args,
-            schema,
-            on_error,
-        } => NodeKind::Tool {
-            name: name.text.clone(),
-            args: args
+        StepKind::Tool(t) => NodeKind::Tool {
+            name: t.name.text.clone(),
+            args: t
+                .args
                 .iter()
                 .map(|a| Arg {
                     name: a.name.text.clone(),
                     value: arg(&a.value),
                 })
                 .collect(),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            on_error: *on_error,
+            schema: t.schema.as_ref().map(|n| n.text.clone()),
+            on_error: t.on_error,
         },
-        StepKind::Shell {
-            command,
-            schema,
-            on_error,
-        } => NodeKind::Shell {
-            command: arg(command),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            on_error: *on_error,
+        StepKind::Shell(sh) => NodeKind::Shell {
+            command: arg(&sh.command),
+            schema: sh.schema.as_ref().map(|n| n.text.clone()),
+            on_error: sh.on_error,
         },
-        StepKind::Agent {
-            prompt,
-            identity,
-            capabilities,
-            schema,
-            model,
-        } => NodeKind::Agent {
+        StepKind::Agent(a) => NodeKind::Agent {
             prompt: Expr::r1_template(
-                prompt.src.clone(),
-                prompt.span,
-                prompt.style,
-                prompt.template.clone(),
+                a.prompt.src.clone(),
+                a.prompt.span,
+                a.prompt.style,
+                a.prompt.template.clone(),
             ),
-            identity: identity.as_ref().map(|n| n.text.clone()),
-            capabilities: capabilities
+            identity: a.identity.as_ref().map(|n| n.text.clone()),
+            capabilities: a
+                .capabilities
                 .as_ref()
                 .map(|c| c.iter().map(|n| n.text.clone()).collect()),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            model: model.as_ref().map(|n| n.text.clone()),
+            schema: a.schema.as_ref().map(|n| n.text.clone()),
+            model: a.model.as_ref().map(|n| n.text.clone()),
         },
         StepKind::Call(t) => NodeKind::Call(call(t)),
-        StepKind::Match { on, cases, default } => NodeKind::Match {
-            on: expr(on),
-            cases: cases
+        StepKind::Match(m) => NodeKind::Match {
+            on: expr(&m.on),
+            cases: m
+                .cases
                 .iter()
                 .map(|c| Case {
                     label: c.label.text.clone(),
@@ -160,31 +148,20 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
                     target: call(&c.target),
                 })
                 .collect(),
-            default: default.as_ref().map(call),
+            default: m.default.as_ref().map(call),
         },
-        StepKind::Fold {
-            source,
-            init,
-            body,
-            max_items,
-        } => NodeKind::Fold {
-            source: list_source(source),
-            init: expr(init),
-            body: one(body),
-            max_items: *max_items,
+        StepKind::Fold(f) => NodeKind::Fold {
+            source: list_source(&f.source),
+            init: expr(&f.init),
+            body: one(&f.body),
+            max_items: f.max_items,
         },
-        StepKind::ForEach {
-            source,
-            max_parallel,
-            on_error,
-            body,
-            collect,
-        } => NodeKind::ForEach {
-            source: list_source(source),
-            max_parallel: *max_parallel,
-            on_error: *on_error,
-            body: one(body),
-            collect: one(collect),
+        StepKind::ForEach(each) => NodeKind::ForEach {
+            source: list_source(&each.source),
+            max_parallel: each.max_parallel,
+            on_error: each.on_error,
+            body: one(&each.body),
+            collect: one(&each.collect),
         },
         StepKind::Parallel {
             on_error,

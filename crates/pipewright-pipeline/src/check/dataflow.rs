@@ -136,9 +136,12 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         missing: FxHashMap::default(),
         diags,
     };
+    // Sized once: a table that grows by doubling holds its old and new buckets at once, and in
+    // a large pipeline that moment was the top of the check's memory.
+    let outputs = p.steps.iter().filter(|s| s.output.is_some()).count();
     let mut scope = Scope {
         parent: None,
-        stores: FxHashMap::default(),
+        stores: FxHashMap::with_capacity_and_hasher(outputs, Default::default()),
         item: None,
         acc: None,
         pipe: Type::Any,
@@ -164,9 +167,10 @@ impl<'a> Walker<'a, '_> {
         let leaf = self.leaves.of(step, self.env.registry);
         match &step.kind {
             StepKind::Transform { value } => return self.expr(value, scope),
-            StepKind::Tool {
-                name, args, schema, ..
-            } => {
+            StepKind::Tool(t) => {
+                let ToolStep {
+                    name, args, schema, ..
+                } = &**t;
                 self.tool(name);
                 for a in args {
                     if let ArgValue::Expr(e) = &a.value {
@@ -178,22 +182,24 @@ impl<'a> Walker<'a, '_> {
                 }
                 self.schema(schema.as_ref());
             }
-            StepKind::Shell {
-                command, schema, ..
-            } => {
+            StepKind::Shell(sh) => {
+                let ShellStep {
+                    command, schema, ..
+                } = &**sh;
                 if let ArgValue::Expr(e) = command {
                     self.expr(e, scope);
                     super::shell::check_command(e, self.env.source, self.diags);
                 }
                 self.schema(schema.as_ref());
             }
-            StepKind::Agent {
-                prompt,
-                identity,
-                capabilities,
-                schema,
-                ..
-            } => {
+            StepKind::Agent(a) => {
+                let AgentStep {
+                    prompt,
+                    identity,
+                    capabilities,
+                    schema,
+                    ..
+                } = &**a;
                 for part in &prompt.template.parts {
                     if let pipewright_r1::TemplatePart::Expr { expr, .. } = part {
                         self.check_expr(expr, scope, &|r| prompt.span_of(self.env.source, r));
@@ -206,7 +212,8 @@ impl<'a> Walker<'a, '_> {
                 self.schema(schema.as_ref());
             }
             StepKind::Call(t) => self.target(t, scope),
-            StepKind::Match { on, cases, default } => {
+            StepKind::Match(m) => {
+                let MatchStep { on, cases, default } = &**m;
                 self.expr(on, scope);
                 for c in cases {
                     self.label(c, on);
@@ -216,20 +223,22 @@ impl<'a> Walker<'a, '_> {
                     self.target(d, scope);
                 }
             }
-            StepKind::Fold {
-                source, init, body, ..
-            } => {
+            StepKind::Fold(f) => {
+                let FoldStep {
+                    source, init, body, ..
+                } = &**f;
                 let item = self.source(source, scope);
                 let acc = self.expr(init, scope);
                 let mut inner = scope.nested(Some(item), Some(acc), scope.pipe.clone());
                 self.step(body, &mut inner);
             }
-            StepKind::ForEach {
-                source,
-                body,
-                collect,
-                ..
-            } => {
+            StepKind::ForEach(each) => {
+                let ForEachStep {
+                    source,
+                    body,
+                    collect,
+                    ..
+                } = &**each;
                 let item = self.source(source, scope);
                 let mut inner = scope.nested(Some(item), None, scope.pipe.clone());
                 let each = self.step(body, &mut inner);

@@ -106,9 +106,9 @@ pub fn targets_of(p: &Pipeline) -> Vec<&CallTarget> {
     while let Some(s) = stack.pop() {
         match &s.kind {
             StepKind::Call(t) => out.push(t),
-            StepKind::Match { cases, default, .. } => {
-                out.extend(cases.iter().map(|c| &c.target));
-                out.extend(default.iter());
+            StepKind::Match(m) => {
+                out.extend(m.cases.iter().map(|c| &c.target));
+                out.extend(m.default.iter());
             }
             _ => {}
         }

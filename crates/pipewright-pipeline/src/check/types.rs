@@ -72,8 +72,8 @@ pub struct LeafResults<'a> {
 impl<'a> LeafResults<'a> {
     pub fn of(&mut self, step: &'a Step, reg: &Registry) -> Option<Type> {
         match &step.kind {
-            StepKind::Agent { schema, .. } => {
-                let from_schema = schema.as_ref().and_then(|n| {
+            StepKind::Agent(a) => {
+                let from_schema = a.schema.as_ref().and_then(|n| {
                     self.schemas
                         .entry(n.text.as_str())
                         .or_insert_with(|| reg.get(&n.text).map(|s| schema_type(s, reg)))
