@@ -7,7 +7,7 @@ use pipewright_yaml::{Node, ScalarStyle};
 /// A name written in the source (a pipeline, schema, store, tool, branch…).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Name {
-    pub text: String,
+    pub text: Box<str>,
     pub span: Span,
 }
 
@@ -15,7 +15,7 @@ pub struct Name {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
     /// The scalar's value (the expression source).
-    pub src: String,
+    pub src: Box<str>,
     /// The scalar node in the file; byte ranges inside `src` map back through
     /// [`Expr::span_of`].
     pub span: Span,
@@ -305,12 +305,13 @@ mod tests {
     #[test]
     fn step_sizes_stay_small() {
         use std::mem::size_of;
-        assert!(size_of::<Step>() <= 152, "Step: {}", size_of::<Step>());
+        assert!(size_of::<Step>() <= 136, "Step: {}", size_of::<Step>());
         assert!(
-            size_of::<StepKind>() <= 88,
+            size_of::<StepKind>() <= 80,
             "StepKind: {}",
             size_of::<StepKind>()
         );
-        assert!(size_of::<Expr>() <= 88, "Expr: {}", size_of::<Expr>());
+        assert!(size_of::<Expr>() <= 80, "Expr: {}", size_of::<Expr>());
+        assert!(size_of::<Name>() <= 32, "Name: {}", size_of::<Name>());
     }
 }

@@ -320,7 +320,7 @@ impl Loader<'_> {
         self.reject_tag(node);
         match node.as_str() {
             Some(s) if !s.trim().is_empty() => Some(Name {
-                text: s.to_string(),
+                text: s.into(),
                 span: node.span,
             }),
             Some(_) => {
@@ -473,7 +473,7 @@ impl Loader<'_> {
         let span = self.value_span(node);
         match pipewright_r1::parse(&src) {
             Ok(ast) => Some(Expr {
-                src,
+                src: src.into(),
                 span,
                 style: s.style,
                 ast,

@@ -453,7 +453,7 @@ fn pass(l: &mut Loader, node: &Node) -> Vec<Pass> {
                 let ast = pipewright_r1::parse(&src).ok()?;
                 Some(Pass {
                     value: Expr {
-                        src,
+                        src: src.into(),
                         span: n.span,
                         style: pipewright_yaml::ScalarStyle::Plain,
                         ast,
@@ -500,7 +500,7 @@ fn match_cases(l: &mut Loader, node: &Node) -> Vec<MatchCase> {
             let s = e.key.as_scalar()?;
             let label_is_string = matches!(s.resolve(), ScalarValue::Str(_));
             let label = Name {
-                text: s.text.clone(),
+                text: s.text.as_str().into(),
                 span: e.key.span,
             };
             if e.value.as_map().is_none() {
@@ -576,7 +576,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
     m.iter()
         .filter_map(|e| {
             let name = l.name(&e.key, "a branch name")?;
-            if name.text == "__branch_errors__" {
+            if &*name.text == "__branch_errors__" {
                 l.diags.push(
                     Diagnostic::error(
                         "PW0215",
@@ -588,7 +588,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
                     )
                     .with_help("rename this branch"),
                 );
-            } else if name.text == "collect" || name.text.contains('.') {
+            } else if &*name.text == "collect" || name.text.contains('.') {
                 l.diags.push(
                     Diagnostic::warning(
                         "PW0215",

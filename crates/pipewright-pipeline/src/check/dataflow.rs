@@ -96,7 +96,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         Some(sites) if !sites.is_empty() => {
             let sites: Vec<(&CallTarget, HashSet<&str>)> = sites
                 .iter()
-                .map(|(t, _)| (*t, t.pass.iter().map(|x| x.name.text.as_str()).collect()))
+                .map(|(t, _)| (*t, t.pass.iter().map(|x| &*x.name.text).collect()))
                 .collect();
             let everywhere = sites
                 .first()
@@ -117,7 +117,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
     while let Some(s) = stack.pop() {
         if let Some(o) = &s.output {
             writes
-                .entry(o.text.as_str())
+                .entry(&*o.text)
                 .and_modify(|sp: &mut Span| {
                     if o.span.start < sp.start {
                         *sp = o.span
@@ -157,7 +157,7 @@ impl<'a> Walker<'a, '_> {
         let ty = self.step_kind(step, scope);
         if let Some(o) = &step.output {
             let first = scope.store(&o.text).map_or(o.span, |(s, _)| *s);
-            scope.stores.insert(o.text.as_str(), (first, ty.clone()));
+            scope.stores.insert(&*o.text, (first, ty.clone()));
         }
         scope.pipe = ty.clone();
         ty
@@ -175,7 +175,7 @@ impl<'a> Walker<'a, '_> {
                 for a in args {
                     if let ArgValue::Expr(e) = &a.value {
                         self.expr(e, scope);
-                        if name.text == "shell" && a.name.text == "command" {
+                        if &*name.text == "shell" && &*a.name.text == "command" {
                             super::shell::check_command(e, self.env.source, self.diags);
                         }
                     }
@@ -254,7 +254,7 @@ impl<'a> Walker<'a, '_> {
                     let mut inner = scope.nested(None, None, scope.pipe.clone());
                     let t = self.step(&b.step, &mut inner);
                     results.fields.insert(
-                        b.name.text.clone(),
+                        b.name.text.to_string(),
                         pipewright_r1::FieldType {
                             ty: t,
                             origin: Some(b.name.span),
@@ -461,7 +461,7 @@ impl<'a> Walker<'a, '_> {
 
     fn label(&mut self, c: &MatchCase, _on: &Expr) {
         if !c.label_is_string {
-            let shown = match c.label.text.as_str() {
+            let shown = match &*c.label.text {
                 "true" | "True" | "TRUE" => "\"True\"".to_string(),
                 "false" | "False" | "FALSE" => "\"False\"".to_string(),
                 "null" | "Null" | "NULL" | "~" | "" => "\"None\"".to_string(),
@@ -476,8 +476,8 @@ impl<'a> Walker<'a, '_> {
                 .with_label("YAML reads this label as a non-string; `on` is compared as a string")
                 .with_help(format!("quote the label: {shown}")),
             );
-        } else if matches!(c.label.text.as_str(), "true" | "false") {
-            let cap = if c.label.text == "true" {
+        } else if matches!(&*c.label.text, "true" | "false") {
+            let cap = if &*c.label.text == "true" {
                 "True"
             } else {
                 "False"
@@ -495,7 +495,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn tool(&mut self, name: &Name) {
-        if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == name.text) {
+        if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == &*name.text) {
             self.diags.push(
                 Diagnostic::error(
                     "PW0262",
@@ -540,7 +540,7 @@ impl<'a> Walker<'a, '_> {
         let (Some(id), true) = (identity, self.env.opts.inline) else {
             return;
         };
-        if self.env.opts.invoker.as_deref() != Some(id.text.as_str()) {
+        if self.env.opts.invoker.as_deref() != Some(&*id.text) {
             let d = Diagnostic::error(
                 "PW0258",
                 id.span,

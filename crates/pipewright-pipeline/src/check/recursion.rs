@@ -12,7 +12,7 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
     let mut nodes = HashMap::new();
     for (fi, f) in program.files.iter().enumerate() {
         for (pi, p) in f.pipelines.iter().enumerate() {
-            nodes.insert((fi, pi), graph.add_node(p.name.text.clone()));
+            nodes.insert((fi, pi), graph.add_node(p.name.text.to_string()));
         }
     }
     for (fi, f) in program.files.iter().enumerate() {

@@ -23,7 +23,7 @@ fn object(
     o.origin = origin;
     for f in fields {
         o.fields.insert(
-            f.name.text.clone(),
+            f.name.text.to_string(),
             FieldType {
                 ty: field(&f.ty.kind, reg, depth),
                 origin: Some(f.name.span),
@@ -75,7 +75,7 @@ impl<'a> LeafResults<'a> {
             StepKind::Agent(a) => {
                 let from_schema = a.schema.as_ref().and_then(|n| {
                     self.schemas
-                        .entry(n.text.as_str())
+                        .entry(&*n.text)
                         .or_insert_with(|| reg.get(&n.text).map(|s| schema_type(s, reg)))
                         .clone()
                 });
