@@ -62,18 +62,46 @@ pub(crate) fn canonical_expr(src: &str) -> Option<String> {
 /// parsed once.
 #[derive(Default)]
 pub struct Canon {
-    memo: RefCell<FxHashMap<String, Option<String>>>,
+    memo: RefCell<FxHashMap<Box<str>, Form>>,
+}
+
+/// A memo entry. Most expressions are already in canonical form, and a second copy of each
+/// was a tenth of the formatter's peak memory on a large file.
+enum Form {
+    /// R1 cannot parse the text.
+    Unparsed,
+    /// The text is its own canonical form.
+    Same,
+    Other(Box<str>),
+}
+
+impl Form {
+    fn of(src: &str, canonical: Option<String>) -> Form {
+        match canonical {
+            None => Form::Unparsed,
+            Some(c) if c == src => Form::Same,
+            Some(c) => Form::Other(c.into()),
+        }
+    }
+
+    fn get<'a>(&'a self, src: &'a str) -> Option<&'a str> {
+        match self {
+            Form::Unparsed => None,
+            Form::Same => Some(src),
+            Form::Other(c) => Some(c),
+        }
+    }
 }
 
 impl Canon {
     pub(crate) fn with<R>(&self, src: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
         let mut memo = self.memo.borrow_mut();
         if let Some(c) = memo.get(src) {
-            return f(c.as_deref());
+            return f(c.get(src));
         }
         let c = canonical_expr(src);
         let r = f(c.as_deref());
-        memo.insert(src.to_string(), c);
+        memo.insert(src.into(), Form::of(src, c));
         r
     }
 
