@@ -353,7 +353,7 @@ fn prompt(l: &mut Loader, node: &Node) -> Option<Prompt> {
     };
     match pipewright_r1::template::parse_template(&s.text) {
         Ok(template) => Some(Prompt {
-            src: s.text.clone(),
+            src: s.text.to_string(),
             span: node.span,
             style: s.style,
             template,
@@ -500,7 +500,7 @@ fn match_cases(l: &mut Loader, node: &Node) -> Vec<MatchCase> {
             let s = e.key.as_scalar()?;
             let label_is_string = matches!(s.resolve(), ScalarValue::Str(_));
             let label = Name {
-                text: s.text.as_str().into(),
+                text: s.text.clone(),
                 span: e.key.span,
             };
             if e.value.as_map().is_none() {
