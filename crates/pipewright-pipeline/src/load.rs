@@ -473,7 +473,7 @@ impl Loader<'_> {
         let span = self.value_span(node);
         match pipewright_r1::parse(&src) {
             Ok(ast) => Some(Expr {
-                src: src.into(),
+                src,
                 span,
                 style: s.style,
                 ast,
