@@ -11,7 +11,9 @@ use pipewright_r1::{free_path_views, ObjectType, PathView, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Borrow;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 pub struct Env<'a> {
@@ -30,7 +32,7 @@ struct Scope<'p, 'a> {
     /// Stores written in this layer: where first written, and the type of the latest value.
     /// Keyed by the names in the AST (no copies); the keys are the program's own store names,
     /// so the fast non-keyed hash is safe here.
-    stores: FxHashMap<&'a str, (Span, Type)>,
+    stores: FxHashMap<StoreName<'a>, (Span, Type)>,
     item: Option<Type>,
     acc: Option<Type>,
     pipe: Type,
@@ -59,6 +61,34 @@ impl<'p, 'a> Scope<'p, 'a> {
     }
 }
 
+/// A store name borrowed from the AST through its box: 8 bytes where `&str` takes 16, and the
+/// two per-store tables of a large pipeline hold one per store. It hashes and compares as the
+/// name itself, so the tables are looked up by `&str`.
+#[derive(Clone, Copy)]
+// The thin pointer is the point: a `&str` key is twice as large.
+#[allow(clippy::borrowed_box)]
+struct StoreName<'a>(&'a Box<str>);
+
+impl Hash for StoreName<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self.0).hash(state)
+    }
+}
+
+impl PartialEq for StoreName<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self.0 == **other.0
+    }
+}
+
+impl Eq for StoreName<'_> {}
+
+impl Borrow<str> for StoreName<'_> {
+    fn borrow(&self) -> &str {
+        self.0
+    }
+}
+
 /// Where names that no earlier step wrote come from.
 enum Inputs<'a> {
     /// A pipeline launched directly: any store no step writes is an input.
@@ -78,7 +108,7 @@ struct Walker<'a, 'd> {
     inputs: Inputs<'a>,
     /// Every store written anywhere in the pipeline (first write), to tell "input" from
     /// "read before written".
-    writes: FxHashMap<&'a str, Span>,
+    writes: FxHashMap<StoreName<'a>, Span>,
     leaves: super::types::LeafResults<'a>,
     /// For a called pipeline: which call sites (indices into `Inputs::Passed::sites`) do not
     /// pass a name, by name.
@@ -117,7 +147,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
     while let Some(s) = stack.pop() {
         if let Some(o) = &s.output {
             writes
-                .entry(&*o.text)
+                .entry(StoreName(&o.text))
                 .and_modify(|sp: &mut Span| {
                     if o.span.start < sp.start {
                         *sp = o.span
@@ -157,7 +187,7 @@ impl<'a> Walker<'a, '_> {
         let ty = self.step_kind(step, scope);
         if let Some(o) = &step.output {
             let first = scope.store(&o.text).map_or(o.span, |(s, _)| *s);
-            scope.stores.insert(&*o.text, (first, ty.clone()));
+            scope.stores.insert(StoreName(&o.text), (first, ty.clone()));
         }
         scope.pipe = ty.clone();
         ty
