@@ -21,7 +21,7 @@ pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
 use rules::{pipeline::PipelineRules, recipe::RecipeRules, DialectRules};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,48 +60,38 @@ pub(crate) fn canonical_expr(src: &str) -> Option<String> {
 /// printer may print an expression more than once (a flow attempt that does not fit is redone
 /// in block style) and the verifier needs the input's form again, so each distinct text is
 /// parsed once.
+///
+/// Most expressions are already in canonical form: those are only a set of texts. A map with a
+/// second copy of each (or even a marker per text) was a tenth of the formatter's peak memory on
+/// a large file.
 #[derive(Default)]
 pub struct Canon {
-    memo: RefCell<FxHashMap<Box<str>, Form>>,
-}
-
-/// A memo entry. Most expressions are already in canonical form, and a second copy of each
-/// was a tenth of the formatter's peak memory on a large file.
-enum Form {
-    /// R1 cannot parse the text.
-    Unparsed,
-    /// The text is its own canonical form.
-    Same,
-    Other(Box<str>),
-}
-
-impl Form {
-    fn of(src: &str, canonical: Option<String>) -> Form {
-        match canonical {
-            None => Form::Unparsed,
-            Some(c) if c == src => Form::Same,
-            Some(c) => Form::Other(c.into()),
-        }
-    }
-
-    fn get<'a>(&'a self, src: &'a str) -> Option<&'a str> {
-        match self {
-            Form::Unparsed => None,
-            Form::Same => Some(src),
-            Form::Other(c) => Some(c),
-        }
-    }
+    /// Texts that are their own canonical form.
+    canonical: RefCell<FxHashSet<Box<str>>>,
+    /// The others: the canonical form, or `None` when R1 cannot parse the text.
+    other: RefCell<FxHashMap<Box<str>, Option<Box<str>>>>,
 }
 
 impl Canon {
     pub(crate) fn with<R>(&self, src: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
-        let mut memo = self.memo.borrow_mut();
-        if let Some(c) = memo.get(src) {
-            return f(c.get(src));
+        if self.canonical.borrow().contains(src) {
+            return f(Some(src));
+        }
+        if let Some(c) = self.other.borrow().get(src) {
+            return f(c.as_deref());
         }
         let c = canonical_expr(src);
         let r = f(c.as_deref());
-        memo.insert(src.into(), Form::of(src, c));
+        match c {
+            Some(c) if c == src => {
+                self.canonical.borrow_mut().insert(src.into());
+            }
+            c => {
+                self.other
+                    .borrow_mut()
+                    .insert(src.into(), c.map(String::into_boxed_str));
+            }
+        }
         r
     }
 
