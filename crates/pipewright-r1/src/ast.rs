@@ -37,7 +37,7 @@ impl ByteRange {
 
     /// The same range `offset` bytes further on.
     pub fn shifted(self, offset: usize) -> ByteRange {
-        let at = |n: u32| u32::try_from(n as usize + offset).unwrap_or(u32::MAX);
+        let at = |n: u32| u32::try_from((n as usize).saturating_add(offset)).unwrap_or(u32::MAX);
         ByteRange {
             start: at(self.start),
             end: at(self.end),
@@ -480,5 +480,15 @@ mod tests {
         assert!(std::mem::size_of::<ExprKind>() <= 40);
         assert!(std::mem::size_of::<Segment>() <= 24);
         assert!(std::mem::size_of::<crate::TemplatePart>() <= 72);
+    }
+
+    #[test]
+    fn byte_ranges_convert_shift_and_saturate() {
+        assert_eq!(ByteRange::new(3..9).range(), 3..9);
+        assert_eq!(ByteRange::new(3..9).shifted(4).range(), 7..13);
+        assert_eq!(ByteRange::new(0..usize::MAX).end, u32::MAX);
+        assert_eq!(ByteRange::new(1..2).shifted(usize::MAX).start, u32::MAX);
+        let e = crate::parse("ctx.a + 1").unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(e.span.range(), 0..9);
     }
 }
