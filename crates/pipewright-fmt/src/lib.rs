@@ -66,6 +66,8 @@ pub(crate) fn canonical_expr(src: &str) -> Option<String> {
 /// a large file.
 #[derive(Default)]
 pub struct Canon {
+    /// Parse every time instead (see [`Canon::unremembered`]).
+    forgetful: bool,
     /// Texts that are their own canonical form.
     canonical: RefCell<FxHashSet<Box<str>>>,
     /// The others: the canonical form, or `None` when R1 cannot parse the text.
@@ -73,7 +75,20 @@ pub struct Canon {
 }
 
 impl Canon {
+    /// A memo that remembers nothing. The verifier reads each expression of the output once,
+    /// and a memo filled while the output's whole tree is loaded was the top of the
+    /// formatter's memory on a large file.
+    pub(crate) fn unremembered() -> Canon {
+        Canon {
+            forgetful: true,
+            ..Canon::default()
+        }
+    }
+
     pub(crate) fn with<R>(&self, src: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
+        if self.forgetful {
+            return f(canonical_expr(src).as_deref());
+        }
         if self.canonical.borrow().contains(src) {
             return f(Some(src));
         }
@@ -202,6 +217,8 @@ pub fn format_yaml(
     // stands in for it; only when the digests differ is the input loaded again, to say what
     // changed.
     let before = verify::digest(&roots, rules, &canon);
+    drop(canon);
+    let canon = Canon::unremembered();
     drop(roots);
     drop(cst);
     let why = match verify::check_digest(file, before, &comments, &out, rules, &canon) {
