@@ -56,10 +56,10 @@ pub(crate) fn canonical_expr(src: &str) -> Option<String> {
     pipewright_r1::parse(src).ok().map(|e| e.to_string())
 }
 
-/// Canonical R1 forms by source text, shared by the printer and the verifier of one file: the
-/// printer may print an expression more than once (a flow attempt that does not fit is redone
-/// in block style) and the verifier needs the input's form again, so each distinct text is
-/// parsed once.
+/// Canonical R1 forms by source text, shared by the printer and the digest of the input of one
+/// file: the printer may print an expression more than once (a flow attempt that does not fit
+/// is redone in block style) and the digest needs the input's form again, so each distinct text
+/// is parsed once.
 ///
 /// Most expressions are already in canonical form: those are only a set of texts. A map with a
 /// second copy of each (or even a marker per text) was a tenth of the formatter's peak memory on
