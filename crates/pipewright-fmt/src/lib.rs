@@ -21,7 +21,7 @@ pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
 use rules::{pipeline::PipelineRules, recipe::RecipeRules, DialectRules};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,24 +56,57 @@ pub(crate) fn canonical_expr(src: &str) -> Option<String> {
     pipewright_r1::parse(src).ok().map(|e| e.to_string())
 }
 
-/// Canonical R1 forms by source text, shared by the printer and the verifier of one file: the
-/// printer may print an expression more than once (a flow attempt that does not fit is redone
-/// in block style) and the verifier needs the input's form again, so each distinct text is
-/// parsed once.
+/// Canonical R1 forms by source text, shared by the printer and the digest of the input of one
+/// file: the printer may print an expression more than once (a flow attempt that does not fit
+/// is redone in block style) and the digest needs the input's form again, so each distinct text
+/// is parsed once.
+///
+/// Most expressions are already in canonical form: those are only a set of texts. A map with a
+/// second copy of each (or even a marker per text) was a tenth of the formatter's peak memory on
+/// a large file.
 #[derive(Default)]
 pub struct Canon {
-    memo: RefCell<FxHashMap<String, Option<String>>>,
+    /// Parse every time instead (see [`Canon::unremembered`]).
+    forgetful: bool,
+    /// Texts that are their own canonical form.
+    canonical: RefCell<FxHashSet<Box<str>>>,
+    /// The others: the canonical form, or `None` when R1 cannot parse the text.
+    other: RefCell<FxHashMap<Box<str>, Option<Box<str>>>>,
 }
 
 impl Canon {
+    /// A memo that remembers nothing. The verifier reads each expression of the output once,
+    /// and a memo filled while the output's whole tree is loaded was the top of the
+    /// formatter's memory on a large file.
+    pub(crate) fn unremembered() -> Canon {
+        Canon {
+            forgetful: true,
+            ..Canon::default()
+        }
+    }
+
     pub(crate) fn with<R>(&self, src: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
-        let mut memo = self.memo.borrow_mut();
-        if let Some(c) = memo.get(src) {
+        if self.forgetful {
+            return f(canonical_expr(src).as_deref());
+        }
+        if self.canonical.borrow().contains(src) {
+            return f(Some(src));
+        }
+        if let Some(c) = self.other.borrow().get(src) {
             return f(c.as_deref());
         }
         let c = canonical_expr(src);
         let r = f(c.as_deref());
-        memo.insert(src.to_string(), c);
+        match c {
+            Some(c) if c == src => {
+                self.canonical.borrow_mut().insert(src.into());
+            }
+            c => {
+                self.other
+                    .borrow_mut()
+                    .insert(src.into(), c.map(String::into_boxed_str));
+            }
+        }
         r
     }
 
@@ -184,6 +217,8 @@ pub fn format_yaml(
     // stands in for it; only when the digests differ is the input loaded again, to say what
     // changed.
     let before = verify::digest(&roots, rules, &canon);
+    drop(canon);
+    let canon = Canon::unremembered();
     drop(roots);
     drop(cst);
     let why = match verify::check_digest(file, before, &comments, &out, rules, &canon) {

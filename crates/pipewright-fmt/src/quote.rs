@@ -87,7 +87,7 @@ pub fn plain_ok(v: &str, in_flow: bool) -> bool {
     }
     matches!(
         Scalar {
-            text: v.to_string(),
+            text: v.into(),
             style: ScalarStyle::Plain
         }
         .resolve(),
@@ -503,7 +503,7 @@ mod tests {
         }
         matches!(
             Scalar {
-                text: v.to_string(),
+                text: v.into(),
                 style: ScalarStyle::Plain
             }
             .resolve(),
@@ -639,7 +639,7 @@ mod tests {
             ("abc", None),
         ] {
             let value = Scalar {
-                text: from.to_string(),
+                text: from.into(),
                 style: ScalarStyle::Plain,
             };
             assert_eq!(

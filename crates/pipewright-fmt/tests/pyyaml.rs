@@ -114,7 +114,7 @@ fn meaning(n: &Node) -> Value {
         .as_ref()
         .is_some_and(|t| t.handle == "tag:yaml.org,2002:" && t.suffix == "str");
     let v = match &n.kind {
-        NodeKind::Scalar(s) if local.is_some() || core_str => Value::String(s.text.clone()),
+        NodeKind::Scalar(s) if local.is_some() || core_str => Value::String(s.text.to_string()),
         NodeKind::Scalar(s) => match s.resolve() {
             ScalarValue::Null => Value::Null,
             ScalarValue::Bool(b) => json!(b),
@@ -356,7 +356,7 @@ fn write_input(v: &str, plain: bool, in_flow: bool) -> String {
                 }
             })
             .and_then(|n| n.as_scalar().filter(|_| n.tag.is_none()))
-            .map(|s| s.text.as_str());
+            .map(|s| &*s.text);
         if diags.is_empty() && text == Some(v) {
             return v.to_string();
         }

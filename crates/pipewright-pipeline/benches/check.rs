@@ -15,9 +15,10 @@
 //! peak 253 MiB (25× the input) before, when the whole YAML tree (96-byte nodes) and the whole
 //! AST were alive together and the CLI held the text twice; 140 MiB (13.4×) after the tag was
 //! boxed (56-byte nodes), the AST build consumed the tree step by step, and the CLI shared one
-//! copy of the text with the source map. What remains is the AST itself (~95 MiB: 312-byte
-//! steps, a copy of every expression's source next to its R1 tree) and the checks' per-store
-//! tables (~20 MiB). The target of 10× is not met yet.
+//! copy of the text with the source map; 97 MiB (9.7×) after R1 nodes shrank from 72 to 48
+//! bytes and steps from 312 to 136 (large kinds boxed). `cargo bench -p pipewright --bench
+//! memory` measures the CLI's peak; docs/architecture.md, "Memory of a large check", has the
+//! breakdown.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pipewright_pipeline::ast::Program;

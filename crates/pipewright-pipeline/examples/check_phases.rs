@@ -53,7 +53,7 @@ fn main() {
         return;
     }
     if args.first().map(String::as_str) == Some("--memory") {
-        return memory(&input_text(args.get(1)));
+        return memory(input_text(args.get(1)));
     }
     let text = input_text(args.first());
     let runs: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
@@ -123,8 +123,17 @@ fn rss() -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// One load and check, as `pipewright check` does it, with the memory after each phase.
-fn memory(text: &str) {
+/// One load and check, as `pipewright check` does it, with the memory after each phase: one
+/// copy of the text shared with the source map, and the allocator options the CLI sets.
+fn memory(text: String) {
+    // SAFETY: plain setters of process-wide integer options (the CLI's `tune_allocator`:
+    // purge delay 0, arenas not committed eagerly), set before anything large is allocated.
+    unsafe {
+        libmimalloc_sys::mi_option_set(15, 0);
+        libmimalloc_sys::mi_option_set(4, 0);
+    }
+    let shared: std::sync::Arc<str> = text.into();
+    let text = &*shared;
     let mib = text.len() as f64 / (1024.0 * 1024.0);
     let show = |phase: &str| {
         let (now, peak) = rss();
@@ -135,7 +144,7 @@ fn memory(text: &str) {
     };
     show("text");
     let mut sources = SourceMap::new();
-    let id = sources.add("big.yaml", text);
+    let id = sources.add("big.yaml", std::sync::Arc::clone(&shared));
     show("source map");
     let (docs, mut diags) = pipewright_yaml::load(id, text, pipewright_yaml::Limits::default());
     show("yaml tree");

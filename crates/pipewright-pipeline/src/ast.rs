@@ -7,7 +7,7 @@ use pipewright_yaml::{Node, ScalarStyle};
 /// A name written in the source (a pipeline, schema, store, tool, branch…).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Name {
-    pub text: String,
+    pub text: Box<str>,
     pub span: Span,
 }
 
@@ -15,7 +15,7 @@ pub struct Name {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
     /// The scalar's value (the expression source).
-    pub src: String,
+    pub src: Box<str>,
     /// The scalar node in the file; byte ranges inside `src` map back through
     /// [`Expr::span_of`].
     pub span: Span,
@@ -101,54 +101,74 @@ pub struct Step {
     pub output: Option<Name>,
 }
 
+/// The kinds larger than a transform are boxed: every step is as large as its largest inline
+/// kind, and a large pipeline keeps hundreds of thousands of steps until its check ends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepKind {
     Transform {
         value: Expr,
     },
-    Tool {
-        name: Name,
-        args: Vec<Arg>,
-        schema: Option<Name>,
-        on_error: Option<OnError>,
-    },
+    Tool(Box<ToolStep>),
     /// Sugar for a `tool` step named `shell` with one argument `command`.
-    Shell {
-        command: ArgValue,
-        schema: Option<Name>,
-        on_error: Option<OnError>,
-    },
-    Agent {
-        prompt: Prompt,
-        identity: Option<Name>,
-        capabilities: Option<Vec<Name>>,
-        schema: Option<Name>,
-        model: Option<Name>,
-    },
+    Shell(Box<ShellStep>),
+    Agent(Box<AgentStep>),
     Call(CallTarget),
-    Match {
-        on: Expr,
-        cases: Vec<MatchCase>,
-        default: Option<CallTarget>,
-    },
-    Fold {
-        source: ListSource,
-        init: Expr,
-        body: Box<Step>,
-        max_items: Option<u64>,
-    },
-    ForEach {
-        source: ListSource,
-        max_parallel: Option<u64>,
-        on_error: OnError,
-        body: Box<Step>,
-        collect: Box<Step>,
-    },
+    Match(Box<MatchStep>),
+    Fold(Box<FoldStep>),
+    ForEach(Box<ForEachStep>),
     Parallel {
         on_error: OnError,
         branches: Vec<Branch>,
         collect: Box<Step>,
     },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStep {
+    pub name: Name,
+    pub args: Vec<Arg>,
+    pub schema: Option<Name>,
+    pub on_error: Option<OnError>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellStep {
+    pub command: ArgValue,
+    pub schema: Option<Name>,
+    pub on_error: Option<OnError>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentStep {
+    pub prompt: Prompt,
+    pub identity: Option<Name>,
+    pub capabilities: Option<Vec<Name>>,
+    pub schema: Option<Name>,
+    pub model: Option<Name>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchStep {
+    pub on: Expr,
+    pub cases: Vec<MatchCase>,
+    pub default: Option<CallTarget>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldStep {
+    pub source: ListSource,
+    pub init: Expr,
+    pub body: Box<Step>,
+    pub max_items: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForEachStep {
+    pub source: ListSource,
+    pub max_parallel: Option<u64>,
+    pub on_error: OnError,
+    pub body: Box<Step>,
+    pub collect: Box<Step>,
 }
 
 impl StepKind {
@@ -240,10 +260,10 @@ impl Step {
     /// building a list: the checks walk every step of a pipeline this way.
     pub fn each_child<'s>(&'s self, mut f: impl FnMut(&'s Step)) {
         match &self.kind {
-            StepKind::Fold { body, .. } => f(body),
-            StepKind::ForEach { body, collect, .. } => {
-                f(body);
-                f(collect);
+            StepKind::Fold(fold) => f(&fold.body),
+            StepKind::ForEach(each) => {
+                f(&each.body);
+                f(&each.collect);
             }
             StepKind::Parallel {
                 branches, collect, ..
@@ -260,8 +280,8 @@ impl Step {
     /// The steps nested directly in this one, with the role each plays.
     pub fn children(&self) -> Vec<(&'static str, &Step)> {
         match &self.kind {
-            StepKind::Fold { body, .. } => vec![("do", body)],
-            StepKind::ForEach { body, collect, .. } => vec![("do", body), ("collect", collect)],
+            StepKind::Fold(fold) => vec![("do", &fold.body)],
+            StepKind::ForEach(each) => vec![("do", &each.body), ("collect", &each.collect)],
             StepKind::Parallel {
                 branches, collect, ..
             } => {
@@ -272,5 +292,26 @@ impl Step {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large pipeline keeps every step until its check ends, so these sizes are most of its
+    /// memory (docs/architecture.md, "Memory of a large check"): a change that grows a step
+    /// (an unboxed large kind, a wider field) should be a deliberate one.
+    #[test]
+    fn step_sizes_stay_small() {
+        use std::mem::size_of;
+        assert!(size_of::<Step>() <= 136, "Step: {}", size_of::<Step>());
+        assert!(
+            size_of::<StepKind>() <= 80,
+            "StepKind: {}",
+            size_of::<StepKind>()
+        );
+        assert!(size_of::<Expr>() <= 80, "Expr: {}", size_of::<Expr>());
+        assert!(size_of::<Name>() <= 32, "Name: {}", size_of::<Name>());
     }
 }

@@ -320,7 +320,7 @@ impl Loader<'_> {
         self.reject_tag(node);
         match node.as_str() {
             Some(s) if !s.trim().is_empty() => Some(Name {
-                text: s.to_string(),
+                text: s.into(),
                 span: node.span,
             }),
             Some(_) => {

@@ -17,7 +17,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
         let mut m = HashMap::new();
         for p in &f.pipelines {
             // First declaration wins; a duplicate is a check error already.
-            m.entry(p.name.text.as_str()).or_insert(WorkflowId(next));
+            m.entry(&*p.name.text).or_insert(WorkflowId(next));
             next += 1;
         }
         ids.push(m);
@@ -32,7 +32,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
         for p in &f.pipelines {
             let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
             out.workflows.push(Workflow {
-                name: p.name.text.clone(),
+                name: p.name.text.to_string(),
                 dialect: Dialect::Pipeline,
                 file: f.file,
                 description: p.description.clone(),
@@ -92,99 +92,76 @@ fn lower_steps(steps: &[ast::Step], resolve: &dyn Fn(&str) -> Option<WorkflowId>
 fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
     let one = |step: &ast::Step| lower_steps(std::slice::from_ref(step), resolve);
     let call = |t: &ast::CallTarget| CallRef {
-        target: t.pipeline.text.clone(),
+        target: t.pipeline.text.to_string(),
         resolved: resolve(&t.pipeline.text),
         pass: t
             .pass
             .iter()
-            .map(|p| (p.name.text.clone(), expr(&p.value)))
+            .map(|p| (p.name.text.to_string(), expr(&p.value)))
             .collect(),
         span: t.span,
     };
     let kind = match &s.kind {
         StepKind::Transform { value } => NodeKind::Transform { value: expr(value) },
-        StepKind::Tool {
-            name,
-            args,
-            schema,
-            on_error,
-        } => NodeKind::Tool {
-            name: name.text.clone(),
-            args: args
+        StepKind::Tool(t) => NodeKind::Tool {
+            name: t.name.text.to_string(),
+            args: t
+                .args
                 .iter()
                 .map(|a| Arg {
-                    name: a.name.text.clone(),
+                    name: a.name.text.to_string(),
                     value: arg(&a.value),
                 })
                 .collect(),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            on_error: *on_error,
+            schema: t.schema.as_ref().map(|n| n.text.to_string()),
+            on_error: t.on_error,
         },
-        StepKind::Shell {
-            command,
-            schema,
-            on_error,
-        } => NodeKind::Shell {
-            command: arg(command),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            on_error: *on_error,
+        StepKind::Shell(sh) => NodeKind::Shell {
+            command: arg(&sh.command),
+            schema: sh.schema.as_ref().map(|n| n.text.to_string()),
+            on_error: sh.on_error,
         },
-        StepKind::Agent {
-            prompt,
-            identity,
-            capabilities,
-            schema,
-            model,
-        } => NodeKind::Agent {
+        StepKind::Agent(a) => NodeKind::Agent {
             prompt: Expr::r1_template(
-                prompt.src.clone(),
-                prompt.span,
-                prompt.style,
-                prompt.template.clone(),
+                a.prompt.src.to_string(),
+                a.prompt.span,
+                a.prompt.style,
+                a.prompt.template.clone(),
             ),
-            identity: identity.as_ref().map(|n| n.text.clone()),
-            capabilities: capabilities
+            identity: a.identity.as_ref().map(|n| n.text.to_string()),
+            capabilities: a
+                .capabilities
                 .as_ref()
-                .map(|c| c.iter().map(|n| n.text.clone()).collect()),
-            schema: schema.as_ref().map(|n| n.text.clone()),
-            model: model.as_ref().map(|n| n.text.clone()),
+                .map(|c| c.iter().map(|n| n.text.to_string()).collect()),
+            schema: a.schema.as_ref().map(|n| n.text.to_string()),
+            model: a.model.as_ref().map(|n| n.text.to_string()),
         },
         StepKind::Call(t) => NodeKind::Call(call(t)),
-        StepKind::Match { on, cases, default } => NodeKind::Match {
-            on: expr(on),
-            cases: cases
+        StepKind::Match(m) => NodeKind::Match {
+            on: expr(&m.on),
+            cases: m
+                .cases
                 .iter()
                 .map(|c| Case {
-                    label: c.label.text.clone(),
+                    label: c.label.text.to_string(),
                     selectable: c.label_is_string,
                     target: call(&c.target),
                 })
                 .collect(),
-            default: default.as_ref().map(call),
+            default: m.default.as_ref().map(call),
         },
-        StepKind::Fold {
-            source,
-            init,
-            body,
-            max_items,
-        } => NodeKind::Fold {
-            source: list_source(source),
-            init: expr(init),
-            body: one(body),
-            max_items: *max_items,
+        StepKind::Fold(f) => NodeKind::Fold {
+            source: list_source(&f.source),
+            init: expr(&f.init),
+            body: one(&f.body),
+            max_items: f.max_items,
         },
-        StepKind::ForEach {
-            source,
-            max_parallel,
-            on_error,
-            body,
-            collect,
-        } => NodeKind::ForEach {
-            source: list_source(source),
-            max_parallel: *max_parallel,
-            on_error: *on_error,
-            body: one(body),
-            collect: one(collect),
+        StepKind::ForEach(each) => NodeKind::ForEach {
+            source: list_source(&each.source),
+            max_parallel: each.max_parallel,
+            on_error: each.on_error,
+            body: one(&each.body),
+            collect: one(&each.collect),
         },
         StepKind::Parallel {
             on_error,
@@ -195,7 +172,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
             branches: branches
                 .iter()
                 .map(|b| BranchRegion {
-                    name: b.name.text.clone(),
+                    name: b.name.text.to_string(),
                     region: one(&b.step),
                 })
                 .collect(),
@@ -208,7 +185,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         kind,
         span: s.span,
         kind_span: s.kind_span,
-        output: s.output.as_ref().map(|n| n.text.clone()),
+        output: s.output.as_ref().map(|n| n.text.to_string()),
         condition: None,
     }
 }
@@ -229,12 +206,12 @@ fn list_source(s: &ast::ListSource) -> ListSource {
 }
 
 fn expr(e: &ast::Expr) -> Expr {
-    Expr::r1(e.src.clone(), e.span, e.style, e.ast.clone())
+    Expr::r1(e.src.to_string(), e.span, e.style, e.ast.clone())
 }
 
 fn schema(s: &ast::Schema) -> Schema {
     Schema {
-        name: s.name.text.clone(),
+        name: s.name.text.to_string(),
         fields: s.fields.iter().map(field).collect(),
         span: s.span,
     }
@@ -242,7 +219,7 @@ fn schema(s: &ast::Schema) -> Schema {
 
 fn field(f: &ast::Field) -> Field {
     Field {
-        name: f.name.text.clone(),
+        name: f.name.text.to_string(),
         ty: field_type(&f.ty),
         required: f.required,
     }
@@ -259,7 +236,7 @@ fn field_type(t: &ast::FieldType) -> FieldType {
         ast::FieldKind::Enum(v) => FieldKind::Enum(v.clone()),
         ast::FieldKind::List(t) => FieldKind::List(Box::new(field_type(t))),
         ast::FieldKind::Object(fs) => FieldKind::Object(fs.iter().map(field).collect()),
-        ast::FieldKind::Ref(n) => FieldKind::Ref(n.text.clone()),
+        ast::FieldKind::Ref(n) => FieldKind::Ref(n.text.to_string()),
     };
     FieldType { kind, span: t.span }
 }

@@ -109,7 +109,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
         )
         .with_label(format!("found {}", node.describe()));
         if let NodeKind::Scalar(s) = &node.kind {
-            if FIELD_TYPES.contains(&s.text.as_str()) {
+            if FIELD_TYPES.contains(&&*s.text) {
                 d = d.with_help(format!("write `{{type: {}}}`", s.text));
             }
         }

@@ -125,15 +125,15 @@ pub(crate) fn step_body(
                     "add `command: \"ls\"` or `command: !expr \"['ls', ctx.dir]\"`",
                 )?;
                 let command = arg_value(l, c, "the shell command")?;
-                StepKind::Shell {
+                StepKind::Shell(Box::new(ShellStep {
                     command,
                     schema,
                     on_error,
-                }
+                }))
             } else {
                 let n = req(l, "name", "add `name: TOOL`");
                 let name = n.and_then(|n| l.name(n, "the tool name"));
-                let args = match body.get("args") {
+                let mut args = match body.get("args") {
                     None => Vec::new(),
                     Some(a) if a.is_null() => Vec::new(),
                     Some(a) => match a.as_map() {
@@ -152,12 +152,15 @@ pub(crate) fn step_body(
                             .collect(),
                     },
                 };
-                StepKind::Tool {
+                // A filtered collect starts with room for four; the step is kept until the
+                // check ends.
+                args.shrink_to_fit();
+                StepKind::Tool(Box::new(ToolStep {
                     name: name?,
                     args,
                     schema,
                     on_error,
-                }
+                }))
             }
         }
         "agent" => {
@@ -167,13 +170,13 @@ pub(crate) fn step_body(
             let model = body.get("model").and_then(|n| l.name(n, "`model`"));
             let schema = body.get("schema").and_then(|n| l.name(n, "`schema`"));
             let capabilities = body.get("capabilities").and_then(|n| capabilities(l, n));
-            StepKind::Agent {
+            StepKind::Agent(Box::new(AgentStep {
                 prompt: prompt?,
                 identity,
                 capabilities,
                 schema,
                 model,
-            }
+            }))
         }
         "call" => StepKind::Call(target(l, body, key.span, "a `call` step")?),
         "match" => {
@@ -192,11 +195,11 @@ pub(crate) fn step_body(
                 },
                 _ => None,
             };
-            StepKind::Match {
+            StepKind::Match(Box::new(MatchStep {
                 on: on?,
                 cases,
                 default,
-            }
+            }))
         }
         "fold" => {
             let source = list_source(l, body, "fold");
@@ -219,12 +222,12 @@ pub(crate) fn step_body(
             let max_items = body
                 .get("max_items")
                 .and_then(|n| l.positive_int(n, "`max_items`"));
-            StepKind::Fold {
+            StepKind::Fold(Box::new(FoldStep {
                 source: source?,
                 init: init?,
                 body: Box::new(do_?),
                 max_items,
-            }
+            }))
         }
         "for_each" => {
             let source = list_source(l, body, "for_each");
@@ -251,13 +254,13 @@ pub(crate) fn step_body(
                 "add `collect: {transform: {value: \"pipe\"}}` to keep the list of results",
             )
             .and_then(|n| l.step(n, "for_each `collect` step"));
-            StepKind::ForEach {
+            StepKind::ForEach(Box::new(ForEachStep {
                 source: source?,
                 max_parallel,
                 on_error: on_error?,
                 body: Box::new(do_?),
                 collect: Box::new(collect?),
-            }
+            }))
         }
         _ => {
             let on_error = match body.get("on_error") {
@@ -350,7 +353,7 @@ fn prompt(l: &mut Loader, node: &Node) -> Option<Prompt> {
     };
     match pipewright_r1::template::parse_template(&s.text) {
         Ok(template) => Some(Prompt {
-            src: s.text.clone(),
+            src: s.text.to_string(),
             span: node.span,
             style: s.style,
             template,
@@ -450,7 +453,7 @@ fn pass(l: &mut Loader, node: &Node) -> Vec<Pass> {
                 let ast = pipewright_r1::parse(&src).ok()?;
                 Some(Pass {
                     value: Expr {
-                        src,
+                        src: src.into(),
                         span: n.span,
                         style: pipewright_yaml::ScalarStyle::Plain,
                         ast,
@@ -573,7 +576,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
     m.iter()
         .filter_map(|e| {
             let name = l.name(&e.key, "a branch name")?;
-            if name.text == "__branch_errors__" {
+            if &*name.text == "__branch_errors__" {
                 l.diags.push(
                     Diagnostic::error(
                         "PW0215",
@@ -585,7 +588,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
                     )
                     .with_help("rename this branch"),
                 );
-            } else if name.text == "collect" || name.text.contains('.') {
+            } else if &*name.text == "collect" || name.text.contains('.') {
                 l.diags.push(
                     Diagnostic::warning(
                         "PW0215",

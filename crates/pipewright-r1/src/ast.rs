@@ -10,8 +10,55 @@ use std::ops::Range;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
-    pub span: Range<usize>,
+    pub span: ByteRange,
 }
+
+/// A byte range in the expression source, in 8 bytes where `Range<usize>` takes 16: a large
+/// pipeline holds hundreds of thousands of nodes, each with a span. Sources are never longer
+/// than 4 GiB (file spans are `u32` too); a longer offset saturates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ByteRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl ByteRange {
+    pub fn new(range: Range<usize>) -> ByteRange {
+        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        ByteRange {
+            start: at(range.start),
+            end: at(range.end),
+        }
+    }
+
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    /// The same range `offset` bytes further on.
+    pub fn shifted(self, offset: usize) -> ByteRange {
+        let at = |n: u32| u32::try_from((n as usize).saturating_add(offset)).unwrap_or(u32::MAX);
+        ByteRange {
+            start: at(self.start),
+            end: at(self.end),
+        }
+    }
+}
+
+impl From<Range<usize>> for ByteRange {
+    fn from(range: Range<usize>) -> ByteRange {
+        ByteRange::new(range)
+    }
+}
+
+impl From<ByteRange> for Range<usize> {
+    fn from(range: ByteRange) -> Range<usize> {
+        range.range()
+    }
+}
+
+/// A path segment: the name and its range (the name only).
+pub type Segment = (Box<str>, ByteRange);
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
@@ -19,14 +66,14 @@ pub enum ExprKind {
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(String),
+    Str(Box<str>),
     List(Vec<Expr>),
     /// Keys in source order with the range of each key; a repeated key keeps its last value.
-    Object(Vec<(String, Range<usize>, Expr)>),
+    Object(Vec<(Box<str>, ByteRange, Expr)>),
     /// `root.seg.seg…`; each segment carries its own range (the name only).
     Path {
-        root: String,
-        segments: Vec<(String, Range<usize>)>,
+        root: Box<str>,
+        segments: Box<[Segment]>,
     },
     Not(Box<Expr>),
     Neg(Box<Expr>),
@@ -41,8 +88,8 @@ pub enum ExprKind {
     },
     /// `param -> body`; only ever the second argument of a lambda combinator.
     Lambda {
-        param: String,
-        param_span: Range<usize>,
+        param: Box<str>,
+        param_span: ByteRange,
         body: Box<Expr>,
     },
     /// Stands in for a part that failed to parse; never present in a tree `parse` returns.
@@ -196,7 +243,10 @@ impl Combinator {
 
 impl Expr {
     pub fn new(kind: ExprKind, span: Range<usize>) -> Expr {
-        Expr { kind, span }
+        Expr {
+            kind,
+            span: ByteRange::new(span),
+        }
     }
 
     /// Structural equality that ignores every span.
@@ -302,26 +352,26 @@ impl Expr {
     pub fn shift(&mut self, offset: usize) {
         let mut stack = vec![self];
         while let Some(e) = stack.pop() {
-            e.span = e.span.start + offset..e.span.end + offset;
+            e.span = e.span.shifted(offset);
             match &mut e.kind {
                 ExprKind::List(items) | ExprKind::Call { args: items, .. } => {
                     stack.extend(items.iter_mut())
                 }
                 ExprKind::Object(fields) => {
                     for (_, r, v) in fields.iter_mut() {
-                        *r = r.start + offset..r.end + offset;
+                        *r = r.shifted(offset);
                         stack.push(v);
                     }
                 }
                 ExprKind::Path { segments, .. } => {
                     for (_, r) in segments.iter_mut() {
-                        *r = r.start + offset..r.end + offset;
+                        *r = r.shifted(offset);
                     }
                 }
                 ExprKind::Lambda {
                     param_span, body, ..
                 } => {
-                    *param_span = param_span.start + offset..param_span.end + offset;
+                    *param_span = param_span.shifted(offset);
                     stack.push(body);
                 }
                 ExprKind::Not(x) | ExprKind::Neg(x) => stack.push(x),
@@ -408,7 +458,37 @@ impl Expr {
     fn leaf() -> Expr {
         Expr {
             kind: ExprKind::Null,
-            span: 0..0,
+            span: ByteRange::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large pipeline holds every expression tree until its check ends, so these sizes are
+    /// most of its memory (docs/architecture.md, "Memory of a large check"): a change that
+    /// grows a node should be a deliberate one.
+    #[test]
+    fn node_sizes_stay_small() {
+        assert!(
+            std::mem::size_of::<Expr>() <= 48,
+            "{}",
+            std::mem::size_of::<Expr>()
+        );
+        assert!(std::mem::size_of::<ExprKind>() <= 40);
+        assert!(std::mem::size_of::<Segment>() <= 24);
+        assert!(std::mem::size_of::<crate::TemplatePart>() <= 72);
+    }
+
+    #[test]
+    fn byte_ranges_convert_shift_and_saturate() {
+        assert_eq!(ByteRange::new(3..9).range(), 3..9);
+        assert_eq!(ByteRange::new(3..9).shifted(4).range(), 7..13);
+        assert_eq!(ByteRange::new(0..usize::MAX).end, u32::MAX);
+        assert_eq!(ByteRange::new(1..2).shifted(usize::MAX).start, u32::MAX);
+        let e = crate::parse("ctx.a + 1").unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(e.span.range(), 0..9);
     }
 }

@@ -2,7 +2,7 @@
 //! `ctx.reviews` yields a reference into the caller's data, and a lambda parameter is a reference
 //! to the list element, so iterating a large list never clones the context.
 
-use crate::ast::{BinOp, Combinator, Expr, ExprKind};
+use crate::ast::{BinOp, Combinator, Expr, ExprKind, Segment};
 use crate::value::{num_cmp, Number, Value};
 use indexmap::IndexMap;
 use std::borrow::Cow;
@@ -227,7 +227,7 @@ fn eval_budgeted(
     };
     eval_in(expr, &env).map(Cow::into_owned).map_err(|mut e| {
         if budget.out_of_steps.get() {
-            e.range = expr.span.clone();
+            e.range = expr.span.range();
         }
         e
     })
@@ -279,55 +279,56 @@ fn owned_charged(
 
 fn eval_in<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
     let owned = |v: Value| Ok(Cow::Owned(v));
-    env.budget.tick(&expr.span)?;
+    env.budget.tick(&expr.span.range())?;
     match &expr.kind {
         ExprKind::Null => owned(Value::Null),
         ExprKind::Bool(b) => owned(Value::Bool(*b)),
         ExprKind::Int(n) => owned(Value::Int(*n)),
         ExprKind::Float(x) => owned(Value::Float(*x)),
         ExprKind::Str(s) => {
-            env.budget.charge(s.len() as u64, &expr.span)?;
-            owned(Value::Str(s.clone()))
+            env.budget.charge(s.len() as u64, &expr.span.range())?;
+            owned(Value::Str(s.to_string()))
         }
         ExprKind::List(items) => {
-            env.budget.charge(items.len() as u64 * SLOT, &expr.span)?;
+            env.budget
+                .charge(items.len() as u64 * SLOT, &expr.span.range())?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
-                out.push(owned_charged(eval_in(i, env)?, env, &i.span)?);
+                out.push(owned_charged(eval_in(i, env)?, env, &i.span.range())?);
             }
             owned(Value::List(out))
         }
         ExprKind::Object(fields) => {
             env.budget
-                .charge(fields.len() as u64 * 2 * SLOT, &expr.span)?;
+                .charge(fields.len() as u64 * 2 * SLOT, &expr.span.range())?;
             let mut out = IndexMap::with_capacity(fields.len());
             for (k, _, v) in fields {
-                let v = owned_charged(eval_in(v, env)?, env, &v.span)?;
+                let v = owned_charged(eval_in(v, env)?, env, &v.span.range())?;
                 // A repeated key keeps its first position but takes the last value.
-                out.insert(k.clone(), v);
+                out.insert(k.to_string(), v);
             }
             owned(Value::Object(out))
         }
-        ExprKind::Path { root, segments } => eval_path(root, segments, &expr.span, env),
+        ExprKind::Path { root, segments } => eval_path(root, segments, &expr.span.range(), env),
         ExprKind::Not(e) => owned(Value::Bool(!eval_in(e, env)?.truthy())),
         ExprKind::Neg(e) => {
             let v = eval_in(e, env)?;
             match &*v {
                 Value::Int(n) => match n.checked_neg() {
                     Some(n) => owned(Value::Int(n)),
-                    None => err(&expr.span, "integer overflow in unary '-'"),
+                    None => err(&expr.span.range(), "integer overflow in unary '-'"),
                 },
                 Value::Float(x) => owned(Value::Float(-x)),
                 other => err(
-                    &expr.span,
+                    &expr.span.range(),
                     format!("unary '-' requires a number, got {}", other.type_name()),
                 ),
             }
         }
         ExprKind::Binary { .. } => eval_chain(expr, env),
-        ExprKind::Call { func, args } => eval_call(*func, args, &expr.span, env),
-        ExprKind::Lambda { .. } => err(&expr.span, "a lambda is not a value"),
-        ExprKind::Error => err(&expr.span, "the expression did not parse"),
+        ExprKind::Call { func, args } => eval_call(*func, args, &expr.span.range(), env),
+        ExprKind::Lambda { .. } => err(&expr.span.range(), "a lambda is not a value"),
+        ExprKind::Error => err(&expr.span.range(), "the expression did not parse"),
     }
 }
 
@@ -337,18 +338,18 @@ fn eval_chain<'a>(expr: &Expr, env: &Env<'a>) -> Out<'a> {
         // Most chains have a single operator: no spine list needed.
         if !matches!(lhs.kind, ExprKind::Binary { .. }) {
             let acc = eval_in(lhs, env)?;
-            return chain_step(*op, acc, rhs, &expr.span, env);
+            return chain_step(*op, acc, rhs, &expr.span.range(), env);
         }
     }
     let mut spine = Vec::new();
     let mut cur = expr;
     while let ExprKind::Binary { op, lhs, rhs } = &cur.kind {
-        spine.push((*op, &**rhs, &cur.span));
+        spine.push((*op, &**rhs, cur.span.range()));
         cur = lhs;
     }
     let mut acc = eval_in(cur, env)?;
     for (op, rhs, span) in spine.into_iter().rev() {
-        acc = chain_step(op, acc, rhs, span, env)?;
+        acc = chain_step(op, acc, rhs, &span, env)?;
     }
     Ok(acc)
 }
@@ -488,12 +489,7 @@ fn arith(op: BinOp, a: Number, b: Number, span: &Range<usize>) -> Result<Value, 
     }
 }
 
-fn eval_path<'a>(
-    root: &str,
-    segments: &[(String, Range<usize>)],
-    span: &Range<usize>,
-    env: &Env<'a>,
-) -> Out<'a> {
+fn eval_path<'a>(root: &str, segments: &[Segment], span: &Range<usize>, env: &Env<'a>) -> Out<'a> {
     let full = || {
         let mut s = root.to_string();
         for (seg, _) in segments {
@@ -533,7 +529,7 @@ fn eval_path<'a>(
                         full(),
                         prefix()
                     );
-                    if seg == "structured" && o.contains_key("text") {
+                    if &**seg == "structured" && o.contains_key("text") {
                         msg.push_str(&format!(
                             "; a tool result has no 'structured' field when the tool returned no structured \
                              content: read '{}.text', or use get({}, \"structured\") to get null instead",
@@ -563,7 +559,7 @@ fn eval_path<'a>(
 fn lambda_parts(e: &Expr) -> Result<(&str, &Expr), EvalError> {
     match &e.kind {
         ExprKind::Lambda { param, body, .. } => Ok((param, body)),
-        _ => err(&e.span, "expected a lambda"),
+        _ => err(&e.span.range(), "expected a lambda"),
     }
 }
 
@@ -591,14 +587,14 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let list = eval_in(first, env)?;
             match list {
                 Cow::Borrowed(v) => {
-                    let items = require_list(v, func, &first.span)?;
+                    let items = require_list(v, func, &first.span.range())?;
                     Ok(match iterate(func, items, param, body, env)? {
                         Found::Value(v) => Cow::Owned(v),
                         Found::Item(i) => Cow::Borrowed(i),
                     })
                 }
                 Cow::Owned(v) => {
-                    let items = require_list(&v, func, &first.span)?;
+                    let items = require_list(&v, func, &first.span.range())?;
                     Ok(Cow::Owned(match iterate(func, items, param, body, env)? {
                         Found::Value(v) => v,
                         Found::Item(i) => i.clone(),
@@ -608,19 +604,19 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
         }
         Combinator::Count => {
             let v = eval_in(first, env)?;
-            let items = require_list(&v, func, &first.span)?;
+            let items = require_list(&v, func, &first.span.range())?;
             Ok(Cow::Owned(Value::Int(
                 i64::try_from(items.len()).unwrap_or(i64::MAX),
             )))
         }
         Combinator::Sum => {
             let v = eval_in(first, env)?;
-            let items = require_list(&v, func, &first.span)?;
+            let items = require_list(&v, func, &first.span.range())?;
             let mut acc = Number::Int(0);
             for item in items {
                 let Some(n) = item.as_number() else {
                     return err(
-                        &first.span,
+                        &first.span.range(),
                         format!(
                             "sum() requires a list of numbers, found {}",
                             item.type_name()
@@ -640,12 +636,12 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
         }
         Combinator::Join => {
             let v = eval_in(first, env)?;
-            let items = require_list(&v, func, &first.span)?;
+            let items = require_list(&v, func, &first.span.range())?;
             let sep_expr = arg(args, 1, span, func)?;
             let sep = eval_in(sep_expr, env)?;
             let Value::Str(sep) = &*sep else {
                 return err(
-                    &sep_expr.span,
+                    &sep_expr.span.range(),
                     format!("join() separator must be a string, got {}", sep.type_name()),
                 );
             };
@@ -658,7 +654,7 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             for (i, item) in items.iter().enumerate() {
                 let Value::Str(s) = item else {
                     return err(
-                        &first.span,
+                        &first.span.range(),
                         format!(
                             "join() requires a list of strings, found {}",
                             item.type_name()
@@ -676,7 +672,10 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let base = eval_in(first, env)?;
             let path_expr = arg(args, 1, span, func)?;
             let ExprKind::Str(path) = &path_expr.kind else {
-                return err(&path_expr.span, "get() path must be a string literal");
+                return err(
+                    &path_expr.span.range(),
+                    "get() path must be a string literal",
+                );
             };
             // The default is evaluated before the lookup, whether or not it is needed.
             let default = match args.get(2) {
@@ -702,7 +701,7 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let v = eval_in(first, env)?;
             let Value::Str(s) = &*v else {
                 return err(
-                    &first.span,
+                    &first.span.range(),
                     format!("parse_json() requires a string, got {}", v.type_name()),
                 );
             };
@@ -717,7 +716,7 @@ fn eval_call<'a>(func: Combinator, args: &[Expr], span: &Range<usize>, env: &Env
             let v = eval_in(first, env)?;
             let Value::Str(s) = &*v else {
                 return err(
-                    &first.span,
+                    &first.span.range(),
                     format!("shell_quote() requires a string, got {}", v.type_name()),
                 );
             };
@@ -795,7 +794,7 @@ fn iterate<'l>(
             budget: env.budget,
         };
         let v = eval_in(body, &child)?;
-        owned_charged(v, env, &body.span).map(Cow::Owned)
+        owned_charged(v, env, &body.span.range()).map(Cow::Owned)
     };
     let test = |item: &'l Value| -> Result<bool, EvalError> {
         let child = Env {
@@ -808,7 +807,8 @@ fn iterate<'l>(
     };
     Ok(match func {
         Combinator::Map => {
-            env.budget.charge(items.len() as u64 * SLOT, &body.span)?;
+            env.budget
+                .charge(items.len() as u64 * SLOT, &body.span.range())?;
             let mut out = Vec::with_capacity(items.len());
             for i in items {
                 out.push(run(i)?.into_owned());
@@ -819,7 +819,7 @@ fn iterate<'l>(
             let mut out = Vec::new();
             for i in items {
                 if test(i)? {
-                    env.budget.charge_copy(i, &body.span)?;
+                    env.budget.charge_copy(i, &body.span.range())?;
                     out.push(i.clone());
                 }
             }

@@ -89,7 +89,7 @@ struct Fast<'s> {
 }
 
 fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
-    let span = lhs.span.start..rhs.span.end;
+    let span = lhs.span.range().start..rhs.span.range().end;
     Expr::new(
         ExprKind::Binary {
             op,
@@ -243,13 +243,13 @@ impl<'s> Fast<'s> {
     }
 
     /// A name token's text, keywords included (they are valid field names).
-    fn name(&mut self) -> Option<(String, Span)> {
+    fn name(&mut self) -> Option<(Box<str>, Span)> {
         let (t, s) = self.next()?;
         let name = match t {
             Tok::Ident => self.text(s),
             t => keyword_name(t)?,
         };
-        Some((name.to_string(), s))
+        Some((name.into(), s))
     }
 
     fn expr(&mut self) -> Option<Expr> {
@@ -277,7 +277,7 @@ impl<'s> Fast<'s> {
         }
         let mut e = self.comparison()?;
         for op in ops.into_iter().rev() {
-            let span = op.0..e.span.end;
+            let span = op.0..e.span.range().end;
             e = Expr::new(ExprKind::Not(Box::new(e)), span);
         }
         Some(e)
@@ -346,7 +346,7 @@ impl<'s> Fast<'s> {
             return None;
         }
         for op in ops.into_iter().rev() {
-            let span = op.0..e.span.end;
+            let span = op.0..e.span.range().end;
             e = Expr::new(ExprKind::Neg(Box::new(e)), span);
         }
         Some(e)
@@ -357,7 +357,7 @@ impl<'s> Fast<'s> {
         let kind = match tok {
             Tok::Int(n) => ExprKind::Int(n),
             Tok::Float(x) => ExprKind::Float(x),
-            Tok::Str => ExprKind::Str(unescape(self.text(span))),
+            Tok::Str => ExprKind::Str(unescape(self.text(span)).into()),
             Tok::True => ExprKind::Bool(true),
             Tok::False => ExprKind::Bool(false),
             Tok::Null => ExprKind::Null,
@@ -378,6 +378,7 @@ impl<'s> Fast<'s> {
                     }
                 }
                 let close = self.eat(Tok::RBracket)?;
+                items.shrink_to_fit();
                 return Some(Expr::new(ExprKind::List(items), span.0..close.1));
             }
             Tok::LBrace => {
@@ -387,34 +388,41 @@ impl<'s> Fast<'s> {
                         let (key, kr) = self.name()?;
                         self.eat(Tok::Colon)?;
                         let v = self.expr()?;
-                        fields.push((key, range(kr), v));
+                        fields.push((key, range(kr).into(), v));
                         if self.eat(Tok::Comma).is_none() {
                             break;
                         }
                     }
                 }
                 let close = self.eat(Tok::RBrace)?;
+                fields.shrink_to_fit();
                 return Some(Expr::new(ExprKind::Object(fields), span.0..close.1));
             }
             Tok::Ident => match self.peek() {
                 Some(Tok::Arrow) => return None,
                 Some(Tok::LParen) => return self.call(self.text(span), span),
-                _ => return self.path(self.text(span).to_string(), span),
+                _ => return self.path(self.text(span).into(), span),
             },
             _ => return None,
         };
         Some(Expr::new(kind, range(span)))
     }
 
-    fn path(&mut self, root: String, span: Span) -> Option<Expr> {
+    fn path(&mut self, root: Box<str>, span: Span) -> Option<Expr> {
         let mut segments = Vec::new();
         let mut end = span.1;
         while self.eat(Tok::Dot).is_some() {
             let (name, r) = self.name()?;
             end = r.1;
-            segments.push((name, range(r)));
+            segments.push((name, range(r).into()));
         }
-        Some(Expr::new(ExprKind::Path { root, segments }, span.0..end))
+        Some(Expr::new(
+            ExprKind::Path {
+                root,
+                segments: segments.into_boxed_slice(),
+            },
+            span.0..end,
+        ))
     }
 
     fn call(&mut self, name: &str, span: Span) -> Option<Expr> {
@@ -429,11 +437,11 @@ impl<'s> Fast<'s> {
                     let (_, pr) = self.next()?;
                     self.next();
                     let body = self.expr()?;
-                    let span = pr.0..body.span.end;
+                    let span = pr.0..body.span.range().end;
                     Expr::new(
                         ExprKind::Lambda {
-                            param: self.text(pr).to_string(),
-                            param_span: range(pr),
+                            param: self.text(pr).into(),
+                            param_span: range(pr).into(),
                             body: Box::new(body),
                         },
                         span,
@@ -463,6 +471,8 @@ impl<'s> Fast<'s> {
         {
             return None;
         }
+        // Kept until the check ends: no spare capacity (a push leaves room for four).
+        args.shrink_to_fit();
         Some(Expr::new(ExprKind::Call { func, args }, span.0..close.1))
     }
 }

@@ -15,7 +15,7 @@ pub mod template;
 pub mod types;
 pub mod value;
 
-pub use ast::{BinOp, Combinator, Expr, ExprKind};
+pub use ast::{BinOp, ByteRange, Combinator, Expr, ExprKind, Segment};
 pub use codes::CODES;
 pub use error::ParseError;
 pub use eval::{eval, eval_until, eval_with, EvalError, Limits, Scope};

@@ -399,7 +399,7 @@ where
         let literal = select! {
             Token::Int(n) => ExprKind::Int(n),
             Token::Float(x) => ExprKind::Float(x),
-            Token::Str(s) => ExprKind::Str(s),
+            Token::Str(s) => ExprKind::Str(s.into()),
             Token::True => ExprKind::Bool(true),
             Token::False => ExprKind::Bool(false),
             Token::Null => ExprKind::Null,
@@ -433,11 +433,11 @@ where
                             Some("pick another name, such as `x`".to_string()),
                         ));
                     }
-                    let span = pspan.start..body.span.end;
+                    let span = pspan.start..body.span.range().end;
                     Expr::new(
                         ExprKind::Lambda {
-                            param: name,
-                            param_span: pspan,
+                            param: name.into(),
+                            param_span: pspan.into(),
                             body: Box::new(body),
                         },
                         span,
@@ -478,7 +478,7 @@ where
         let object = key
             .then_ignore(just(Token::Colon))
             .then(expr.clone())
-            .map(|((k, r), v)| (k, r, v))
+            .map(|((k, r), v): ((String, Range<usize>), Expr)| (k.into(), r.into(), v))
             .separated_by(just(Token::Comma))
             .collect::<Vec<_>>()
             .delimited_by(just(Token::LBrace), just(Token::RBrace))
@@ -517,7 +517,16 @@ where
                 let end = segments
                     .last()
                     .map_or(rspan.end, |(_, r): &(String, Range<usize>)| r.end);
-                Expr::new(ExprKind::Path { root, segments }, rspan.start..end)
+                Expr::new(
+                    ExprKind::Path {
+                        root: root.into(),
+                        segments: segments
+                            .into_iter()
+                            .map(|(s, r)| (s.into(), r.into()))
+                            .collect(),
+                    },
+                    rspan.start..end,
+                )
             });
 
         let paren = expr
@@ -527,7 +536,7 @@ where
 
         let misplaced_lambda = lambda.validate(|l: Expr, _, emitter| {
             emitter.emit(custom(
-                l.span.clone(),
+                l.span.range(),
                 codes::LAMBDA,
                 "a lambda is only allowed as the second argument of map, filter, all, any or find",
                 "lambda used as a value",
@@ -535,7 +544,7 @@ where
                     "lambdas are not values: write e.g. `map(ctx.items, x -> x.name)`".to_string(),
                 ),
             ));
-            Expr::new(ExprKind::Error, l.span.clone())
+            Expr::new(ExprKind::Error, l.span.range())
         });
 
         let bad_keyword =
@@ -620,7 +629,7 @@ where
                     "`not` binds more loosely than comparisons and arithmetic",
                     Some("wrap it in parentheses: `(not x)`".to_string()),
                 ));
-                Expr::new(ExprKind::Error, kw.start..operand.span.end)
+                Expr::new(ExprKind::Error, kw.start..operand.span.range().end)
             });
         let primary = primary.or(not_operand).labelled("expression").boxed();
 
@@ -628,7 +637,7 @@ where
             .map_with(|_, e| span_of(e.span()))
             .repeated()
             .foldr_with(primary, |op: Range<usize>, e: Expr, _| {
-                let span = op.start..e.span.end;
+                let span = op.start..e.span.range().end;
                 Expr::new(ExprKind::Neg(Box::new(e)), span)
             })
             .labelled("expression")
@@ -685,7 +694,7 @@ where
             .map_with(|_, e| span_of(e.span()))
             .repeated()
             .foldr_with(comparison, |op: Range<usize>, e: Expr, _| {
-                let span = op.start..e.span.end;
+                let span = op.start..e.span.range().end;
                 Expr::new(ExprKind::Not(Box::new(e)), span)
             })
             .boxed();
@@ -710,7 +719,7 @@ where
 }
 
 fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
-    let span = lhs.span.start..rhs.span.end;
+    let span = lhs.span.range().start..rhs.span.range().end;
     Expr::new(
         ExprKind::Binary {
             op,
@@ -756,7 +765,7 @@ fn build_call(
             format!("{min} or {max}")
         };
         let range = if args.len() > max {
-            args[max].span.start..args[args.len() - 1].span.end
+            args[max].span.range().start..args[args.len() - 1].span.range().end
         } else {
             span.clone()
         };
@@ -784,7 +793,7 @@ fn build_call(
         let wants_lambda = func.takes_lambda() && i == 1;
         if is_lambda && !wants_lambda {
             emitter.emit(custom(
-                a.span.clone(),
+                a.span.range(),
                 codes::LAMBDA,
                 format!("`{}` does not take a lambda here", func.name()),
                 "lambda not allowed here",
@@ -793,7 +802,7 @@ fn build_call(
             ok = false;
         } else if wants_lambda && !is_lambda && !matches!(a.kind, ExprKind::Error) {
             emitter.emit(custom(
-                a.span.clone(),
+                a.span.range(),
                 codes::LAMBDA,
                 format!("the second argument of `{}` must be a lambda", func.name()),
                 "expected `x -> …`",
@@ -812,7 +821,7 @@ fn build_call(
                 ExprKind::Str(_) | ExprKind::Lambda { .. } | ExprKind::Error
             ) {
                 emitter.emit(custom(
-                    p.span.clone(),
+                    p.span.range(),
                     codes::GET_PATH,
                     "the path argument of `get` must be a string literal",
                     "not a string literal",

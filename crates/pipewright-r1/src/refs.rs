@@ -1,6 +1,6 @@
 //! Which names an expression reads from its scope.
 
-use crate::ast::{Combinator, Expr, ExprKind};
+use crate::ast::{Combinator, Expr, ExprKind, Segment};
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -21,7 +21,7 @@ pub struct PathRef {
 pub struct PathView<'e> {
     pub root: &'e str,
     /// The path's own segments.
-    pub segments: &'e [(String, Range<usize>)],
+    pub segments: &'e [Segment],
     /// For `get(p, "x.y", …)`: the literal path, whose `.`-separated parts follow `segments`.
     pub get_path: Option<&'e str>,
     pub range: Range<usize>,
@@ -37,7 +37,7 @@ impl<'e> PathView<'e> {
     pub fn segment_names(&self) -> impl Iterator<Item = &'e str> + 'e {
         self.segments
             .iter()
-            .map(|(s, _)| s.as_str())
+            .map(|(s, _)| &**s)
             .chain(self.get_path.into_iter().flat_map(|p| p.split('.')))
     }
 
@@ -82,7 +82,7 @@ pub fn free_path_views(expr: &Expr) -> Vec<PathView<'_>> {
                         root,
                         segments,
                         get_path: None,
-                        range: e.span.clone(),
+                        range: e.span.range(),
                     });
                 }
             }
@@ -105,7 +105,7 @@ pub fn free_path_views(expr: &Expr) -> Vec<PathView<'_>> {
                                 root,
                                 segments,
                                 get_path: Some(p),
-                                range: base.span.start..path.span.end,
+                                range: base.span.range().start..path.span.range().end,
                             });
                         }
                     }

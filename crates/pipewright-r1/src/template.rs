@@ -1,12 +1,11 @@
 //! Agent prompt templates: text with `{expr}` references (see docs/r1.md, "Prompt templates").
 
-use crate::ast::Expr;
+use crate::ast::{ByteRange, Expr};
 use crate::codes;
 use crate::error::ParseError;
 use crate::eval::{eval, EvalError, Scope};
 use crate::parser::parse;
 use crate::value::Value;
-use std::ops::Range;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
@@ -15,13 +14,13 @@ pub struct Template {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TemplatePart {
-    Text(String),
+    Text(Box<str>),
     /// A `{…}` reference. `range` is the interior of the braces and `expr`'s spans are relative
     /// to the template source; `source` is the interior without surrounding whitespace.
     Expr {
         expr: Expr,
-        range: Range<usize>,
-        source: String,
+        range: ByteRange,
+        source: Box<str>,
     },
 }
 
@@ -75,12 +74,12 @@ pub fn parse_template(src: &str) -> Result<Template, Vec<ParseError>> {
                 Ok(mut expr) => {
                     expr.shift(after);
                     if !text.is_empty() {
-                        parts.push(TemplatePart::Text(std::mem::take(&mut text)));
+                        parts.push(TemplatePart::Text(std::mem::take(&mut text).into()));
                     }
                     parts.push(TemplatePart::Expr {
                         expr,
-                        range: after..close,
-                        source: trimmed.to_string(),
+                        range: ByteRange::new(after..close),
+                        source: trimmed.into(),
                     });
                 }
                 Err(es) => errors.extend(es.into_iter().map(|e| e.shifted(after))),
@@ -89,8 +88,10 @@ pub fn parse_template(src: &str) -> Result<Template, Vec<ParseError>> {
         pos = close + 1;
     }
     if !text.is_empty() {
-        parts.push(TemplatePart::Text(text));
+        parts.push(TemplatePart::Text(text.into()));
     }
+    // Every template of a pipeline is kept until the check ends: no spare capacity.
+    parts.shrink_to_fit();
     if errors.is_empty() {
         Ok(Template { parts })
     } else {
@@ -157,8 +158,8 @@ mod tests {
         let t = parse_template("ab {ctx.s}").unwrap_or_else(|e| panic!("{e:?}"));
         match &t.parts[1] {
             TemplatePart::Expr { expr, range, .. } => {
-                assert_eq!(range, &(4..9));
-                assert_eq!(expr.span, 4..9);
+                assert_eq!(range.range(), 4..9);
+                assert_eq!(expr.span.range(), 4..9);
             }
             other => panic!("{other:?}"),
         }

@@ -2,7 +2,7 @@
 //! from pipeline schemas). It only reports conflicts between *known* types: anything the pass
 //! cannot know is [`Type::Any`] and is never an error.
 
-use crate::ast::{BinOp, Combinator, Expr, ExprKind};
+use crate::ast::{BinOp, Combinator, Expr, ExprKind, Segment};
 use crate::codes;
 use indexmap::IndexMap;
 use pipewright_syntax::{Diagnostic, Severity, Span};
@@ -332,7 +332,7 @@ impl Checker<'_> {
                 for (k, _, v) in fields {
                     let t = self.infer(v);
                     o.fields.insert(
-                        k.clone(),
+                        k.to_string(),
                         FieldType {
                             ty: t,
                             origin: None,
@@ -341,7 +341,7 @@ impl Checker<'_> {
                 }
                 Type::object(o)
             }
-            ExprKind::Path { root, segments } => self.path(root, segments, &e.span),
+            ExprKind::Path { root, segments } => self.path(root, segments, &e.span.range()),
             ExprKind::Not(x) => {
                 self.infer(x);
                 Type::Bool
@@ -351,7 +351,7 @@ impl Checker<'_> {
                 if t.surely_not_number() {
                     self.issues.push(
                         TypeIssue::error(
-                            e.span.clone(),
+                            e.span.range(),
                             codes::ARITH_TYPES,
                             format!("unary '-' needs a number, but the operand is {t}"),
                             format!("{t} cannot be negated"),
@@ -366,7 +366,7 @@ impl Checker<'_> {
                 }
             }
             ExprKind::Binary { .. } => self.chain(e),
-            ExprKind::Call { func, args } => self.call(*func, args, &e.span),
+            ExprKind::Call { func, args } => self.call(*func, args, &e.span.range()),
             ExprKind::Lambda { body, .. } => {
                 self.infer(body);
                 Type::Any
@@ -382,12 +382,7 @@ impl Checker<'_> {
         self.env.get(name).cloned().unwrap_or(Type::Any)
     }
 
-    fn path(
-        &mut self,
-        root: &str,
-        segments: &[(String, Range<usize>)],
-        span: &Range<usize>,
-    ) -> Type {
+    fn path(&mut self, root: &str, segments: &[Segment], span: &Range<usize>) -> Type {
         let mut cur = self.lookup(root);
         for (i, (seg, seg_range)) in segments.iter().enumerate() {
             // Only messages need the text of the path so far; most paths are fine.
@@ -400,13 +395,13 @@ impl Checker<'_> {
                 p
             };
             let next = match &cur {
-                Type::Object(o) => match o.fields.get(seg) {
+                Type::Object(o) => match o.fields.get(&**seg) {
                     Some(f) => f.ty.clone(),
                     None if o.open => Type::Any,
                     None => {
                         let prefix = prefix();
                         let mut issue = TypeIssue::error(
-                            seg_range.clone(),
+                            seg_range.range(),
                             codes::UNKNOWN_FIELD,
                             format!("`{prefix}` has no field `{seg}`"),
                             format!("not a field of {}", o.describe()),
@@ -440,7 +435,7 @@ impl Checker<'_> {
                     let prefix = prefix();
                     self.issues.push(
                         TypeIssue::error(
-                            span.start..seg_range.end,
+                            span.start..seg_range.range().end,
                             codes::PATH_INTO_SCALAR,
                             format!("`{prefix}` is {t}, not an object, so it has no field `{seg}`"),
                             format!("`{prefix}` is {t}"),
@@ -461,13 +456,13 @@ impl Checker<'_> {
         let mut spine = Vec::new();
         let mut cur = e;
         while let ExprKind::Binary { op, lhs, rhs } = &cur.kind {
-            spine.push((*op, &**rhs, &cur.span));
+            spine.push((*op, &**rhs, cur.span.range()));
             cur = lhs;
         }
         let mut acc = self.infer(cur);
         for (op, rhs, span) in spine.into_iter().rev() {
             let r = self.infer(rhs);
-            acc = self.binary(op, acc, r, span);
+            acc = self.binary(op, acc, r, &span);
         }
         acc
     }
@@ -543,7 +538,7 @@ impl Checker<'_> {
     fn not_a_list(&mut self, func: Combinator, arg: &Expr, t: &Type) {
         self.issues.push(
             TypeIssue::error(
-                arg.span.clone(),
+                arg.span.range(),
                 codes::NOT_A_LIST,
                 format!("`{}` needs a list, but this is {t}", func.name()),
                 format!("{t}, not a list"),
@@ -573,7 +568,7 @@ impl Checker<'_> {
             | Combinator::Find => {
                 let body_ty = match args.get(1).map(|a| &a.kind) {
                     Some(ExprKind::Lambda { param, body, .. }) => {
-                        self.locals.push((param.clone(), elem.clone()));
+                        self.locals.push((param.to_string(), elem.clone()));
                         let bt = self.infer(body);
                         self.locals.pop();
                         bt
@@ -597,7 +592,7 @@ impl Checker<'_> {
                 if elem.surely_not_number() {
                     self.issues.push(
                         TypeIssue::error(
-                            first.span.clone(),
+                            first.span.range(),
                             codes::ARG_TYPE,
                             format!("`sum` needs a list of numbers, but the elements are {elem}"),
                             format!("list of {elem}"),
@@ -616,7 +611,7 @@ impl Checker<'_> {
                 if elem.surely_not_str() {
                     self.issues.push(
                         TypeIssue::error(
-                            first.span.clone(),
+                            first.span.range(),
                             codes::ARG_TYPE,
                             format!("`join` needs a list of strings, but the elements are {elem}"),
                             format!("list of {elem}"),
@@ -629,7 +624,7 @@ impl Checker<'_> {
                     if st.surely_not_str() {
                         self.issues.push(
                             TypeIssue::error(
-                                sep.span.clone(),
+                                sep.span.range(),
                                 codes::ARG_TYPE,
                                 format!(
                                     "the separator of `join` must be a string, but this is {st}"
@@ -652,7 +647,7 @@ impl Checker<'_> {
                 if t.surely_not_str() {
                     self.issues.push(
                         TypeIssue::error(
-                            first.span.clone(),
+                            first.span.range(),
                             codes::ARG_TYPE,
                             format!("`parse_json` needs a string, but this is {t}"),
                             format!("{t}, not a string"),
@@ -667,7 +662,7 @@ impl Checker<'_> {
                 if t.surely_not_str() {
                     self.issues.push(
                         TypeIssue::error(
-                            first.span.clone(),
+                            first.span.range(),
                             codes::ARG_TYPE,
                             format!("`shell_quote` needs a string, but this is {t}"),
                             format!("{t}, not a string"),

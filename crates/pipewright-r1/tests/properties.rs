@@ -1,7 +1,7 @@
 //! Property tests: printing round-trips, the fast and recovering parsers agree, and no input
 //! makes the parser, printer, evaluator or type pass panic.
 
-use pipewright_r1::ast::{BinOp, Combinator, Expr, ExprKind};
+use pipewright_r1::ast::{BinOp, ByteRange, Combinator, Expr, ExprKind};
 use pipewright_r1::parser::parse_slow;
 use pipewright_r1::{check_types, eval, free_paths, parse, parse_template, Scope, TypeEnv, Value};
 use proptest::prelude::*;
@@ -32,11 +32,14 @@ fn leaf() -> impl Strategy<Value = Expr> {
         any::<bool>().prop_map(|b| e(ExprKind::Bool(b))),
         (0i64..i64::MAX).prop_map(|n| e(ExprKind::Int(n))),
         (0.0f64..1e20).prop_map(|x| e(ExprKind::Float(x))),
-        "[a-z'\"\\\\\n\t é{}]{0,6}".prop_map(|s| e(ExprKind::Str(s))),
+        "[a-z'\"\\\\\n\t é{}]{0,6}".prop_map(|s| e(ExprKind::Str(s.into()))),
         (name(), prop::collection::vec(segment(), 0..3)).prop_map(|(root, segs)| e(
             ExprKind::Path {
-                root,
-                segments: segs.into_iter().map(|s| (s, 0..0)).collect()
+                root: root.into(),
+                segments: segs
+                    .into_iter()
+                    .map(|s| (s.into(), ByteRange::default()))
+                    .collect()
             }
         )),
     ]
@@ -64,7 +67,11 @@ fn expr() -> impl Strategy<Value = Expr> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(|v| e(ExprKind::List(v))),
             prop::collection::vec((segment(), inner.clone()), 0..3).prop_map(|v| e(
-                ExprKind::Object(v.into_iter().map(|(k, x)| (k, 0..0, x)).collect())
+                ExprKind::Object(
+                    v.into_iter()
+                        .map(|(k, x)| (k.into(), ByteRange::default(), x))
+                        .collect()
+                )
             )),
             inner.clone().prop_map(|x| e(ExprKind::Not(Box::new(x)))),
             inner.clone().prop_map(|x| e(ExprKind::Neg(Box::new(x)))),
@@ -90,8 +97,8 @@ fn expr() -> impl Strategy<Value = Expr> {
                     args: vec![
                         list,
                         e(ExprKind::Lambda {
-                            param,
-                            param_span: 0..0,
+                            param: param.into(),
+                            param_span: ByteRange::default(),
                             body: Box::new(body)
                         })
                     ]
@@ -119,7 +126,7 @@ fn expr() -> impl Strategy<Value = Expr> {
                 prop::option::of(inner.clone())
             )
                 .prop_map(|(a, p, d)| {
-                    let mut args = vec![a, e(ExprKind::Str(p))];
+                    let mut args = vec![a, e(ExprKind::Str(p.into()))];
                     args.extend(d);
                     e(ExprKind::Call {
                         func: Combinator::Get,

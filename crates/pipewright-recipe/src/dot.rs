@@ -250,7 +250,7 @@ fn check_constructible(root: &Node) -> Result<(), String> {
         }
         let plain = |s: &pipewright_yaml::Scalar| n.tag.is_none() && s.style == ScalarStyle::Plain;
         match &n.kind {
-            NodeKind::Scalar(s) if plain(s) && s.text == "=" => {
+            NodeKind::Scalar(s) if plain(s) && &*s.text == "=" => {
                 err = Some(
                     "could not determine a constructor for the tag 'tag:yaml.org,2002:value'"
                         .into(),

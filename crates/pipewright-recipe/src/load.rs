@@ -201,7 +201,7 @@ impl Loader {
         match &n.kind {
             NodeKind::Scalar(s) => match s.resolve() {
                 ScalarValue::Str(_) => Some(Text {
-                    value: s.text.clone(),
+                    value: s.text.to_string(),
                     span: n.span,
                     style: s.style,
                 }),
@@ -350,7 +350,7 @@ impl Loader {
             .key
             .as_scalar()
             .map_or((String::new(), pipewright_yaml::ScalarStyle::Plain), |s| {
-                (s.text.clone(), s.style)
+                (s.text.to_string(), s.style)
             });
         Text {
             value,

@@ -269,7 +269,7 @@ fn summarize(r: &Recipe) -> Summary {
                 && c.value
                     .get("required")
                     .and_then(|n| n.as_scalar())
-                    .is_some_and(|s| s.text == "true")
+                    .is_some_and(|s| &*s.text == "true")
                 && c.value.get("default").is_none());
         if required {
             sm.required.push(c.key.value.clone());

@@ -308,7 +308,7 @@ impl<'a> Variables<'a> {
                     if let NodeKind::Scalar(sc) = &n.kind {
                         if matches!(sc.resolve(), ScalarValue::Str(_)) {
                             let t = Text {
-                                value: sc.text.clone(),
+                                value: sc.text.to_string(),
                                 span: n.span,
                                 style: sc.style,
                             };

@@ -237,7 +237,7 @@ impl P<'_> {
     fn empty(&self, a: usize, b: usize, tag: Option<Tag>) -> Node {
         Node {
             kind: NodeKind::Scalar(Scalar {
-                text: String::new(),
+                text: Box::default(),
                 style: ScalarStyle::Plain,
             }),
             span: self.span(a, b),
@@ -515,7 +515,7 @@ impl P<'_> {
             .last()
             .map_or(start, |e| e.value.span.end.max(e.key.span.end) as usize);
         Ok(Node {
-            kind: NodeKind::Map(entries),
+            kind: NodeKind::Map(entries.into_boxed_slice()),
             span: self.span(start, end),
             tag: None,
             flow: false,
@@ -581,7 +581,7 @@ impl P<'_> {
         self.depth -= 1;
         let end = items.last().map_or(start, |i| i.span.end as usize);
         Ok(Node {
-            kind: NodeKind::Seq(items),
+            kind: NodeKind::Seq(items.into_boxed_slice()),
             span: self.span(start, end),
             tag: None,
             flow: false,
@@ -596,7 +596,7 @@ impl P<'_> {
         self.depth -= 1;
         let end = items.last().map_or(start, |i| i.span.end as usize);
         Ok(Node {
-            kind: NodeKind::Seq(items),
+            kind: NodeKind::Seq(items.into_boxed_slice()),
             span: self.span(start, end),
             tag: None,
             flow: false,
@@ -700,7 +700,7 @@ impl P<'_> {
             self.pos = stop_at;
             return Ok(Plain::Key(Node {
                 kind: NodeKind::Scalar(Scalar {
-                    text: self.t[start..end].to_string(),
+                    text: self.t[start..end].into(),
                     style: ScalarStyle::Plain,
                 }),
                 span: self.span(start, end),
@@ -758,7 +758,7 @@ impl P<'_> {
         self.pos = end;
         Ok(Plain::Value(Node {
             kind: NodeKind::Scalar(Scalar {
-                text: owned.unwrap_or_else(|| self.t[start..end].to_string()),
+                text: owned.map_or_else(|| self.t[start..end].into(), String::into_boxed_str),
                 style: ScalarStyle::Plain,
             }),
             span: self.span(start, end),
@@ -786,7 +786,7 @@ impl P<'_> {
             return Ok((
                 Node {
                     kind: NodeKind::Scalar(Scalar {
-                        text: self.t[start + 1..e].to_string(),
+                        text: self.t[start + 1..e].into(),
                         style: if single {
                             ScalarStyle::SingleQuoted
                         } else {
@@ -907,7 +907,7 @@ impl P<'_> {
         Ok((
             Node {
                 kind: NodeKind::Scalar(Scalar {
-                    text: out,
+                    text: out.into(),
                     style: if single {
                         ScalarStyle::SingleQuoted
                     } else {
@@ -1101,7 +1101,7 @@ impl P<'_> {
         let end = content_start + self.t[content_start..self.pos].trim_end().len();
         Ok(Node {
             kind: NodeKind::Scalar(Scalar {
-                text: out,
+                text: out.into(),
                 style: if literal {
                     ScalarStyle::Literal
                 } else {
@@ -1225,7 +1225,7 @@ impl P<'_> {
                 self.flow_plain_seen = true;
                 Ok(Node {
                     kind: NodeKind::Scalar(Scalar {
-                        text: self.t[start..end].to_string(),
+                        text: self.t[start..end].into(),
                         style: ScalarStyle::Plain,
                     }),
                     span: self.span(start, end),
@@ -1301,7 +1301,7 @@ impl P<'_> {
                 let span = self.span(item_start, value.span.end.max(item.span.end) as usize);
                 let entries = vec![Entry { key: item, value }];
                 self.items.push(Node {
-                    kind: NodeKind::Map(entries),
+                    kind: NodeKind::Map(entries.into_boxed_slice()),
                     span,
                     tag: None,
                     flow: false,
@@ -1316,7 +1316,7 @@ impl P<'_> {
         // The `]` token runs over the blanks and a comment after it.
         let end = self.comma_token_end_from(self.pos);
         Ok(Node {
-            kind: NodeKind::Seq(items),
+            kind: NodeKind::Seq(items.into_boxed_slice()),
             span: self.span(start, end),
             tag: None,
             flow: true,
@@ -1393,7 +1393,7 @@ impl P<'_> {
             .map_or(0, |e| e.value.span.end.max(e.key.span.end) as usize)
             .max(event_end);
         Ok(Node {
-            kind: NodeKind::Map(entries),
+            kind: NodeKind::Map(entries.into_boxed_slice()),
             span: self.span(start, end),
             tag: None,
             flow: true,

@@ -188,7 +188,7 @@ impl Builder {
                     let span = self.scalar_span(text, s, e, style);
                     let node = Node {
                         kind: NodeKind::Scalar(Scalar {
-                            text: value.into_owned(),
+                            text: value.into_owned().into(),
                             style,
                         }),
                         span,
@@ -243,7 +243,7 @@ impl Builder {
                         let span = Span::new(self.file, self.offsets.byte(start)..end);
                         Some((
                             Node {
-                                kind: NodeKind::Seq(items),
+                                kind: NodeKind::Seq(items.into_boxed_slice()),
                                 span,
                                 tag,
                                 flow,
@@ -269,7 +269,7 @@ impl Builder {
                         let span = Span::new(self.file, self.offsets.byte(start)..end);
                         Some((
                             Node {
-                                kind: NodeKind::Map(entries),
+                                kind: NodeKind::Map(entries.into_boxed_slice()),
                                 span,
                                 tag,
                                 flow,

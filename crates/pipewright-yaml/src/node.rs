@@ -35,8 +35,8 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     Scalar(Scalar),
-    Seq(Vec<Node>),
-    Map(Vec<Entry>),
+    Seq(Box<[Node]>),
+    Map(Box<[Entry]>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,7 +100,7 @@ impl Node {
 
     /// The text of a key as it would be looked up: the scalar's text whatever its type.
     pub fn key_text(&self) -> Option<&str> {
-        self.as_scalar().map(|s| s.text.as_str())
+        self.as_scalar().map(|s| s.text.as_ref())
     }
 
     /// What kind of YAML value this is, for messages ("a list", "a string", …).
@@ -134,5 +134,21 @@ impl Node {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large file's tree is most of the memory `check` and `fmt` need (docs/architecture.md,
+    /// "Memory of a large check"): a change that grows a node should be a deliberate one.
+    #[test]
+    fn node_size_stays_small() {
+        assert!(
+            std::mem::size_of::<Node>() <= 48,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
     }
 }

@@ -13,7 +13,7 @@ pub enum ScalarStyle {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scalar {
     /// The scalar's content after YAML unescaping and folding.
-    pub text: String,
+    pub text: Box<str>,
     pub style: ScalarStyle,
 }
 
@@ -36,7 +36,7 @@ impl Scalar {
         if self.style != ScalarStyle::Plain {
             return ScalarValue::Str(&self.text);
         }
-        let t = self.text.as_str();
+        let t: &str = &self.text;
         match t {
             "" | "~" | "null" | "Null" | "NULL" => return ScalarValue::Null,
             "true" | "True" | "TRUE" => return ScalarValue::Bool(true),

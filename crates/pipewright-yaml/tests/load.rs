@@ -173,10 +173,7 @@ fn spans_after_a_directive_with_non_ascii_characters_are_exact() {
                         panic!("{src:?}: span {:?} is not on character boundaries", n.span)
                     });
                     if let NodeKind::Scalar(s) = &n.kind {
-                        assert!(
-                            text.contains(s.text.as_str()),
-                            "{src:?}: {text:?} for {s:?}"
-                        );
+                        assert!(text.contains(&*s.text), "{src:?}: {text:?} for {s:?}");
                     }
                     seen += 1;
                 });

@@ -11,7 +11,9 @@ use pipewright_r1::{free_path_views, ObjectType, PathView, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Borrow;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 pub struct Env<'a> {
@@ -30,7 +32,7 @@ struct Scope<'p, 'a> {
     /// Stores written in this layer: where first written, and the type of the latest value.
     /// Keyed by the names in the AST (no copies); the keys are the program's own store names,
     /// so the fast non-keyed hash is safe here.
-    stores: FxHashMap<&'a str, (Span, Type)>,
+    stores: FxHashMap<StoreName<'a>, (Span, Type)>,
     item: Option<Type>,
     acc: Option<Type>,
     pipe: Type,
@@ -59,6 +61,34 @@ impl<'p, 'a> Scope<'p, 'a> {
     }
 }
 
+/// A store name borrowed from the AST through its box: 8 bytes where `&str` takes 16, and the
+/// two per-store tables of a large pipeline hold one per store. It hashes and compares as the
+/// name itself, so the tables are looked up by `&str`.
+#[derive(Clone, Copy)]
+// The thin pointer is the point: a `&str` key is twice as large.
+#[allow(clippy::borrowed_box)]
+struct StoreName<'a>(&'a Box<str>);
+
+impl Hash for StoreName<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self.0).hash(state)
+    }
+}
+
+impl PartialEq for StoreName<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self.0 == **other.0
+    }
+}
+
+impl Eq for StoreName<'_> {}
+
+impl Borrow<str> for StoreName<'_> {
+    fn borrow(&self) -> &str {
+        self.0
+    }
+}
+
 /// Where names that no earlier step wrote come from.
 enum Inputs<'a> {
     /// A pipeline launched directly: any store no step writes is an input.
@@ -78,7 +108,7 @@ struct Walker<'a, 'd> {
     inputs: Inputs<'a>,
     /// Every store written anywhere in the pipeline (first write), to tell "input" from
     /// "read before written".
-    writes: FxHashMap<&'a str, Span>,
+    writes: FxHashMap<StoreName<'a>, Span>,
     leaves: super::types::LeafResults<'a>,
     /// For a called pipeline: which call sites (indices into `Inputs::Passed::sites`) do not
     /// pass a name, by name.
@@ -96,7 +126,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         Some(sites) if !sites.is_empty() => {
             let sites: Vec<(&CallTarget, HashSet<&str>)> = sites
                 .iter()
-                .map(|(t, _)| (*t, t.pass.iter().map(|x| x.name.text.as_str()).collect()))
+                .map(|(t, _)| (*t, t.pass.iter().map(|x| &*x.name.text).collect()))
                 .collect();
             let everywhere = sites
                 .first()
@@ -117,7 +147,7 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
     while let Some(s) = stack.pop() {
         if let Some(o) = &s.output {
             writes
-                .entry(o.text.as_str())
+                .entry(StoreName(&o.text))
                 .and_modify(|sp: &mut Span| {
                     if o.span.start < sp.start {
                         *sp = o.span
@@ -136,9 +166,12 @@ pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut 
         missing: FxHashMap::default(),
         diags,
     };
+    // Sized once: a table that grows by doubling holds its old and new buckets at once, and in
+    // a large pipeline that moment was the top of the check's memory.
+    let outputs = p.steps.iter().filter(|s| s.output.is_some()).count();
     let mut scope = Scope {
         parent: None,
-        stores: FxHashMap::default(),
+        stores: FxHashMap::with_capacity_and_hasher(outputs, Default::default()),
         item: None,
         acc: None,
         pipe: Type::Any,
@@ -154,7 +187,7 @@ impl<'a> Walker<'a, '_> {
         let ty = self.step_kind(step, scope);
         if let Some(o) = &step.output {
             let first = scope.store(&o.text).map_or(o.span, |(s, _)| *s);
-            scope.stores.insert(o.text.as_str(), (first, ty.clone()));
+            scope.stores.insert(StoreName(&o.text), (first, ty.clone()));
         }
         scope.pipe = ty.clone();
         ty
@@ -164,36 +197,39 @@ impl<'a> Walker<'a, '_> {
         let leaf = self.leaves.of(step, self.env.registry);
         match &step.kind {
             StepKind::Transform { value } => return self.expr(value, scope),
-            StepKind::Tool {
-                name, args, schema, ..
-            } => {
+            StepKind::Tool(t) => {
+                let ToolStep {
+                    name, args, schema, ..
+                } = &**t;
                 self.tool(name);
                 for a in args {
                     if let ArgValue::Expr(e) = &a.value {
                         self.expr(e, scope);
-                        if name.text == "shell" && a.name.text == "command" {
+                        if &*name.text == "shell" && &*a.name.text == "command" {
                             super::shell::check_command(e, self.env.source, self.diags);
                         }
                     }
                 }
                 self.schema(schema.as_ref());
             }
-            StepKind::Shell {
-                command, schema, ..
-            } => {
+            StepKind::Shell(sh) => {
+                let ShellStep {
+                    command, schema, ..
+                } = &**sh;
                 if let ArgValue::Expr(e) = command {
                     self.expr(e, scope);
                     super::shell::check_command(e, self.env.source, self.diags);
                 }
                 self.schema(schema.as_ref());
             }
-            StepKind::Agent {
-                prompt,
-                identity,
-                capabilities,
-                schema,
-                ..
-            } => {
+            StepKind::Agent(a) => {
+                let AgentStep {
+                    prompt,
+                    identity,
+                    capabilities,
+                    schema,
+                    ..
+                } = &**a;
                 for part in &prompt.template.parts {
                     if let pipewright_r1::TemplatePart::Expr { expr, .. } = part {
                         self.check_expr(expr, scope, &|r| prompt.span_of(self.env.source, r));
@@ -206,7 +242,8 @@ impl<'a> Walker<'a, '_> {
                 self.schema(schema.as_ref());
             }
             StepKind::Call(t) => self.target(t, scope),
-            StepKind::Match { on, cases, default } => {
+            StepKind::Match(m) => {
+                let MatchStep { on, cases, default } = &**m;
                 self.expr(on, scope);
                 for c in cases {
                     self.label(c, on);
@@ -216,20 +253,22 @@ impl<'a> Walker<'a, '_> {
                     self.target(d, scope);
                 }
             }
-            StepKind::Fold {
-                source, init, body, ..
-            } => {
+            StepKind::Fold(f) => {
+                let FoldStep {
+                    source, init, body, ..
+                } = &**f;
                 let item = self.source(source, scope);
                 let acc = self.expr(init, scope);
                 let mut inner = scope.nested(Some(item), Some(acc), scope.pipe.clone());
                 self.step(body, &mut inner);
             }
-            StepKind::ForEach {
-                source,
-                body,
-                collect,
-                ..
-            } => {
+            StepKind::ForEach(each) => {
+                let ForEachStep {
+                    source,
+                    body,
+                    collect,
+                    ..
+                } = &**each;
                 let item = self.source(source, scope);
                 let mut inner = scope.nested(Some(item), None, scope.pipe.clone());
                 let each = self.step(body, &mut inner);
@@ -245,7 +284,7 @@ impl<'a> Walker<'a, '_> {
                     let mut inner = scope.nested(None, None, scope.pipe.clone());
                     let t = self.step(&b.step, &mut inner);
                     results.fields.insert(
-                        b.name.text.clone(),
+                        b.name.text.to_string(),
                         pipewright_r1::FieldType {
                             ty: t,
                             origin: Some(b.name.span),
@@ -452,7 +491,7 @@ impl<'a> Walker<'a, '_> {
 
     fn label(&mut self, c: &MatchCase, _on: &Expr) {
         if !c.label_is_string {
-            let shown = match c.label.text.as_str() {
+            let shown = match &*c.label.text {
                 "true" | "True" | "TRUE" => "\"True\"".to_string(),
                 "false" | "False" | "FALSE" => "\"False\"".to_string(),
                 "null" | "Null" | "NULL" | "~" | "" => "\"None\"".to_string(),
@@ -467,8 +506,8 @@ impl<'a> Walker<'a, '_> {
                 .with_label("YAML reads this label as a non-string; `on` is compared as a string")
                 .with_help(format!("quote the label: {shown}")),
             );
-        } else if matches!(c.label.text.as_str(), "true" | "false") {
-            let cap = if c.label.text == "true" {
+        } else if matches!(&*c.label.text, "true" | "false") {
+            let cap = if &*c.label.text == "true" {
                 "True"
             } else {
                 "False"
@@ -486,7 +525,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn tool(&mut self, name: &Name) {
-        if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == name.text) {
+        if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == &*name.text) {
             self.diags.push(
                 Diagnostic::error(
                     "PW0262",
@@ -531,7 +570,7 @@ impl<'a> Walker<'a, '_> {
         let (Some(id), true) = (identity, self.env.opts.inline) else {
             return;
         };
-        if self.env.opts.invoker.as_deref() != Some(id.text.as_str()) {
+        if self.env.opts.invoker.as_deref() != Some(&*id.text) {
             let d = Diagnostic::error(
                 "PW0258",
                 id.span,

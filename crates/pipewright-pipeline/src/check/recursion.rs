@@ -12,7 +12,7 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
     let mut nodes = HashMap::new();
     for (fi, f) in program.files.iter().enumerate() {
         for (pi, p) in f.pipelines.iter().enumerate() {
-            nodes.insert((fi, pi), graph.add_node(p.name.text.clone()));
+            nodes.insert((fi, pi), graph.add_node(p.name.text.to_string()));
         }
     }
     for (fi, f) in program.files.iter().enumerate() {
@@ -70,9 +70,9 @@ fn conditional_targets(p: &crate::ast::Pipeline) -> FxHashSet<Span> {
     let mut out = FxHashSet::default();
     let mut stack: Vec<&crate::ast::Step> = p.steps.iter().collect();
     while let Some(s) = stack.pop() {
-        if let StepKind::Match { cases, default, .. } = &s.kind {
-            out.extend(cases.iter().map(|c| c.target.span));
-            out.extend(default.iter().map(|d| d.span));
+        if let StepKind::Match(m) = &s.kind {
+            out.extend(m.cases.iter().map(|c| c.target.span));
+            out.extend(m.default.iter().map(|d| d.span));
         }
         s.each_child(|c| stack.push(c));
     }

@@ -38,7 +38,7 @@ impl<'a> Registry<'a> {
 pub fn check_schemas<'a>(file: &'a PipelineFile, diags: &mut Vec<Diagnostic>) -> Registry<'a> {
     let mut by_name: HashMap<&str, &Schema> = HashMap::new();
     for s in &file.schemas {
-        if let Some(first) = by_name.get(s.name.text.as_str()) {
+        if let Some(first) = by_name.get(&*s.name.text) {
             diags.push(
                 Diagnostic::error(
                     "PW0305",
@@ -80,7 +80,7 @@ fn for_each_ref<'a>(fields: &'a [Field], f: &mut impl FnMut(&'a str, Span)) {
 
 /// A ref cycle would make validation and the mock backend's reply synthesis loop forever.
 fn cycles(file: &PipelineFile, reg: &Registry, diags: &mut Vec<Diagnostic>) {
-    let names: Vec<&str> = file.schemas.iter().map(|s| s.name.text.as_str()).collect();
+    let names: Vec<&str> = file.schemas.iter().map(|s| &*s.name.text).collect();
     let mut graph = petgraph::graph::DiGraph::<&str, Span>::new();
     let mut nodes = HashMap::new();
     for n in &names {
@@ -88,7 +88,7 @@ fn cycles(file: &PipelineFile, reg: &Registry, diags: &mut Vec<Diagnostic>) {
     }
     for s in reg.by_name.values() {
         for_each_ref(&s.fields, &mut |target, span| {
-            if let (Some(&a), Some(&b)) = (nodes.get(s.name.text.as_str()), nodes.get(target)) {
+            if let (Some(&a), Some(&b)) = (nodes.get(&*s.name.text), nodes.get(target)) {
                 graph.add_edge(a, b, span);
             }
         });

@@ -17,7 +17,7 @@ pub fn check_command(e: &Expr, source: &str, diags: &mut Vec<Diagnostic>) {
     let Some(bad) = leaves.iter().find(|l| unquoted(l)) else {
         return;
     };
-    let src = |x: &R1| e.src.get(x.span.clone()).unwrap_or("value").to_string();
+    let src = |x: &R1| e.src.get(x.span.range()).unwrap_or("value").to_string();
     let quoted = leaves
         .iter()
         .map(|l| match unquoted(l) {
@@ -38,7 +38,7 @@ pub fn check_command(e: &Expr, source: &str, diags: &mut Vec<Diagnostic>) {
     diags.push(
         Diagnostic::warning(
             "PW0263",
-            e.span_of(source, bad.span.clone()),
+            e.span_of(source, bad.span.range()),
             "a shell command string splices in a value without quoting it",
         )
         .with_label("the shell reads this value as code: `x; touch pwned` would run `touch`")

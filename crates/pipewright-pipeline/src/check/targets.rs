@@ -22,7 +22,7 @@ impl<'a> Index<'a> {
         for f in &program.files {
             let mut names: HashMap<&str, usize> = HashMap::new();
             for (i, p) in f.pipelines.iter().enumerate() {
-                if let Some(&first) = names.get(p.name.text.as_str()) {
+                if let Some(&first) = names.get(&*p.name.text) {
                     diags.push(
                         Diagnostic::error(
                             "PW0202",
@@ -87,7 +87,7 @@ impl<'a> Index<'a> {
             .program
             .files
             .iter()
-            .flat_map(|f| f.pipelines.iter().map(|p| p.name.text.clone()))
+            .flat_map(|f| f.pipelines.iter().map(|p| p.name.text.to_string()))
             .collect();
         let help = help_for_unknown(&t.pipeline.text, names.iter().map(String::as_str));
         Some(
@@ -106,9 +106,9 @@ pub fn targets_of(p: &Pipeline) -> Vec<&CallTarget> {
     while let Some(s) = stack.pop() {
         match &s.kind {
             StepKind::Call(t) => out.push(t),
-            StepKind::Match { cases, default, .. } => {
-                out.extend(cases.iter().map(|c| &c.target));
-                out.extend(default.iter());
+            StepKind::Match(m) => {
+                out.extend(m.cases.iter().map(|c| &c.target));
+                out.extend(m.default.iter());
             }
             _ => {}
         }

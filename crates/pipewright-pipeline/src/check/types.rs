@@ -23,7 +23,7 @@ fn object(
     o.origin = origin;
     for f in fields {
         o.fields.insert(
-            f.name.text.clone(),
+            f.name.text.to_string(),
             FieldType {
                 ty: field(&f.ty.kind, reg, depth),
                 origin: Some(f.name.span),
@@ -72,10 +72,10 @@ pub struct LeafResults<'a> {
 impl<'a> LeafResults<'a> {
     pub fn of(&mut self, step: &'a Step, reg: &Registry) -> Option<Type> {
         match &step.kind {
-            StepKind::Agent { schema, .. } => {
-                let from_schema = schema.as_ref().and_then(|n| {
+            StepKind::Agent(a) => {
+                let from_schema = a.schema.as_ref().and_then(|n| {
                     self.schemas
-                        .entry(n.text.as_str())
+                        .entry(&*n.text)
                         .or_insert_with(|| reg.get(&n.text).map(|s| schema_type(s, reg)))
                         .clone()
                 });

@@ -1,0 +1,73 @@
+//! Peak resident memory of `pipewright check` and `pipewright fmt --check` on a generated
+//! 10 MiB pipeline, against the "at most 10× the input" target (docs/architecture.md, "Memory
+//! of a large check"; issue 9, finding 18).
+//!
+//! `cargo bench -p pipewright --bench memory` (release build of the CLI). The input is the text
+//! `check_phases --write` and the pipeline crate's `check` bench generate; `PW_BENCH_KIB` sets
+//! its size (default 10240). Each command runs as its own child process and its peak is the
+//! kernel's count for that child (`wait4`), so the figure is what `/usr/bin/time -v` reports.
+//! Prints one line per command; fails only if a command does not do its whole work.
+
+#[path = "../../pipewright-pipeline/benches/common/mod.rs"]
+mod common;
+
+use std::process::{Command, Stdio};
+
+/// Runs the CLI with `args`; its exit code and peak resident set in KiB.
+fn peak_kib(args: &[&str]) -> (i32, i64) {
+    let child = Command::new(env!("CARGO_BIN_EXE_pipewright"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("pipewright: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: zeroed `rusage` is a valid value of a plain C struct of integers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet waited for (`Child` is never waited on or
+    // dropped with a wait); both pointers are to live locals.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(
+        got,
+        pid,
+        "wait4 failed: {}",
+        std::io::Error::last_os_error()
+    );
+    std::mem::forget(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    // Linux reports `ru_maxrss` in KiB.
+    (code, usage.ru_maxrss)
+}
+
+fn main() {
+    let kib: usize = std::env::var("PW_BENCH_KIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10 * 1024);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let path = dir.path().join("big.yaml");
+    let text = common::generate(kib * 1024);
+    std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let input_mib = text.len() as f64 / (1024.0 * 1024.0);
+    drop(text);
+    let file = path.to_string_lossy().to_string();
+    // `check` finds nothing in the generated file; `fmt --check` formats it whole and says it
+    // would change it (exit 1). Any other exit means the figure is not the one wanted.
+    for (name, args, expected) in [
+        ("check", vec!["check", file.as_str()], 0),
+        ("fmt --check", vec!["fmt", "--check", file.as_str()], 1),
+    ] {
+        let (code, kib) = peak_kib(&args);
+        assert_eq!(code, expected, "pipewright {name} exited with {code}");
+        let mib = kib as f64 / 1024.0;
+        println!(
+            "pipewright {name:<12} {input_mib:.1} MiB input: peak RSS {mib:.1} MiB ({:.1}x the input)",
+            mib / input_mib
+        );
+    }
+}
