@@ -56,11 +56,18 @@ fn main() {
     let input_mib = text.len() as f64 / (1024.0 * 1024.0);
     drop(text);
     let file = path.to_string_lossy().to_string();
-    // `check` finds nothing in the generated file; `fmt --check` formats it whole and says it
-    // would change it (exit 1). Any other exit means the figure is not the one wanted.
+    // `fmt` rewrites its file: a copy, so the others see the generated text.
+    let copy = dir.path().join("rewritten.yaml");
+    std::fs::copy(&path, &copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+    let copy = copy.to_string_lossy().to_string();
+    // `check` finds nothing in the generated file; `fmt --check` and `fmt --diff` format it
+    // whole and say it would change (exit 1); `fmt` rewrites it (exit 0). Any other exit means
+    // the figure is not the one wanted.
     for (name, args, expected) in [
         ("check", vec!["check", file.as_str()], 0),
         ("fmt --check", vec!["fmt", "--check", file.as_str()], 1),
+        ("fmt --diff", vec!["fmt", "--diff", file.as_str()], 1),
+        ("fmt", vec!["fmt", copy.as_str()], 0),
     ] {
         let (code, kib) = peak_kib(&args);
         assert_eq!(code, expected, "pipewright {name} exited with {code}");
