@@ -36,8 +36,7 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) {
 /// verify, which its own help calls a formatter bug. `FUZZ_ALLOW_PW0900=1` turns this check
 /// off, so a known PW0900 does not stop a campaign from looking for other failures.
 pub fn no_internal_error(diags: &[Diagnostic], text: &str, dialect: pipewright_fmt::Dialect) {
-    static ALLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *ALLOW.get_or_init(|| std::env::var_os("FUZZ_ALLOW_PW0900").is_some_and(|v| v == "1")) {
+    if pw0900_allowed() {
         return;
     }
     if let Some(d) = diags.iter().find(|d| d.code == "PW0900") {
@@ -46,6 +45,12 @@ pub fn no_internal_error(diags: &[Diagnostic], text: &str, dialect: pipewright_f
             d.message, d.notes
         );
     }
+}
+
+/// Whether `FUZZ_ALLOW_PW0900=1` is set (see [`no_internal_error`]).
+pub fn pw0900_allowed() -> bool {
+    static ALLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOW.get_or_init(|| std::env::var_os("FUZZ_ALLOW_PW0900").is_some_and(|v| v == "1"))
 }
 
 /// Every graph exporter must accept a lowered program.

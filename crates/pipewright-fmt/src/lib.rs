@@ -14,6 +14,7 @@ pub mod diff;
 mod json;
 pub mod print;
 pub mod quote;
+pub mod round_trip;
 pub mod rules;
 mod toml;
 pub mod trivia;

@@ -116,7 +116,7 @@ fn body_ends_with_content(src: &str, cs: usize, end: usize) -> bool {
 /// A tag as it is printed: the loader decodes `%xx` escapes in the suffix (`!%60` is the tag
 /// `` !` ``, `!%C3%A9` the tag `!é`), and a character outside the URI characters a tag may
 /// hold is escaped again.
-fn tag_text(t: &pipewright_yaml::Tag) -> String {
+pub(crate) fn tag_text(t: &pipewright_yaml::Tag) -> String {
     let shown = t.display();
     // No handle: the non-specific tag `!`, or a verbatim one (`!<x>`), printed as such.
     if t.handle.is_empty() {
@@ -274,10 +274,13 @@ impl<'s, 'r> Printer<'s, 'r> {
         }
     }
 
-    /// Whether a node is printed as one token (its trivia keyed by its own start).
+    /// Whether a node is printed as one token (its trivia keyed by its own start); a block
+    /// collection's properties are one.
     fn is_token(&self, n: &Node, p: &Props) -> bool {
         p.alias
             || p.flow
+            || p.anchor.is_some()
+            || n.tag.is_some()
             || (matches!(n.kind, NodeKind::Scalar(_))
                 && (!n.span.is_empty() || crate::cst::blank_block_content(n))
                 && !spans_its_header(self.src, n)
@@ -399,7 +402,17 @@ impl<'s, 'r> Printer<'s, 'r> {
     ) {
         let entries = self.ordered(node, path);
         for (i, e) in entries.into_iter().enumerate() {
-            let lead = self.entry_leading(e);
+            let mut lead = self.entry_leading(e);
+            let empty_key = !self.is_token(&e.key, &props(self.src, &e.key));
+            if empty_key && !self.is_token(&e.value, &props(self.src, &e.value)) {
+                // Nothing holds the trivia above an empty key (`:` alone) but the value's
+                // first line, which is printed below it: taken here, it stays above. Left
+                // there, it moved below the `:` on the second run (found by the fmt_yaml fuzz
+                // target).
+                path.push(Seg::Key(key_str(e)));
+                lead.extend(self.first_leading(&e.value, path));
+                path.pop();
+            }
             if i == 0 && inline_first {
                 self.orphans
                     .extend(lead.into_iter().filter_map(|t| match t {
@@ -445,7 +458,10 @@ impl<'s, 'r> Printer<'s, 'r> {
     }
 
     /// Prints a value after `key:` or `-` (the cursor is just after the colon or dash) and
-    /// the lines it owns. `indent` is the indentation of the key or dash.
+    /// the lines it owns. `indent` is the indentation of the key or dash. A document's root
+    /// value other than a block collection (`top`) comes here too, at the start of a line: it
+    /// gets no blank before it, and a flow collection printed in block style stays at column 0
+    /// (indented, it would print differently once read back as a block collection).
     fn value(
         &mut self,
         v: &'s Node,
@@ -455,10 +471,12 @@ impl<'s, 'r> Printer<'s, 'r> {
         after_key: bool,
     ) {
         let p = props(self.src, v);
+        let root = matches!(path.last(), Some(Seg::Doc(_)));
+        let blank = if root { "" } else { " " };
         let child = indent + INDENT;
         if is_block_scalar(v) && !p.alias {
             let (header, lines) = self.block_parts(v, &p);
-            self.out.push(' ');
+            self.out.push_str(blank);
             self.out.push_str(&self.props_prefix(v, &p));
             self.out.push_str(&header);
             if let Some(c) = trailing.first() {
@@ -481,9 +499,9 @@ impl<'s, 'r> Printer<'s, 'r> {
         }
         // The value is written straight after `key: ` / `- `; a collection that does not fit
         // (or may not be flow) is taken back out and printed in block style below.
-        let col = self.col() + 1;
         let mark = self.out.len();
-        self.out.push(' ');
+        self.out.push_str(blank);
+        let col = self.col();
         let text_start = self.out.len();
         let inline = match &v.kind {
             NodeKind::Map(_) | NodeKind::Seq(_) if !p.alias => self.try_flow_into(v, &p, path, col),
@@ -527,18 +545,19 @@ impl<'s, 'r> Printer<'s, 'r> {
         }
         self.out.truncate(mark);
         // A block collection.
-        if p.flow {
-            trailing.extend(self.triv.take_trailing(v));
-        }
+        let child = if root { 0 } else { child };
         let prefix = self.props_prefix(v, &p);
         let has_props = !prefix.is_empty();
+        if p.flow || has_props {
+            trailing.extend(self.triv.take_trailing(v));
+        }
         if has_props {
-            self.out.push(' ');
+            self.out.push_str(blank);
             self.out.push_str(prefix.trim_end());
         }
         let compact = !after_key && !has_props && trailing.is_empty();
         if compact {
-            self.out.push(' ');
+            self.out.push_str(blank);
             match &v.kind {
                 NodeKind::Map(_) => self.block_map(v, child, true, path),
                 _ => self.block_seq(v, child, true, path),
@@ -546,10 +565,14 @@ impl<'s, 'r> Printer<'s, 'r> {
             return;
         }
         if let Some(c) = trailing.first() {
-            self.out.push(' ');
+            if has_props || !root {
+                self.out.push(' ');
+            }
             self.out.push_str(c);
         }
-        self.out.push('\n');
+        if has_props || !root || !trailing.is_empty() {
+            self.out.push('\n');
+        }
         let rest: Vec<String> = trailing.into_iter().skip(1).collect();
         self.comment_lines(&rest, child);
         match &v.kind {

@@ -410,6 +410,22 @@ pub fn double(v: &str) -> String {
     s
 }
 
+/// The length in characters of the longer of [`double`] and [`single`] of `v`, which bounds
+/// however the printer quotes it (plain is shorter than either).
+pub fn quoted_len_bound(v: &str) -> usize {
+    let (mut d, mut s) = (2usize, 2usize);
+    for c in v.chars() {
+        d += match c {
+            '"' | '\\' | '\n' | '\t' | '\r' | '\0' => 2,
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => 4,
+            c if needs_escape(c) => 6,
+            _ => 1,
+        };
+        s += if c == '\'' { 2 } else { 1 };
+    }
+    d.max(s)
+}
+
 pub fn single(v: &str) -> String {
     format!("'{}'", v.replace('\'', "''"))
 }
@@ -518,6 +534,14 @@ mod tests {
             in_flow in any::<bool>(),
         ) {
             prop_assert_eq!(plain_ok(&v, in_flow), plain_ok_reference(&v, in_flow), "{:?}", v);
+        }
+    }
+
+    #[test]
+    fn the_quoted_length_bound_is_the_longer_quoting() {
+        for v in ["", "k", "a\tb\"c\\", "it's", "''''", "\u{85}x\u{1}", "é\n"] {
+            let longest = double(v).chars().count().max(single(v).chars().count());
+            assert_eq!(quoted_len_bound(v), longest, "{v:?}");
         }
     }
 

@@ -122,7 +122,11 @@ impl Trivia {
 
 #[derive(Clone, Copy)]
 struct Token {
+    /// Where the comment scan meets it.
     start: usize,
+    /// Where trivia is attached to it: its node's start ([`Trivia`] is looked up by node).
+    /// Only a block scalar with properties starts later, at its content.
+    key: usize,
     end: usize,
     scalar: bool,
     /// A `|+`/`>+` scalar whose value ends in blank lines: they are content, not trivia.
@@ -155,6 +159,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
     if p.is_some_and(|p| p.alias) {
         return Some(Token {
             start,
+            key: start,
             end,
             scalar: true,
             keep: false,
@@ -164,11 +169,26 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
     let flow_token = || {
         p.filter(|p| flow && p.flow).map(|p| Token {
             start,
+            key: start,
             end: flow_end(src, n, &p),
             scalar: false,
             keep: false,
             block: false,
         })
+    };
+    // A block collection's anchor or tag is a token of its own: a comment above it stays
+    // above it, and one after it on its line stays there. Without it both were the first
+    // child's, printed below the properties, and the first moved on the first run only.
+    let props_token = || {
+        p.filter(|p| flow && !p.flow && (p.anchor.is_some() || n.tag.is_some()))
+            .map(|_| Token {
+                start,
+                key: start,
+                end: props_end(src, start),
+                scalar: false,
+                keep: false,
+                block: false,
+            })
     };
     match &n.kind {
         NodeKind::Scalar(sc) if crate::cst::blank_block_content(n) => {
@@ -178,6 +198,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             // line on every run (found by the fmt_yaml fuzz target).
             Some(Token {
                 start,
+                key: start,
                 end: start,
                 scalar: true,
                 keep: sc.text.ends_with("\n\n"),
@@ -188,26 +209,58 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             let no_token = n.span.is_empty()
                 || crate::cst::spans_its_header(src, n)
                 || crate::cst::prints_nothing(src, n);
+            let block = crate::cst::is_block_scalar(n);
+            // A block scalar with properties is spanned from them, over its header and a
+            // comment after it, which the scan then took for content: that comment was lost
+            // without a word, or PW0900 once the printer moved it (found by the fmt_yaml fuzz
+            // target). Its token starts at its content, as without properties.
+            let key = start;
+            let start = match p {
+                Some(p) if block && p.content_start > start => {
+                    block_content_start(src, p.content_start).min(end)
+                }
+                _ => start,
+            };
             (!no_token).then(|| Token {
                 start,
+                key,
                 end: p.map_or(end, |p| crate::cst::scalar_end(src, n, &p)),
                 scalar: true,
-                keep: crate::cst::is_block_scalar(n) && sc.text.ends_with("\n\n"),
-                block: crate::cst::is_block_scalar(n),
+                keep: block && sc.text.ends_with("\n\n"),
+                block,
             })
         }
         NodeKind::Seq(items) => {
             stack.extend(items.iter().rev());
-            flow_token()
+            flow_token().or_else(props_token)
         }
         NodeKind::Map(entries) => {
             for e in entries.iter().rev() {
                 stack.push(&e.value);
                 stack.push(&e.key);
             }
-            flow_token()
+            flow_token().or_else(props_token)
         }
     }
+}
+
+/// The end of the properties (an anchor, a tag, or both) starting at `start`.
+fn props_end(src: &str, start: usize) -> usize {
+    let b = src.as_bytes();
+    let (mut i, mut end) = (start, start);
+    for _ in 0..2 {
+        if !matches!(b.get(i), Some(b'&' | b'!')) {
+            break;
+        }
+        while i < b.len() && !matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        }
+        end = i;
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+            i += 1;
+        }
+    }
+    end
 }
 
 /// The tokens of all documents in source order, walked as they are asked for: no list of them
@@ -312,7 +365,7 @@ fn sorted_tokens(src: &str, docs: &[Document], flow: bool) -> Vec<Token> {
 /// and every comment text.
 pub type Collected<'a> = (Trivia, Vec<Vec<Item>>, Vec<&'a str>);
 
-/// `(end, start)` of a token.
+/// `(end, key)` of a token.
 type Ends = (usize, usize);
 
 /// [`collect`], plus every comment text (borrowed from `src`, sorted) for the
@@ -378,9 +431,9 @@ impl Streamed<'_, '_> {
                 self.cur = Some((t.start, scalar_range_end(self.src, &t)));
                 self.overlapping |= self.last.is_some_and(|l| l.0 > t.start);
                 self.prev = self.last;
-                self.last = Some((t.end, t.start));
+                self.last = Some((t.end, t.key));
             } else {
-                self.open.push((t.end, t.start));
+                self.open.push((t.end, t.key));
             }
             self.next = self.walk.next();
         }
@@ -412,8 +465,22 @@ impl<'a> Sink<'a> for Streamed<'a, '_> {
             self.texts.push(text);
         }
         self.attach
-            .add(e, scalar.max(self.closed), self.next.map(|t| t.start));
+            .add(e, scalar.max(self.closed), self.next.map(|t| t.key));
     }
+}
+
+/// Where the content of a block scalar whose header starts at `header` starts: its first
+/// character after the header's line and the indentation of the first line with content.
+fn block_content_start(src: &str, header: usize) -> usize {
+    let Some(nl) = src.get(header..).and_then(|r| r.find('\n')) else {
+        return src.len();
+    };
+    let from = header + nl + 1;
+    let blank = src[from..]
+        .bytes()
+        .take_while(|b| matches!(b, b' ' | b'\n' | b'\r'))
+        .count();
+    from + blank
 }
 
 /// The end of a scalar token's range for the comment scanner: a keeping block scalar owns the
@@ -429,8 +496,9 @@ fn scalar_range_end(src: &str, t: &Token) -> usize {
 }
 
 /// The end of the lines of blanks after a block scalar (spanned `start..end`) that are its
-/// content: longer than its first line's indentation. Seen as blank lines, they were printed
-/// again after the scalar, one more on every run (found by the fmt_yaml fuzz target).
+/// content: up to the last one longer than its first line's indentation, with the shorter ones
+/// before it. Seen as blank lines, they were printed again after the scalar, one more on every
+/// run (found by the fmt_yaml fuzz target).
 fn after_content_blanks(src: &str, start: usize, end: usize) -> usize {
     let Some(before) = src.get(..start) else {
         return end;
@@ -444,10 +512,12 @@ fn after_content_blanks(src: &str, start: usize, end: usize) -> usize {
     while pos < src.len() {
         let line_end = src[pos..].find('\n').map_or(src.len(), |i| pos + i + 1);
         let body = src[pos..line_end].trim_end_matches(['\n', '\r']);
-        if body.len() <= col || !body.bytes().all(|b| b == b' ' || b == b'\t') {
+        if !body.bytes().all(|b| b == b' ' || b == b'\t') {
             break;
         }
-        covered = line_end;
+        if body.len() > col {
+            covered = line_end;
+        }
         pos = line_end;
     }
     covered
@@ -483,9 +553,9 @@ fn collect_listed<'a>(src: &'a str, docs: &[Document]) -> Collected<'a> {
     let mut flow_by_end: Vec<(usize, usize)> = Vec::new();
     for t in &toks {
         if t.scalar {
-            by_end.push((t.end, t.start));
+            by_end.push((t.end, t.key));
         } else {
-            flow_by_end.push((t.end, t.start));
+            flow_by_end.push((t.end, t.key));
         }
     }
     if !by_end.is_sorted() {
@@ -501,7 +571,7 @@ fn collect_listed<'a>(src: &'a str, docs: &[Document]) -> Collected<'a> {
         attach.add(
             ev,
             last_by_end(&by_end, pos).max(last_by_end(&flow_by_end, pos)),
-            toks.get(i).map(|t| t.start),
+            toks.get(i).map(|t| t.key),
         );
     }
     let (trivia, trailing) = attach.finish();

@@ -1,0 +1,93 @@
+//! Shrinks an input that breaks the formatter's round-trip property (a `fmt_yaml` fuzz
+//! finding) to a small one that breaks it the same way: same dialect, same kind of failure.
+//!
+//!   cargo run --release -p pipewright-fmt --example fuzz_minimize -- FILE [pipeline|recipe]
+//!
+//! Prints the shrunk input (as a Rust string literal) and how it fails. Deletes chunks of
+//! lines, then of characters, halving the chunk size, until no deletion keeps the failure
+//! (delta debugging), then tries to make each remaining character a plain `x`.
+
+use pipewright_fmt::round_trip::{check, Failure};
+use pipewright_fmt::Dialect;
+
+fn failure(text: &str, dialect: Dialect) -> Option<Failure> {
+    check(text, dialect).err()
+}
+
+/// Deletes chunks of `units`, from halves down to single units, while the failure stays of
+/// `kind`; returns whether anything was deleted.
+fn shrink(units: &mut Vec<String>, keeps: &dyn Fn(&str) -> bool) -> bool {
+    let mut any = false;
+    let mut size = units.len().div_ceil(2).max(1);
+    loop {
+        let mut at = 0;
+        while at < units.len() {
+            let end = (at + size).min(units.len());
+            let candidate: String = units[..at].iter().chain(&units[end..]).cloned().collect();
+            if keeps(&candidate) {
+                units.drain(at..end);
+                any = true;
+            } else {
+                at += size;
+            }
+        }
+        if size == 1 {
+            return any;
+        }
+        size = size.div_ceil(2);
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(path) = args.next() else {
+        eprintln!("usage: fuzz_minimize FILE [pipeline|recipe]");
+        std::process::exit(2);
+    };
+    let text = match std::fs::read(&path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            eprintln!("{path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let dialects: Vec<Dialect> = match args.next().as_deref() {
+        Some("pipeline") => vec![Dialect::Pipeline],
+        Some("recipe") => vec![Dialect::Recipe],
+        _ => vec![Dialect::Pipeline, Dialect::Recipe],
+    };
+    let Some((dialect, kind)) = dialects
+        .iter()
+        .find_map(|&d| failure(&text, d).map(|f| (d, f.kind())))
+    else {
+        println!("{path}: formats and reformats the same in every dialect tried");
+        return;
+    };
+    let keeps = |t: &str| failure(t, dialect).is_some_and(|f| f.kind() == kind);
+    let mut current = text;
+    loop {
+        let before = current.clone();
+        let mut lines: Vec<String> = current.split_inclusive('\n').map(String::from).collect();
+        shrink(&mut lines, &keeps);
+        let mut chars: Vec<String> = lines.concat().chars().map(String::from).collect();
+        shrink(&mut chars, &keeps);
+        for i in 0..chars.len() {
+            let c = chars[i].clone();
+            if c.chars().all(|c| c == 'x' || c.is_ascii_whitespace()) {
+                continue;
+            }
+            chars[i] = "x".into();
+            if !keeps(&chars.concat()) {
+                chars[i] = c;
+            }
+        }
+        current = chars.concat();
+        if current == before {
+            break;
+        }
+    }
+    println!("{dialect:?}, {kind}: {current:?}");
+    if let Some(f) = failure(&current, dialect) {
+        println!("{f:#?}");
+    }
+}
