@@ -236,6 +236,29 @@ pub fn prints_nothing(src: &str, n: &Node) -> bool {
         }
 }
 
+/// Whether a node is an empty block sequence item (`-` alone, or with a comment after it). The
+/// loader spans it empty at the end of the dash's line, where no other token starts, so it is
+/// a token there: without one, the comments above it were the next token's and moved below it
+/// (found by the fmt_yaml fuzz target).
+pub fn empty_seq_item(src: &str, n: &Node) -> bool {
+    if !(n.span.is_empty() && prints_nothing(src, n)) {
+        return false;
+    }
+    let start = n.span.start as usize;
+    let Some(before) = src.get(..start) else {
+        return false;
+    };
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    // The comment after the dash, if any (a `#` after a blank).
+    let code = line
+        .char_indices()
+        .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with([' ', '\t'])))
+        .map_or(line, |(i, _)| &line[..i])
+        .trim_end_matches([' ', '\t']);
+    code.strip_suffix('-')
+        .is_some_and(|rest| rest.is_empty() || rest.ends_with([' ', '\t']))
+}
+
 pub fn is_block_scalar(node: &Node) -> bool {
     matches!(&node.kind, NodeKind::Scalar(s) if matches!(s.style, ScalarStyle::Literal | ScalarStyle::Folded))
 }

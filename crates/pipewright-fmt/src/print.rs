@@ -3,8 +3,8 @@
 //! re-spaced R1 expressions, block scalars kept as block scalars.
 
 use crate::cst::{
-    after_block_header, is_block_scalar, prints_nothing, props, scalar_end, spans_its_header, Cst,
-    Props,
+    after_block_header, empty_seq_item, is_block_scalar, prints_nothing, props, scalar_end,
+    spans_its_header, Cst, Props,
 };
 use crate::quote;
 use crate::rules::{DialectRules, Seg};
@@ -326,6 +326,9 @@ impl<'s, 'r> Printer<'s, 'r> {
 
     /// Takes the trivia printed before a node's first line (a sequence item's `-` line).
     fn first_leading(&mut self, node: &'s Node, path: &mut Vec<Seg<'s>>) -> Vec<Item> {
+        if empty_seq_item(self.src, node) {
+            return self.triv.take_empty_item_leading(node);
+        }
         let p = props(self.src, node);
         let mut lead = Vec::new();
         if self.is_token(node, &p) {
@@ -646,7 +649,9 @@ impl<'s, 'r> Printer<'s, 'r> {
             NodeKind::Scalar(_) => {}
         }
         while let Some(n) = stack.pop() {
-            if self.triv.has_own_comment(n) {
+            if self.triv.has_own_comment(n)
+                || (empty_seq_item(self.src, n) && self.triv.empty_item_has_comment(n))
+            {
                 return true;
             }
             if props(self.src, n).alias {

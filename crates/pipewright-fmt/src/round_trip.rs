@@ -15,7 +15,10 @@ pub enum Failure {
     /// The output formats to something else again.
     NotIdempotent { first: String, second: String },
     /// The output is refused by the formatter.
-    OutputDoesNotFormat { first: String, diags: Vec<Diagnostic> },
+    OutputDoesNotFormat {
+        first: String,
+        diags: Vec<Diagnostic>,
+    },
     /// The output loads to other values than the input.
     LoadsDifferently { first: String, why: String },
 }

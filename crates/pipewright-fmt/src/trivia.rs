@@ -74,6 +74,20 @@ impl Trivia {
         self.trailing.remove(&node.span.start).unwrap_or_default()
     }
 
+    /// The leading trivia of an empty sequence item's token ([`crate::cst::empty_seq_item`]),
+    /// which an empty span otherwise says a node does not have. (Nothing trails it: a comment
+    /// after a dash alone documents what follows.)
+    pub fn take_empty_item_leading(&mut self, item: &Node) -> Vec<Item> {
+        self.leading.remove(&item.span.start).unwrap_or_default()
+    }
+
+    /// Whether comments stand above an empty sequence item.
+    pub fn empty_item_has_comment(&self, item: &Node) -> bool {
+        self.leading
+            .get(&item.span.start)
+            .is_some_and(|v| v.iter().any(|i| matches!(i, Item::Comment(_))))
+    }
+
     /// Puts back leading trivia (taken from the same offset) and keeps the bits right.
     pub fn insert_leading(&mut self, at: u32, items: Vec<Item>) {
         self.mark(at);
@@ -206,9 +220,9 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             })
         }
         NodeKind::Scalar(sc) => {
-            let no_token = n.span.is_empty()
-                || crate::cst::spans_its_header(src, n)
-                || crate::cst::prints_nothing(src, n);
+            let no_token = (n.span.is_empty() || crate::cst::prints_nothing(src, n))
+                && !crate::cst::empty_seq_item(src, n)
+                || crate::cst::spans_its_header(src, n);
             let block = crate::cst::is_block_scalar(n);
             // A block scalar with properties is spanned from them, over its header and a
             // comment after it, which the scan then took for content: that comment was lost

@@ -614,8 +614,14 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // below them on the first run.
         ("#\n&x{x} #", "#\n&x\nx: #\n"),
         ("#\n&x\nx: 1\n", "#\n&x\nx: 1\n"),
-        ("# a\n&x # b\n# c\nx: 1 # d\n", "# a\n&x # b\n# c\nx: 1 # d\n"),
-        ("- # a\n  !t # b\n  # c\n  x: 1\n", "# a\n- !t # b\n  # c\n  x: 1\n"),
+        (
+            "# a\n&x # b\n# c\nx: 1 # d\n",
+            "# a\n&x # b\n# c\nx: 1 # d\n",
+        ),
+        (
+            "- # a\n  !t # b\n  # c\n  x: 1\n",
+            "# a\n- !t # b\n  # c\n  x: 1\n",
+        ),
         // The trivia above an empty key (`:` alone) moved below it on the second run.
         ("#\n: {x} #", "#\n:\n  x: #\n"),
         ("#\n:\n  # c\n  x: 1\n", "#\n# c\n:\n  x: 1\n"),
@@ -623,8 +629,18 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // dropped without a word, or PW0900 once the printer moved it there.
         ("x: #\n ! |\n x", "x: ! | #\n  x\n"),
         ("x: !t | # c\n  y\n", "x: !t | # c\n  y\n"),
-        ("x: &a |+ # c\n  y\n\n\nz: 1\n", "x: &a |+ # c\n  y\n\n\nz: 1\n"),
+        (
+            "x: &a |+ # c\n  y\n\n\nz: 1\n",
+            "x: &a |+ # c\n  y\n\n\nz: 1\n",
+        ),
         ("- !t | # c\n  y\n", "# c\n- !t |\n  y\n"),
+        // An empty sequence item (`-` alone) is a token: the comments above it were the next
+        // token's and moved below it (the fifth session's run: `"x: #\n ! #\n-"` printed the
+        // second comment above the item, and the next run moved it to the document's end).
+        ("x: #\n ! #\n-", "x: ! #\n  #\n  -\n"),
+        ("x:\n  # c\n  -\ny: 1\n", "x:\n  # c\n  -\ny: 1\n"),
+        ("- 1\n# c\n-\n# d\n- 2\n", "- 1\n# c\n-\n# d\n- 2\n"),
+        ("- # c\n- 1", "# c\n-\n- 1\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
         // indentation (content) was a blank line to the comment scan, printed once more.
         ("b: |\n x\n\n  \na: 1\n", "b: |\n  x\n\n   \na: 1\n"),
@@ -759,7 +775,10 @@ fn a_key_quoting_could_push_past_yamls_limit_is_refused() {
     for src in [tabs.as_str(), folded.as_str()] {
         let f = format_source(FileId(0), src, Dialect::Pipeline)
             .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
-        assert!(f.output.lines().next().is_some_and(|l| l.len() > 500), "{f:?}");
+        assert!(
+            f.output.lines().next().is_some_and(|l| l.len() > 500),
+            "{f:?}"
+        );
         check_guarantees("a key longer once quoted", src, Dialect::Pipeline);
     }
 }
