@@ -14,8 +14,23 @@ enum Op {
 }
 
 pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+    let mut out = Vec::new();
+    // Writing to a vector does not fail.
+    let _ = write_unified_diff(&mut out, path, before, after);
+    // The diff is made of `before`'s and `after`'s lines, so it is UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`unified_diff`] written to `w` as it is made: `fmt --diff` of a file rewritten through
+/// does not hold a second copy of both texts in memory.
+pub fn write_unified_diff(
+    w: &mut impl std::io::Write,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> std::io::Result<()> {
     if before == after {
-        return String::new();
+        return Ok(());
     }
     let a: Vec<&str> = before.split_inclusive('\n').collect();
     let b: Vec<&str> = after.split_inclusive('\n').collect();
@@ -34,7 +49,7 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
         v
     }));
     ops.extend(std::iter::repeat_n(Op::Keep, suf));
-    render(path, &a, &b, &ops)
+    render(w, path, &a, &b, &ops)
 }
 
 fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
@@ -109,65 +124,65 @@ fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
     Some(ops)
 }
 
-fn render(path: &str, a: &[&str], b: &[&str], ops: &[Op]) -> String {
-    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    // Line indices in a and b at each op.
-    let mut pos = Vec::with_capacity(ops.len());
-    let (mut i, mut j) = (0usize, 0usize);
-    for op in ops {
-        pos.push((i, j));
-        match op {
-            Op::Keep => {
-                i += 1;
-                j += 1;
+fn render(
+    w: &mut impl std::io::Write,
+    path: &str,
+    a: &[&str],
+    b: &[&str],
+    ops: &[Op],
+) -> std::io::Result<()> {
+    write!(w, "--- a/{path}\n+++ b/{path}\n")?;
+    let next_change = |from: usize| (from..ops.len()).find(|&k| ops[k] != Op::Keep);
+    // The op the line indices are known at, and those indices in `a` and `b`: hunks come in
+    // order, so they only move forward (no table of them per op).
+    let (mut at, mut i, mut j) = (0usize, 0usize, 0usize);
+    let mut change = next_change(0);
+    while let Some(first) = change {
+        let start = first.saturating_sub(CONTEXT);
+        let mut last = first;
+        change = loop {
+            match next_change(last + 1) {
+                Some(c) if c <= last + 2 * CONTEXT + 1 => last = c,
+                other => break other,
             }
-            Op::Del => i += 1,
-            Op::Add => j += 1,
-        }
-    }
-    let changed: Vec<usize> = (0..ops.len()).filter(|&k| ops[k] != Op::Keep).collect();
-    let mut h = 0;
-    while h < changed.len() {
-        let start = changed[h].saturating_sub(CONTEXT);
-        let mut last = changed[h];
-        while h + 1 < changed.len() && changed[h + 1] <= last + 2 * CONTEXT + 1 {
-            h += 1;
-            last = changed[h];
-        }
+        };
         let end = (last + CONTEXT + 1).min(ops.len());
-        let (a0, b0) = pos[start];
-        let (mut ac, mut bc) = (0, 0);
-        let mut body = String::new();
-        for k in start..end {
-            let (ai, bj) = pos[k];
-            let (mark, line) = match ops[k] {
+        for op in &ops[at..start] {
+            match op {
+                Op::Keep => (i, j) = (i + 1, j + 1),
+                Op::Del => i += 1,
+                Op::Add => j += 1,
+            }
+        }
+        let hunk = &ops[start..end];
+        let ac = hunk.iter().filter(|&&o| o != Op::Add).count();
+        let bc = hunk.iter().filter(|&&o| o != Op::Del).count();
+        let a_start = if ac == 0 { i } else { i + 1 };
+        let b_start = if bc == 0 { j } else { j + 1 };
+        writeln!(w, "@@ -{a_start},{ac} +{b_start},{bc} @@")?;
+        for op in hunk {
+            let (mark, line) = match op {
                 Op::Keep => {
-                    ac += 1;
-                    bc += 1;
-                    (' ', a[ai])
+                    (i, j) = (i + 1, j + 1);
+                    (' ', a[i - 1])
                 }
                 Op::Del => {
-                    ac += 1;
-                    ('-', a[ai])
+                    i += 1;
+                    ('-', a[i - 1])
                 }
                 Op::Add => {
-                    bc += 1;
-                    ('+', b[bj])
+                    j += 1;
+                    ('+', b[j - 1])
                 }
             };
-            body.push(mark);
-            body.push_str(line);
+            write!(w, "{mark}{line}")?;
             if !line.ends_with('\n') {
-                body.push_str("\n\\ No newline at end of file\n");
+                w.write_all(b"\n\\ No newline at end of file\n")?;
             }
         }
-        let a_start = if ac == 0 { a0 } else { a0 + 1 };
-        let b_start = if bc == 0 { b0 } else { b0 + 1 };
-        out.push_str(&format!("@@ -{a_start},{ac} +{b_start},{bc} @@\n"));
-        out.push_str(&body);
-        h += 1;
+        at = end;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]

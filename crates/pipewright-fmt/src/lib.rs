@@ -146,9 +146,7 @@ pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn DialectRules> {
     }
 }
 
-pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
-    diff::unified_diff(path, before, after)
-}
+pub use diff::{unified_diff, write_unified_diff};
 
 pub(crate) fn internal_error(file: FileId, why: impl Into<String>) -> Diagnostic {
     Diagnostic::error(

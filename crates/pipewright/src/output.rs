@@ -116,6 +116,18 @@ pub fn write_error(e: &std::io::Error, stream: &str) {
     }
 }
 
+/// `fmt --diff`'s unified diff of one file, written to stdout as it is made (see [`write`]
+/// for what a failed write does).
+pub fn write_diff(path: &str, before: &str, after: &str) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = pipewright_fmt::write_unified_diff(&mut out, path, before, after)
+        .and_then(|()| out.flush());
+    if let Err(e) = result {
+        write_error(&e, "stdout");
+    }
+}
+
 /// [`write`] for bytes that need not be UTF-8 (standard input echoed back by `fmt -`).
 pub fn write_bytes(bytes: &[u8]) {
     use std::io::Write;

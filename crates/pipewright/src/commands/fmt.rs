@@ -3,7 +3,6 @@
 use crate::cli::FmtArgs;
 use crate::discover;
 use pipewright_dialect::{Source, Verb};
-use pipewright_fmt::unified_diff;
 use pipewright_syntax::{render, Diagnostic, SourceMap};
 
 pub fn run(args: &FmtArgs) -> u8 {
@@ -69,7 +68,7 @@ pub fn run(args: &FmtArgs) -> u8 {
                 // `a/` + an absolute path would give `a//tmp/x.yaml`; like `git diff --no-index`,
                 // the header names the path without its leading slash.
                 let header = name.trim_start_matches('/');
-                out!("{}", unified_diff(header, &text, &formatted.output));
+                crate::output::write_diff(header, &text, &formatted.output);
                 would_change.push(name);
             }
         } else if args.check {
