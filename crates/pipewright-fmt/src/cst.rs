@@ -237,7 +237,8 @@ pub fn prints_nothing(src: &str, n: &Node) -> bool {
 }
 
 /// Whether a node is an empty block sequence item (`-` alone, or with a comment after it). The
-/// loader spans it empty at the end of the dash's line, where no other token starts, so it is
+/// loader spans it empty at the end of the dash's line (after a comment there), where no other
+/// token starts, so it is
 /// a token there: without one, the comments above it were the next token's and moved below it
 /// (found by the fmt_yaml fuzz target).
 pub fn empty_seq_item(src: &str, n: &Node) -> bool {
@@ -245,7 +246,11 @@ pub fn empty_seq_item(src: &str, n: &Node) -> bool {
         return false;
     }
     let start = n.span.start as usize;
-    let Some(before) = src.get(..start) else {
+    // At the end of its line: an empty key after a dash (`- : x`) is spanned at its colon.
+    let Some(before) = src
+        .get(..start)
+        .filter(|_| matches!(src.as_bytes().get(start), None | Some(b'\n' | b'\r')))
+    else {
         return false;
     };
     let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];

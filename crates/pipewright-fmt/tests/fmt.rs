@@ -641,6 +641,8 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("x:\n  # c\n  -\ny: 1\n", "x:\n  # c\n  -\ny: 1\n"),
         ("- 1\n# c\n-\n# d\n- 2\n", "- 1\n# c\n-\n# d\n- 2\n"),
         ("- # c\n- 1", "# c\n-\n- 1\n"),
+        // An empty key after a dash is no empty item (it took the comment above the item).
+        ("- #\n : x", "#\n- : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
         // indentation (content) was a blank line to the comment scan, printed once more.
         ("b: |\n x\n\n  \na: 1\n", "b: |\n  x\n\n   \na: 1\n"),
