@@ -215,15 +215,10 @@ impl Exec {
         let Some(bin) = &self.meow_bin else {
             return env;
         };
-        let rest = match env.iter().rposition(|(k, _)| k == "PATH") {
-            Some(at) => Some(env.remove(at).1),
-            None => std::env::var_os("PATH").map(|p| p.to_string_lossy().into_owned()),
+        let path = match env.iter().rposition(|(k, _)| k == "PATH") {
+            Some(at) => bin.before(&env.remove(at).1),
+            None => bin.inherited.clone(),
         };
-        let mut path = bin.to_string_lossy().into_owned();
-        if let Some(rest) = rest.filter(|r| !r.is_empty()) {
-            path.push(':');
-            path.push_str(&rest);
-        }
         env.push(("PATH".into(), path));
         env
     }

@@ -64,6 +64,36 @@ impl Default for Limits {
     }
 }
 
+/// The directory holding `meow`, as the PATH of steps and agent sessions starts.
+struct MeowPath {
+    dir: String,
+    /// `dir` before the orchestrator's PATH: what a step that sets no PATH of its own gets
+    /// (read once per run, not per step).
+    inherited: String,
+}
+
+impl MeowPath {
+    fn new(dir: PathBuf) -> Self {
+        let dir = dir.to_string_lossy().into_owned();
+        let rest = std::env::var_os("PATH").map(|p| p.to_string_lossy().into_owned());
+        let inherited = Self::join(&dir, rest.as_deref().unwrap_or(""));
+        MeowPath { dir, inherited }
+    }
+
+    /// `dir` before a step's own PATH.
+    fn before(&self, rest: &str) -> String {
+        Self::join(&self.dir, rest)
+    }
+
+    fn join(dir: &str, rest: &str) -> String {
+        if rest.is_empty() {
+            dir.to_string()
+        } else {
+            format!("{dir}:{rest}")
+        }
+    }
+}
+
 /// Makes `<run dir>/bin/meow` a link to `exe`, so that workflows written for the reference,
 /// whose commands and prompts call `meow done`, `meow event`… , run unchanged.
 fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<PathBuf, String> {
@@ -189,7 +219,7 @@ pub(crate) async fn run(
         false => None,
     };
     let meow_bin = match (&channel, &opts.meow_command) {
-        (Some(_), Some(exe)) => Some(meow_command_dir(&run_dir, exe)?),
+        (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
         _ => None,
     };
     let mut ex = Exec {
@@ -392,7 +422,7 @@ pub(crate) struct Exec {
     sock: Option<PathBuf>,
     /// A directory holding `meow` (the pipewright executable under the reference's command
     /// name), put first on the PATH of shell steps and agent sessions.
-    meow_bin: Option<PathBuf>,
+    meow_bin: Option<MeowPath>,
     root_span: Span,
     sources_has: Vec<pipewright_syntax::FileId>,
     /// Agents run in tmux sessions through adapters (`--backend command`); otherwise the
