@@ -806,7 +806,15 @@ fn every_executor_that_fails_is_recovered_with_its_error_type() {
         "fe-child:foreach:child_failed"
     );
     assert_eq!(s["br.on_error.note"]["line"], "br:branch:condition_error");
-    for id in ["ex", "fe", "fe-child", "br"] {
+    assert_eq!(
+        s["br-missing.on_error.note"]["line"],
+        "br-missing:branch:template_not_found"
+    );
+    assert_eq!(
+        s["fe-missing.on_error.note"]["line"],
+        "fe-missing:foreach:template_not_found"
+    );
+    for id in ["ex", "fe", "fe-child", "br", "br-missing", "fe-missing"] {
         assert_eq!(v["steps"][id], "recovered", "{id}: {all}");
     }
     // The iteration that failed stays failed; its foreach's recovery stood in for it.

@@ -169,7 +169,8 @@ pub struct Ask {
 pub const ATTEMPTS: usize = 3;
 
 /// Asks the backend, re-asking with the validation errors until the outputs are valid.
-pub async fn ask(a: Ask) -> Result<Map<String, Value>, String> {
+/// The outputs, or the failure's error type (`_failed_step.error_type`) and message.
+pub async fn ask(a: Ask) -> Result<Map<String, Value>, (&'static str, String)> {
     let mut prompt = a.prompt.clone();
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
@@ -190,11 +191,17 @@ pub async fn ask(a: Ask) -> Result<Map<String, Value>, String> {
         let reply = match a.timeout {
             Some(t) => match tokio::time::timeout(t, call).await {
                 Ok(r) => r,
-                Err(_) => return Err(format!("step timed out after {}", super::duration::show(t))),
+                Err(_) => {
+                    let why = format!("step timed out after {}", super::duration::show(t));
+                    return Err((super::recovery::TIMEOUT, why));
+                }
             },
             None => call.await,
         }
-        .map_err(|e| format!("agent `{}`: {}", a.agent, e.message))?;
+        .map_err(|e| {
+            let why = format!("agent `{}`: {}", a.agent, e.message);
+            (super::recovery::AGENT_CRASHED, why)
+        })?;
         let outs = match serde_json::from_str::<Value>(reply.trim()) {
             Ok(Value::Object(m)) => m,
             _ if a.decl.is_empty() => Map::new(),
@@ -212,8 +219,9 @@ pub async fn ask(a: Ask) -> Result<Map<String, Value>, String> {
             }
         }
     }
-    Err(format!(
-        "output validation failed after {ATTEMPTS} answers: {last}"
+    Err((
+        super::recovery::AGENT_CRASHED,
+        format!("output validation failed after {ATTEMPTS} answers: {last}"),
     ))
 }
 
@@ -283,5 +291,69 @@ mod tests {
         assert!(validate(&decl, ok, dir.path()).is_ok());
         let bad = json!({"f": "b.txt"}).as_object().cloned().unwrap();
         assert!(validate(&decl, bad, dir.path()).unwrap_err()[0].contains("does not exist"));
+    }
+}
+
+#[cfg(test)]
+mod failure_kinds {
+    use super::*;
+    use crate::backend::{AgentRequest, BackendError};
+
+    /// A backend that answers after `delay`, or fails at once when told to.
+    struct Slow {
+        delay: Duration,
+        fail: bool,
+    }
+
+    impl AgentBackend for Slow {
+        fn name(&self) -> &str {
+            "slow"
+        }
+        fn complete<'a>(
+            &'a self,
+            _req: &'a AgentRequest,
+        ) -> crate::backend::BoxFuture<'a, Result<String, BackendError>> {
+            Box::pin(async move {
+                if self.fail {
+                    return Err(BackendError::new("the model is gone"));
+                }
+                tokio::time::sleep(self.delay).await;
+                Ok("{}".to_string())
+            })
+        }
+    }
+
+    fn ask(delay: Duration, fail: bool, timeout: Option<Duration>) -> Ask {
+        Ask {
+            backend: Arc::new(Slow { delay, fail }),
+            run_id: "r".into(),
+            step: "s".into(),
+            workflow: "w".into(),
+            agent: "a".into(),
+            prompt: "p".into(),
+            identity: "i".into(),
+            decl: Vec::new(),
+            workdir: std::env::temp_dir(),
+            timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_failure_carries_its_error_type() {
+        // A timeout of the offline backend was told from its message (`timed out`) before.
+        let late = super::ask(ask(
+            Duration::from_secs(5),
+            false,
+            Some(Duration::from_millis(20)),
+        ));
+        assert!(
+            matches!(&late.await, Err((k, m)) if *k == crate::meow::recovery::TIMEOUT && m.contains("timed out")),
+        );
+        let gone = super::ask(ask(Duration::ZERO, true, None)).await;
+        assert!(
+            matches!(&gone, Err((k, m)) if *k == crate::meow::recovery::AGENT_CRASHED && m.contains("gone")),
+            "{gone:?}"
+        );
+        assert!(super::ask(ask(Duration::ZERO, false, None)).await.is_ok());
     }
 }

@@ -22,7 +22,8 @@ pub type Fut = Pin<Box<dyn Future<Output = (usize, Fin)> + Send>>;
 /// A step's completion.
 pub enum Fin {
     Shell(shell::Ran),
-    Agent(Result<Map<String, Value>, String>),
+    /// Outputs, or the error type and message.
+    Agent(Result<Map<String, Value>, (&'static str, String)>),
     /// A tmux agent's session started (or was found alive).
     Spawned {
         agent: String,
@@ -52,6 +53,8 @@ pub fn substituted_fields(executor: &str) -> &'static [&'static str] {
 pub struct Refused {
     pub code: &'static str,
     pub message: String,
+    /// The spec's error type when the refusal says it (`_failed_step.error_type`).
+    pub kind: Option<&'static str>,
 }
 
 impl From<String> for Refused {
@@ -59,6 +62,7 @@ impl From<String> for Refused {
         Refused {
             code: codes::MEOW_STEP,
             message,
+            kind: None,
         }
     }
 }
@@ -290,7 +294,7 @@ impl Exec {
                 }
             }
             Fin::Agent(Ok(outs)) => st.end(i, Status::Done, outs, None, ended),
-            Fin::Agent(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            Fin::Agent(Err((kind, e))) => st.fail(i, kind, Map::new(), e, ended),
             Fin::Spawned { agent, info } => match info {
                 Ok(info) => {
                     let mut out = Map::new();
@@ -323,6 +327,14 @@ impl Exec {
             }
             Fin::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
             Fin::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
+        }
+    }
+
+    /// Keeps what a refusal says of step `i`'s failure: its code, and its error type.
+    fn note_refusal(&mut self, st: &mut State, i: usize, r: &Refused) {
+        self.codes.insert(i, r.code);
+        if let Some(kind) = r.kind {
+            st.error_types.insert(i, kind);
         }
     }
 
@@ -370,7 +382,7 @@ impl Exec {
         };
         match self.expand_target(st, i, target, key, ended) {
             Err(r) => {
-                self.codes.insert(i, r.code);
+                self.note_refusal(st, i, &r);
                 Disp::Now(Status::Failed, outputs, Some(r.message))
             }
             Ok(0) => Disp::Now(Status::Done, outputs, None),
@@ -449,7 +461,14 @@ impl Exec {
         let reference =
             subst::render(reference, &cx, false).map_err(|e| format!("`template`: {e}"))?;
         let src = st.steps[i].src.clone();
-        let tmpl = self.lib.resolve(&reference, &src)?;
+        let tmpl = self
+            .lib
+            .resolve(&reference, &src)
+            .map_err(|message| Refused {
+                code: codes::MEOW_STEP,
+                message,
+                kind: Some(recovery::TEMPLATE_NOT_FOUND),
+            })?;
         let given = match variables {
             Some(v) => match subst::typed_value(&node_json(v), &cx)
                 .map_err(|e| format!("`variables`: {e}"))?
@@ -540,6 +559,7 @@ impl Exec {
                     "expansions nest {depth} deep, over the limit of {} (`[meow] max_expansion_depth` in pipewright.toml)",
                     self.limits.max_depth
                 ),
+                kind: None,
             });
         }
         let total = st.steps.len() + more;
@@ -550,6 +570,7 @@ impl Exec {
                     "the run would have {total} steps, over the limit of {} (`[meow] max_total_steps` in pipewright.toml)",
                     self.limits.max_steps
                 ),
+                kind: None,
             });
         }
         Ok(())
@@ -580,7 +601,7 @@ impl Exec {
         match res {
             Ok(_) => Disp::Now(Status::Done, Map::new(), None),
             Err(r) => {
-                self.codes.insert(i, r.code);
+                self.note_refusal(st, i, &r);
                 fail(r.message)
             }
         }
@@ -667,7 +688,7 @@ impl Exec {
             _ => None,
         };
         if let Err(r) = self.room(st, i, 0) {
-            self.codes.insert(i, r.code);
+            self.note_refusal(st, i, &r);
             return fail(r.message);
         }
         if let (Some(max), true) = (max, parallel) {
@@ -692,7 +713,7 @@ impl Exec {
             let (tmpl, scope) = match self.instance(st, i, tref, t.get("variables"), Some(&extra)) {
                 Ok(x) => x,
                 Err(r) => {
-                    self.codes.insert(i, r.code);
+                    self.note_refusal(st, i, &r);
                     return self.foreach_failed(st, i, total, r.message);
                 }
             };
@@ -745,7 +766,7 @@ impl Exec {
             ) {
                 Ok(n) => total += n,
                 Err(r) => {
-                    self.codes.insert(i, r.code);
+                    self.note_refusal(st, i, &r);
                     return self.foreach_failed(st, i, total, r.message);
                 }
             }

@@ -148,6 +148,7 @@ pub const TIMEOUT: &str = "timeout";
 pub const COMMAND_FAILED: &str = "command_failed";
 pub const AGENT_NOT_FOUND: &str = "agent_not_found";
 pub const AGENT_CRASHED: &str = "agent_crashed";
+pub const TEMPLATE_NOT_FOUND: &str = "template_not_found";
 
 /// `_failed_step` of the spec's table for step `i`, which just failed.
 fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> Value {
@@ -184,7 +185,6 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
         "executor": s.t.executor,
         "error_type": error_type(
             &s.t.executor,
-            &error,
             code,
             child_failed,
             st.error_types.get(&i).copied(),
@@ -199,11 +199,9 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
 }
 
 /// The spec's classification of a failure ("Error Types by Executor"): PW0831, else the type
-/// its site `named`, else told from the executor and the failure (a timeout of an offline
-/// backend's agent and a branch's or foreach's missing template still by their messages).
+/// its site `named` (carried from where it happened), else the executor's own.
 fn error_type(
     executor: &str,
-    error: &str,
     code: Option<&str>,
     child_failed: bool,
     named: Option<&'static str>,
@@ -214,19 +212,13 @@ fn error_type(
     if let Some(kind) = named {
         return kind;
     }
-    let timed_out = error.contains("timed out");
-    // The resolution errors of `template.rs` all start so.
-    let not_found = error.starts_with("template `");
     match executor {
-        "agent" if timed_out => TIMEOUT,
         "agent" => AGENT_CRASHED,
         "spawn" => "spawn_failed",
-        "expand" => "template_not_found",
+        "expand" => TEMPLATE_NOT_FOUND,
         "branch" | "foreach" if child_failed => "child_failed",
-        "branch" | "foreach" if not_found => "template_not_found",
         "branch" => "condition_error",
         "foreach" => "invalid_items",
-        _ if timed_out => TIMEOUT,
         _ => COMMAND_FAILED,
     }
 }
@@ -237,116 +229,46 @@ mod tests {
 
     #[test]
     fn failures_are_classified_as_the_spec_lists_them() {
+        use super::{AGENT_CRASHED, TEMPLATE_NOT_FOUND, TIMEOUT};
+        // (executor, code, child failed, the type its failure site named, expected)
         let cases = [
-            (
-                "shell",
-                "exited with status 1",
-                None,
-                false,
-                "command_failed",
-            ),
-            (
-                "shell",
-                "the command timed out after 1s",
-                None,
-                false,
-                "timeout",
-            ),
-            ("agent", "step timed out after 2s", None, false, "timeout"),
-            (
-                "agent",
-                "the agent's session ended",
-                None,
-                false,
-                "agent_crashed",
-            ),
-            (
-                "spawn",
-                "cannot create the agent's workdir",
-                None,
-                false,
-                "spawn_failed",
-            ),
-            (
-                "expand",
-                "template `.x` not found",
-                None,
-                false,
-                "template_not_found",
-            ),
-            (
-                "expand",
-                "expansions nest",
-                Some("PW0831"),
-                false,
-                "expansion_limit",
-            ),
+            ("shell", None, false, None, "command_failed"),
+            ("shell", None, false, Some(TIMEOUT), "timeout"),
+            ("agent", None, false, Some(TIMEOUT), "timeout"),
+            ("agent", None, false, None, "agent_crashed"),
+            ("spawn", None, false, None, "spawn_failed"),
+            ("expand", None, false, None, "template_not_found"),
+            ("expand", Some("PW0831"), false, None, "expansion_limit"),
+            ("branch", None, false, None, "condition_error"),
+            ("branch", None, true, None, "child_failed"),
             (
                 "branch",
-                "the condition was false",
                 None,
                 false,
-                "condition_error",
-            ),
-            (
-                "branch",
-                "a step of the chosen branch failed",
-                None,
-                true,
-                "child_failed",
-            ),
-            (
-                "foreach",
-                "one or more iterations failed",
-                None,
-                true,
-                "child_failed",
-            ),
-            (
-                "foreach",
-                "the items must be a JSON array",
-                None,
-                false,
-                "invalid_items",
-            ),
-            (
-                "foreach",
-                "template `.x`: no workflow `x`",
-                None,
-                false,
+                Some(TEMPLATE_NOT_FOUND),
                 "template_not_found",
             ),
+            ("foreach", None, true, None, "child_failed"),
+            ("foreach", None, false, None, "invalid_items"),
+            (
+                "foreach",
+                None,
+                false,
+                Some(TEMPLATE_NOT_FOUND),
+                "template_not_found",
+            ),
+            // A message that says `timed out` is not a timeout unless its site says so.
+            ("kill", None, false, None, "command_failed"),
         ];
-        for (executor, error, code, child_failed, want) in cases {
+        for (executor, code, child_failed, named, want) in cases {
             assert_eq!(
-                error_type(executor, error, code, child_failed, None),
+                error_type(executor, code, child_failed, named),
                 want,
-                "{error}"
+                "{executor} {named:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_type_a_failure_site_names_wins_over_its_message() {
-        // A session gone before the prompt was typed, whatever the message says.
-        let t = error_type(
-            "agent",
-            "tmux send-keys: no server running (timed out?)",
-            None,
-            false,
-            Some(super::AGENT_NOT_FOUND),
-        );
-        assert_eq!(t, "agent_not_found");
-        let t = error_type("shell", "exited 1", None, false, Some(super::TIMEOUT));
-        assert_eq!(t, "timeout");
         // An expansion limit is one whatever else the step was doing.
-        let t = error_type(
-            "agent",
-            "x",
-            Some("PW0831"),
-            false,
-            Some(super::AGENT_CRASHED),
-        );
+        let t = error_type("agent", Some("PW0831"), false, Some(AGENT_CRASHED));
         assert_eq!(t, "expansion_limit");
     }
 }
