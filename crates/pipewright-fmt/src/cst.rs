@@ -209,11 +209,18 @@ pub(crate) fn after_block_header(src: &str, at: usize) -> bool {
             end = prev_start;
             continue;
         }
-        let code = line
-            .find(" #")
-            .or_else(|| line.find("\t#"))
-            .map_or(line, |i| &line[..i])
-            .trim_end();
+        // A comment starts after a blank, or the line (`# |` is no header).
+        let comment = line
+            .char_indices()
+            .find(|&(i, c)| {
+                c == '#'
+                    && line[..i]
+                        .chars()
+                        .last()
+                        .is_none_or(|p| p == ' ' || p == '\t')
+            })
+            .map(|(i, _)| i);
+        let code = comment.map_or(line, |i| &line[..i]).trim_end();
         let tok = code.rsplit([' ', '\t']).next().unwrap_or("");
         return tok.starts_with(['|', '>'])
             && tok[1..]

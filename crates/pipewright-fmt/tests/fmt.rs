@@ -641,6 +641,10 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("x:\n  # c\n  -\ny: 1\n", "x:\n  # c\n  -\ny: 1\n"),
         ("- 1\n# c\n-\n# d\n- 2\n", "- 1\n# c\n-\n# d\n- 2\n"),
         ("- # c\n- 1", "# c\n-\n- 1\n"),
+        // A comment line ending in `|` above a tagged block scalar was taken for a block
+        // header, and the scalar's own header for content: PW0900 on the output.
+        ("! |\n x\n# |", "# |\n! |\n  x\n"),
+        ("# |\n! |\n  x\n", "# |\n! |\n  x\n"),
         // An empty key after a dash is no empty item (it took the comment above the item).
         ("- #\n : x", "#\n- : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
