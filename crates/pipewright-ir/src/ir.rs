@@ -171,6 +171,37 @@ pub struct Node {
     pub output: Option<String>,
     /// Run only when this holds; a skipped node writes nothing (recipes).
     pub condition: Option<Expr>,
+    /// The workflow run when this node fails (a MEOW `on_error` naming a template).
+    pub recovery: Option<CallRef>,
+}
+
+/// Why a node refers to another workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallRole<'a> {
+    /// It runs it (`call`, `expand`, `foreach`).
+    Call,
+    /// A `match` runs it on this case label (`default` for its default).
+    Case(&'a str),
+    /// It runs it when it fails.
+    OnError,
+}
+
+impl CallRole<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CallRole::Call => "call",
+            CallRole::Case(_) => "case",
+            CallRole::OnError => "on_error",
+        }
+    }
+
+    /// An edge label: `call`, `case LABEL`, `on_error`.
+    pub fn label(&self) -> String {
+        match self {
+            CallRole::Case(l) => format!("case {l}"),
+            other => other.name().to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -564,6 +595,18 @@ pub fn on_error_text(kind: OnErrorKind) -> String {
 }
 
 impl Node {
+    /// The workflows this node may run, and why: its kind's calls, then its recovery.
+    pub fn calls(&self) -> Vec<(CallRole<'_>, &CallRef)> {
+        let mut v: Vec<(CallRole<'_>, &CallRef)> = self
+            .kind
+            .calls()
+            .into_iter()
+            .map(|(label, c)| (label.map_or(CallRole::Call, CallRole::Case), c))
+            .collect();
+        v.extend(self.recovery.iter().map(|c| (CallRole::OnError, c)));
+        v
+    }
+
     /// A one-line description for graph labels: the expression, the tool, the first words of
     /// the prompt, the callee.
     pub fn summary(&self) -> String {

@@ -1,6 +1,7 @@
 //! MEOW modules lowered into the IR for `graph`: one workflow per module workflow, one node per
 //! step (its id, its executor's kind), `needs` as `Needs` edges. Expand and foreach steps link
-//! to the workflow they instantiate; a branch is a match whose cases are its outcomes.
+//! to the workflow they instantiate; a branch is a match whose cases are its outcomes; a step
+//! whose `on_error` names a template links to it as its recovery.
 
 use crate::ast::{Module, Step, Workflow};
 use crate::tree::Node as TNode;
@@ -186,6 +187,10 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         kind_span: s.executor.as_ref().map_or(s.id.span, |e| e.span),
         output: None,
         condition: None,
+        recovery: s.table.get("on_error").and_then(|n| {
+            let t = n.as_str().filter(|t| crate::steps::on_error_template(t))?;
+            Some(call(t, n.span, ids))
+        }),
     }
 }
 

@@ -163,6 +163,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
             },
             span: st.span,
             kind_span: st.name.as_ref().map_or(st.span, |n| n.span),
+            recovery: None,
             output: None,
             condition: None,
         });
@@ -187,6 +188,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
             },
             span: ap.span,
             kind_span: ap.span,
+            recovery: None,
             output: None,
             condition: None,
         });
@@ -307,6 +309,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),
+        recovery: None,
         output,
         condition: None,
     };
@@ -369,6 +372,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),
+        recovery: None,
         output: text(&s.output),
         condition: s.condition.as_ref().map(condition),
     }

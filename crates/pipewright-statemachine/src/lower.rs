@@ -53,6 +53,7 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
             },
             span: s.name.span,
             kind_span: s.name.span,
+            recovery: None,
             output: None,
             condition: None,
         });
@@ -135,6 +136,7 @@ fn terminal(index: usize, kind: NodeKind, span: pipewright_syntax::Span) -> Node
         kind,
         span,
         kind_span: span,
+        recovery: None,
         output: None,
         condition: None,
     }

@@ -114,6 +114,43 @@ fn graph_json_has_clusters_executors_needs_and_outcomes() {
 }
 
 #[test]
+fn graph_links_a_step_to_its_on_error_recovery_template() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = d.path().join("r.meow.toml");
+    std::fs::write(
+        &file,
+        "[main]\n[[main.steps]]\nid = \"build\"\nexecutor = \"shell\"\ncommand = \"false\"\non_error = \".rescue\"\n\n[[main.steps]]\nid = \"soft\"\nexecutor = \"shell\"\ncommand = \"false\"\non_error = \"continue\"\n\n[rescue]\n[[rescue.steps]]\nid = \"say\"\nexecutor = \"shell\"\ncommand = \"echo rescued\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["graph", "--format", "json", "r.meow.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    // Only the step whose `on_error` names a template: `continue` is a policy.
+    assert_eq!(
+        v["calls"],
+        serde_json::json!([{
+            "from": "w0.s0",
+            "role": "on_error",
+            "case": null,
+            "target": ".rescue",
+            "workflow": "w1",
+        }]),
+        "{}",
+        text(&o)
+    );
+    let dot = stdout(&run_in(d.path(), &["graph", "r.meow.toml"]));
+    assert!(
+        dot.contains("label=\"on_error\", lhead=cluster_w1"),
+        "{dot}"
+    );
+    let mermaid = stdout(&run_in(
+        d.path(),
+        &["graph", "--format", "mermaid", "r.meow.toml"],
+    ));
+    assert!(mermaid.contains("-.->|\"on_error\"| w1"), "{mermaid}");
+}
+
+#[test]
 fn graph_of_a_file_with_errors_fails() {
     let o = run_in(
         &testdata("meow").join("err"),

@@ -26,11 +26,8 @@ pub fn dot(program: &Program, opts: &ExportOptions) -> String {
         out.push_str("  }\n");
     }
     let mut unresolved = 0;
-    for (from, label, target, to) in &view.calls {
-        let edge_label = match label {
-            Some(l) => format!("case {}", esc(l)),
-            None => "call".to_string(),
-        };
+    for (from, role, target, to) in &view.calls {
+        let edge_label = esc(&role.label());
         match to.and_then(|id| view.entry_of(id).map(|e| (id, e))) {
             Some((id, entry)) => {
                 let _ = writeln!(

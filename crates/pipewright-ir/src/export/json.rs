@@ -3,7 +3,9 @@
 
 use super::view::{NodeView, RegionView, View, WorkflowView};
 use super::ExportOptions;
-use crate::ir::{on_error_text, ArgValue, ListSource, LoopMode, NodeKind, Program, IR_VERSION};
+use crate::ir::{
+    on_error_text, ArgValue, CallRole, ListSource, LoopMode, NodeKind, Program, IR_VERSION,
+};
 use pipewright_syntax::{SourceMap, Span};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -102,10 +104,15 @@ impl Serialize for Document<'_, '_> {
         )?;
         m.serialize_entry(
             "calls",
-            &List(&self.view.calls, cx, |(from, label, target, to), cx| {
+            &List(&self.view.calls, cx, |(from, role, target, to), cx| {
+                let case = match role {
+                    CallRole::Case(l) => Some(*l),
+                    _ => None,
+                };
                 json!({
                     "from": cx.paths.of(*from),
-                    "case": label,
+                    "role": role.name(),
+                    "case": case,
                     "target": target,
                     "workflow": to.map(|id| format!("w{}", id.0)),
                 })

@@ -22,11 +22,8 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
         out.push_str("  end\n");
     }
     let mut unresolved = 0;
-    for (from, label, target, to) in &view.calls {
-        let edge_label = match label {
-            Some(l) => format!("case {}", esc(l)),
-            None => "call".to_string(),
-        };
+    for (from, role, target, to) in &view.calls {
+        let edge_label = esc(&role.label());
         match to {
             Some(id) => {
                 let _ = writeln!(out, "  n{from} -.->|\"{edge_label}\"| w{}", id.0);

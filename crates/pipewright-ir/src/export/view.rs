@@ -1,6 +1,6 @@
 //! A numbered, ordered walk over the workflows an export shows.
 
-use crate::ir::{Edge, Node, Program, Region, WorkflowId};
+use crate::ir::{CallRole, Edge, Node, Program, Region, WorkflowId};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -16,7 +16,7 @@ pub(crate) struct View<'a> {
     /// The entry node number of each shown workflow.
     entries: HashMap<WorkflowId, Option<usize>>,
     /// Calls: (from node number, case label, target name, target workflow if shown).
-    pub calls: Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
+    pub calls: Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
 }
 
 pub(crate) struct WorkflowView<'a> {
@@ -98,7 +98,7 @@ fn shown(program: &Program, opts: &ExportOptions) -> Vec<WorkflowId> {
         let mut regions = vec![&w.body];
         while let Some(r) = regions.pop() {
             for n in r.graph.node_weights() {
-                stack.extend(n.kind.calls().into_iter().filter_map(|(_, c)| c.resolved));
+                stack.extend(n.calls().into_iter().filter_map(|(_, c)| c.resolved));
                 regions.extend(n.kind.regions().into_iter().map(|(_, r)| r));
             }
         }
@@ -113,7 +113,7 @@ fn region<'a>(
     r: &'a Region,
     path: String,
     counter: &mut usize,
-    calls: &mut Vec<(usize, Option<&'a str>, &'a str, Option<WorkflowId>)>,
+    calls: &mut Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
     shown: &HashSet<WorkflowId>,
 ) -> RegionView<'a> {
     let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
@@ -133,10 +133,10 @@ fn region<'a>(
                 (role, region(sub, rpath, counter, calls, shown))
             })
             .collect();
-        for (label, c) in node.kind.calls() {
+        for (role, c) in node.calls() {
             calls.push((
                 number,
-                label,
+                role,
                 c.target.as_str(),
                 c.resolved.filter(|id| shown.contains(id)),
             ));
