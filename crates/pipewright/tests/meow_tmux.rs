@@ -141,6 +141,31 @@ fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_sessio
 }
 
 #[test]
+fn an_accepted_done_pauses_the_agent_with_its_adapters_pre_keys() {
+    let t = Tmux::new("pause");
+    let d = setup();
+    // The fake adapter, with keys typed before each prompt and after each accepted answer.
+    let fake = d.path().join(".meow/adapters/fake/adapter.toml");
+    let toml = std::fs::read_to_string(&fake).unwrap_or_else(|e| panic!("{e}"));
+    let dir = d.path().join(".meow/adapters/pausing");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let pausing = toml
+        .replace("name = \"fake\"", "name = \"pausing\"")
+        .replace(
+            "[prompt_injection]\n",
+            "[prompt_injection]\npre_keys = [\"PAUSED\", \"Enter\"]\n",
+        );
+    std::fs::write(dir.join("adapter.toml"), pausing).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&t, d.path(), &["pause.meow.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    // The prompt came after the keys; then, once `meow done` was accepted, the keys alone
+    // (which the fake agent took for a prompt, and answered with a refused `meow done`).
+    let l = log(d.path());
+    assert!(l.contains("PAUSED\nDo it."), "{l}");
+    assert!(l.contains("---\nPAUSED\n---\n"), "{l}\n{}", text(&o));
+}
+
+#[test]
 fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
     let t = Tmux::new("many");
     let d = setup();

@@ -10,7 +10,7 @@
 use super::agent;
 use super::channel::{Query, Request};
 use super::state::{Ended, State, Status};
-use super::tmux::SessionId;
+use super::tmux::{self, SessionId};
 use super::Exec;
 use pipewright_meow::tree::Node;
 use serde_json::{json, Value};
@@ -134,9 +134,9 @@ impl Exec {
         let t = st.steps[i].t.clone();
         let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
         let name = self.busy_step.get(&i).cloned();
-        let workdir = name
-            .and_then(|n| self.agents.get(&n))
-            .map_or_else(|| self.project.clone(), |a| a.workdir.clone());
+        let info = name.and_then(|n| self.agents.get(&n));
+        let workdir = info.map_or_else(|| self.project.clone(), |a| a.workdir.clone());
+        let session = info.and_then(|a| a.session.clone());
         match agent::validate(&decl, outputs, &workdir) {
             Ok(outs) => {
                 self.waiting.remove(&i);
@@ -150,6 +150,9 @@ impl Exec {
                     self.side.notes.insert(i, n);
                 }
                 st.end(i, Status::Done, outs, None, ended);
+                if let Some((session, adapter)) = &session {
+                    tmux::pause(adapter, session);
+                }
                 Ok(())
             }
             // The step keeps running: the agent reads why and reports again (and `prime`

@@ -148,13 +148,39 @@ impl Adapter {
     }
 }
 
+/// The private tmux server tests name (`tmux -L`), if any.
+fn socket() -> Option<std::ffi::OsString> {
+    std::env::var_os("PIPEWRIGHT_TMUX_SOCKET").filter(|s| !s.is_empty())
+}
+
 fn tmux() -> Command {
     let mut c = Command::new("tmux");
-    if let Some(sock) = std::env::var_os("PIPEWRIGHT_TMUX_SOCKET").filter(|s| !s.is_empty()) {
+    if let Some(sock) = socket() {
         c.arg("-L").arg(sock);
     }
     c.kill_on_drop(true);
     c
+}
+
+/// Pauses an agent whose step was just accepted, as the spec's orchestrator does after
+/// `meow done` (`sendEsc`), with the keys its adapter sends before a prompt (`pre_keys`:
+/// Escape for `claude`; an adapter without them is not interrupted). Waited for (one short
+/// `tmux send-keys`), so the keys land before the agent's next prompt is typed. A failure
+/// changes nothing: the step is done, and the next prompt sends the keys again.
+pub fn pause(a: &Adapter, session: &str) {
+    if a.pre_keys.is_empty() {
+        return;
+    }
+    let mut c = std::process::Command::new("tmux");
+    if let Some(sock) = socket() {
+        c.arg("-L").arg(sock);
+    }
+    let target = format!("={session}:");
+    let _ = c
+        .args(["send-keys", "-t", &target])
+        .args(&a.pre_keys)
+        .stdin(std::process::Stdio::null())
+        .output();
 }
 
 async fn tmux_ok(args: &[&str]) -> Result<(), String> {
