@@ -336,6 +336,23 @@ struct Cx<'r> {
     canon: &'r Canon,
 }
 
+/// What a key sorts by when the two sides list their keys in different orders: its value, not
+/// its text, so that a key the formatter respelled for YAML 1.1 readers (`00` → `0`, `010` →
+/// `10`) pairs with itself (sorted by text, `0#`, `00` paired `0#` with `0`; found by the
+/// fmt_yaml fuzz target).
+fn key_rank(key: &Node) -> (u8, String) {
+    match &key.kind {
+        NodeKind::Scalar(s) => match s.resolve() {
+            ScalarValue::Str(t) => (0, t.to_string()),
+            ScalarValue::Int(i) => (1, i.to_string()),
+            ScalarValue::Float(f) => (2, format!("{f:?}")),
+            ScalarValue::Bool(b) => (3, b.to_string()),
+            ScalarValue::Null => (4, String::new()),
+        },
+        NodeKind::Seq(_) | NodeKind::Map(_) => (5, String::new()),
+    }
+}
+
 /// Loader depth limits bound the recursion.
 fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Result<(), String> {
     let at = || show(path);
@@ -419,8 +436,8 @@ fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Resul
             } else {
                 let mut xs: Vec<_> = xs.iter().collect();
                 let mut ys: Vec<_> = ys.iter().collect();
-                xs.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
-                ys.sort_by(|p, q| p.key.key_text().cmp(&q.key.key_text()));
+                xs.sort_by_cached_key(|e| key_rank(&e.key));
+                ys.sort_by_cached_key(|e| key_rank(&e.key));
                 for (x, y) in xs.into_iter().zip(ys) {
                     same_entry(x, y, path, cx)?;
                 }
