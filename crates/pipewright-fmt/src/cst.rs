@@ -209,18 +209,8 @@ pub(crate) fn after_block_header(src: &str, at: usize) -> bool {
             end = prev_start;
             continue;
         }
-        // A comment starts after a blank, or the line (`# |` is no header).
-        let comment = line
-            .char_indices()
-            .find(|&(i, c)| {
-                c == '#'
-                    && line[..i]
-                        .chars()
-                        .last()
-                        .is_none_or(|p| p == ' ' || p == '\t')
-            })
-            .map(|(i, _)| i);
-        let code = comment.map_or(line, |i| &line[..i]).trim_end();
+        // `# |` is no header.
+        let code = line[..comment_start(line).unwrap_or(line.len())].trim_end();
         let tok = code.rsplit([' ', '\t']).next().unwrap_or("");
         return tok.starts_with(['|', '>'])
             && tok[1..]
@@ -243,6 +233,12 @@ pub fn prints_nothing(src: &str, n: &Node) -> bool {
         }
 }
 
+/// Where a comment starts on a line outside any scalar: a `#` starting it or after a blank.
+fn comment_start(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    (0..b.len()).find(|&i| b[i] == b'#' && (i == 0 || matches!(b[i - 1], b' ' | b'\t')))
+}
+
 /// Whether a node is an empty block sequence item (`-` alone, or with a comment after it). The
 /// loader spans it empty at the end of the dash's line (after a comment there), where no other
 /// token starts, so it is
@@ -261,12 +257,8 @@ pub fn empty_seq_item(src: &str, n: &Node) -> bool {
         return false;
     };
     let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
-    // The comment after the dash, if any (a `#` after a blank).
-    let code = line
-        .char_indices()
-        .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with([' ', '\t'])))
-        .map_or(line, |(i, _)| &line[..i])
-        .trim_end_matches([' ', '\t']);
+    // The comment after the dash, if any.
+    let code = line[..comment_start(line).unwrap_or(line.len())].trim_end_matches([' ', '\t']);
     code.strip_suffix('-')
         .is_some_and(|rest| rest.is_empty() || rest.ends_with([' ', '\t']))
 }
