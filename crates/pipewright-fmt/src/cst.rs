@@ -282,6 +282,12 @@ pub fn blank_block_content(node: &Node) -> bool {
 }
 
 pub fn spans_its_header(src: &str, node: &Node) -> bool {
+    header_span(src, node) && !blank_content_past_span(node)
+}
+
+/// Whether the loader spans a block scalar over its header and no further: it has no content,
+/// or (with properties) content of blanks alone.
+fn header_span(src: &str, node: &Node) -> bool {
     if !is_block_scalar(node) {
         return false;
     }
@@ -291,6 +297,19 @@ pub fn spans_its_header(src: &str, node: &Node) -> bool {
     src.get(cs..end)
         .is_some_and(|t| t.starts_with(['|', '>']) && !t.contains('\n'))
         && !after_block_header(src, cs)
+}
+
+/// Whether a block scalar's value holds more than line breaks: then a span of its header alone
+/// leaves out content lines of blanks (`! |` then ` \t` is a tab), which are still its value.
+fn blank_content_past_span(node: &Node) -> bool {
+    node.as_scalar()
+        .is_some_and(|s| !s.text.trim_end_matches('\n').is_empty())
+}
+
+/// Whether a block scalar is spanned over its header alone though it has content (lines of
+/// blanks, found by the fmt_yaml fuzz target): its content lines follow the header's line.
+pub fn header_span_with_blank_content(src: &str, node: &Node) -> bool {
+    header_span(src, node) && blank_content_past_span(node)
 }
 
 /// The end of a flow collection, just after its closing bracket. The loader's span stops at the

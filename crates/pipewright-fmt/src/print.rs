@@ -866,7 +866,9 @@ impl<'s, 'r> Printer<'s, 'r> {
         // content too (a content line holds no comment), and so are lines of blanks after it
         // deeper than the indentation: the lines of blanks are taken, and those that are no
         // content are dropped below.
-        let end = if body_ends_with_content(src, cs, end) {
+        let end = if body_ends_with_content(src, cs, end)
+            || crate::cst::header_span_with_blank_content(src, n)
+        {
             end + src[end..]
                 .bytes()
                 .take_while(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))

@@ -231,14 +231,22 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             let key = start;
             let start = match p {
                 Some(p) if block && p.content_start > start => {
-                    block_content_start(src, p.content_start).min(end)
+                    let content = block_content_start(src, p.content_start);
+                    if crate::cst::header_span_with_blank_content(src, n) {
+                        content
+                    } else {
+                        content.min(end)
+                    }
                 }
                 _ => start,
             };
             (!no_token).then(|| Token {
                 start,
                 key,
-                end: p.map_or(end, |p| crate::cst::scalar_end(src, n, &p)),
+                // A span of the header alone ends before content of blanks.
+                end: p
+                    .map_or(end, |p| crate::cst::scalar_end(src, n, &p))
+                    .max(start),
                 scalar: true,
                 keep: block && sc.text.ends_with("\n\n"),
                 block,

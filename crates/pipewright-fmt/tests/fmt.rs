@@ -648,6 +648,13 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A key respelled for YAML 1.1 readers (`00` is octal there) sorted elsewhere by its
         // text: the value check paired `0#` with `0`.
         ("0#:\n00:", "0#:\n0:\n"),
+        // A tagged block scalar whose content is blanks alone is spanned over its header
+        // only: its content was lost (PW0900).
+        ("! |\n \t", "! |\n  \t\n"),
+        (
+            "a: !t | # c\n   \t\n# d\nb: 1\n",
+            "a: !t | # c\n  \t\n# d\nb: 1\n",
+        ),
         // An empty key after a dash is no empty item (it took the comment above the item).
         ("- #\n : x", "#\n- : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
