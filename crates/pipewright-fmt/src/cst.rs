@@ -316,9 +316,17 @@ pub fn header_span_with_blank_content(src: &str, node: &Node) -> bool {
 /// last item when the collection carries a tag, so find the bracket in the text.
 pub fn flow_end(src: &str, node: &Node, p: &Props) -> usize {
     let from = match &node.kind {
-        NodeKind::Map(e) => e
-            .last()
-            .map(|e| e.value.span.end.max(e.key.span.end) as usize),
+        // A missing value (`{x}`) is spanned from after its key over what follows, the closing
+        // bracket and a comment after it too: searched from there, the bracket was missed and
+        // the collection ran on, so that comment went to the key inside it.
+        NodeKind::Map(e) => e.last().map(|e| {
+            let value_end = if prints_nothing(src, &e.value) {
+                e.value.span.start
+            } else {
+                e.value.span.end
+            };
+            value_end.max(e.key.span.end) as usize
+        }),
         NodeKind::Seq(items) => items.last().map(|n| n.span.end as usize),
         NodeKind::Scalar(_) => None,
     }

@@ -604,15 +604,16 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A document's root value other than a block collection was printed after a blank,
         // and a flow collection printed in block style indented under it: not idempotent, or
         // PW0900 (the next lines did not load at that indentation).
-        ("{x} #", "x: #\n"),
-        ("{x,x} #", "x:\nx: #\n"),
-        ("{x: 1, y} #", "x: 1\ny: #\n"),
+        ("{a: 1, # c\n b: 2}", "a: 1 # c\nb: 2\n"),
+        ("{x: 1, # c\n x: 2}", "x: 1 # c\nx: 2\n"),
+        ("{x: 1, # c\n y}", "x: 1 # c\ny:\n"),
+        ("[a, # c\n b]", "- a # c\n- b\n"),
         ("[a, b] # c", "[a, b] # c\n"),
         ("hello", "hello\n"),
-        ("&a {x} #", "&a\nx: #\n"),
+        ("&a {x: 1, # c\n y: 2}", "&a\nx: 1 # c\ny: 2\n"),
         // A block collection's properties hold their own comments: the one above them moved
         // below them on the first run.
-        ("#\n&x{x} #", "#\n&x\nx: #\n"),
+        ("#\n&x {a: 1, # c\n b: 2}", "#\n&x\na: 1 # c\nb: 2\n"),
         ("#\n&x\nx: 1\n", "#\n&x\nx: 1\n"),
         (
             "# a\n&x # b\n# c\nx: 1 # d\n",
@@ -623,8 +624,13 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "# a\n- !t # b\n  # c\n  x: 1\n",
         ),
         // The trivia above an empty key (`:` alone) moved below it on the second run.
-        ("#\n: {x} #", "#\n:\n  x: #\n"),
+        ("#\n: {a: 1, # c\n b: 2}", "#\n:\n  a: 1 # c\n  b: 2\n"),
         ("#\n:\n  # c\n  x: 1\n", "#\n# c\n:\n  x: 1\n"),
+        // A flow mapping ending in a key without a value (`{x}`) ran on past its bracket for
+        // the comment scan: the comment after it went to the key inside, and the mapping was
+        // printed in block style.
+        ("a: {x} #\n", "a: {x: null} #\n"),
+        (": {x} #\n: {x} #", ": {x: null} #\n: {x: null} #\n"),
         // A comment after a tagged or anchored block scalar's header was taken for its text:
         // dropped without a word, or PW0900 once the printer moved it there.
         ("x: #\n ! |\n x", "x: ! | #\n  x\n"),
