@@ -97,8 +97,10 @@ pub fn props<'a>(src: &'a str, node: &Node) -> Props<'a> {
         NodeKind::Seq(items) => items.first().map(|n| n.span.start as usize),
         NodeKind::Scalar(_) => None,
     }
-    .filter(|&c| c > start)
-    .map_or(usize::MAX, |c| c - start);
+    // A collection spanned from its first child on has no properties of its own: the loader
+    // spans a block sequence at its parent key's indentation (`x:` then `- &a [1]`) from its
+    // first item's, and `&a` was printed for both (found by the fmt_yaml fuzz target).
+    .map_or(usize::MAX, |c| c.saturating_sub(start));
     // Properties (`&anchor`, `!tag`) precede the content, separated by blanks or line breaks.
     loop {
         while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {

@@ -661,6 +661,11 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "a: !t | # c\n   \t\n# d\nb: 1\n",
             "a: !t | # c\n  \t\n# d\nb: 1\n",
         ),
+        // A block sequence at its key's indentation is spanned from its first item: that
+        // item's anchor was printed for the sequence too.
+        ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
+        ("x: #\n- &x{x}", "x: #\n  - &x {x: null}\n"),
+        ("x: &s\n- 1\n", "x: &s\n  - 1\n"),
         // An empty key after a dash is no empty item (it took the comment above the item).
         ("- #\n : x", "#\n- : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
