@@ -426,6 +426,12 @@ impl<'s, 'r> Printer<'s, 'r> {
                 self.leading(lead, indent, i == 0);
                 self.spaces(indent);
             }
+            if prints_nothing(self.src, &e.key) {
+                // An empty key: YAML 1.1 readers (PyYAML, the reference runtimes) refuse a line
+                // starting with `:`, and read `?` alone, then `:`, as a null key.
+                self.out.push_str("?\n");
+                self.spaces(indent);
+            }
             // Written straight into the output: keys are the most numerous scalars.
             let mut out = std::mem::take(&mut self.out);
             self.scalar_into(&e.key, path, false, true, &mut out);
@@ -700,6 +706,10 @@ impl<'s, 'r> Printer<'s, 'r> {
                 for (i, e) in self.ordered(v, path).into_iter().enumerate() {
                     if i > 0 {
                         out.push_str(", ");
+                    }
+                    if prints_nothing(self.src, &e.key) {
+                        // `{: v}` is refused by YAML 1.1 readers; `{? : v}` is a null key.
+                        out.push_str("? ");
                     }
                     self.scalar_into(&e.key, path, true, true, out);
                     if props_only(self.src, &e.key) {

@@ -516,11 +516,11 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("a: >\n\n\nb: 1\n", "a: >-\n\nb: 1\n"),
         // An empty key (`?` alone) has an empty span at the next key's start: it took that
         // key's comments, which moved past it on every run.
-        ("? #\np: 1\n", ":\n#\np: 1\n"),
-        ("p: 1\n? # c\np: 2\n", "p: 1\n:\n# c\np: 2\n"),
+        ("? #\np: 1\n", "?\n:\n#\np: 1\n"),
+        ("p: 1\n? # c\np: 2\n", "p: 1\n?\n:\n# c\np: 2\n"),
         // A lone carriage return is a line break: the comment before it ended there, and the
         // mapping after it was lost (`mapping size changed`).
-        ("#\r?\r", ":\n#\n"),
+        ("#\r?\r", "?\n:\n#\n"),
         ("k: a # c\rb: c\r", "k: a # c\nb: c\n"),
         // A block scalar without content is spanned over its header: a comment after the
         // header was taken for its text, and not counted (dropped, or PW0900 when the key
@@ -585,7 +585,7 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("a: !%C3%A9 y\n", "a: !%C3%A9 y\n"),
         ("a: !x%C3%A9%C3%BC y\n", "a: !x%C3%A9%C3%BC y\n"),
         // An empty key spanned over the next `?` took the comment before it.
-        ("?\n#\n?\n", ":\n:\n#\n"),
+        ("?\n#\n?\n", "?\n:\n?\n:\n#\n"),
         // Content of blanks alone under `|`: a line of spaces and a tab is a tab indented, the
         // first line with any content says how deep (it was printed with its spaces as content).
         ("a: |\n\n  \t\n", "a: |\n\n  \t\n"),
@@ -593,7 +593,7 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // Such a scalar is spanned empty, inside its content: it is a token there, so its
         // header comment goes above it as for any block scalar (it moved below, one more blank
         // line on every run).
-        (": |1 #\n  ", "#\n: |2\n   \n"),
+        (": |1 #\n  ", "#\n?\n: |2\n   \n"),
         ("a: |1 #\n  \nb: 1\n", "a: |2 #\n   \nb: 1\n"),
         // A block mapping's properties end at its first key: `&b` is the key's anchor (it
         // was printed as the mapping's too, and `*a` then named nothing).
@@ -624,13 +624,13 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "# a\n- !t # b\n  # c\n  x: 1\n",
         ),
         // The trivia above an empty key (`:` alone) moved below it on the second run.
-        ("#\n: {a: 1, # c\n b: 2}", "#\n:\n  a: 1 # c\n  b: 2\n"),
-        ("#\n:\n  # c\n  x: 1\n", "#\n# c\n:\n  x: 1\n"),
+        ("#\n: {a: 1, # c\n b: 2}", "#\n?\n:\n  a: 1 # c\n  b: 2\n"),
+        ("#\n:\n  # c\n  x: 1\n", "#\n# c\n?\n:\n  x: 1\n"),
         // A flow mapping ending in a key without a value (`{x}`) ran on past its bracket for
         // the comment scan: the comment after it went to the key inside, and the mapping was
         // printed in block style.
         ("a: {x} #\n", "a: {x: null} #\n"),
-        (": {x} #\n: {x} #", ": {x: null} #\n: {x: null} #\n"),
+        (": {x} #\n: {x} #", "?\n: {x: null} #\n?\n: {x: null} #\n"),
         // A comment after a tagged or anchored block scalar's header was taken for its text:
         // dropped without a word, or PW0900 once the printer moved it there.
         ("x: #\n ! |\n x", "x: ! | #\n  x\n"),
@@ -666,8 +666,14 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
         ("x: #\n- &x{x}", "x: #\n  - &x {x: null}\n"),
         ("x: &s\n- 1\n", "x: &s\n  - 1\n"),
+        // An empty key is written `?` then `:`: YAML 1.1 readers (PyYAML) refuse a line
+        // starting with `:`, and `{: v}`.
+        ("?\n: 1\na: 2\n", "?\n: 1\na: 2\n"),
+        ("x:\n  : 1\n", "x:\n  ?\n  : 1\n"),
+        ("- : 1\n  a: 2\n", "- ?\n  : 1\n  a: 2\n"),
+        ("a: {: 1}\n", "a: {? : 1}\n"),
         // An empty key after a dash is no empty item (it took the comment above the item).
-        ("- #\n : x", "#\n- : x\n"),
+        ("- #\n : x", "#\n- ?\n  : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its
         // indentation (content) was a blank line to the comment scan, printed once more.
         ("b: |\n x\n\n  \na: 1\n", "b: |\n  x\n\n   \na: 1\n"),

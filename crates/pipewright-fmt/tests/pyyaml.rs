@@ -280,6 +280,50 @@ fn formatted_files_mean_to_pyyaml_what_their_input_means_to_pipewright() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+#[test]
+fn fuzz_reproducers_pyyaml_reads_as_pipewright_does_format_to_the_same_for_pyyaml() {
+    // The fmt_yaml fuzz target's reproducers are odd YAML (tags, anchors, empty keys, block
+    // scalars of blanks). Where PyYAML reads an input as pipewright does, it must read the
+    // output the same way too.
+    let dir = root().join("fuzz/regressions/fmt_yaml");
+    let mut files = Vec::new();
+    yaml_files(&dir, &mut files);
+    let mut cases = Vec::new();
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for d in [Dialect::Pipeline, Dialect::Recipe] {
+            if let Ok(f) = format_source(FileId(0), &text, d) {
+                cases.push((path.clone(), d, text.clone(), f.output));
+            }
+        }
+    }
+    let mut jobs = Vec::new();
+    for (_, d, text, out) in &cases {
+        jobs.push((text.as_str(), loader(*d)));
+        jobs.push((out.as_str(), loader(*d)));
+    }
+    let loaded = pyyaml(&jobs);
+    let mut compared = 0;
+    let mut failures = Vec::new();
+    for ((path, _, text, out), pair) in cases.iter().zip(loaded.chunks(2)) {
+        if !matches!(&pair[0], Ok(v) if same(v, &meaning_of_text(text))) {
+            continue;
+        }
+        compared += 1;
+        match &pair[1] {
+            Ok(v) if same(v, &meaning_of_text(out)) => {}
+            other => failures.push(format!(
+                "{}: PyYAML reads the output as {other:?}\n--- output\n{out}",
+                path.display()
+            )),
+        }
+    }
+    assert!(compared >= 10, "only {compared} reproducers compared");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// Scalars rich in what YAML 1.1 and 1.2 read differently: indicators, `:`, `?`, `#`, flow
 /// punctuation, digits and number punctuation, and the 1.1 keywords whole or as prefixes.
 fn scalar() -> impl Strategy<Value = String> {
