@@ -128,7 +128,9 @@ pub(crate) fn tag_text(t: &pipewright_yaml::Tag) -> String {
     }
     // A tag may hold ASCII URI characters only (YAML 1.2 ns-uri-char; saphyr and PyYAML refuse
     // anything else): other characters are escaped as their UTF-8 bytes.
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-#;/?:@&=+$_.~*'()".contains(c);
+    // `#` too is escaped: PyYAML's tag scanner refuses it (found by the PyYAML sweep of the
+    // fmt_yaml fuzz corpus).
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-;/?:@&=+$_.~*'()".contains(c);
     if t.suffix.chars().all(plain) {
         return shown;
     }
@@ -698,6 +700,11 @@ impl<'s, 'r> Printer<'s, 'r> {
                 // Only a scalar without properties can print as nothing.
                 if out.len() == start && sc.style == ScalarStyle::Plain {
                     out.push_str("null");
+                }
+                // A tag alone: PyYAML reads a tag up to a blank, over the `,`, `]` or `}`
+                // that follows (`[!t]` is the tag `!t]`).
+                if v.tag.is_some() && props_only(self.src, v) {
+                    out.push(' ');
                 }
             }
             NodeKind::Map(_) => {

@@ -672,6 +672,12 @@ fn fuzz_findings_format_and_reformat_the_same() {
         ("x:\n  : 1\n", "x:\n  ?\n  : 1\n"),
         ("- : 1\n  a: 2\n", "- ?\n  : 1\n  a: 2\n"),
         ("a: {: 1}\n", "a: {? : 1}\n"),
+        // What PyYAML cannot read (the PyYAML sweep of the fuzz corpus): a tag holding `#`,
+        // and a tag alone before a flow indicator, which PyYAML reads into the tag.
+        ("a: !a%23b x", "a: !a%23b x\n"),
+        ("[!t]", "[!t ]\n"),
+        ("x: {a: !t, b: !u}\n", "x: {a: !t , b: !u }\n"),
+        ("[&a, *a]", "[&a, *a]\n"),
         // An empty key after a dash is no empty item (it took the comment above the item).
         ("- #\n : x", "#\n- ?\n  : x\n"),
         // An empty line before a block scalar's last line of blanks deeper than its

@@ -281,13 +281,19 @@ fn formatted_files_mean_to_pyyaml_what_their_input_means_to_pipewright() {
 }
 
 #[test]
-fn fuzz_reproducers_pyyaml_reads_as_pipewright_does_format_to_the_same_for_pyyaml() {
-    // The fmt_yaml fuzz target's reproducers are odd YAML (tags, anchors, empty keys, block
-    // scalars of blanks). Where PyYAML reads an input as pipewright does, it must read the
-    // output the same way too.
-    let dir = root().join("fuzz/regressions/fmt_yaml");
+fn fuzz_inputs_pyyaml_reads_as_pipewright_does_format_to_the_same_for_pyyaml() {
+    // The fmt_yaml fuzz target's reproducers and seeds are odd YAML (tags, anchors, empty keys,
+    // block scalars of blanks), and the target does not ask PyYAML. Where PyYAML reads an
+    // input as pipewright does, it must read the output the same way too.
+    // `PW_PYYAML_SWEEP=DIR` adds every file of DIR (on demand: a fuzz corpus, thousands of
+    // files, which `fuzz/run.sh` grows in fuzz/corpus/fmt_yaml).
     let mut files = Vec::new();
-    yaml_files(&dir, &mut files);
+    for dir in ["fuzz/regressions/fmt_yaml", "fuzz/seeds/fmt_yaml"] {
+        all_files(&root().join(dir), &mut files);
+    }
+    if let Some(dir) = std::env::var_os("PW_PYYAML_SWEEP") {
+        all_files(Path::new(&dir), &mut files);
+    }
     let mut cases = Vec::new();
     for path in files {
         let Ok(text) = std::fs::read_to_string(&path) else {
@@ -320,8 +326,28 @@ fn fuzz_reproducers_pyyaml_reads_as_pipewright_does_format_to_the_same_for_pyyam
             )),
         }
     }
-    assert!(compared >= 10, "only {compared} reproducers compared");
+    eprintln!(
+        "{compared} of {} formatted inputs read the same by PyYAML",
+        cases.len()
+    );
+    assert!(compared >= 10, "only {compared} inputs compared");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Every file under `dir` (fuzz inputs have no extension).
+fn all_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all_files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
 }
 
 /// Scalars rich in what YAML 1.1 and 1.2 read differently: indicators, `:`, `?`, `#`, flow
