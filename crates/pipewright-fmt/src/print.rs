@@ -279,10 +279,10 @@ impl<'s, 'r> Printer<'s, 'r> {
     /// Whether a node is printed as one token (its trivia keyed by its own start); a block
     /// collection's properties are one.
     fn is_token(&self, n: &Node, p: &Props) -> bool {
+        let collection = matches!(n.kind, NodeKind::Map(_) | NodeKind::Seq(_));
         p.alias
             || p.flow
-            || p.anchor.is_some()
-            || n.tag.is_some()
+            || (collection && (p.anchor.is_some() || n.tag.is_some()))
             || (matches!(n.kind, NodeKind::Scalar(_))
                 && (!n.span.is_empty() || crate::cst::blank_block_content(n))
                 && !spans_its_header(self.src, n)
@@ -581,9 +581,7 @@ impl<'s, 'r> Printer<'s, 'r> {
             }
             self.out.push_str(c);
         }
-        if has_props || !root || !trailing.is_empty() {
-            self.out.push('\n');
-        }
+        self.out.push('\n');
         let rest: Vec<String> = trailing.into_iter().skip(1).collect();
         self.comment_lines(&rest, child);
         match &v.kind {
