@@ -231,11 +231,10 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             let key = start;
             let start = match p {
                 Some(p) if block && p.content_start > start => {
-                    let content = block_content_start(src, p.content_start);
                     if crate::cst::header_span_with_blank_content(src, n) {
-                        content
+                        blank_content_start(src, p.content_start)
                     } else {
-                        content.min(end)
+                        block_content_start(src, p.content_start).min(end)
                     }
                 }
                 _ => start,
@@ -503,6 +502,26 @@ fn block_content_start(src: &str, header: usize) -> usize {
         .take_while(|b| matches!(b, b' ' | b'\n' | b'\r'))
         .count();
     from + blank
+}
+
+/// Where the content of blanks alone of a block scalar whose header starts at `header` starts,
+/// as the loader spans such content without properties: after the indentation of its first
+/// line that is not empty (skipping blanks and line breaks, as [`block_content_start`] does,
+/// ran past the content to the next key, and the content's first line became a blank line).
+fn blank_content_start(src: &str, header: usize) -> usize {
+    let Some(nl) = src.get(header..).and_then(|r| r.find('\n')) else {
+        return src.len();
+    };
+    let mut line = header + nl + 1;
+    while line < src.len() {
+        let rest = &src[line..];
+        let body = rest.split('\n').next().unwrap_or("").trim_end_matches('\r');
+        if !body.is_empty() {
+            return line + body.len() - body.trim_start_matches(' ').len();
+        }
+        line += rest.find('\n').map_or(rest.len(), |i| i + 1);
+    }
+    src.len()
 }
 
 /// The end of a scalar token's range for the comment scanner: a keeping block scalar owns the
