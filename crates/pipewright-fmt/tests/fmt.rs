@@ -661,6 +661,10 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "a: !t | # c\n   \t\n# d\nb: 1\n",
             "a: !t | # c\n  \t\n# d\nb: 1\n",
         ),
+        // Its content starts where its first line's indentation ends, not past its last line
+        // (a blank line appeared before the next key, or one there was dropped).
+        ("a: ! |1\n  \nb: 1 # c\n", "a: ! |2\n   \nb: 1 # c\n"),
+        ("a: ! |2\n   \n\n# c\nb: 1\n", "a: ! |2\n   \n\n# c\nb: 1\n"),
         // A block sequence at its key's indentation is spanned from its first item: that
         // item's anchor was printed for the sequence too.
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
