@@ -2,6 +2,10 @@
 //! finding) to a small one that breaks it the same way: same dialect, same kind of failure.
 //!
 //!   cargo run --release -p pipewright-fmt --example fuzz_minimize -- FILE [pipeline|recipe]
+//!   cargo run --release -p pipewright-fmt --example fuzz_minimize -- --sweep DIR...
+//!
+//! `--sweep` checks every file under the directories (another target's fuzz corpus, say) and
+//! prints those that break the property, each with its shrunk form.
 //!
 //! Prints the shrunk input (as a Rust string literal) and how it fails. Deletes chunks of
 //! lines, then of characters, halving the chunk size, until no deletion keeps the failure
@@ -38,7 +42,53 @@ fn shrink(units: &mut Vec<String>, keeps: &dyn Fn(&str) -> bool) -> bool {
     }
 }
 
+fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files_under(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn sweep(dirs: &[String]) {
+    let mut files = Vec::new();
+    for d in dirs {
+        files_under(std::path::Path::new(d), &mut files);
+    }
+    files.sort();
+    let mut broken = 0;
+    for f in &files {
+        let Ok(bytes) = std::fs::read(f) else {
+            continue;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        for dialect in [Dialect::Pipeline, Dialect::Recipe] {
+            if let Some(found) = failure(&text, dialect) {
+                broken += 1;
+                let kind = found.kind();
+                let small = minimize(text.clone(), dialect, kind);
+                println!("{}: {dialect:?}, {kind}: {small:?}", f.display());
+                break;
+            }
+        }
+    }
+    println!("{} files, {broken} break the property", files.len());
+}
+
 fn main() {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if all.first().map(String::as_str) == Some("--sweep") {
+        sweep(&all[1..]);
+        return;
+    }
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next() else {
         eprintln!("usage: fuzz_minimize FILE [pipeline|recipe]");
@@ -63,6 +113,15 @@ fn main() {
         println!("{path}: formats and reformats the same in every dialect tried");
         return;
     };
+    let current = minimize(text, dialect, kind);
+    println!("{dialect:?}, {kind}: {current:?}");
+    if let Some(f) = failure(&current, dialect) {
+        println!("{f:#?}");
+    }
+}
+
+/// Shrinks `text` while it fails in `dialect` with a failure of `kind`.
+fn minimize(text: String, dialect: Dialect, kind: &str) -> String {
     let keeps = |t: &str| failure(t, dialect).is_some_and(|f| f.kind() == kind);
     let mut current = text;
     loop {
@@ -83,11 +142,7 @@ fn main() {
         }
         current = chars.concat();
         if current == before {
-            break;
+            return current;
         }
-    }
-    println!("{dialect:?}, {kind}: {current:?}");
-    if let Some(f) = failure(&current, dialect) {
-        println!("{f:#?}");
     }
 }
