@@ -165,9 +165,10 @@ fn tmux() -> Command {
 /// Pauses an agent whose step was just accepted, as the spec's orchestrator does after
 /// `meow done` (`sendEsc`), with the keys its adapter sends before a prompt (`pre_keys`:
 /// Escape for `claude`; an adapter without them is not interrupted). Waited for (one short
-/// `tmux send-keys`), so the keys land before the agent's next prompt is typed. A failure
-/// changes nothing: the step is done, and the next prompt sends the keys again.
+/// `tmux send-keys`, two seconds at most), so the keys land before the agent's next prompt is
+/// typed. A failure changes nothing: the step is done, and the next prompt sends the keys again.
 pub fn pause(a: &Adapter, session: &str) {
+    use std::process::Stdio;
     if a.pre_keys.is_empty() {
         return;
     }
@@ -176,11 +177,23 @@ pub fn pause(a: &Adapter, session: &str) {
         c.arg("-L").arg(sock);
     }
     let target = format!("={session}:");
-    let _ = c
-        .args(["send-keys", "-t", &target])
+    c.args(["send-keys", "-t", &target])
         .args(&a.pre_keys)
-        .stdin(std::process::Stdio::null())
-        .output();
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let Ok(mut child) = c.spawn() else {
+        return;
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while matches!(child.try_wait(), Ok(None)) {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 async fn tmux_ok(args: &[&str]) -> Result<(), String> {
