@@ -308,6 +308,45 @@ fn blank_content_past_span(node: &Node) -> bool {
         .is_some_and(|s| !s.text.trim_end_matches('\n').is_empty())
 }
 
+/// The lines a keeping block scalar (`|+`, `>+`) whose value is line breaks alone holds: its
+/// empty lines after the header, `(start of the first, end of the last)`. The loader spans such
+/// a scalar empty after them, or over its header alone (with properties): without this range
+/// they were blank lines to the comment scan, printed again after the scalar when no key
+/// followed it at once (found by the fmt_yaml fuzz target).
+pub fn kept_breaks(src: &str, node: &Node) -> Option<(usize, usize)> {
+    let text = &node.as_scalar()?.text;
+    if !is_block_scalar(node) || text.is_empty() || !text.bytes().all(|b| b == b'\n') {
+        return None;
+    }
+    let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
+    let header = if header_span(src, node) {
+        props(src, node).content_start
+    } else if node.span.is_empty() {
+        // Back over the empty lines to the header's line.
+        let mut ls = line_start((node.span.start as usize).min(src.len()));
+        while ls > 0 {
+            let prev = line_start(ls - 1);
+            if !src[prev..ls].trim().is_empty() {
+                break;
+            }
+            ls = prev;
+        }
+        ls.checked_sub(1)?
+    } else {
+        return None;
+    };
+    let first = header + src.get(header..)?.find('\n')? + 1;
+    let mut end = first;
+    while end < src.len() {
+        let next = src[end..].find('\n').map_or(src.len(), |j| end + j + 1);
+        if !src[end..next].trim().is_empty() {
+            break;
+        }
+        end = next;
+    }
+    (end > first).then_some((first, end))
+}
+
 /// Whether a block scalar is spanned over its header alone though it has content (lines of
 /// blanks, found by the fmt_yaml fuzz target): its content lines follow the header's line.
 pub fn header_span_with_blank_content(src: &str, node: &Node) -> bool {

@@ -205,6 +205,19 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             })
     };
     match &n.kind {
+        NodeKind::Scalar(_) if crate::cst::kept_breaks(src, n).is_some() => {
+            // Ends on its last empty line (a comment on the next line is not after it), and
+            // its range for the scan runs to that line's end (`keep`).
+            let (first, end) = crate::cst::kept_breaks(src, n)?;
+            Some(Token {
+                start: first,
+                key: start,
+                end: end - 1,
+                scalar: true,
+                keep: true,
+                block: true,
+            })
+        }
         NodeKind::Scalar(sc) if crate::cst::blank_block_content(n) => {
             // Content of blanks alone: the loader's span is empty, inside the content. Without
             // a token there the content lines were blank lines to the scan, and a header

@@ -665,6 +665,11 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // (a blank line appeared before the next key, or one there was dropped).
         ("a: ! |1\n  \nb: 1 # c\n", "a: ! |2\n   \nb: 1 # c\n"),
         ("a: ! |2\n   \n\n# c\nb: 1\n", "a: ! |2\n   \n\n# c\nb: 1\n"),
+        // A keeping block scalar whose value is line breaks alone: its empty lines were blank
+        // lines to the comment scan, printed again when no key followed it at once.
+        ("a: |+\n\n?\n:\n#\n", "a: |+\n\n?\n:\n#\n"),
+        ("a: ! |+\n\n?\n:\n#\n", "a: ! |+\n\n?\n:\n#\n"),
+        (": |+ #\n\n:", "?\n: |+\n\n?\n:\n#\n"),
         // A block sequence at its key's indentation is spanned from its first item: that
         // item's anchor was printed for the sequence too.
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
