@@ -3,12 +3,12 @@
 //! re-spaced R1 expressions, block scalars kept as block scalars.
 
 use crate::cst::{
-    after_block_header, empty_seq_item, is_block_scalar, prints_nothing, props, scalar_end,
-    spans_its_header, Cst, Props,
+    after_block_header, is_block_scalar, prints_nothing, props, scalar_end, spans_its_header, Cst,
+    Props,
 };
 use crate::quote;
 use crate::rules::{DialectRules, Seg};
-use crate::trivia::{Item, Trivia};
+use crate::trivia::{self, Item, Trivia};
 use crate::Canon;
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarStyle, ScalarValue};
 
@@ -283,6 +283,7 @@ impl<'s, 'r> Printer<'s, 'r> {
         p.alias
             || p.flow
             || (collection && (p.anchor.is_some() || n.tag.is_some()))
+            || trivia::odd_key(self.src, n).is_some()
             || (matches!(n.kind, NodeKind::Scalar(_))
                 && (!n.span.is_empty() || crate::cst::blank_block_content(n))
                 && !spans_its_header(self.src, n)
@@ -317,8 +318,7 @@ impl<'s, 'r> Printer<'s, 'r> {
         let p = props(self.src, &e.value);
         if self.is_token(&e.value, &p) {
             lead.extend(
-                self.triv
-                    .take_leading(&e.value)
+                self.own_leading(&e.value)
                     .into_iter()
                     .filter(|i| matches!(i, Item::Comment(_))),
             );
@@ -326,15 +326,20 @@ impl<'s, 'r> Printer<'s, 'r> {
         lead
     }
 
+    /// A token's leading trivia, where the trivia pass attached it.
+    fn own_leading(&mut self, n: &Node) -> Vec<Item> {
+        match trivia::odd_key(self.src, n) {
+            Some(at) => self.triv.take_leading_at(at),
+            None => self.triv.take_leading(n),
+        }
+    }
+
     /// Takes the trivia printed before a node's first line (a sequence item's `-` line).
     fn first_leading(&mut self, node: &'s Node, path: &mut Vec<Seg<'s>>) -> Vec<Item> {
-        if empty_seq_item(self.src, node) {
-            return self.triv.take_empty_item_leading(node);
-        }
         let p = props(self.src, node);
         let mut lead = Vec::new();
         if self.is_token(node, &p) {
-            lead = self.triv.take_leading(node);
+            lead = self.own_leading(node);
             if p.alias || !p.flow {
                 return lead;
             }
@@ -655,9 +660,11 @@ impl<'s, 'r> Printer<'s, 'r> {
             NodeKind::Scalar(_) => {}
         }
         while let Some(n) = stack.pop() {
-            if self.triv.has_own_comment(n)
-                || (empty_seq_item(self.src, n) && self.triv.empty_item_has_comment(n))
-            {
+            let odd = trivia::odd_key(self.src, n);
+            if odd.map_or_else(
+                || self.triv.has_own_comment(n),
+                |at| self.triv.has_comment_at(at),
+            ) {
                 return true;
             }
             if props(self.src, n).alias {

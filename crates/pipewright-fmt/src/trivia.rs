@@ -74,17 +74,16 @@ impl Trivia {
         self.trailing.remove(&node.span.start).unwrap_or_default()
     }
 
-    /// The leading trivia of an empty sequence item's token ([`crate::cst::empty_seq_item`]),
-    /// which an empty span otherwise says a node does not have. (Nothing trails it: a comment
-    /// after a dash alone documents what follows.)
-    pub fn take_empty_item_leading(&mut self, item: &Node) -> Vec<Item> {
-        self.leading.remove(&item.span.start).unwrap_or_default()
+    /// The leading trivia attached at `at`: a token [`odd_key`] names, which the node's own
+    /// start does not find.
+    pub fn take_leading_at(&mut self, at: u32) -> Vec<Item> {
+        self.leading.remove(&at).unwrap_or_default()
     }
 
-    /// Whether comments stand above an empty sequence item.
-    pub fn empty_item_has_comment(&self, item: &Node) -> bool {
+    /// Whether comments are attached above `at` (see [`Trivia::take_leading_at`]).
+    pub fn has_comment_at(&self, at: u32) -> bool {
         self.leading
-            .get(&item.span.start)
+            .get(&at)
             .is_some_and(|v| v.iter().any(|i| matches!(i, Item::Comment(_))))
     }
 
@@ -211,7 +210,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             let (first, end) = crate::cst::kept_breaks(src, n)?;
             Some(Token {
                 start: first,
-                key: start,
+                key: first,
                 end: end - 1,
                 scalar: true,
                 keep: true,
@@ -276,6 +275,19 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             flow_token().or_else(props_token)
         }
     }
+}
+
+/// Where the trivia of a token is attached when the node's own start does not find it: an empty
+/// sequence item (spanned empty, which [`Trivia`] takes for no token; nothing trails it: a
+/// comment after a dash alone documents what follows), and a keeping block scalar of line
+/// breaks alone (at its first empty line, where no other token starts; its span may be the
+/// next key's start, or its header).
+pub fn odd_key(src: &str, n: &Node) -> Option<u32> {
+    if crate::cst::empty_seq_item(src, n) {
+        return Some(n.span.start);
+    }
+    let (first, _) = crate::cst::kept_breaks(src, n)?;
+    u32::try_from(first).ok()
 }
 
 /// The end of the properties (an anchor, a tag, or both) starting at `start`.

@@ -669,7 +669,10 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // lines to the comment scan, printed again when no key followed it at once.
         ("a: |+\n\n?\n:\n#\n", "a: |+\n\n?\n:\n#\n"),
         ("a: ! |+\n\n?\n:\n#\n", "a: ! |+\n\n?\n:\n#\n"),
-        (": |+ #\n\n:", "?\n: |+\n\n?\n:\n#\n"),
+        (": |+ #\n\n:", "#\n?\n: |+\n\n?\n:\n"),
+        // and the comment above it was printed after its empty lines, as their text.
+        ("#\n|+\n ", "#\n|+\n\n"),
+        ("- |+ # c\n\n- x\n", "# c\n- |+\n\n- x\n"),
         // A block sequence at its key's indentation is spanned from its first item: that
         // item's anchor was printed for the sequence too.
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
