@@ -70,6 +70,12 @@ fn sweep(dirs: &[String]) {
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
+        // A file that takes long is a finding of its own (the last name printed when a sweep
+        // seems stuck).
+        let started = std::time::Instant::now();
+        if std::env::var_os("SWEEP_TRACE").is_some() {
+            eprintln!("{}", f.display());
+        }
         for dialect in [Dialect::Pipeline, Dialect::Recipe] {
             if let Some(found) = failure(&text, dialect) {
                 broken += 1;
@@ -78,6 +84,10 @@ fn sweep(dirs: &[String]) {
                 println!("{}: {dialect:?}, {kind}: {small:?}", f.display());
                 break;
             }
+        }
+        let took = started.elapsed();
+        if took > std::time::Duration::from_millis(500) {
+            println!("{}: slow, {took:?}", f.display());
         }
     }
     println!("{} files, {broken} break the property", files.len());

@@ -31,6 +31,7 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         out: String::with_capacity(cst.src.len() + cst.src.len() / 8),
         orphans: Vec::new(),
         kept_end: 0,
+        has_alias: has_alias(cst.src, &cst.docs),
     };
     let n = cst.docs.len();
     for (i, doc) in cst.docs.iter().enumerate() {
@@ -205,6 +206,65 @@ struct Printer<'s, 'r> {
     /// The end of the last block scalar printed with `+` chomping: its empty lines are its
     /// value, and the file's final newlines are trimmed only after it.
     kept_end: usize,
+    /// Whether the file holds an alias: only then can reordering keys break one.
+    has_alias: bool,
+}
+
+/// The anchors an entry defines and the aliases it uses (its key's and value's trees; an
+/// alias is not walked into).
+fn anchors_and_aliases<'s>(src: &'s str, e: &Entry) -> (Vec<&'s str>, Vec<&'s str>) {
+    let (mut anchors, mut aliases) = (Vec::new(), Vec::new());
+    let mut stack = vec![&e.key, &e.value];
+    while let Some(n) = stack.pop() {
+        let p = props(src, n);
+        if p.alias {
+            let start = n.span.start as usize;
+            if let Some(name) = src.get(start + 1..(n.span.end as usize).max(start + 1)) {
+                aliases.push(name);
+            }
+            continue;
+        }
+        anchors.extend(p.anchor);
+        match &n.kind {
+            NodeKind::Map(es) => es.iter().for_each(|e| stack.extend([&e.key, &e.value])),
+            NodeKind::Seq(items) => stack.extend(items.iter()),
+            NodeKind::Scalar(_) => {}
+        }
+    }
+    (anchors, aliases)
+}
+
+/// Whether printing a mapping's entries in `order` would put an alias before the anchor it
+/// names, defined in another of its entries: the output would name nothing (a recipe's
+/// `description: &d …` and `name: *d`, which the key order swaps, failed with PW0900).
+fn moves_alias_above_anchor(src: &str, order: &[&Entry]) -> bool {
+    let sets: Vec<_> = order.iter().map(|e| anchors_and_aliases(src, e)).collect();
+    sets.iter().enumerate().any(|(i, (_, aliases))| {
+        aliases.iter().any(|a| {
+            let defined_before = sets[..i].iter().any(|(anchors, _)| anchors.contains(a));
+            let defined_after = sets[i + 1..].iter().any(|(anchors, _)| anchors.contains(a));
+            !defined_before && defined_after
+        })
+    })
+}
+
+/// Whether any document holds an alias.
+fn has_alias(src: &str, docs: &[crate::cst::CstDoc]) -> bool {
+    if !src.contains('*') {
+        return false;
+    }
+    let mut stack: Vec<&Node> = docs.iter().filter_map(|d| d.root.as_ref()).collect();
+    while let Some(n) = stack.pop() {
+        if src.as_bytes().get(n.span.start as usize) == Some(&b'*') && props(src, n).alias {
+            return true;
+        }
+        match &n.kind {
+            NodeKind::Map(es) => es.iter().for_each(|e| stack.extend([&e.key, &e.value])),
+            NodeKind::Seq(items) => stack.extend(items.iter()),
+            NodeKind::Scalar(_) => {}
+        }
+    }
+    false
 }
 
 fn key_str(e: &Entry) -> &str {
@@ -307,13 +367,18 @@ impl<'s, 'r> Printer<'s, 'r> {
             .collect();
         if !ranked.is_sorted_by_key(|r| r.0) {
             ranked.sort_by_key(|r| r.0);
+            let sorted: Vec<&Entry> = ranked.iter().map(|r| r.1).collect();
+            if self.has_alias && moves_alias_above_anchor(self.src, &sorted) {
+                return entries.iter().collect();
+            }
+            return sorted;
         }
         ranked.into_iter().map(|r| r.1).collect()
     }
 
     /// The leading trivia of an entry: its key's and, when the value is printed on the key's
     /// line, the value's comments too.
-    fn entry_leading(&mut self, e: &Entry) -> Vec<Item> {
+    fn entry_leading(&mut self, e: &'s Entry, path: &mut Vec<Seg<'s>>) -> Vec<Item> {
         let mut lead = self.triv.take_leading(&e.key);
         let p = props(self.src, &e.value);
         if self.is_token(&e.value, &p) {
@@ -322,6 +387,13 @@ impl<'s, 'r> Printer<'s, 'r> {
                     .into_iter()
                     .filter(|i| matches!(i, Item::Comment(_))),
             );
+        } else if !self.is_token(&e.key, &props(self.src, &e.key)) {
+            // Nothing holds the trivia above an empty key (`?` then `:`) but the value's
+            // first line, which is printed below it: taken here, it stays above. Left there,
+            // it moved below the `:` on the second run (found by the fmt_yaml fuzz target).
+            path.push(Seg::Key(key_str(e)));
+            lead.extend(self.first_leading(&e.value, path));
+            path.pop();
         }
         lead
     }
@@ -353,12 +425,17 @@ impl<'s, 'r> Printer<'s, 'r> {
                 // What stood above the item's first key in the source stays above the item
                 // whichever key is printed first; the first printed key's comments join it
                 // (nothing can stand between the dash and that key).
-                if let Some(e) = entries.first() {
-                    lead.extend(self.entry_leading(e));
+                let source_first = entries.first();
+                if let Some(e) = source_first {
+                    lead.extend(self.entry_leading(e, path));
                 }
+                // Once per entry: for an empty key, asking walks down its value (asking the same
+                // entry twice per level took time exponential in the nesting of `: : : …`).
                 let first = self.ordered(node, path).first().copied();
-                if let Some(e) = first {
-                    lead.extend(self.entry_leading(e));
+                if let Some(e) =
+                    first.filter(|e| !source_first.is_some_and(|s| std::ptr::eq(*e, s)))
+                {
+                    lead.extend(self.entry_leading(e, path));
                 }
             }
             NodeKind::Seq(items) => {
@@ -412,17 +489,7 @@ impl<'s, 'r> Printer<'s, 'r> {
     ) {
         let entries = self.ordered(node, path);
         for (i, e) in entries.into_iter().enumerate() {
-            let mut lead = self.entry_leading(e);
-            let empty_key = !self.is_token(&e.key, &props(self.src, &e.key));
-            if empty_key && !self.is_token(&e.value, &props(self.src, &e.value)) {
-                // Nothing holds the trivia above an empty key (`:` alone) but the value's
-                // first line, which is printed below it: taken here, it stays above. Left
-                // there, it moved below the `:` on the second run (found by the fmt_yaml fuzz
-                // target).
-                path.push(Seg::Key(key_str(e)));
-                lead.extend(self.first_leading(&e.value, path));
-                path.pop();
-            }
+            let lead = self.entry_leading(e, path);
             if i == 0 && inline_first {
                 self.orphans
                     .extend(lead.into_iter().filter_map(|t| match t {
@@ -433,7 +500,8 @@ impl<'s, 'r> Printer<'s, 'r> {
                 self.leading(lead, indent, i == 0);
                 self.spaces(indent);
             }
-            if prints_nothing(self.src, &e.key) {
+            let empty_key = prints_nothing(self.src, &e.key).then_some(self.out.len());
+            if empty_key.is_some() {
                 // An empty key: YAML 1.1 readers (PyYAML, the reference runtimes) refuse a line
                 // starting with `:`, and read `?` alone, then `:`, as a null key.
                 self.out.push_str("?\n");
@@ -445,11 +513,39 @@ impl<'s, 'r> Printer<'s, 'r> {
             self.out = out;
             self.space_after_props_only(&e.key);
             self.out.push(':');
+            let colon = self.out.len();
             let key_trailing = self.triv.take_trailing(&e.key);
             path.push(Seg::Key(key_str(e)));
             self.value(&e.value, indent, key_trailing, path, true);
             path.pop();
+            if let Some(at) = empty_key {
+                self.comment_above_empty_key(at, colon);
+            }
         }
+    }
+
+    /// A comment printed after an empty key's `:` (a block value's trailing comment) belongs
+    /// to no token there once read back: it became the value's first line's, which the next
+    /// run printed above the entry (found by the fmt_yaml fuzz target). It goes there at once.
+    /// `at` is where the entry's `?` is, `colon` just after its `:`. The comment goes above the
+    /// `?` line (a sequence item's dash line, when the entry starts the item), at its
+    /// indentation.
+    fn comment_above_empty_key(&mut self, at: usize, colon: usize) {
+        let Some(rest) = self.out.get(colon..) else {
+            return;
+        };
+        if !rest.starts_with(" #") {
+            return;
+        }
+        let line_end = rest.find('\n').map_or(self.out.len(), |i| colon + i);
+        let comment = self.out[colon + 1..line_end].to_string();
+        self.out.replace_range(colon..line_end, "");
+        let line = self.out[..at].rfind('\n').map_or(0, |i| i + 1);
+        let indent = self.out[line..].len() - self.out[line..].trim_start_matches(' ').len();
+        let mut above: String = std::iter::repeat_n(' ', indent).collect();
+        above.push_str(&comment);
+        above.push('\n');
+        self.out.insert_str(line, &above);
     }
 
     fn block_seq(
@@ -901,7 +997,9 @@ impl<'s, 'r> Printer<'s, 'r> {
         let body = src.get(content_start.min(end)..end).unwrap_or("");
         let raw_lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
         let indent_of = |l: &str| l.len() - l.trim_start_matches(' ').len();
-        let nonblank = raw_lines.iter().filter(|l| !l.trim().is_empty());
+        // The first line holding anything but spaces (a tab too: `" \t"` is a tab indented by
+        // one, as the loader and PyYAML read it) says the indentation.
+        let nonblank = raw_lines.iter().filter(|l| l.bytes().any(|b| b != b' '));
         // Only lines of blanks: the first that holds some content says how much of it is
         // indentation (the loader's rule for such lines differs from a line with a letter:
         // `"  \t"` under `|` is a tab indented by two).

@@ -135,17 +135,43 @@ impl Trivia {
 
 #[derive(Clone, Copy)]
 struct Token {
-    /// Where the comment scan meets it.
+    /// Where the comment scan meets it: a block scalar's lines start after its header.
     start: usize,
-    /// Where trivia is attached to it: its node's start ([`Trivia`] is looked up by node).
-    /// Only a block scalar with properties starts later, at its content.
+    /// Where trivia is attached to it: its node's start ([`Trivia`] is looked up by node),
+    /// or where [`odd_key`] says.
     key: usize,
     end: usize,
     scalar: bool,
     /// A `|+`/`>+` scalar whose value ends in blank lines: they are content, not trivia.
     keep: bool,
-    /// A block scalar: lines of blanks after it deeper than its first line are content.
-    block: bool,
+    /// A block scalar's content indentation (its first content character's column): lines of
+    /// blanks after it deeper than that are content.
+    block: Option<usize>,
+}
+
+/// The column of `at` on its line.
+fn column(src: &str, at: usize) -> usize {
+    at - src
+        .get(..at)
+        .and_then(|b| b.rfind('\n'))
+        .map_or(0, |i| i + 1)
+}
+
+/// Where a block scalar's lines start for the comment scan, given its first content character:
+/// the line after its header, so that the empty lines before its first content line are its
+/// content too (seen as blank lines, one was printed above a sequence item or a document's
+/// scalar with a comment before it, where there was none).
+fn after_header(src: &str, content: usize) -> usize {
+    let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
+    let mut ls = line_start(content.min(src.len()));
+    while ls > 0 {
+        let prev = line_start(ls - 1);
+        if !src[prev..ls].trim().is_empty() {
+            break;
+        }
+        ls = prev;
+    }
+    ls
 }
 
 /// Every token of a document: non-empty scalars, aliases and, with `flow`, flow collections.
@@ -176,7 +202,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             end,
             scalar: true,
             keep: false,
-            block: false,
+            block: None,
         });
     }
     let flow_token = || {
@@ -186,7 +212,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             end: flow_end(src, n, &p),
             scalar: false,
             keep: false,
-            block: false,
+            block: None,
         })
     };
     // A block collection's anchor or tag is a token of its own: a comment above it stays
@@ -200,7 +226,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 end: props_end(src, start),
                 scalar: false,
                 keep: false,
-                block: false,
+                block: None,
             })
     };
     match &n.kind {
@@ -214,7 +240,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 end: end - 1,
                 scalar: true,
                 keep: true,
-                block: true,
+                block: Some(0),
             })
         }
         NodeKind::Scalar(sc) if crate::cst::blank_block_content(n) => {
@@ -228,7 +254,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 end: start,
                 scalar: true,
                 keep: sc.text.ends_with("\n\n"),
-                block: true,
+                block: Some(column(src, start)),
             })
         }
         NodeKind::Scalar(sc) => {
@@ -241,7 +267,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
             // without a word, or PW0900 once the printer moved it (found by the fmt_yaml fuzz
             // target). Its token starts at its content, as without properties.
             let key = start;
-            let start = match p {
+            let content = match p {
                 Some(p) if block && p.content_start > start => {
                     if crate::cst::header_span_with_blank_content(src, n) {
                         blank_content_start(src, p.content_start)
@@ -251,16 +277,21 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 }
                 _ => start,
             };
+            let start = if block {
+                after_header(src, content)
+            } else {
+                content
+            };
             (!no_token).then(|| Token {
                 start,
                 key,
                 // A span of the header alone ends before content of blanks.
                 end: p
                     .map_or(end, |p| crate::cst::scalar_end(src, n, &p))
-                    .max(start),
+                    .max(content),
                 scalar: true,
                 keep: block && sc.text.ends_with("\n\n"),
-                block,
+                block: block.then(|| column(src, content)),
             })
         }
         NodeKind::Seq(items) => {
@@ -554,22 +585,18 @@ fn blank_content_start(src: &str, header: usize) -> usize {
 fn scalar_range_end(src: &str, t: &Token) -> usize {
     if t.keep {
         after_blank_lines(src, t.end)
-    } else if t.block {
-        after_content_blanks(src, t.start, t.end)
+    } else if let Some(col) = t.block {
+        after_content_blanks(src, col, t.end)
     } else {
         t.end
     }
 }
 
-/// The end of the lines of blanks after a block scalar (spanned `start..end`) that are its
-/// content: up to the last one longer than its first line's indentation, with the shorter ones
+/// The end of the lines of blanks after a block scalar (ending at `end`, its content indented
+/// `col`) that are its content: up to the last one longer than that indentation, with the shorter ones
 /// before it. Seen as blank lines, they were printed again after the scalar, one more on every
 /// run (found by the fmt_yaml fuzz target).
-fn after_content_blanks(src: &str, start: usize, end: usize) -> usize {
-    let Some(before) = src.get(..start) else {
-        return end;
-    };
-    let col = start - before.rfind('\n').map_or(0, |i| i + 1);
+fn after_content_blanks(src: &str, col: usize, end: usize) -> usize {
     let Some(nl) = src.get(end..).and_then(|r| r.find('\n')) else {
         return end;
     };

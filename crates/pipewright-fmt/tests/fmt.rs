@@ -673,6 +673,20 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // and the comment above it was printed after its empty lines, as their text.
         ("#\n|+\n ", "#\n|+\n\n"),
         ("- |+ # c\n\n- x\n", "# c\n- |+\n\n- x\n"),
+        // A block value's trailing comment after an empty key's `:` moved above the entry on
+        // the second run: it goes there at once (above the dash line for a sequence item).
+        (
+            "- : {a: 1, # c\n   b: 2} # d\n",
+            "# d\n- ?\n  :\n    a: 1 # c\n    b: 2\n",
+        ),
+        ("?\n: # c\n  x: 1\n", "# c\n?\n:\n  x: 1\n"),
+        // The empty lines between a block scalar's header and its first content line are its
+        // content: read as blank lines, one was printed above the next item, or above the
+        // header after a comment.
+        ("- >\n\n  x\n- >\n\n  y\n", "- >\n\n  x\n- >\n\n  y\n"),
+        (">\n\nx\n...\n#", "#\n>\n\n  x\n"),
+        // A line of a space and a tab first: the tab is content indented by one.
+        ("a: |\n \t\n  x\n", "a: |\n  \t\n   x\n"),
         // A block sequence at its key's indentation is spanned from its first item: that
         // item's anchor was printed for the sequence too.
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
@@ -701,6 +715,24 @@ fn fuzz_findings_format_and_reformat_the_same() {
         assert_eq!(f.output, want, "{src:?}");
         check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
     }
+    // The key order would put an alias above the anchor it names (PW0900, the output named
+    // nothing): that mapping keeps its order.
+    let src = "x: &a []\npipeline: p\nsteps: *a\n";
+    let f = format_source(FileId(0), src, Dialect::Pipeline)
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    assert_eq!(f.output, src);
+    check_guarantees(src, src, Dialect::Pipeline);
+    let src = "description: &d hi\nname: *d\nsteps: []\n";
+    let f = format_source(FileId(0), src, Dialect::Recipe)
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    assert_eq!(f.output, src);
+    check_guarantees(src, src, Dialect::Recipe);
+    // A long flow mapping after an empty key, printed in block style with its comment.
+    let src = format!(": {{{}}} #", "x".repeat(95));
+    let f = format_source(FileId(0), &src, Dialect::Pipeline)
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    assert_eq!(f.output, format!("#\n?\n:\n  {}:\n", "x".repeat(95)));
+    check_guarantees(&src, &src, Dialect::Pipeline);
     // The recipe key order moves `steps` first, and the empty block scalar last; and (the
     // fourth session's run) moves a key after a block scalar ending in lines of blanks.
     for (src, want) in [
@@ -870,5 +902,28 @@ fn characters_yaml_does_not_allow_are_refused_not_rewritten() {
         "a: 1\r\n",
     ] {
         check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
+    }
+}
+
+#[test]
+fn nested_empty_keys_format_in_time_linear_in_their_depth() {
+    // `:\t:\t:…` nests mappings under empty keys. Asking for the trivia above an empty key walks
+    // down its value; asked twice per level, that took time exponential in the depth (found by
+    // a sweep of the pipeline_load fuzz corpus: 44 levels never finished). A hang fails here
+    // after 60 s instead of stopping the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for depth in [40, 100] {
+            let src = ":\t".repeat(depth);
+            let r = format_source(FileId(0), &src, Dialect::Pipeline);
+            tx.send((depth, r.map(|f| f.output))).ok();
+        }
+    });
+    for _ in 0..2 {
+        let (depth, r) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("formatting nested empty keys did not finish"));
+        let out = r.unwrap_or_else(|d| panic!("depth {depth}: {d:#?}"));
+        assert_eq!(out.matches('?').count(), depth, "{out}");
     }
 }
