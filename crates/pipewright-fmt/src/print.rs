@@ -34,6 +34,7 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
         has_alias: has_alias(cst.src, &cst.docs),
     };
     let n = cst.docs.len();
+    let mut ends_in_empty_block_scalar = false;
     for (i, doc) in cst.docs.iter().enumerate() {
         let lone_empty =
             doc.root.is_none() && !doc.trailing.iter().any(|t| matches!(t, Item::Comment(_)));
@@ -43,9 +44,21 @@ pub fn print_with(cst: &mut Cst<'_>, rules: &dyn DialectRules, canon: &Canon) ->
             .root
             .as_ref()
             .is_some_and(|r| prints_nothing(cst.src, r));
+        if i > 0 && ends_in_empty_block_scalar {
+            // saphyr reads a `---` line after a document's block scalar without content as
+            // that scalar's first line (`>-` then `---` is the string `---`): the document end
+            // marker closes it first (found by the fmt_yaml fuzz target).
+            p.out.push_str("...\n");
+        }
         if i > 0 || (lone_empty && n > 1) || empty_root {
             p.out.push_str("---\n");
         }
+        ends_in_empty_block_scalar = doc.root.as_ref().is_some_and(|r| {
+            is_block_scalar(r)
+                && !props(cst.src, r).alias
+                && r.as_scalar()
+                    .is_some_and(|s| s.text.trim_end_matches('\n').is_empty())
+        });
         let mut after = doc.trailing.clone();
         if doc
             .root

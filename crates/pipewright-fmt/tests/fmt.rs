@@ -687,6 +687,11 @@ fn fuzz_findings_format_and_reformat_the_same() {
         (">\n\nx\n...\n#", "#\n>\n\n  x\n"),
         // A line of a space and a tab first: the tab is content indented by one.
         ("a: |\n \t\n  x\n", "a: |\n  \t\n   x\n"),
+        // A document's block scalar without content, then `---`: saphyr reads the marker as
+        // the scalar's text (2 documents became 1, PW0900); `...` closes the document first.
+        (">\r...\rx", ">-\n...\n---\nx\n"),
+        ("|+\n\n...\nx", "|+\n\n...\n---\nx\n"),
+        ("|\n  y\n...\nx\n", "|\n  y\n---\nx\n"),
         // A block sequence at its key's indentation is spanned from its first item: that
         // item's anchor was printed for the sequence too.
         ("x:\n- &x [1]", "x:\n  - &x [1]\n"),
