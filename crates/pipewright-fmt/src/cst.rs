@@ -243,9 +243,8 @@ fn comment_start(line: &str) -> Option<usize> {
 
 /// Whether a node is an empty block sequence item (`-` alone, or with a comment after it). The
 /// loader spans it empty at the end of the dash's line (after a comment there), where no other
-/// token starts, so it is
-/// a token there: without one, the comments above it were the next token's and moved below it
-/// (found by the fmt_yaml fuzz target).
+/// token starts, so it is a token there: without one, the comments above it were the next
+/// token's and moved below it (found by the fmt_yaml fuzz target).
 pub fn empty_seq_item(src: &str, n: &Node) -> bool {
     if !(n.span.is_empty() && prints_nothing(src, n)) {
         return false;
