@@ -307,6 +307,23 @@ fn blank_content_past_span(node: &Node) -> bool {
         .is_some_and(|s| !s.text.trim_end_matches('\n').is_empty())
 }
 
+/// Where a block scalar's lines start for the comment scan, given its first content character:
+/// the line after its header, so that the empty lines before its first content line are its
+/// content too (seen as blank lines, one was printed above a sequence item or a document's
+/// scalar with a comment before it, where there was none).
+pub(crate) fn after_header(src: &str, content: usize) -> usize {
+    let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
+    let mut ls = line_start(content.min(src.len()));
+    while ls > 0 {
+        let prev = line_start(ls - 1);
+        if !src[prev..ls].trim().is_empty() {
+            break;
+        }
+        ls = prev;
+    }
+    ls
+}
+
 /// The lines a keeping block scalar (`|+`, `>+`) whose value is line breaks alone holds: its
 /// empty lines after the header, `(start of the first, end of the last)`. The loader spans such
 /// a scalar empty after them, or over its header alone (with properties): without this range
@@ -317,20 +334,11 @@ pub fn kept_breaks(src: &str, node: &Node) -> Option<(usize, usize)> {
     if !is_block_scalar(node) || text.is_empty() || !text.bytes().all(|b| b == b'\n') {
         return None;
     }
-    let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
     let header = if header_span(src, node) {
         props(src, node).content_start
     } else if node.span.is_empty() {
-        // Back over the empty lines to the header's line.
-        let mut ls = line_start((node.span.start as usize).min(src.len()));
-        while ls > 0 {
-            let prev = line_start(ls - 1);
-            if !src[prev..ls].trim().is_empty() {
-                break;
-            }
-            ls = prev;
-        }
-        ls.checked_sub(1)?
+        // The line break ending the header's line.
+        after_header(src, node.span.start as usize).checked_sub(1)?
     } else {
         return None;
     };

@@ -157,23 +157,6 @@ fn column(src: &str, at: usize) -> usize {
         .map_or(0, |i| i + 1)
 }
 
-/// Where a block scalar's lines start for the comment scan, given its first content character:
-/// the line after its header, so that the empty lines before its first content line are its
-/// content too (seen as blank lines, one was printed above a sequence item or a document's
-/// scalar with a comment before it, where there was none).
-fn after_header(src: &str, content: usize) -> usize {
-    let line_start = |i: usize| src[..i].rfind('\n').map_or(0, |j| j + 1);
-    let mut ls = line_start(content.min(src.len()));
-    while ls > 0 {
-        let prev = line_start(ls - 1);
-        if !src[prev..ls].trim().is_empty() {
-            break;
-        }
-        ls = prev;
-    }
-    ls
-}
-
 /// Every token of a document: non-empty scalars, aliases and, with `flow`, flow collections.
 /// Aliases are not descended into: their children carry the anchored node's spans. The walk is
 /// in source order (a parent before its children, keys before values), so the tokens come out
@@ -278,7 +261,7 @@ fn visit<'n>(src: &str, n: &'n Node, flow: bool, stack: &mut Vec<&'n Node>) -> O
                 _ => start,
             };
             let start = if block {
-                after_header(src, content)
+                crate::cst::after_header(src, content)
             } else {
                 content
             };
