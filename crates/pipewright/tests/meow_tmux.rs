@@ -438,3 +438,20 @@ fn an_agent_step_without_a_live_session_is_recovered_as_agent_not_found() {
     let (seen, l) = recovered(&t, "ghost");
     assert_eq!(seen, format!("work|agent_not_found|ghost|{WORK}"), "{l}");
 }
+
+#[test]
+fn an_agent_cannot_report_done_for_another_agents_step() {
+    let t = Tmux::new("assigned");
+    let d = setup();
+    let o = run(&t, d.path(), &["assigned.meow.toml", "--var", &pw()]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), log(d.path()));
+    // `w`'s report was refused, in the reference's words; `v`'s own was taken.
+    let said = v["stores"]["intruder"]["said"].as_str().unwrap_or("");
+    assert!(
+        said.contains("step `work2` is not assigned to agent `w`"),
+        "{said}"
+    );
+    assert!(!said.contains("accepted"), "{said}");
+    assert_eq!(v["stores"]["work2"]["m"], "own", "{}", text(&o));
+}

@@ -131,9 +131,20 @@ impl Exec {
             }
             Some(i) => i,
         };
+        let name = self.busy_step.get(&i).cloned();
+        // An agent reports for itself only (the reference's rule): a `done` naming another
+        // agent's step would end it with outputs its agent never gave. A report without an
+        // agent (a human at a terminal with `--run`) is taken as it is.
+        if let (Some(from), Some(owner)) = (agent.as_deref().filter(|a| !a.is_empty()), &name) {
+            if from != owner {
+                return Err(format!(
+                    "step `{}` is not assigned to agent `{from}` (it is agent `{owner}`'s)",
+                    st.steps[i].id
+                ));
+            }
+        }
         let t = st.steps[i].t.clone();
         let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
-        let name = self.busy_step.get(&i).cloned();
         let info = name.and_then(|n| self.agents.get(&n));
         let workdir = info.map_or_else(|| self.project.clone(), |a| a.workdir.clone());
         let session = info.and_then(|a| a.session.clone());
