@@ -29,6 +29,7 @@
 //! max_expansion_depth = 10           # expansions inside expansions of a MEOW run
 //! max_total_steps = 1000             # steps of a MEOW run, expanded ones included
 //! max_recovery_depth = 3             # `on_error` recoveries inside recoveries
+//! max_message_bytes = 16777216       # the longest line the orchestrator socket takes
 //!
 //! [store]
 //! path = "state/runs.db"             # the run store (default .pipewright/runs.db)
@@ -64,6 +65,8 @@ pub struct ProjectConfig {
     pub meow_max_steps: u64,
     /// `[meow] max_recovery_depth`.
     pub meow_max_recovery: u64,
+    /// `[meow] max_message_bytes`: the longest request the orchestrator socket takes.
+    pub meow_max_message: u64,
     pub openai: Option<OpenAiConfig>,
     pub command: Option<CommandConfig>,
     pub invoker: Option<String>,
@@ -123,6 +126,7 @@ impl Default for ProjectConfig {
             meow_max_depth: 10,
             meow_max_steps: 1000,
             meow_max_recovery: 3,
+            meow_max_message: 16 * 1024 * 1024,
             openai: None,
             command: None,
             invoker: None,
@@ -306,6 +310,7 @@ impl ProjectConfig {
                 ("max_expansion_depth", &mut cfg.meow_max_depth),
                 ("max_total_steps", &mut cfg.meow_max_steps),
                 ("max_recovery_depth", &mut cfg.meow_max_recovery),
+                ("max_message_bytes", &mut cfg.meow_max_message),
             ] {
                 match uint(meow.get(key), &format!("meow.{key}"))? {
                     Some(0) => return Err(format!("`meow.{key}` must be at least 1")),

@@ -364,15 +364,21 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, String> {
         let shown = path.display().to_string();
         let err = |e: &dyn std::fmt::Display| format!("the run store {shown}: {e}");
+        let db_err = |e: rusqlite::Error| {
+            if is_damage(&e) {
+                damaged(path, &e)
+            } else {
+                err(&e)
+            }
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
         }
-        let conn = Connection::open(path).map_err(|e| err(&e))?;
+        let conn = Connection::open(path).map_err(db_err)?;
         // Another process writing (a run next to a `runs rm`) holds the write lock for
         // milliseconds; waiting beats failing.
-        conn.busy_timeout(Duration::from_secs(30))
-            .map_err(|e| err(&e))?;
-        let mode = wal_mode(&conn).map_err(|e| err(&e))?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
+        let mode = wal_mode(&conn).map_err(db_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(err(&format!("cannot use WAL mode (got `{mode}`)")));
         }
@@ -383,7 +389,7 @@ impl SqliteStore {
         conn.execute_batch(
             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 16777216;",
         )
-            .map_err(|e| err(&e))?;
+            .map_err(db_err)?;
         // The WAL is folded into the database by the automatic checkpoints (every 1000 pages),
         // not at every close: a run's end then costs no extra fsyncs.
         conn.set_db_config(
@@ -391,7 +397,7 @@ impl SqliteStore {
             true,
         )
         .map_err(|e| err(&e))?;
-        migrate(&conn).map_err(|e| err(&e))?;
+        migrate(&conn, path)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -402,7 +408,13 @@ impl SqliteStore {
         &self.path
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> String {
+    fn err(&self, e: impl std::fmt::Display + 'static) -> String {
+        let damage = (&e as &dyn std::any::Any)
+            .downcast_ref::<rusqlite::Error>()
+            .is_some_and(is_damage);
+        if damage {
+            return damaged(&self.path, &e);
+        }
         format!("the run store {}: {e}", self.path.display())
     }
 
@@ -481,6 +493,30 @@ impl SqliteStore {
     }
 }
 
+/// Whether an error means the database holds what pipewright never writes: a damaged file
+/// (scribbled over, truncated, not SQLite at all) or values of the wrong type in its rows.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    use rusqlite::Error as E;
+    match e {
+        E::FromSqlConversionFailure(..)
+        | E::InvalidColumnType(..)
+        | E::IntegralValueOutOfRange(..)
+        | E::Utf8Error(..) => true,
+        E::SqliteFailure(f, _) => matches!(
+            f.code,
+            rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+        ),
+        _ => false,
+    }
+}
+
+fn damaged(path: &Path, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "the run store {} is damaged ({e}); move it away to start a new one, or restore it from a backup",
+        path.display()
+    )
+}
+
 /// The stores a run wrote over its input: a 100 MB input is written once, at the start, not
 /// again with the final stores.
 pub fn stores_delta(input: &Json, stores: &Json) -> Json {
@@ -518,8 +554,15 @@ fn wal_mode(conn: &Connection) -> rusqlite::Result<String> {
     }
 }
 
-fn migrate(conn: &Connection) -> Result<(), String> {
-    let e = |e: rusqlite::Error| e.to_string();
+/// Every error a full message naming the store at `path`.
+fn migrate(conn: &Connection, path: &Path) -> Result<(), String> {
+    let e = |e: rusqlite::Error| {
+        if is_damage(&e) {
+            damaged(path, &e)
+        } else {
+            format!("the run store {}: {e}", path.display())
+        }
+    };
     loop {
         // One migration per IMMEDIATE transaction: two processes opening a new database at
         // once apply each migration exactly once. The bookkeeping table is made inside it
@@ -541,7 +584,8 @@ fn migrate(conn: &Connection) -> Result<(), String> {
         let have = usize::try_from(have).unwrap_or(0);
         if have > MIGRATIONS.len() {
             return Err(format!(
-                "schema version {have} was written by a newer pipewright (this one knows {})",
+                "the run store {}: schema version {have} was written by a newer pipewright (this one knows {})",
+                path.display(),
                 MIGRATIONS.len()
             ));
         }

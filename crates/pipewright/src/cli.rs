@@ -68,6 +68,9 @@ pub enum SchemaDialect {
 pub struct ApproveArgs {
     #[arg(value_name = "RUN_ID")]
     pub id: String,
+    /// The gate to decide when more than one waits (a recipe's stage, a MEOW step or gate).
+    #[arg(long, value_name = "STEP")]
+    pub step: Option<String>,
     /// Handed to the next stage as `{{_approval_message}}`.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub message: String,
@@ -77,6 +80,9 @@ pub struct ApproveArgs {
 pub struct DenyArgs {
     #[arg(value_name = "RUN_ID")]
     pub id: String,
+    /// The gate to decide when more than one waits (a recipe's stage, a MEOW step or gate).
+    #[arg(long, value_name = "STEP")]
+    pub step: Option<String>,
     /// Why; shown when the run is resumed and fails.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,

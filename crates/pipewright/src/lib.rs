@@ -84,12 +84,14 @@ pub fn main() -> ExitCode {
         cli::Command::Meow(args) => commands::meow::run(&args),
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
+            args.step.as_deref(),
             &pipewright_run::recipe::Decision::Approve {
                 message: args.message.clone(),
             },
         ),
         cli::Command::Deny(args) => commands::runs::decide(
             &args.id,
+            args.step.as_deref(),
             &pipewright_run::recipe::Decision::Deny {
                 reason: args.reason.clone(),
             },

@@ -952,7 +952,14 @@ fn the_example_recipe_runs_offline() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let file = examples().join("release-notes.yaml");
     let file = file.to_str().unwrap_or_default();
-    let (code, v) = run_json(d.path(), &[file, "--var", "version=1.2.0"]);
+    // The file's project is this repository: its run goes to a store of the test's own.
+    let o = bin()
+        .current_dir(d.path())
+        .env("PIPEWRIGHT_STORE", d.path().join("runs.db"))
+        .args(["run", file, "--var", "version=1.2.0", "--format", "json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = (o.status.code(), parse(&o));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["stores"]["version"], "1.2.0", "{v}");
     assert_eq!(v["stores"]["changes"]["count"], 3, "{v}");

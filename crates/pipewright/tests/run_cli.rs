@@ -1419,3 +1419,152 @@ fn concurrent_runs_share_the_store() {
         );
     }
 }
+
+/// `pipewright ARGS` in `dir` with extra environment variables.
+fn run_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = bin();
+    c.current_dir(dir).args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_run_store_belongs_to_the_project_root_not_the_working_directory() {
+    let d = tempdir();
+    let root = d.path();
+    fixture(root, "pipewright.toml", "");
+    let sub = root.join("deep/er");
+    std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
+    fixture(
+        root,
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    // `run FILE` from a subdirectory: the file's project's store.
+    let o = run_in(&sub, &["run", "../../ok.yaml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let id = parse(&o)["run_id"].as_str().unwrap_or("?").to_string();
+    assert!(root.join(".pipewright/runs.db").is_file());
+    assert!(
+        !sub.join(".pipewright").exists(),
+        "no store where the command ran"
+    );
+    // Every verb from anywhere in the project finds it.
+    assert_eq!(run_ids(&sub), [id.as_str()]);
+    assert_eq!(run_ids(root), [id.as_str()]);
+    // A git root is a project root too (no pipewright.toml).
+    let g = tempdir();
+    std::fs::create_dir_all(g.path().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+    let gsub = g.path().join("src");
+    std::fs::create_dir_all(&gsub).unwrap_or_else(|e| panic!("{e}"));
+    fixture(
+        &gsub,
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let (code, _) = run_json(&gsub, &["ok.yaml"]);
+    assert_eq!(code, Some(0));
+    assert!(g.path().join(".pipewright/runs.db").is_file());
+    assert!(!gsub.join(".pipewright").exists());
+    // Messages name the store by its full path.
+    let o = run_in(&sub, &["approve", "0123-abcd"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let full = root
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join(".pipewright/runs.db");
+    assert!(
+        stderr(&o).contains(&format!(
+            "no run 0123-abcd in the run store {}",
+            full.display()
+        )),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn pipewright_store_overrides_where_the_store_is() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let db = d.path().join("elsewhere/my.db");
+    let env = [("PIPEWRIGHT_STORE", db.as_path())];
+    let o = run_env(d.path(), &["run", "ok.yaml", "--format", "json"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(db.is_file());
+    assert!(!d.path().join(".pipewright").exists());
+    let o = run_env(d.path(), &["runs", "show", "0123-abcd"], &env);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!("in the run store {}", db.display())),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn approve_deny_and_resume_create_no_store_where_there_is_none() {
+    let d = tempdir();
+    for args in [
+        &["approve", "0123-abcd"][..],
+        &["deny", "0123-abcd", "--reason", "no"],
+        &["run", "--resume", "0123-abcd"],
+    ] {
+        let o = run_in(d.path(), args);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("no run 0123-abcd") && err.contains("runs.db does not exist"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .map(|r| r.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}
+
+#[test]
+fn a_damaged_store_is_named_and_said_to_be_damaged() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "ok.yaml",
+        "pipeline: ok\nsteps:\n  - transform: {value: \"1\"}\n",
+    );
+    let (code, v) = run_json(d.path(), &["ok.yaml"]);
+    assert_eq!(code, Some(0), "{v}");
+    let id = v["run_id"].as_str().unwrap_or("?").to_string();
+    let db = d.path().join(".pipewright/runs.db");
+    // A value of the wrong type in a row: what a scribbled page can leave.
+    {
+        let c = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+        c.execute("UPDATE runs SET created_ms = 'scribbled'", [])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let o = run_in(d.path(), &["runs", "show", &id]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let full = d
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join(".pipewright/runs.db");
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("the run store {} is damaged", full.display())),
+        "{err}"
+    );
+    // Bytes written over the file's header: not a database any more.
+    let mut bytes = std::fs::read(&db).unwrap_or_else(|e| panic!("{e}"));
+    bytes[..16].copy_from_slice(b"scribbled-over!!");
+    std::fs::write(&db, bytes).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["runs", "show", &id]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(stderr(&o).contains("is damaged"), "{}", text(&o));
+}

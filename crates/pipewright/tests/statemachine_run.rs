@@ -465,8 +465,11 @@ done < "$d/answers"
             self.dir.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        // The catalogue's recipes are in this repository, whose project store `run FILE`
+        // would use: each test keeps its runs in its own directory, where `runs` looks.
         c.current_dir(cwd)
             .args(args)
+            .env("PIPEWRIGHT_STORE", cwd.join(".pipewright/runs.db"))
             .env("PATH", path)
             .env("HOME", self.dir.path())
             .env_remove("CLAUDE_CLI_PATH")

@@ -85,6 +85,10 @@ pub struct RunOptions {
     /// steps and agent sessions: the `pipewright` executable, which acts as `pipewright meow`
     /// when called `meow`. `None`: only `pipewright meow` works there.
     pub meow_command: Option<PathBuf>,
+    /// Where a MEOW run keeps its directory (`<runs_dir>/<run-id>/`: the orchestrator socket,
+    /// the `meow` link). The CLI puts it next to the run store, so every command that finds
+    /// the store finds a run's socket; `None`: `<workdir>/.pipewright/runs`.
+    pub runs_dir: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -110,6 +114,7 @@ impl RunOptions {
             meow_limits: crate::meow::Limits::default(),
             channel: false,
             meow_command: None,
+            runs_dir: None,
         }
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! Requests: `{"type":"step_done","agent","step","outputs","notes"}`, `{"type":"event",
 //! "event_type","agent","data"}`, `{"type":"await_event","event_type","filter","timeout_ms"}`,
-//! `{"type":"approval","gate_id","approved","reason"}`, `{"type":"get_prompt","agent"}`,
+//! `{"type":"approval","gate_id","approved","reason"}`, `{"type":"await_approval","gate_id",
+//! "step","timeout_ms"}` (`step`: the waiting step), `{"type":"waiting_approvals"}` (answer
+//! `{"type":"waiting_approvals","gates":[{"gate","steps"}]}`), `{"type":"get_prompt","agent"}`,
 //! `{"type":"get_step_status","step_id","step"}` (`step`: the asking step, for the nearest-scope
 //! lookup), `{"type":"get_session_id","agent"}`. Answers: `{"type":"ack","success":true}`,
 //! `{"type":"error","message"}`, `{"type":"event_received","event_type","data"}`,
@@ -15,6 +17,9 @@
 //! made before `await-approval` starts waiting is still seen by it. An agent's event that
 //! carries `session_id` also tells the scheduler which session the agent runs (a hook such as
 //! Claude Code's SessionStart reports it so).
+//!
+//! A request line is at most [`MAX_MESSAGE_BYTES`] (configurable); a failed `accept` (out of
+//! descriptors) is waited out, never the end of the socket.
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -57,14 +62,62 @@ struct Waiter {
     tx: oneshot::Sender<Value>,
 }
 
+/// A `meow await-approval GATE` waiting; `step` is the step it runs in (its `MEOW_STEP`).
+struct ApprovalWait {
+    gate: String,
+    step: Option<String>,
+    tx: oneshot::Sender<(bool, String)>,
+}
+
 #[derive(Default)]
 struct Router {
     waiters: Vec<Waiter>,
-    /// Approval decisions by gate: (approved, reason).
+    approvals: Vec<ApprovalWait>,
+    /// Approval decisions nobody waited for yet, by gate: (approved, reason).
     decided: HashMap<String, (bool, String)>,
 }
 
 impl Router {
+    /// Tells every live `await-approval` of `gate` the decision; how many were told.
+    fn decide(&mut self, gate: &str, approved: bool, reason: &str) -> usize {
+        self.approvals.retain(|w| !w.tx.is_closed());
+        let mut told = 0;
+        let mut k = 0;
+        while k < self.approvals.len() {
+            if self.approvals[k].gate == gate {
+                let w = self.approvals.swap_remove(k);
+                told += usize::from(w.tx.send((approved, reason.to_string())).is_ok());
+            } else {
+                k += 1;
+            }
+        }
+        told
+    }
+
+    /// The gates an `await-approval` waits at now, each with the steps waiting, in the order
+    /// the waits began.
+    fn waiting(&mut self) -> Vec<Value> {
+        self.approvals.retain(|w| !w.tx.is_closed());
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for w in &self.approvals {
+            let k = match out.iter().position(|(g, _)| *g == w.gate) {
+                Some(k) => k,
+                None => {
+                    out.push((w.gate.clone(), Vec::new()));
+                    out.len() - 1
+                }
+            };
+            if let Some(step) = &w.step {
+                if !out[k].1.contains(step) {
+                    out[k].1.push(step.clone());
+                }
+            }
+        }
+        out.into_iter()
+            .map(|(gate, steps)| json!({"gate": gate, "steps": steps}))
+            .collect()
+    }
+
     /// Hands an event to the first live waiter it matches; `false`: nobody waited.
     fn route(&mut self, event_type: &str, data: &Map<String, Value>) -> bool {
         let mut k = 0;
@@ -95,6 +148,15 @@ fn matches(filter: &Map<String, Value>, data: &Map<String, Value>) -> bool {
     })
 }
 
+/// The longest request line the orchestrator takes by default (`[meow] max_message_bytes`):
+/// a longer one is answered with an error and read through without being kept, so a few
+/// 100 MB events cannot take the orchestrator's memory.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The wait before taking a connection again after `accept` failed, doubled up to the most.
+const ACCEPT_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+const ACCEPT_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(250);
+
 pub struct Channel {
     path: PathBuf,
     rx: Option<mpsc::Receiver<Request>>,
@@ -106,24 +168,13 @@ impl Channel {
     /// A socket path is at most 107 bytes; under a deeper project directory the socket goes to
     /// `$XDG_RUNTIME_DIR` (else the temporary directory) in `pw-meow-<uid>/<run-id>.sock`, a
     /// directory that must be this user's and owner-only.
-    pub fn open(dir: &Path) -> Result<Channel, String> {
+    /// `max_message`: the longest request line taken, in bytes (`[meow] max_message_bytes`).
+    pub fn open(dir: &Path, max_message: usize) -> Result<Channel, String> {
         use std::os::unix::fs::PermissionsExt;
         private_dir(dir)?;
-        let mut path = dir.join("orch.sock");
-        if path.as_os_str().len() > 100 {
-            let base = std::env::var_os("XDG_RUNTIME_DIR")
-                .map(PathBuf::from)
-                .filter(|p| p.is_dir())
-                .unwrap_or_else(std::env::temp_dir);
-            // SAFETY: getuid(2) has no preconditions and cannot fail.
-            let uid = unsafe { libc::getuid() };
-            let short = base.join(format!("pw-meow-{uid}"));
-            private_dir(&short)?;
-            let id = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            path = short.join(format!("{id}.sock"));
+        let path = socket_path(dir);
+        if let Some(short) = path.parent().filter(|p| *p != dir) {
+            private_dir(short)?;
         }
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path).map_err(|e| {
@@ -136,8 +187,22 @@ impl Channel {
         let (tx, rx) = mpsc::channel(64);
         let router = Arc::new(Mutex::new(Router::default()));
         let task = tokio::spawn(async move {
-            while let Ok((conn, _)) = listener.accept().await {
-                tokio::spawn(serve(conn, tx.clone(), router.clone()));
+            let mut pause = ACCEPT_PAUSE_MIN;
+            loop {
+                match listener.accept().await {
+                    Ok((conn, _)) => {
+                        pause = ACCEPT_PAUSE_MIN;
+                        tokio::spawn(serve(conn, tx.clone(), router.clone(), max_message));
+                    }
+                    // Out of descriptors (EMFILE under a low `ulimit -n`), memory or buffers,
+                    // or a connection that went before it was taken: all pass. Ending the loop
+                    // here would close the socket for the rest of the run, so wait for
+                    // connections to close and take the next one.
+                    Err(_) => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(ACCEPT_PAUSE_MAX);
+                    }
+                }
             }
         });
         Ok(Channel {
@@ -154,6 +219,30 @@ impl Channel {
     pub fn take_receiver(&mut self) -> mpsc::Receiver<Request> {
         self.rx.take().unwrap_or_else(|| mpsc::channel(1).1)
     }
+}
+
+/// Where the orchestrator of the run whose directory is `dir` listens: `dir/orch.sock`, or,
+/// when that path would pass the 107-byte limit of a socket path,
+/// `$XDG_RUNTIME_DIR/pw-meow-<uid>/<run-id>.sock` (else the same under the temporary
+/// directory). A pure function of `dir`, so `pipewright meow --run` and `pipewright approve`
+/// find the socket a run opened.
+pub fn socket_path(dir: &Path) -> PathBuf {
+    let path = dir.join("orch.sock");
+    if path.as_os_str().len() <= 100 {
+        return path;
+    }
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    // SAFETY: getuid(2) has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    base.join(format!("pw-meow-{uid}"))
+        .join(format!("{id}.sock"))
 }
 
 impl Drop for Channel {
@@ -189,18 +278,111 @@ fn lock(r: &Mutex<Router>) -> std::sync::MutexGuard<'_, Router> {
     r.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-async fn serve(conn: UnixStream, tx: mpsc::Sender<Request>, router: Arc<Mutex<Router>>) {
+async fn serve(
+    conn: UnixStream,
+    tx: mpsc::Sender<Request>,
+    router: Arc<Mutex<Router>>,
+    max: usize,
+) {
     let (r, mut w) = conn.into_split();
-    let mut lines = BufReader::new(r).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let answer = handle(&line, &tx, &router).await;
-        let mut text = answer.to_string();
-        text.push('\n');
-        if w.write_all(text.as_bytes()).await.is_err() {
+    let mut r = BufReader::new(r);
+    loop {
+        let answer = match read_line(&mut r, max).await {
+            Err(_) | Ok(Line::End) => return,
+            Ok(Line::TooLong) => error(format!(
+                "the message is longer than {max} bytes, the most the orchestrator takes ([meow] max_message_bytes in pipewright.toml)"
+            )),
+            Ok(Line::Text(bytes)) => {
+                let Ok(line) = String::from_utf8(bytes) else {
+                    let e = error("not UTF-8 text");
+                    if reply(&mut w, &e).await.is_err() {
+                        return;
+                    }
+                    continue;
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                // A waiter whose asker went away (a branch condition killed at its timeout)
+                // stops waiting: its gate is no longer listed as waiting for approval.
+                let handled = handle(&line, &tx, &router);
+                let fd = std::os::unix::io::AsRawFd::as_raw_fd(r.get_ref().as_ref());
+                let gone = async {
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                        if hung_up(fd) {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    a = handled => a,
+                    () = gone => return,
+                }
+            }
+        };
+        if reply(&mut w, &answer).await.is_err() {
             return;
+        }
+    }
+}
+
+/// Whether the other end closed the connection for good (POLLHUP: a peer that only shut down
+/// its writing, as `nc -U` does after sending, still reads the answer).
+fn hung_up(fd: std::os::unix::io::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one pollfd for a descriptor the connection owns, no waiting.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+async fn reply(w: &mut tokio::net::unix::OwnedWriteHalf, answer: &Value) -> std::io::Result<()> {
+    let mut text = answer.to_string();
+    text.push('\n');
+    w.write_all(text.as_bytes()).await
+}
+
+enum Line {
+    Text(Vec<u8>),
+    /// Longer than the limit: read through its newline, nothing of it kept.
+    TooLong,
+    End,
+}
+
+/// The next line (without its newline; a last line may lack one), holding at most `max` bytes
+/// of it in memory.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut buf = Vec::new();
+    let mut over = false;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (over, buf.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Text(buf),
+            });
+        }
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let take = newline.map_or(chunk.len(), |i| i + 1);
+        let part = &chunk[..newline.unwrap_or(take)];
+        if !over && buf.len() + part.len() > max {
+            over = true;
+            buf = Vec::new();
+        }
+        if !over {
+            buf.extend_from_slice(part);
+        }
+        r.consume(take);
+        if newline.is_some() {
+            return Ok(if over { Line::TooLong } else { Line::Text(buf) });
         }
     }
 }
@@ -253,7 +435,17 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
                     data.entry(k.to_string()).or_insert(Value::String(v));
                 }
             }
-            lock(router).route(&ty, &data);
+            {
+                let mut r = lock(router);
+                // The reference's approvals are these events: `meow event gate-approved
+                // gate=G` decides G as `meow approve G` does.
+                let gate = data.get("gate").and_then(Value::as_str).map(str::to_string);
+                if let (Some(g), "gate-approved" | "gate-rejected") = (gate, ty.as_str()) {
+                    let reason = data.get("reason").map(super::subst::to_text);
+                    r.decide(&g, ty == "gate-approved", &reason.unwrap_or_default());
+                }
+                r.route(&ty, &data);
+            }
             let reported = (data.get("agent").and_then(Value::as_str))
                 .zip(data.get("session_id").and_then(Value::as_str))
                 .filter(|(a, id)| !a.is_empty() && !id.trim().is_empty());
@@ -287,7 +479,7 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
             ask_scheduler(tx, Query::StepStatus { step, asker }).await
         }
         Some("approval") => {
-            let Some(gate) = s("gate_id") else {
+            let Some(gate) = s("gate_id").filter(|g| !g.is_empty()) else {
                 return error("an approval needs `gate_id`");
             };
             let approved = m.get("approved").and_then(Value::as_bool).unwrap_or(false);
@@ -301,63 +493,58 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
             data.insert("gate".into(), Value::String(gate.clone()));
             data.insert("reason".into(), Value::String(reason.clone()));
             let mut r = lock(router);
-            if !r.route(ty, &data) {
+            let told = r.decide(&gate, approved, &reason);
+            // `meow await-event gate-approved` hears it too, as in the reference.
+            let routed = r.route(ty, &data);
+            if told == 0 && !routed {
                 r.decided.insert(gate, (approved, reason));
             }
             ack()
         }
-        Some("await_event") | Some("await_approval") => {
-            let approval = s("type").as_deref() == Some("await_approval");
-            let (ty, filter) = if approval {
-                let Some(gate) = s("gate_id") else {
-                    return error("await_approval needs `gate_id`");
-                };
-                if let Some((ok, reason)) = lock(router).decided.remove(&gate) {
-                    let t = if ok { "gate-approved" } else { "gate-rejected" };
-                    return json!({"type": "event_received", "event_type": t, "data": {"gate": gate, "reason": reason}});
-                }
-                let mut f = Map::new();
-                f.insert("gate".into(), Value::String(gate));
-                ("gate-*".to_string(), f)
-            } else {
-                match s("event_type") {
-                    Some(t) => (t, obj("filter")),
-                    None => return error("await_event needs `event_type`"),
-                }
+        Some("waiting_approvals") => {
+            json!({"type": "waiting_approvals", "gates": lock(router).waiting()})
+        }
+        Some("await_approval") => {
+            let Some(gate) = s("gate_id").filter(|g| !g.is_empty()) else {
+                return error("await_approval needs `gate_id`");
             };
-            let timeout = m.get("timeout_ms").and_then(Value::as_u64);
             let (wtx, wrx) = oneshot::channel();
             {
                 let mut r = lock(router);
-                if approval {
-                    // Either decision ends the wait: two waiters share one answer.
-                    let (a, b) = (oneshot::channel(), oneshot::channel());
-                    r.waiters.push(Waiter {
-                        event_type: "gate-approved".into(),
-                        filter: filter.clone(),
-                        tx: a.0,
-                    });
-                    r.waiters.push(Waiter {
-                        event_type: "gate-rejected".into(),
-                        filter,
-                        tx: b.0,
-                    });
-                    tokio::spawn(async move {
-                        let v = tokio::select! {
-                            Ok(v) = a.1 => v,
-                            Ok(v) = b.1 => v,
-                            else => return,
-                        };
-                        let _ = wtx.send(v);
-                    });
-                } else {
-                    r.waiters.push(Waiter {
-                        event_type: ty.clone(),
-                        filter,
-                        tx: wtx,
-                    });
+                if let Some((ok, reason)) = r.decided.remove(&gate) {
+                    return approval_answer(&gate, ok, &reason);
+                }
+                r.approvals.push(ApprovalWait {
+                    gate: gate.clone(),
+                    step: s("step").filter(|x| !x.is_empty()),
+                    tx: wtx,
+                });
+            }
+            let timeout = m.get("timeout_ms").and_then(Value::as_u64);
+            let got = match timeout {
+                Some(ms) => tokio::time::timeout(std::time::Duration::from_millis(ms), wrx)
+                    .await
+                    .ok(),
+                None => Some(wrx.await),
+            };
+            match got {
+                Some(Ok((ok, reason))) => approval_answer(&gate, ok, &reason),
+                _ => {
+                    json!({"type": "timeout", "message": format!("no decision on gate `{gate}` in time")})
                 }
             }
+        }
+        Some("await_event") => {
+            let Some(ty) = s("event_type") else {
+                return error("await_event needs `event_type`");
+            };
+            let timeout = m.get("timeout_ms").and_then(Value::as_u64);
+            let (wtx, wrx) = oneshot::channel();
+            lock(router).waiters.push(Waiter {
+                event_type: ty.clone(),
+                filter: obj("filter"),
+                tx: wtx,
+            });
             let got = match timeout {
                 Some(ms) => tokio::time::timeout(std::time::Duration::from_millis(ms), wrx)
                     .await
@@ -374,6 +561,15 @@ async fn handle(line: &str, tx: &mpsc::Sender<Request>, router: &Mutex<Router>) 
         Some(other) => error(format!("unknown request type `{other}`")),
         None => error("a request needs `type`"),
     }
+}
+
+fn approval_answer(gate: &str, approved: bool, reason: &str) -> Value {
+    let t = if approved {
+        "gate-approved"
+    } else {
+        "gate-rejected"
+    };
+    json!({"type": "event_received", "event_type": t, "data": {"gate": gate, "reason": reason}})
 }
 
 async fn ask_scheduler(tx: &mpsc::Sender<Request>, query: Query) -> Value {
@@ -411,7 +607,8 @@ mod tests {
     /// what it was asked and records the sessions reported.
     async fn channel() -> (tempfile::TempDir, Channel, mpsc::Receiver<Request>) {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut c = Channel::open(&d.path().join("run")).unwrap_or_else(|e| panic!("{e}"));
+        let mut c = Channel::open(&d.path().join("run"), MAX_MESSAGE_BYTES)
+            .unwrap_or_else(|e| panic!("{e}"));
         let rx = c.take_receiver();
         (d, c, rx)
     }

@@ -52,6 +52,8 @@ pub struct Limits {
     pub max_steps: usize,
     /// `on_error` recoveries inside recoveries.
     pub max_recovery_depth: u32,
+    /// The longest request line the orchestrator socket takes, in bytes.
+    pub max_message_bytes: usize,
 }
 
 impl Default for Limits {
@@ -60,6 +62,7 @@ impl Default for Limits {
             max_depth: 10,
             max_steps: 1000,
             max_recovery_depth: 3,
+            max_message_bytes: channel::MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -213,9 +216,16 @@ pub(crate) async fn run(
         sinks.clone(),
     )?;
     let project = opts.tools.workdir.clone();
-    let run_dir = project.join(".pipewright").join("runs").join(&run_id);
+    let run_dir = opts
+        .runs_dir
+        .clone()
+        .unwrap_or_else(|| project.join(".pipewright").join("runs"))
+        .join(&run_id);
     let channel = match opts.channel {
-        true => Some(channel::Channel::open(&run_dir)?),
+        true => Some(channel::Channel::open(
+            &run_dir,
+            opts.meow_limits.max_message_bytes,
+        )?),
         false => None,
     };
     let meow_bin = match (&channel, &opts.meow_command) {

@@ -194,9 +194,14 @@ fn ask_on_terminal(prompt: &str, stage: &str) -> Decision {
     }
 }
 
-/// Records a decision on the pending gate of a paused run (`pipewright approve|deny`).
-/// Returns the stage decided.
-pub fn decide(store: &dyn Store, run_id: &str, d: &Decision) -> Result<String, String> {
+/// Records a decision on the pending gate of a paused run (`pipewright approve|deny`); `step`
+/// picks the gate by its stage (or key) when more than one waits. Returns the stage decided.
+pub fn decide(
+    store: &dyn Store,
+    run_id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, String> {
     store::check_run_id(run_id)?;
     // Owning the run means no process is running it now.
     let _lock = store.lock_run(run_id)?;
@@ -206,17 +211,47 @@ pub fn decide(store: &dyn Store, run_id: &str, d: &Decision) -> Result<String, S
         .into_iter()
         .find(|r| r.run_id == run_id)
         .ok_or_else(|| format!("no run {run_id} in the run store {}", store.describe()))?;
-    let pending = rec.landings.iter().rev().find_map(|l| match &l.landed {
-        Landed::Value(v) if l.step_hash == GATE_HASH => state(v)
-            .filter(|s| s["status"] == "pending")
-            .map(|s| (l.key.clone(), s)),
-        _ => None,
-    });
-    let Some((key, st)) = pending else {
+    let mut pending: Vec<(String, serde_json::Value)> = Vec::new();
+    for l in rec.landings.iter().rev() {
+        if let Landed::Value(v) = &l.landed {
+            if l.step_hash == GATE_HASH {
+                if let Some(s) = state(v).filter(|s| s["status"] == "pending") {
+                    pending.push((l.key.clone(), s));
+                }
+            }
+        }
+    }
+    if pending.is_empty() {
         return Err(format!(
             "run {run_id} is {} and waits for no approval",
             summary.status
         ));
+    }
+    let stage_of = |s: &serde_json::Value| s["stage"].as_str().unwrap_or("").to_string();
+    let names = |p: &[(String, serde_json::Value)]| {
+        p.iter()
+            .map(|(_, s)| format!("'{}'", stage_of(s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(want) = step {
+        let all = names(&pending);
+        pending.retain(|(k, s)| k == want || stage_of(s) == want);
+        if pending.is_empty() {
+            return Err(format!(
+                "run {run_id} waits for no approval at '{want}'; it waits at {all}"
+            ));
+        }
+    }
+    if pending.len() > 1 {
+        return Err(format!(
+            "run {run_id} waits for approval at {} stages: {}; say which with --step STAGE",
+            pending.len(),
+            names(&pending)
+        ));
+    }
+    let Some((key, st)) = pending.pop() else {
+        return Err(format!("run {run_id} waits for no approval"));
     };
     let stage = st["stage"].as_str().unwrap_or("").to_string();
     let st = decided(&st, d);

@@ -3,8 +3,9 @@
 //! agent's session id), over the socket named by `MEOW_ORCH_SOCK` (notes §4.12; the spec's IPC
 //! Message Protocol and CLI listing). Identity comes from
 //! `MEOW_AGENT`, `MEOW_WORKFLOW` and `MEOW_STEP`. Without `MEOW_ORCH_SOCK` (and without
-//! `--run`) every command is a silent no-op that succeeds, so a template runs unchanged outside
-//! an orchestrator.
+//! `--run`) every agent-side command is a silent no-op that succeeds, so a template runs
+//! unchanged outside an orchestrator; a human's `approve`/`reject` fails there instead, since
+//! nothing was decided.
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
@@ -95,15 +96,24 @@ pub enum MeowCommand {
         #[arg(long)]
         timeout: Option<String>,
     },
-    /// Approve a human gate.
+    /// Approve a human gate: `meow approve GATE` inside the run (or with `--run RUN_ID`),
+    /// `meow approve RUN_ID GATE` from anywhere in the project (the spec's form).
     Approve {
-        gate: String,
-        #[arg(long)]
+        /// The gate; followed by GATE, the run.
+        #[arg(value_name = "RUN_ID|GATE")]
+        first: String,
+        #[arg(value_name = "GATE")]
+        gate: Option<String>,
+        #[arg(long, visible_alias = "notes")]
         reason: Option<String>,
     },
-    /// Reject a human gate.
+    /// Reject a human gate (`meow reject [RUN_ID] GATE`).
     Reject {
-        gate: String,
+        /// The gate; followed by GATE, the run.
+        #[arg(value_name = "RUN_ID|GATE")]
+        first: String,
+        #[arg(value_name = "GATE")]
+        gate: Option<String>,
         #[arg(long)]
         reason: Option<String>,
     },
@@ -167,20 +177,50 @@ fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, S
     }
 }
 
+/// The run a human's `approve`/`reject` names in the spec's two-argument form.
+fn decision_run(c: &MeowCommand) -> Option<&str> {
+    match c {
+        MeowCommand::Approve {
+            first,
+            gate: Some(_),
+            ..
+        }
+        | MeowCommand::Reject {
+            first,
+            gate: Some(_),
+            ..
+        } => Some(first),
+        _ => None,
+    }
+}
+
 pub fn run(args: &MeowArgs) -> u8 {
-    let sock = match (&args.run, env("MEOW_ORCH_SOCK")) {
-        (Some(id), _) => match std::env::current_dir() {
-            Ok(d) => d
-                .join(".pipewright")
-                .join("runs")
-                .join(id)
-                .join("orch.sock"),
+    let human = matches!(
+        args.command,
+        MeowCommand::Approve { .. } | MeowCommand::Reject { .. }
+    );
+    let run = match (args.run.as_deref(), decision_run(&args.command)) {
+        (Some(a), Some(b)) if a != b => {
+            errln!("error: two runs named: --run {a} and {b}");
+            return 2;
+        }
+        (Some(id), _) | (None, Some(id)) => Some(id),
+        (None, None) => None,
+    };
+    let sock = match (run, env("MEOW_ORCH_SOCK")) {
+        (Some(id), _) => match run_socket(id) {
+            Ok(s) => s,
             Err(e) => {
-                errln!("error: no working directory: {e}");
+                errln!("error: {e}");
                 return 2;
             }
         },
         (None, Some(s)) => PathBuf::from(s),
+        // A human deciding a gate outside any run must hear that nothing was decided.
+        (None, None) if human => {
+            errln!("error: no run to decide a gate of: `pipewright meow approve|reject GATE` works inside a running MEOW workflow (MEOW_ORCH_SOCK); from a terminal, name the run: `pipewright approve RUN_ID [--step STEP]`, or `pipewright meow approve RUN_ID GATE` (`pipewright runs` lists the runs)");
+            return 2;
+        }
         // Outside an orchestrator: nothing to tell, nobody to wait for.
         (None, None) => return 0,
     };
@@ -284,6 +324,23 @@ pub fn run(args: &MeowArgs) -> u8 {
     }
 }
 
+/// The orchestrator socket of run `id`, in the project's store's run directories (the same
+/// place `run` put it, whichever directory of the project this is called from).
+fn run_socket(id: &str) -> Result<PathBuf, String> {
+    pipewright_run::store::check_run_id(id)?;
+    let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+    let store = super::runs::store_path(&cwd, &cwd)?;
+    let sock = pipewright_run::meow::channel::socket_path(&super::runs::runs_dir(&store).join(id));
+    if !sock.exists() {
+        return Err(format!(
+            "run {id} is not running in this project: no orchestrator socket at {} (the run store is {}; `pipewright runs` lists the runs)",
+            sock.display(),
+            store.display()
+        ));
+    }
+    Ok(sock)
+}
+
 fn request(c: &MeowCommand) -> Result<Value, String> {
     let (agent, workflow) = (env("MEOW_AGENT"), env("MEOW_WORKFLOW"));
     Ok(match c {
@@ -335,13 +392,23 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
             timeout,
         } => json!({"type": "await_event", "event_type": event_type,
                     "filter": pairs(filter, "--filter")?, "timeout_ms": timeout_ms(timeout, None)?}),
-        MeowCommand::Approve { gate, reason } | MeowCommand::Reject { gate, reason } => {
+        MeowCommand::Approve {
+            first,
+            gate,
+            reason,
+        }
+        | MeowCommand::Reject {
+            first,
+            gate,
+            reason,
+        } => {
             let approved = matches!(c, MeowCommand::Approve { .. });
+            let gate = gate.as_ref().unwrap_or(first);
             json!({"type": "approval", "gate_id": gate, "approved": approved,
                    "reason": reason.clone().unwrap_or_default()})
         }
         MeowCommand::AwaitApproval { gate, timeout } => {
-            json!({"type": "await_approval", "gate_id": gate,
+            json!({"type": "await_approval", "gate_id": gate, "step": env("MEOW_STEP"),
                    "timeout_ms": timeout_ms(timeout, Some(24 * 3600 * 1000))?})
         }
     })

@@ -7,8 +7,8 @@ use pipewright_syntax::{render, SourceMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-fn open_store(cwd: &std::path::Path) -> Result<Arc<dyn Store>, String> {
-    super::runs::open_store(cwd).map(|s| Arc::new(s) as Arc<dyn Store>)
+fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
+    super::runs::open_store(path).map(|s| Arc::new(s) as Arc<dyn Store>)
 }
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -43,7 +43,10 @@ async fn run_async(args: &RunArgs) -> u8 {
                 );
                 return 2;
             }
-            match open_store(&cwd).and_then(|s| s.load_run(id)) {
+            let found = super::runs::store_path(&cwd, &cwd).and_then(|p| {
+                super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)
+            });
+            match found {
                 Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
                 Err(e) => {
                     errln!("error: {e}");
@@ -107,6 +110,19 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     }
+    // A new run's store is the project's of its file; a resumed run's, the working
+    // directory's project's (where `runs` and `approve` look).
+    let store_path = match &args.resume {
+        Some(_) => super::runs::store_path(&cwd, &cwd),
+        None => super::runs::store_path(&file, &cwd),
+    };
+    let store_path = match store_path {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {e}");
+            return 2;
+        }
+    };
     let project_dir = ProjectConfig::find(&file)
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_else(|| cwd.clone());
@@ -118,7 +134,16 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
     };
     if dialect.name() == "state-machine" {
-        return super::run_statemachine::run(args, &file, program, &sources, &cwd, &cfg).await;
+        return super::run_statemachine::run(
+            args,
+            &file,
+            program,
+            &sources,
+            &cwd,
+            &cfg,
+            &store_path,
+        )
+        .await;
     }
     if let Some(flag) = args.state_machine.given() {
         errln!("error: {flag} is for state-machine recipes only");
@@ -154,6 +179,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
         max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
         max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
+        max_message_bytes: usize::try_from(cfg.meow_max_message).unwrap_or(usize::MAX),
     };
     o.channel = true;
     // Called `meow`, this executable acts as `pipewright meow` (see `main`).
@@ -169,7 +195,8 @@ async fn run_async(args: &RunArgs) -> u8 {
         },
     };
     // Opened only now: a run that cannot start leaves no store behind.
-    o.store = match open_store(&cwd) {
+    o.runs_dir = Some(super::runs::runs_dir(&store_path));
+    o.store = match open_store(&store_path) {
         Ok(s) => Some(s),
         Err(e) => {
             errln!("error: {e}");

@@ -134,6 +134,7 @@ pub async fn run(
     sources: &SourceMap,
     cwd: &Path,
     cfg: &ProjectConfig,
+    store_path: &Path,
 ) -> u8 {
     let sm_args = &args.state_machine;
     let workdir = session::workdir_or(sm_args.working_dir.clone(), cwd);
@@ -157,7 +158,7 @@ pub async fn run(
         }
     };
     let mut o = RunOptions::new(cwd.to_path_buf());
-    o.store = match super::runs::open_store(cwd) {
+    o.store = match super::runs::open_store(store_path) {
         Ok(s) => Some(Arc::new(s) as Arc<dyn Store>),
         Err(e) => {
             errln!("error: {e}");

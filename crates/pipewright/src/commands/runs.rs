@@ -6,33 +6,77 @@ use pipewright_run::ProjectConfig;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// The run store of the working directory: `[store] path` of the nearest pipewright.toml
-/// from the working directory, else `.pipewright/runs.db` in it. Every verb (`run`,
-/// `run --resume`, `runs`) finds it the same way, so they always agree.
-pub fn store_path(cwd: &Path) -> Result<PathBuf, String> {
-    let cfg = match ProjectConfig::find(cwd).and_then(|p| p.parent().map(PathBuf::from)) {
-        Some(dir) => ProjectConfig::load(&dir)?,
-        None => ProjectConfig::default(),
+/// The directory a run store belongs to, found from `start` (a workflow file for `run FILE`,
+/// the working directory for every other verb): the directory of the nearest
+/// `pipewright.toml`, else the nearest git root (a directory holding `.git`), else `cwd`.
+pub fn project_root(start: &Path, cwd: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(start).unwrap_or_else(|_| cwd.to_path_buf());
+    let dir = if abs.is_file() {
+        abs.parent().map(Path::to_path_buf).unwrap_or(abs)
+    } else {
+        abs
     };
-    // Relative by default so messages name `.pipewright/runs.db`, as the user sees it.
-    Ok(cfg
-        .store_path
-        .unwrap_or_else(|| PathBuf::from(".pipewright/runs.db")))
+    if let Some(root) = ProjectConfig::find(&dir).and_then(|p| p.parent().map(PathBuf::from)) {
+        return root;
+    }
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
 }
 
-pub fn open_store(cwd: &Path) -> Result<SqliteStore, String> {
-    SqliteStore::open(&store_path(cwd)?)
+/// The run store, as a full path: `PIPEWRIGHT_STORE` when set, else `[store] path` of the
+/// project's pipewright.toml, else `.pipewright/runs.db` in the project root
+/// ([`project_root`]), so `approve` from a subdirectory finds the runs `run` recorded at the
+/// root.
+pub fn store_path(start: &Path, cwd: &Path) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("PIPEWRIGHT_STORE").filter(|p| !p.is_empty()) {
+        return Ok(cwd.join(p));
+    }
+    let root = project_root(start, cwd);
+    let cfg = ProjectConfig::load(&root)?;
+    Ok(cfg
+        .store_path
+        .unwrap_or_else(|| root.join(".pipewright").join("runs.db")))
+}
+
+/// Where MEOW runs keep their directories (`<dir>/<run-id>/`: the orchestrator socket):
+/// `runs/` next to the store, so whoever finds the store finds a live run's socket.
+pub fn runs_dir(store: &Path) -> PathBuf {
+    store
+        .parent()
+        .map_or_else(|| PathBuf::from("runs"), |d| d.join("runs"))
+}
+
+/// Opens the store, creating it when needed (a run that records).
+pub fn open_store(path: &Path) -> Result<SqliteStore, String> {
+    SqliteStore::open(path)
+}
+
+/// Opens a store that must exist already: the verbs that only read or decide never leave an
+/// empty store behind.
+pub fn open_existing(path: &Path, what: &str) -> Result<SqliteStore, String> {
+    if !path.exists() {
+        return Err(format!(
+            "{what}: the run store {} does not exist (no run was recorded in this project; `PIPEWRIGHT_STORE` names another store)",
+            path.display()
+        ));
+    }
+    SqliteStore::open(path)
+}
+
+fn cwd() -> Result<PathBuf, u8> {
+    std::env::current_dir().map_err(|e| {
+        errln!("error: no working directory: {e}");
+        2
+    })
 }
 
 pub fn run(args: &RunsArgs) -> u8 {
-    let cwd = match std::env::current_dir() {
+    let cwd = match cwd() {
         Ok(d) => d,
-        Err(e) => {
-            errln!("error: no working directory: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
-    let path = match store_path(&cwd) {
+    let path = match store_path(&cwd, &cwd) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
@@ -192,23 +236,49 @@ fn utc(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}Z")
 }
 
-/// `pipewright approve|deny RUN_ID`: records the decision on the gate the run waits at.
-pub fn decide(id: &str, d: &pipewright_run::recipe::Decision) -> u8 {
-    let cwd = match std::env::current_dir() {
+/// `pipewright approve|deny RUN_ID [--step STEP]`: decides the gate the run waits at. A paused
+/// recipe run's pending gate is decided in the store (then `run --resume`); a live MEOW run's
+/// approval step (a `meow await-approval` waiting) is decided over its orchestrator socket,
+/// and the run goes on by itself.
+pub fn decide(id: &str, step: Option<&str>, d: &pipewright_run::recipe::Decision) -> u8 {
+    let cwd = match cwd() {
         Ok(d) => d,
-        Err(e) => {
-            errln!("error: no working directory: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
-    let store = match open_store(&cwd) {
-        Ok(s) => s,
+    let path = match store_path(&cwd, &cwd) {
+        Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
             return 2;
         }
     };
-    match pipewright_run::recipe::decide(&store, id, d) {
+    let store = match open_existing(&path, &format!("no run {id}")) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return 1;
+        }
+    };
+    let rec = match store.load_run(id) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: {e}");
+            return 1;
+        }
+    };
+    let run_dir = runs_dir(&path).join(id);
+    let sock = pipewright_run::meow::channel::socket_path(&run_dir);
+    if store.is_owned(id) && sock.exists() {
+        return decide_meow(id, &sock, step, d);
+    }
+    if run_dir.is_dir() && !store.is_owned(id) {
+        errln!(
+            "error: run {id} is a MEOW run that is not running ({}); its approval steps wait only while it runs: continue it with `pipewright run --resume {id}`, then decide",
+            if rec.status == "running" { "interrupted" } else { &rec.status }
+        );
+        return 1;
+    }
+    match pipewright_run::recipe::decide(&store, id, step, d) {
         Ok(stage) => {
             let what = match d {
                 pipewright_run::recipe::Decision::Approve { .. } => "approved",
@@ -222,6 +292,118 @@ pub fn decide(id: &str, d: &pipewright_run::recipe::Decision) -> u8 {
         Err(e) => {
             errln!("error: {e}");
             1
+        }
+    }
+}
+
+/// A live MEOW run: asks its orchestrator which gates an `await-approval` waits at, picks the
+/// one `step` names (a gate or a waiting step) or the only one, and decides it.
+fn decide_meow(
+    id: &str,
+    sock: &Path,
+    step: Option<&str>,
+    d: &pipewright_run::recipe::Decision,
+) -> u8 {
+    use pipewright_run::meow::channel::ask;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    let waiting = match runtime.block_on(ask(sock, &json!({"type": "waiting_approvals"}))) {
+        Ok(v) => v,
+        Err(e) => {
+            errln!("error: run {id}: {e}");
+            return 2;
+        }
+    };
+    let gates: Vec<(String, Vec<String>)> = waiting["gates"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|g| {
+                    let steps = g["steps"].as_array().map_or_else(Vec::new, |s| {
+                        s.iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    });
+                    (g["gate"].as_str().unwrap_or("").to_string(), steps)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let describe = |(gate, steps): &(String, Vec<String>)| match steps.as_slice() {
+        [] => format!("gate `{gate}`"),
+        [s] if s == gate => format!("step `{s}`"),
+        s => format!(
+            "step {} (gate `{gate}`)",
+            s.iter()
+                .map(|x| format!("`{x}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let list = |g: &[(String, Vec<String>)]| g.iter().map(describe).collect::<Vec<_>>().join(", ");
+    if gates.is_empty() {
+        errln!("error: run {id} is running and no step of it waits for approval (`meow await-approval`)");
+        return 1;
+    }
+    let chosen: Vec<&(String, Vec<String>)> = match step {
+        Some(want) => gates
+            .iter()
+            .filter(|(g, s)| g == want || s.iter().any(|x| x == want))
+            .collect(),
+        None => gates.iter().collect(),
+    };
+    let (gate, steps) = match chosen.as_slice() {
+        [one] => *one,
+        [] => {
+            errln!(
+                "error: no approval of run {id} waits at `{}`; waiting: {}",
+                step.unwrap_or(""),
+                list(&gates)
+            );
+            return 1;
+        }
+        many => {
+            let many: Vec<(String, Vec<String>)> = many.iter().map(|g| (*g).clone()).collect();
+            errln!(
+                "error: run {id} waits for approval at {} gates: {}; say which with --step STEP",
+                many.len(),
+                list(&many)
+            );
+            return 1;
+        }
+    };
+    let (approved, reason) = match d {
+        pipewright_run::recipe::Decision::Approve { message } => (true, message.clone()),
+        pipewright_run::recipe::Decision::Deny { reason } => (false, reason.clone()),
+    };
+    let req = json!({"type": "approval", "gate_id": gate, "approved": approved, "reason": reason});
+    match runtime.block_on(ask(sock, &req)) {
+        Ok(a) if a["type"] == "ack" => {
+            let what = if approved { "approved" } else { "denied" };
+            outln!(
+                "{what} {} of run {id}; the run goes on",
+                describe(&(gate.clone(), steps.clone()))
+            );
+            0
+        }
+        Ok(a) => {
+            errln!(
+                "error: {}",
+                a["message"].as_str().unwrap_or("the orchestrator refused")
+            );
+            1
+        }
+        Err(e) => {
+            errln!("error: run {id}: {e}");
+            2
         }
     }
 }
