@@ -77,6 +77,7 @@ pub enum MeowCommand {
     },
     /// Emit an event to whoever waits for it.
     Event {
+        /// The event's type, as `await-event` names it.
         event_type: String,
         /// Event data, `KEY=VALUE`.
         #[arg(value_name = "KEY=VALUE")]
@@ -87,6 +88,7 @@ pub enum MeowCommand {
     },
     /// Wait for an event; exit 0 with its data on stdout, 1 on timeout.
     AwaitEvent {
+        /// The event type to wait for.
         event_type: String,
         /// Only an event whose data has KEY equal to VALUE (repeatable).
         #[arg(long = "filter", value_name = "KEY=VALUE")]
@@ -97,19 +99,25 @@ pub enum MeowCommand {
     },
     /// Approve a human gate.
     Approve {
+        /// The gate's id.
         gate: String,
+        /// Why, for whoever reads the run later.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Reject a human gate.
     Reject {
+        /// The gate's id.
         gate: String,
+        /// Why, for whoever reads the run later.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Wait for a gate's decision: exit 0 approved, 1 rejected or timed out (default 24h).
     AwaitApproval {
+        /// The gate's id.
         gate: String,
+        /// How long to wait (`30s`, `5m`; default 24h).
         #[arg(long)]
         timeout: Option<String>,
     },
