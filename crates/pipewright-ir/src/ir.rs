@@ -173,6 +173,10 @@ pub struct Node {
     pub condition: Option<Expr>,
     /// The workflow run when this node fails (a MEOW `on_error` naming a template).
     pub recovery: Option<CallRef>,
+    /// The dialect's own word for this kind of step where it differs from [`NodeKind::name`]
+    /// (a recipe's `agent` step is an `ask`, its `bash` step a `command`): graphs label the
+    /// step with it, so the IR's vocabulary stays dialect-neutral and users still read theirs.
+    pub kind_word: Option<&'static str>,
 }
 
 /// Why a node refers to another workflow.
@@ -595,6 +599,11 @@ pub fn on_error_text(kind: OnErrorKind) -> String {
 }
 
 impl Node {
+    /// What graphs call the step's kind: the dialect's word, else the IR's.
+    pub fn kind_label(&self) -> &'static str {
+        self.kind_word.unwrap_or_else(|| self.kind.name())
+    }
+
     /// The workflows this node may run, and why: its kind's calls, then its recovery.
     pub fn calls(&self) -> Vec<(CallRole<'_>, &CallRef)> {
         let mut v: Vec<(CallRole<'_>, &CallRef)> = self

@@ -182,6 +182,8 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
     Node {
         index,
         id: Some(s.id.text.clone()),
+        // A `branch` is a match on its condition's outcome.
+        kind_word: matches!(kind, NodeKind::Match { .. }).then_some("branch"),
         kind,
         span: s.span,
         kind_span: s.executor.as_ref().map_or(s.id.span, |e| e.span),

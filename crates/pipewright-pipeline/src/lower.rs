@@ -186,6 +186,7 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         span: s.span,
         kind_span: s.kind_span,
         recovery: None,
+        kind_word: None,
         output: s.output.as_ref().map(|n| n.text.to_string()),
         condition: None,
     }

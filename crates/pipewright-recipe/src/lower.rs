@@ -164,6 +164,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
             span: st.span,
             kind_span: st.name.as_ref().map_or(st.span, |n| n.span),
             recovery: None,
+            kind_word: None,
             output: None,
             condition: None,
         });
@@ -189,6 +190,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
             span: ap.span,
             kind_span: ap.span,
             recovery: None,
+            kind_word: None,
             output: None,
             condition: None,
         });
@@ -302,10 +304,21 @@ fn retry(s: &Step) -> Retry {
     r
 }
 
+/// A step's `type` as the recipe writes it, for the kinds the IR names otherwise.
+fn step_word(kind: &NodeKind) -> Option<&'static str> {
+    match kind {
+        NodeKind::Ask(_) => Some("agent"),
+        NodeKind::Command(_) => Some("bash"),
+        NodeKind::SubWorkflow(_) => Some("recipe"),
+        _ => None,
+    }
+}
+
 fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
     let own = |kind: NodeKind, output: Option<String>| Node {
         index: 0,
         id: Some(step_id(i, s)),
+        kind_word: step_word(&kind),
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),
@@ -369,6 +382,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
     Node {
         index: i,
         id: Some(step_id(i, s)),
+        kind_word: step_word(&kind),
         kind,
         span: s.span,
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),

@@ -106,6 +106,25 @@ impl Event {
     }
 }
 
+/// An event line with `at_ms` on the run's clock. `approve` and `deny` wrote epoch
+/// milliseconds there before they counted from the run's creation; such a line (a time past
+/// the creation itself, which a run-relative one never reaches) is read on the run's clock.
+pub fn on_run_clock(line: &str, created_ms: i64) -> String {
+    if !line.starts_with("{\"event\":\"approval_decided\"") {
+        return line.to_string();
+    }
+    let Ok(Json::Object(mut o)) = serde_json::from_str::<Json>(line) else {
+        return line.to_string();
+    };
+    match o.get("at_ms").and_then(Json::as_i64) {
+        Some(at) if at >= created_ms && created_ms > 0 => {
+            o.insert("at_ms".into(), json!(at - created_ms));
+            Json::Object(o).to_string()
+        }
+        _ => line.to_string(),
+    }
+}
+
 /// A stored event line with its `run_id` back in second place, as [`Event::to_json`] has it.
 pub fn with_run_id(line: &str, run_id: &str) -> String {
     let run = format!(",\"run_id\":{}", Json::String(run_id.to_string()));
@@ -940,6 +959,11 @@ impl Store for SqliteStore {
     fn events(&self, run_id: &str) -> Result<Vec<String>, String> {
         let c = guard(&self.conn);
         let run = self.seq(&c, run_id)?;
+        let created: i64 = c
+            .query_row("SELECT created_ms FROM runs WHERE seq = ?1", [run], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
         let mut stmt = c
             .prepare("SELECT lines FROM events WHERE run = ?1 ORDER BY id")
             .map_err(|e| self.err(e))?;
@@ -949,7 +973,11 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for chunk in rows {
             let chunk = chunk.map_err(|e| self.err(e))?;
-            out.extend(chunk.lines().map(|l| with_run_id(l, run_id)));
+            out.extend(
+                chunk
+                    .lines()
+                    .map(|l| with_run_id(&on_run_clock(l, created), run_id)),
+            );
         }
         Ok(out)
     }

@@ -27,6 +27,30 @@ fn script_backend_matches_step_and_prompt_with_sequences() {
     assert!(ScriptBackend::from_text("s.yaml", "replies: 3").is_err());
 }
 
+#[test]
+fn the_script_format_example_is_a_valid_script_and_is_the_one_documented() {
+    use pipewright_run::backend::script::EXAMPLE;
+    if let Err(e) = ScriptBackend::from_text("example.yaml", EXAMPLE) {
+        panic!("the example does not load: {e}");
+    }
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/run.md");
+    let docs = std::fs::read_to_string(&docs).unwrap_or_else(|e| panic!("{e}"));
+    // Shown inside a list item there: indented by two spaces.
+    let shown: Vec<String> = EXAMPLE.lines().map(|l| format!("  {l}")).collect();
+    assert!(
+        docs.contains(&shown.join("\n")),
+        "docs/run.md shows the reply file format as the error messages do:\n{EXAMPLE}"
+    );
+    // A file of the wrong shape is answered with the format.
+    let Err(e) = ScriptBackend::from_text("s.yaml", "- just a list\n") else {
+        panic!("a list is not a reply file");
+    };
+    assert!(
+        e.contains("expected a `replies:` list") && e.contains(EXAMPLE),
+        "{e}"
+    );
+}
+
 fn fake_agent(dir: &std::path::Path, body: &str) -> String {
     let path = dir.join("fake-agent.sh");
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));

@@ -522,3 +522,44 @@ fn opening_a_new_store_waits_for_another_opener() {
     );
     assert_eq!(opened, Ok(()));
 }
+
+/// `approve`/`deny` once wrote `at_ms` in epoch milliseconds; such a record reads on the run's
+/// clock, as every event is now written.
+#[test]
+fn an_old_approval_event_in_epoch_milliseconds_reads_on_the_runs_clock() {
+    let d = tempdir();
+    let st = store_at(d.path());
+    let id = store::new_run_id();
+    st.create_run(&NewRun {
+        run_id: id.clone(),
+        file: "r.yaml".into(),
+        workflow: "r".into(),
+        source_hash: "h".into(),
+        input: Json::Null,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let created = st
+        .list_runs()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .find(|r| r.run_id == id)
+        .map(|r| r.created_ms)
+        .unwrap_or_else(|| panic!("no run"));
+    let old = json!({"event": "approval_decided", "key": "1", "stage": "plan", "decision": "approved", "at_ms": created + 1500});
+    let new = json!({"event": "approval_decided", "key": "3", "stage": "b", "decision": "denied", "at_ms": 2500});
+    st.record(
+        &id,
+        &[Write::Event(old.to_string()), Write::Event(new.to_string())],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let events: Vec<Json> = st
+        .events(&id)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or(Json::Null))
+        .collect();
+    assert_eq!(events[0]["at_ms"], 1500, "{events:?}");
+    assert_eq!(events[0]["run_id"], id.as_str(), "{events:?}");
+    assert_eq!(events[0]["stage"], "plan", "{events:?}");
+    assert_eq!(events[1]["at_ms"], 2500, "{events:?}");
+}

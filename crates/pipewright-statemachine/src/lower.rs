@@ -54,6 +54,7 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
             span: s.name.span,
             kind_span: s.name.span,
             recovery: None,
+            kind_word: None,
             output: None,
             condition: None,
         });
@@ -137,6 +138,7 @@ fn terminal(index: usize, kind: NodeKind, span: pipewright_syntax::Span) -> Node
         span,
         kind_span: span,
         recovery: None,
+        kind_word: None,
         output: None,
         condition: None,
     }

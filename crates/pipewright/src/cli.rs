@@ -34,11 +34,12 @@ pub enum Command {
     Fmt(FmtArgs),
     /// Print the lowered workflow graph.
     Graph(GraphArgs),
-    /// Execute a pipeline or a recipe.
+    /// Execute a workflow file (exit 0 ok, 1 failed, 2 could not start, 3 paused at an approval gate).
     Run(RunArgs),
-    /// Approve the approval gate a paused recipe run waits at (then `run --resume`).
+    /// Approve the approval gate a paused or waiting run waits at (a paused run then continues
+    /// with `run --resume`).
     Approve(ApproveArgs),
-    /// Deny the approval gate a paused recipe run waits at.
+    /// Deny the approval gate a paused or waiting run waits at.
     Deny(DenyArgs),
     /// List recorded runs (newest first); show, print the events of, or remove one.
     Runs(RunsArgs),
@@ -52,6 +53,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct SchemaArgs {
+    /// The dialect whose files the schema describes.
     #[arg(value_enum, value_name = "DIALECT")]
     pub dialect: SchemaDialect,
 }
@@ -66,24 +68,27 @@ pub enum SchemaDialect {
 
 #[derive(Args)]
 pub struct ApproveArgs {
+    /// The run (`pipewright runs` lists them).
     #[arg(value_name = "RUN_ID")]
     pub id: String,
     /// The gate to decide when more than one waits (a recipe's stage, a MEOW step or gate).
     #[arg(long, value_name = "STEP")]
     pub step: Option<String>,
-    /// Handed to the next stage as `{{_approval_message}}`.
+    /// A message passed on with the approval (a recipe's next stage reads it as
+    /// `{{_approval_message}}`).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub message: String,
 }
 
 #[derive(Args)]
 pub struct DenyArgs {
+    /// The run (`pipewright runs` lists them).
     #[arg(value_name = "RUN_ID")]
     pub id: String,
     /// The gate to decide when more than one waits (a recipe's stage, a MEOW step or gate).
     #[arg(long, value_name = "STEP")]
     pub step: Option<String>,
-    /// Why; shown when the run is resumed and fails.
+    /// Why; shown when the run fails at the denied gate.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
 }
@@ -101,16 +106,19 @@ pub struct RunsArgs {
 pub enum RunsAction {
     /// Print a run as JSON: status, file, workflow, input, completed steps, output, stores…
     Show {
+        /// The run (`pipewright runs` lists them).
         #[arg(value_name = "RUN_ID")]
         id: String,
     },
     /// Print a run's events, one JSON object per line.
     Events {
+        /// The run (`pipewright runs` lists them).
         #[arg(value_name = "RUN_ID")]
         id: String,
     },
     /// Delete a run (or every run last active before DUR ago) and all it recorded.
     Rm {
+        /// The run to delete (`pipewright runs` lists them).
         #[arg(
             value_name = "RUN_ID",
             required_unless_present = "older_than",
@@ -148,11 +156,13 @@ pub enum GraphFormat {
 
 #[derive(Args)]
 pub struct GraphArgs {
-    /// The pipeline file; `-` reads standard input.
+    /// The workflow file, of any dialect; `-` reads standard input.
     pub file: PathBuf,
-    /// Only this pipeline and what it calls.
-    #[arg(long)]
+    /// Only this workflow of the file (a pipeline, a MEOW template) and what it calls.
+    #[arg(long, value_name = "NAME")]
     pub pipeline: Option<String>,
+    /// Graphviz DOT (a recipe's is the reference `recipe_to_dot`), a Mermaid flowchart, or
+    /// JSON (docs/graph-json.md).
     #[arg(long, value_enum, default_value = "dot")]
     pub format: GraphFormat,
 }
@@ -165,9 +175,15 @@ pub enum RunFormat {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
+    /// Offline: replies shaped like what each step reads (dry runs).
     Mock,
+    /// Replies from the file `--script` names.
     Script,
+    /// An agent CLI from `[backend.command]` in pipewright.toml; MEOW agents run in tmux
+    /// through adapters.
     Command,
+    /// An OpenAI-compatible chat completions endpoint from `[backend.openai]` in
+    /// pipewright.toml.
     Openai,
     /// Claude Code (`claude`), with sessions; state-machine recipes only.
     #[value(alias = "claude-code")]
@@ -183,33 +199,40 @@ pub enum Backend {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The pipeline file (optional with --resume); `-` reads standard input.
+    /// The workflow file, of any dialect (optional with --resume); `-` reads standard input.
     #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
-    /// Which pipeline of the file to run (default: the first).
-    #[arg(long)]
+    /// Which workflow of the file to run (a pipeline, a MEOW template; default: the first);
+    /// `FILE#NAME` says the same.
+    #[arg(long, value_name = "NAME")]
     pub pipeline: Option<String>,
-    /// The initial named stores, as a JSON object.
-    /// Set one input value (a context variable of a recipe, a store of a pipeline) to the
-    /// string VALUE; repeatable; applied over `--input`.
+    /// Set one input value (a store of a pipeline, a variable of a recipe or MEOW template) to
+    /// the string VALUE; repeatable; applied over `--input`.
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub vars: Vec<String>,
-    #[arg(long, conflicts_with = "input_file")]
+    /// The input, as a JSON object: a pipeline's initial named stores, a recipe's or MEOW
+    /// template's variables.
+    #[arg(long, value_name = "JSON", conflicts_with = "input_file")]
     pub input: Option<String>,
     /// Read the input JSON object from a file.
     #[arg(long, value_name = "FILE")]
     pub input_file: Option<PathBuf>,
+    /// Where agent steps go.
     #[arg(long, value_enum, default_value = "mock")]
     pub backend: Backend,
-    /// Reply file for `--backend script`.
+    /// The reply file of `--backend script`, YAML or JSON: `replies:` a list of rules
+    /// (`step`, `contains`; `reply`, `replies` or `error`), `default:` a fallback reply
+    /// (docs/run.md, "Backends").
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// `human`: the output on stdout, progress and failures on stderr; `json`: one report
+    /// object on stdout.
     #[arg(long, value_enum, default_value = "human")]
     pub format: RunFormat,
     /// Continue a stopped run recorded in the run store (`pipewright runs` lists them).
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
-    /// With --resume: continue although the pipeline files changed since the run started.
+    /// With --resume: continue although the workflow files changed since the run started.
     /// Only landed steps whose key and content are unchanged are replayed.
     #[arg(long, requires = "resume")]
     pub force: bool,
@@ -249,6 +272,7 @@ pub struct CheckArgs {
     /// Files or directories (searched recursively for .yaml, .yml, .json and .toml files).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// Rustc-style text, JSON (docs/diagnostics-json.md), SARIF, or GitHub annotations.
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Check every file as this dialect instead of detecting it.
@@ -311,6 +335,8 @@ pub enum ConditionSite {
 
 #[derive(Args)]
 pub struct EvalArgs {
+    /// The language of EXPR: an R1 expression, a pipeline prompt template, a recipe
+    /// condition or a recipe template.
     #[arg(long, value_enum, default_value = "r1")]
     pub lang: EvalLang,
     /// JSON bound to `ctx`, the named stores (R1 and prompt: `ctx.name` reads `{"name": …}`);
@@ -339,3 +365,7 @@ pub struct EvalArgs {
     #[arg(allow_hyphen_values = true)]
     pub expr: String,
 }
+
+#[cfg(test)]
+#[path = "cli_help_tests.rs"]
+mod help_tests;

@@ -227,5 +227,56 @@ fn recipe_mermaid_and_json_show_stages_gates_and_loops() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let m = stdout(&o);
     assert!(m.contains("planning phase approval (gate)"), "{m}");
-    assert!(m.contains("inner (ask)"), "{m}");
+    // A step is labelled with the recipe's own word for it (`agent`, `bash`), not the IR's.
+    assert!(m.contains("inner (agent)"), "{m}");
+    assert!(!m.contains("(ask)") && !m.contains("(command)"), "{m}");
+}
+
+/// Graphs use each dialect's word for a step (`agent`, `bash`, `recipe`, MEOW's `branch`);
+/// the JSON keeps the IR's `kind` and adds the dialect's as `dialect_kind`. A stage's
+/// subgraph is titled with its name, not "stage stage".
+#[test]
+fn graphs_use_the_dialects_words_and_title_stages_by_name() {
+    let dir = testdata("recipe/graph");
+    let o = run_in(&dir, &["graph", "flat_kinds.yaml", "--format", "mermaid"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = stdout(&o);
+    for label in [
+        "compile (bash)",
+        "review-the-diff (agent)",
+        "publish-docs (recipe)",
+    ] {
+        assert!(m.contains(label), "{label}: {m}");
+    }
+    let o = run_in(&dir, &["graph", "flat_kinds.yaml", "--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
+    let n = &v["workflows"][0]["body"]["nodes"][0];
+    assert_eq!(
+        (&n["kind"], &n["dialect_kind"]),
+        (&Value::from("command"), &Value::from("bash")),
+        "{n}"
+    );
+
+    let o = run_in(
+        &testdata("recipe/ok"),
+        &["graph", "staged.yaml", "--format", "mermaid"],
+    );
+    let m = stdout(&o);
+    assert!(!m.contains("stage stage"), "{m}");
+    assert!(m.contains("[\"stage execution\"]"), "{m}");
+    // The IR's DOT (the reference's is for the whole file only).
+    let o = run_in(
+        &testdata("recipe/ok"),
+        &[
+            "graph",
+            "staged.yaml",
+            "--pipeline",
+            "staged_review",
+            "--format",
+            "dot",
+        ],
+    );
+    let dot = stdout(&o);
+    assert!(dot.contains("label=\"stage execution\";"), "{}", text(&o));
+    assert!(!dot.contains("stage stage"), "{dot}");
 }

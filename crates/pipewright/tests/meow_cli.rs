@@ -104,6 +104,8 @@ fn graph_json_has_clusters_executors_needs_and_outcomes() {
             ("stop", "kill"),
         ]
     );
+    // MEOW's own word for the step, which graphs label it with.
+    assert_eq!(main["nodes"][5]["dialect_kind"], "branch", "{main}");
     let edges = main["edges"].as_array().cloned().unwrap_or_default();
     assert!(edges.iter().any(|e| e["kind"] == "needs"), "{edges:?}");
     let out = stdout(&o);

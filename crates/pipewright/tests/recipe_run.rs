@@ -525,6 +525,43 @@ fn a_gate_pauses_then_approve_and_resume_finish_the_run() {
 }
 
 #[test]
+fn a_recipe_run_record_reads_as_json_on_one_clock() {
+    let d = project();
+    let (id, _) = pause(d.path(), "staged.yaml");
+    let o = run_in(d.path(), &["approve", &id, "--message", "hi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+
+    // `runs show`: the landings are JSON, not JSON text inside JSON.
+    let o = run_in(d.path(), &["runs", "show", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = parse(&o);
+    let c = &s["completed"];
+    assert_eq!(c["init"]["target"], "src", "{s}");
+    assert_eq!(c["0.0"]["set"]["plan"], "plan-for-src\n", "{s}");
+    assert_eq!(c["1"]["status"], "approved", "{s}");
+    assert_eq!(c["1"]["message"], "hi", "{s}");
+
+    // `runs events`: the decision counts from the run's start as the steps do, not from 1970.
+    let o = run_in(d.path(), &["runs", "events", &id]);
+    let events: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+        .collect();
+    let decided = events
+        .iter()
+        .find(|e| e["event"] == "approval_decided")
+        .unwrap_or_else(|| panic!("no approval_decided: {events:?}"));
+    let at = decided["at_ms"].as_f64().unwrap_or(-1.0);
+    let first_step = events[0]["at_ms"].as_f64().unwrap_or(-1.0);
+    assert!(
+        (first_step..600_000.0).contains(&at),
+        "at_ms {at} is on the run's clock: {decided}"
+    );
+}
+
+#[test]
 fn a_denied_gate_fails_the_resume() {
     let d = project();
     let (id, _) = pause(d.path(), "staged.yaml");

@@ -206,10 +206,12 @@ fn reading_a_missing_file_fails_the_tool_step() {
 }
 
 #[test]
-fn a_file_with_check_errors_is_refused_before_running() {
+fn a_file_with_check_errors_could_not_start_exit_2() {
+    // Exit 2 is "could not start" (docs/run.md): nothing ran, no run was recorded. (It was 1,
+    // the exit of a run that failed.)
     let d = project(&["check_error.yaml"]);
     let o = run_in(d.path(), &["run", "check_error.yaml"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(stdout(&o), "");
     assert!(stderr(&o).contains("error[PW0204]"), "{}", text(&o));
     assert!(stderr(&o).contains("check_error.yaml:5:5"), "{}", text(&o));
@@ -220,7 +222,7 @@ fn a_file_with_check_errors_is_refused_before_running() {
     assert!(run_ids(d.path()).is_empty());
     // The same with --format json: diagnostics on stderr, nothing on stdout.
     let o = run_in(d.path(), &["run", "check_error.yaml", "--format", "json"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(stdout(&o), "");
 }
 
@@ -356,8 +358,14 @@ fn command_backend_runs_the_argv_from_pipewright_toml() {
 }
 
 #[test]
-fn command_backend_claude_profile_is_the_default() {
+fn command_backend_claude_profile() {
+    // `profile = "claude"` is said, no longer assumed (an unconfigured `command` exits 2).
     let d = project(&["agents.yaml"]);
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[backend.command]\nprofile = \"claude\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let bin_dir = d.path().join("bin");
     std::fs::create_dir(&bin_dir).unwrap_or_else(|e| panic!("{e}"));
     // A stand-in for `claude -p --output-format json`: prompt on stdin, a JSON envelope out.
@@ -403,6 +411,49 @@ fn openai_backend_without_config_exits_2() {
         text(&o)
     );
     assert!(run_ids(d.path()).is_empty(), "nothing ran");
+}
+
+#[test]
+fn command_backend_without_config_exits_2_naming_what_to_add() {
+    // It meant `claude` silently, then failed at the first agent step (exit 1, a run
+    // recorded) where `claude` is not installed.
+    let d = project(&["agents.yaml"]);
+    let o = run_in(d.path(), &["run", "agents.yaml", "--backend", "command"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    for needed in ["[backend.command]", "pipewright.toml", "argv", "profile"] {
+        assert!(err.contains(needed), "names `{needed}`: {err}");
+    }
+    assert!(run_ids(d.path()).is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_script_file_of_the_wrong_shape_is_answered_with_the_format() {
+    let d = project(&["agents.yaml"]);
+    std::fs::write(d.path().join("replies.yaml"), "- \"hi\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "agents.yaml",
+            "--backend",
+            "script",
+            "--script",
+            "replies.yaml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = stderr(&o);
+    for shown in ["replies:", "contains:", "reply:", "error:", "default:"] {
+        assert!(err.contains(shown), "shows `{shown}`: {err}");
+    }
+    // `run --help` says where the format is, and what it is.
+    let help = stdout(&run_in(d.path(), &["run", "--help"]));
+    assert!(
+        help.contains("replies:") && help.contains("docs/run.md"),
+        "{help}"
+    );
 }
 
 #[test]

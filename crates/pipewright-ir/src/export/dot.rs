@@ -2,7 +2,7 @@
 //! end at the callee's cluster border (`lhead`).
 
 use super::view::{NodeView, RegionView, View};
-use super::{label_lines, ExportOptions};
+use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
 use std::fmt::Write;
 
@@ -82,9 +82,8 @@ fn node(out: &mut String, n: &NodeView, depth: usize) {
         let _ = writeln!(out, "{pad}subgraph {cluster} {{");
         let _ = writeln!(
             out,
-            "{pad}  label=\"{} {}\";",
-            n.node.kind.name(),
-            esc(role)
+            "{pad}  label=\"{}\";",
+            esc(&region_title(n.node, role))
         );
         let _ = writeln!(out, "{pad}  style=dashed;");
         region(out, sub, depth + 1);

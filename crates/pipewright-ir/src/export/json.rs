@@ -200,7 +200,11 @@ impl Serialize for NodeSer<'_, '_> {
         let mut m = s.serialize_map(Some(8))?;
         m.serialize_entry("id", &n.path)?;
         m.serialize_entry("kind", node.kind.name())?;
-        // Only dialects that name their steps have these; a pipeline's document is unchanged.
+        // Only dialects that name their steps or kinds otherwise have these; a pipeline's
+        // document is unchanged.
+        if let Some(word) = node.kind_word {
+            m.serialize_entry("dialect_kind", word)?;
+        }
         if let Some(name) = &node.id {
             m.serialize_entry("name", name)?;
         }

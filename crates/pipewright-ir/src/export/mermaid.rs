@@ -2,7 +2,7 @@
 //! callee's subgraph.
 
 use super::view::{NodeView, RegionView, View};
-use super::{label_lines, ExportOptions};
+use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
 use std::fmt::Write;
 
@@ -72,9 +72,8 @@ fn node(out: &mut String, n: &NodeView, depth: usize) {
         let id = ident(&sub.path);
         let _ = writeln!(
             out,
-            "{pad}subgraph {id}[\"{} {}\"]",
-            n.node.kind.name(),
-            esc(role)
+            "{pad}subgraph {id}[\"{}\"]",
+            esc(&region_title(n.node, role))
         );
         let _ = writeln!(out, "{pad}  direction TB");
         region(out, sub, depth + 1);

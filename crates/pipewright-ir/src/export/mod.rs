@@ -10,12 +10,23 @@ pub use view::ExportOptions;
 
 use crate::ir::{on_error_text, Node, NodeKind};
 
+/// The title of a node's nested region: its kind and the region's role (`for_each do`), or,
+/// where the role is the kind itself (a stage's steps), its kind and name (`stage plan`).
+pub(crate) fn region_title(node: &Node, role: &str) -> String {
+    let kind = node.kind_label();
+    match &node.id {
+        Some(name) if role == kind || role == node.kind.name() => format!("{kind} {name}"),
+        _ if role == kind || role == node.kind.name() => kind.to_string(),
+        _ => format!("{kind} {role}"),
+    }
+}
+
 /// The lines of a node's label: kind, summary, output and error policy.
 pub(crate) fn label_lines(node: &Node) -> Vec<String> {
     // A named step (a recipe step id) leads with its name.
     let mut lines = match &node.id {
-        Some(id) => vec![format!("{id} ({})", node.kind.name())],
-        None => vec![node.kind.name().to_string()],
+        Some(id) => vec![format!("{id} ({})", node.kind_label())],
+        None => vec![node.kind_label().to_string()],
     };
     let summary = node.summary();
     if !summary.is_empty() {

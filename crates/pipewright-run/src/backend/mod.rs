@@ -54,6 +54,21 @@ pub trait AgentBackend: Send + Sync {
         -> BoxFuture<'a, Result<String, BackendError>>;
 }
 
+/// Why `--backend command` cannot start without `[backend.command]`, and what to add.
+pub const COMMAND_NEEDS_CONFIG: &str = "the command backend needs [backend.command] in pipewright.toml: `profile = \"claude\"` (Claude Code: `claude -p`, the prompt on stdin) or `argv = [\"my-agent\", \"{prompt}\"]` (any agent CLI; docs/config.md)";
+
+/// The backend of a MEOW run under `--backend command` without `[backend.command]`: its agents
+/// run in tmux sessions through adapters, so it is never asked; its name is what tells the
+/// MEOW executor to use tmux.
+pub fn tmux_agents(workdir: &std::path::Path) -> std::sync::Arc<dyn AgentBackend> {
+    std::sync::Arc::new(command::CommandBackend {
+        profile: command::Profile::Claude,
+        program: None,
+        timeout: std::time::Duration::from_secs(600),
+        workdir: workdir.to_path_buf(),
+    })
+}
+
 /// Builds the backend `--backend NAME` asks for from the project configuration.
 /// `script` needs `script_file` (`--script FILE`).
 pub fn from_config(
@@ -81,11 +96,8 @@ pub fn from_config(
             )?))
         }
         "command" => {
-            let c = cfg.command.clone().unwrap_or(crate::config::CommandConfig {
-                profile: Some("claude".into()),
-                argv: None,
-                timeout_secs: 600,
-            });
+            // No silent default: which agent CLI runs is the project's choice.
+            let c = cfg.command.clone().ok_or(COMMAND_NEEDS_CONFIG)?;
             let profile = match (&c.argv, c.profile.as_deref()) {
                 (Some(argv), _) if !argv.is_empty() => command::Profile::Generic {
                     argv: argv.clone(),

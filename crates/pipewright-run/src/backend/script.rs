@@ -1,19 +1,26 @@
-//! Replies from a file, for tests and demos. YAML or JSON:
-//!
-//! ```yaml
-//! replies:
-//!   - step: "0"              # optional: the step key must equal this
-//!     contains: "Review"     # optional: the prompt must contain this
-//!     reply: {passed: true}  # a string is sent as is, anything else as JSON
-//!   - contains: "retry me"
-//!     replies: ["not json", {ok: true}]   # one per call, the last repeats
-//!     error: "…"             # instead: fail the call with this message
-//! default: "fallback text"   # optional; without it an unmatched prompt fails the step
-//! ```
+//! Replies from a file, for tests and demos (`--backend script --script FILE`). The format is
+//! documented for users in docs/run.md ("Backends") and shown by [`EXAMPLE`] in every error
+//! about the file's shape.
 
 use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A reply file with every field, shown when a file has the wrong shape.
+pub const EXAMPLE: &str = r#"replies:                      # tried in order; the first rule that matches answers
+  - step: "0"                 # optional: the step's key must equal this
+    contains: "Review"        # optional: the prompt must contain this
+    reply: {passed: true}     # a string is sent as is, anything else as JSON
+  - contains: "retry me"
+    replies: ["not json", {ok: true}]   # one per call; the last repeats
+  - contains: "broken"
+    error: "the agent crashed"          # fail the call with this message
+default: "fallback text"      # optional: the reply when no rule matches (else the step fails)"#;
+
+/// An error about the file's shape, with the example.
+fn shape_error(name: &str, what: String) -> String {
+    format!("{name}: {what}; a reply file looks like this (YAML or JSON):\n{EXAMPLE}")
+}
 
 struct Rule {
     step: Option<String>,
@@ -48,7 +55,7 @@ impl ScriptBackend {
         let list = root
             .get("replies")
             .and_then(Value::as_array)
-            .ok_or_else(|| format!("{name}: expected a `replies:` list"))?;
+            .ok_or_else(|| shape_error(name, "expected a `replies:` list".into()))?;
         let mut rules = Vec::new();
         for (i, r) in list.iter().enumerate() {
             let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
@@ -59,12 +66,16 @@ impl ScriptBackend {
             } else if let Some(v) = r.get("reply") {
                 vec![Ok(v.clone())]
             } else {
-                return Err(format!(
-                    "{name}: reply {i} has none of `reply`, `replies`, `error`"
+                return Err(shape_error(
+                    name,
+                    format!("reply {i} has none of `reply`, `replies`, `error`"),
                 ));
             };
             if replies.is_empty() {
-                return Err(format!("{name}: reply {i} has an empty `replies` list"));
+                return Err(shape_error(
+                    name,
+                    format!("reply {i} has an empty `replies` list"),
+                ));
             }
             rules.push(Rule {
                 step: s("step"),

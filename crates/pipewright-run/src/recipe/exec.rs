@@ -762,7 +762,7 @@ impl Exec {
                 extra.push(("flow", Value::Str("skip".into())));
             }
             let delta = ctx.iteration_delta(extra);
-            self.land_raw(&ikey, &hash, values::to_text(&delta), false)
+            self.land_raw(&ikey, &hash, values::to_landed(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             results.push(result);
             if flow == Flow::SkipRemaining {
@@ -864,7 +864,7 @@ impl Exec {
                 m.insert("result".to_string(), done.result.clone());
                 // Committed now: an iteration can finish while the others still run, with no
                 // next side effect to commit it before a kill.
-                self.land_raw(&ikey, &hash, values::to_text(&Value::Map(m)), true)
+                self.land_raw(&ikey, &hash, values::to_landed(&Value::Map(m)), true)
                     .map_err(|e| self.fail(&ikey, node, codes::STORE, e))?;
                 Ok::<Value, Stop>(done.result)
             }
@@ -994,7 +994,7 @@ impl Exec {
                 extra.push(("flow", Value::Str(s.into())));
             }
             let delta = ctx.iteration_delta(extra);
-            self.land_raw(&ikey, &hash, values::to_text(&delta), false)
+            self.land_raw(&ikey, &hash, values::to_landed(&delta), false)
                 .map_err(|e| self.fail(key, node, codes::STORE, e))?;
             i += 1;
             match stop {

@@ -17,9 +17,13 @@ pub enum Decision {
     Deny { reason: String },
 }
 
-/// The gate state a landing holds.
+/// The gate state a landing holds: an object, or its text in runs recorded before.
 fn state(landed: &serde_json::Value) -> Option<serde_json::Value> {
-    serde_json::from_str(landed.as_str()?).ok()
+    match landed {
+        serde_json::Value::String(t) => serde_json::from_str(t).ok(),
+        serde_json::Value::Object(_) => Some(landed.clone()),
+        _ => None,
+    }
 }
 
 const GATE_HASH: &str = "gate";
@@ -145,7 +149,7 @@ impl Exec {
     }
 
     fn land_gate(&self, key: &str, st: &serde_json::Value) -> Result<(), String> {
-        self.land_raw(key, GATE_HASH, st.to_string(), true)
+        self.land_raw(key, GATE_HASH, st.clone(), true)
             .map_err(|e| format!("the run could not be recorded: {e}"))
     }
 }
@@ -260,7 +264,8 @@ pub fn decide(
         "key": key,
         "stage": stage,
         "decision": st["status"],
-        "at_ms": store::now_ms(),
+        // The run's clock, as its steps' events count (not the epoch `decided_ms` holds).
+        "at_ms": store::now_ms().saturating_sub(summary.created_ms),
     });
     store.record(
         run_id,
@@ -268,7 +273,7 @@ pub fn decide(
             Write::Land(Landing {
                 key,
                 step_hash: GATE_HASH.into(),
-                landed: Landed::Value(serde_json::Value::String(st.to_string())),
+                landed: Landed::Value(st),
             }),
             Write::Event(event.to_string()),
         ],

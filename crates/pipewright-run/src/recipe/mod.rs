@@ -292,7 +292,7 @@ impl Exec {
     fn start_context(&self, f: &Frame, caller: &Context) -> Result<Context, String> {
         let key = format!("{}init", f.prefix);
         if let Some((_, v)) = lock(&self.journal).get(&key) {
-            if let Some(Value::Map(m)) = v.as_str().and_then(|t| values::from_text(t).ok()) {
+            if let Some(Value::Map(m)) = values::from_landed(v) {
                 return Ok(m);
             }
         }
@@ -342,7 +342,7 @@ impl Exec {
         self.land_raw(
             &key,
             "init",
-            values::to_text(&Value::Map(ctx.clone())),
+            values::to_landed(&Value::Map(ctx.clone())),
             true,
         )
         .map_err(|e| format!("the run could not be recorded: {e}"))?;
@@ -351,8 +351,13 @@ impl Exec {
 
     /// Stores a landing (and remembers it for this run); `now` commits it at once, else it
     /// commits before the next step with side effects.
-    fn land_raw(&self, key: &str, hash: &str, text: String, now: bool) -> Result<(), String> {
-        let v = serde_json::Value::String(text);
+    fn land_raw(
+        &self,
+        key: &str,
+        hash: &str,
+        v: serde_json::Value,
+        now: bool,
+    ) -> Result<(), String> {
         if let Some(rec) = &self.recorder {
             let l = Landing {
                 key: key.to_string(),
@@ -407,7 +412,7 @@ impl Exec {
         if h != hash {
             return None;
         }
-        values::from_text(v.as_str()?).ok()
+        values::from_landed(v)
     }
 
     /// The content hash of a step: its kind and its source text.
@@ -444,8 +449,7 @@ impl Exec {
 
     /// Lands a step's change of the context with its completion event, in one transaction.
     fn land_step(&self, key: &str, hash: &str, delta: &Value, done: Event) -> Result<(), String> {
-        let text = values::to_text(delta);
-        let v = serde_json::Value::String(text);
+        let v = values::to_landed(delta);
         if let Some(rec) = &self.recorder {
             let writes = vec![
                 Write::Event(done.to_stored_line()),

@@ -78,6 +78,7 @@ pub enum MeowCommand {
     },
     /// Emit an event to whoever waits for it.
     Event {
+        /// The event's type, as `await-event` names it.
         event_type: String,
         /// Event data, `KEY=VALUE`.
         #[arg(value_name = "KEY=VALUE")]
@@ -88,6 +89,7 @@ pub enum MeowCommand {
     },
     /// Wait for an event; exit 0 with its data on stdout, 1 on timeout.
     AwaitEvent {
+        /// The event type to wait for.
         event_type: String,
         /// Only an event whose data has KEY equal to VALUE (repeatable).
         #[arg(long = "filter", value_name = "KEY=VALUE")]
@@ -102,8 +104,10 @@ pub enum MeowCommand {
         /// The gate; followed by GATE, the run.
         #[arg(value_name = "RUN_ID|GATE")]
         first: String,
+        /// The gate, when the first argument is the run.
         #[arg(value_name = "GATE")]
         gate: Option<String>,
+        /// Why, for whoever reads the run later.
         #[arg(long, visible_alias = "notes")]
         reason: Option<String>,
     },
@@ -112,14 +116,18 @@ pub enum MeowCommand {
         /// The gate; followed by GATE, the run.
         #[arg(value_name = "RUN_ID|GATE")]
         first: String,
+        /// The gate, when the first argument is the run.
         #[arg(value_name = "GATE")]
         gate: Option<String>,
+        /// Why, for whoever reads the run later.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Wait for a gate's decision: exit 0 approved, 1 rejected or timed out (default 24h).
     AwaitApproval {
+        /// The gate's id.
         gate: String,
+        /// How long to wait (`30s`, `5m`; default 24h).
         #[arg(long)]
         timeout: Option<String>,
     },

@@ -95,7 +95,8 @@ async fn run_async(args: &RunArgs) -> u8 {
     let (dialect, lowered) =
         match super::load::lowered(&file, pipewright_dialect::Verb::Run, &mut sources) {
             Ok(l) => l,
-            Err(code) => return code,
+            // A file that does not check could not start: nothing ran, nothing was recorded.
+            Err(_) => return 2,
         };
     let program = lowered.program;
     if let Some(name) = &workflow {
@@ -162,12 +163,15 @@ async fn run_async(args: &RunArgs) -> u8 {
     let mut o = RunOptions::new(cwd.clone());
     o.workflow = workflow;
     o.input = input;
-    o.backend = match pipewright_run::backend::from_config(
-        backend_name,
-        &cfg,
-        &cwd,
-        args.script.as_deref(),
-    ) {
+    // MEOW agents under `--backend command` run in tmux through adapters: `[backend.command]`
+    // is not needed there.
+    let tmux = backend_name == "command" && cfg.command.is_none() && dialect.name() == "meow";
+    let backend = if tmux {
+        Ok(pipewright_run::backend::tmux_agents(&cwd))
+    } else {
+        pipewright_run::backend::from_config(backend_name, &cfg, &cwd, args.script.as_deref())
+    };
+    o.backend = match backend {
         Ok(b) => b,
         Err(e) => {
             errln!("error: {e}");
