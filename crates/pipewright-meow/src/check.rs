@@ -192,6 +192,7 @@ pub fn module(cx: &mut Ctx) {
         };
         for s in &wf.steps {
             vars::references(cx, &scope, s);
+            crate::shell_quotes::check(cx, s);
         }
         agents(cx, wf, &closure);
         vars::cleanup_scripts(cx, wf);

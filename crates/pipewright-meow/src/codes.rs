@@ -35,6 +35,7 @@ pub const BAD_VARIABLE_DECL: &str = "PW0629";
 pub const AGENT_NOT_SPAWNED: &str = "PW0630";
 pub const UNKNOWN_ADAPTER: &str = "PW0631";
 pub const BAD_PATH: &str = "PW0632";
+pub const QUOTED_PLACEHOLDER: &str = "PW0633";
 
 macro_rules! code {
     ($code:literal, $title:literal) => {
@@ -127,5 +128,9 @@ pub const CODES: &[CodeInfo] = &[
     code!(
         "PW0632",
         "a `{{…}}` path that leaves the value the file gives its variable"
+    ),
+    code!(
+        "PW0633",
+        "a `{{…}}` inside shell quotes, where values are quoted already"
     ),
 ];
