@@ -51,17 +51,13 @@ impl Mapped {
         while i < body_end {
             if escapes && b[i] == b'\\' {
                 let (text, len) = escape(&raw[i..], form)?;
-                for _ in 0..text.len() {
-                    starts.push(i);
-                }
+                starts.resize(starts.len() + text.len(), i);
                 out.push_str(&text);
                 i += len;
                 continue;
             }
             let ch = raw[i..].chars().next()?;
-            for _ in 0..ch.len_utf8() {
-                starts.push(i);
-            }
+            starts.resize(starts.len() + ch.len_utf8(), i);
             out.push(ch);
             i += ch.len_utf8();
         }

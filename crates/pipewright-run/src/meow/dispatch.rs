@@ -482,7 +482,7 @@ impl Exec {
         // (as `meow validate` wants of a template that uses them) has them given, so
         // `required` holds and a declared type applies.
         for (k, v) in extra.into_iter().flatten() {
-            if tmpl.vars.iter().any(|d| &d.name == k) {
+            if tmpl.vars.iter().any(|d| d.name == *k) {
                 given.insert(k.clone(), v.clone());
             }
         }
@@ -730,7 +730,7 @@ impl Exec {
             vars.extend(
                 extra
                     .into_iter()
-                    .filter(|(k, _)| !tmpl.vars.iter().any(|d| &d.name == k)),
+                    .filter(|(k, _)| !tmpl.vars.iter().any(|d| d.name == *k)),
             );
             let scope = Arc::new(super::state::Scope { vars });
             let prefix = format!("{id}.{k}.");
