@@ -130,7 +130,8 @@ fn message(d: &Diagnostic) -> String {
 
 /// The replacements a diagnostic suggests in its own file: a help or a secondary label reading
 /// "did you mean `X`?" (what `pipewright_syntax::suggest` writes) replaces the text it points at
-/// when that is a single word on one line.
+/// when that is a single word on one line; a secondary label reading "replace with `X`"
+/// (`pipewright_syntax::suggest::replace_with`) replaces the text it points at by `X`.
 pub fn fixes(d: &Diagnostic, text: &str) -> Vec<(Span, String, String)> {
     let mut out = Vec::new();
     let file = d.span().file;
@@ -162,6 +163,22 @@ pub fn fixes(d: &Diagnostic, text: &str) -> Vec<(Span, String, String)> {
     }
     for l in &d.secondary {
         offer(l.span, &l.message);
+    }
+    // A label that is an edit of its own span ("replace with `…`").
+    for l in &d.secondary {
+        let Some(new) = pipewright_syntax::suggest::replacement(&l.message) else {
+            continue;
+        };
+        let Some(old) = text.get(l.span.range()) else {
+            continue;
+        };
+        if l.span.file == file && old != new && !out.iter().any(|(s, _, _)| *s == l.span) {
+            out.push((
+                l.span,
+                new.to_string(),
+                format!("Replace `{old}` with `{new}`"),
+            ));
+        }
     }
     out
 }
@@ -197,5 +214,19 @@ mod tests {
         let d =
             Diagnostic::error("PW0000", Span::new(f, 0..13), "x").with_help("did you mean `q`?");
         assert!(fixes(&d, text).is_empty());
+    }
+
+    #[test]
+    fn a_replacement_label_becomes_an_edit_of_its_span() {
+        let text = "command = \"test '{{x}}' = y\"\n";
+        let f = FileId(0);
+        let d = Diagnostic::warning("PW0633", Span::new(f, 17..22), "x").with_secondary(
+            Span::new(f, 16..23),
+            pipewright_syntax::suggest::replace_with("{{x}}"),
+        );
+        let got = fixes(&d, text);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.range(), 16..23);
+        assert_eq!(got[0].1, "{{x}}");
     }
 }

@@ -96,6 +96,10 @@ pub fn module(cx: &mut Ctx) {
     // expand see `_failed_step`.
     let mut all_edges: Vec<(&str, String)> = Vec::new();
     let mut recoveries: Vec<String> = Vec::new();
+    // Per local target: the workflows that expand it, and the variables they give it (whose
+    // values are then not the declared defaults).
+    let mut callers: HashMap<&str, Vec<&Workflow>> = HashMap::new();
+    let mut given: HashMap<&str, BTreeSet<String>> = HashMap::new();
     for wf in &module.workflows {
         ids(wf, cx.diags);
         for s in &wf.steps {
@@ -117,6 +121,22 @@ pub fn module(cx: &mut Ctx) {
                     }
                     if x.outcome.is_none() {
                         edges.push((wf.name.as_str(), name.clone(), x.template.span));
+                    }
+                    if let Some(t) = module.workflow(name) {
+                        let to = t.name.as_str();
+                        let list = callers.entry(to).or_default();
+                        if !list.iter().any(|w| w.name == wf.name) {
+                            list.push(wf);
+                        }
+                        let names = given.entry(to).or_default();
+                        names.extend(
+                            x.variables
+                                .iter()
+                                .flat_map(|v| v.entries.iter().map(|e| e.key.clone())),
+                        );
+                        if x.is_recovery() {
+                            names.extend(wf.variables.iter().map(|v| v.name.clone()));
+                        }
                     }
                     all_edges.push((wf.name.as_str(), name.clone()));
                     if x.is_recovery() {
@@ -167,9 +187,12 @@ pub fn module(cx: &mut Ctx) {
             wf,
             extra: &extra,
             closure: &closure,
+            callers: callers.get(wf.name.as_str()).map_or(&[][..], Vec::as_slice),
+            given: given.get(wf.name.as_str()),
         };
         for s in &wf.steps {
             vars::references(cx, &scope, s);
+            crate::shell_quotes::check(cx, s);
         }
         agents(cx, wf, &closure);
         vars::cleanup_scripts(cx, wf);

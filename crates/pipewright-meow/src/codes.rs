@@ -34,6 +34,8 @@ pub const UNDECLARED_OUTPUT: &str = "PW0628";
 pub const BAD_VARIABLE_DECL: &str = "PW0629";
 pub const AGENT_NOT_SPAWNED: &str = "PW0630";
 pub const UNKNOWN_ADAPTER: &str = "PW0631";
+pub const BAD_PATH: &str = "PW0632";
+pub const QUOTED_PLACEHOLDER: &str = "PW0633";
 
 macro_rules! code {
     ($code:literal, $title:literal) => {
@@ -122,5 +124,13 @@ pub const CODES: &[CodeInfo] = &[
     code!(
         "PW0631",
         "an adapter that is neither built in nor in the project"
+    ),
+    code!(
+        "PW0632",
+        "a `{{…}}` path that leaves the value the file gives its variable"
+    ),
+    code!(
+        "PW0633",
+        "a `{{…}}` inside shell quotes, where values are quoted already"
     ),
 ];

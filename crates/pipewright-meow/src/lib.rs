@@ -8,7 +8,9 @@ pub mod codes;
 pub mod lower;
 pub mod refs;
 pub mod schema;
+mod shell_quotes;
 mod steps;
+mod toml_string;
 pub mod tree;
 mod vars;
 

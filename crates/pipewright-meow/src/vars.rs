@@ -5,7 +5,7 @@ use crate::ast::{moved_cleanup, Step, Workflow};
 use crate::check::{strings, Ctx, Expansion};
 use crate::codes;
 use crate::steps;
-use crate::tree::Node;
+use crate::tree::{Kind, Node};
 use pipewright_syntax::suggest::did_you_mean;
 use pipewright_syntax::{Diagnostic, Severity, Span};
 use std::collections::{BTreeSet, HashMap};
@@ -28,6 +28,37 @@ pub struct Scope<'a> {
     /// Names a foreach of this file binds in this workflow (`item_var`, `index_var`).
     pub extra: &'a [String],
     pub closure: &'a HashMap<String, BTreeSet<String>>,
+    /// The workflows of this file that expand this one.
+    pub callers: &'a [&'a Workflow],
+    /// The variables those expansions give this workflow.
+    pub given: Option<&'a BTreeSet<String>>,
+}
+
+impl Scope<'_> {
+    /// The value of `name` when the file fixes it: its default, which no expansion of this
+    /// file replaces and no declared `json`/`object` type turns into structure.
+    /// A `--var` value is text, so it does not give a string default fields or a list
+    /// default more items either.
+    fn known(&self, name: &str) -> Option<&Node> {
+        let v = self.wf.var(name)?;
+        let default = v.default.as_ref()?;
+        if self.extra.iter().any(|e| e == name) || self.given.is_some_and(|g| g.contains(name)) {
+            return None;
+        }
+        let ty = self
+            .wf
+            .table
+            .get("variables")
+            .and_then(Node::as_table)
+            .and_then(|t| t.get(name))
+            .and_then(Node::as_table)
+            .and_then(|t| t.get("type"))
+            .and_then(Node::as_str);
+        if matches!(ty, Some("json" | "object")) {
+            return None;
+        }
+        Some(default)
+    }
 }
 
 /// The variables an expansion passes must be declared by its target, and the target's
@@ -118,13 +149,13 @@ pub fn passed(cx: &mut Ctx, x: &Expansion, caller: &Workflow, wf: &Workflow, sam
 }
 
 /// One `{{…}}` in a string.
-struct Reference<'t> {
-    inner: &'t str,
+pub(crate) struct Reference<'t> {
+    pub inner: &'t str,
     /// Byte offset of `{{` in the string's value.
-    at: usize,
+    pub at: usize,
 }
 
-fn references_in(s: &str) -> Vec<Reference<'_>> {
+pub(crate) fn references_in(s: &str) -> Vec<Reference<'_>> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(open) = s[from..].find("{{") {
@@ -165,7 +196,14 @@ const NOT_SUBSTITUTED: [&str; 3] = ["description", "timeout", "mode"];
 
 pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
     let mut nodes = Vec::new();
+    // A foreach binds its `item_var` and `index_var` for its own `variables` and `template`
+    // (spec, foreach: "can reference `item_var` and `index_var`").
+    let mut per_item = Vec::new();
     for e in &step.table.entries {
+        if step.executor() == "foreach" && (e.key == "variables" || e.key == "template") {
+            strings(&e.value, &mut per_item);
+            continue;
+        }
         if NOT_SUBSTITUTED.contains(&e.key.as_str()) {
             continue;
         }
@@ -196,6 +234,22 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
     }
     for n in nodes {
         check_string(cx, scope, step, n, Where::Baked);
+    }
+    if !per_item.is_empty() {
+        let mut extra = scope.extra.to_vec();
+        extra.extend(
+            ["item_var", "index_var"]
+                .iter()
+                .filter_map(|k| step.table.get(k).and_then(Node::as_str))
+                .map(str::to_string),
+        );
+        let inner = Scope {
+            extra: &extra,
+            ..*scope
+        };
+        for n in per_item {
+            check_string(cx, &inner, step, n, Where::Baked);
+        }
     }
     for inline in steps::inline_steps_of(step) {
         let mut nodes = Vec::new();
@@ -270,16 +324,20 @@ fn check_string(cx: &mut Ctx, scope: &Scope, step: &Step, n: &Node, place: Where
                     .with_note("inline branch steps get no `{{variable}}` substitution; only `{{step.outputs.field}}` is filled in")
                     .with_help("move the step into a workflow and use `template = \".name\"` with `variables`"),
             ),
-            None => variable_ref(cx, scope, segs[0].trim(), span),
+            None => variable_ref(cx, scope, &segs, span),
         }
     }
 }
 
-fn variable_ref(cx: &mut Ctx, scope: &Scope, root: &str, span: Span) {
+fn variable_ref(cx: &mut Ctx, scope: &Scope, segs: &[&str], span: Span) {
+    let root = segs[0].trim();
     if scope.wf.var(root).is_some()
         || BUILTINS.contains(&root)
         || scope.extra.iter().any(|e| e == root)
     {
+        if let Some(v) = scope.known(root) {
+            path_into(cx, root, v, &segs[1..], span);
+        }
         return;
     }
     if root == FAILED_STEP {
@@ -294,13 +352,106 @@ fn variable_ref(cx: &mut Ctx, scope: &Scope, root: &str, span: Span) {
     }
     let mut names: Vec<&str> = scope.wf.variables.iter().map(|v| v.name.as_str()).collect();
     names.extend(scope.extra.iter().map(String::as_str));
-    let d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span, format!("undefined variable `{root}` in workflow `{}`", scope.wf.name))
+    let wf = &scope.wf.name;
+    let d = Diagnostic::error(codes::UNDEFINED_VARIABLE, span, format!("undefined variable `{root}` in workflow `{wf}`", ))
         .with_label("not declared")
         .with_note("a workflow sees only its own declared variables, what a foreach binds and the built-ins; an expansion does not inherit the caller's variables");
-    cx.diags.push(match did_you_mean(root, names.iter().copied().chain(BUILTINS)) {
-        Some(c) => d.with_help(format!("did you mean `{c}`?")),
-        None => d.with_help(format!("declare it: `[{}.variables]` `{root} = {{ required = true }}`, and pass it from every expansion", scope.wf.name)),
-    });
+    if let Some(c) = did_you_mean(root, names.iter().copied().chain(BUILTINS)) {
+        cx.diags.push(d.with_help(format!("did you mean `{c}`?")));
+        return;
+    }
+    // A foreach of this workflow binds the name, but not here.
+    let binder = scope
+        .wf
+        .steps
+        .iter()
+        .filter(|s| s.executor() == "foreach")
+        .find_map(|s| {
+            ["item_var", "index_var"]
+                .into_iter()
+                .find(|k| s.table.get(k).and_then(Node::as_str) == Some(root))
+                .map(|k| (s, k))
+        });
+    if let Some((f, key)) = binder {
+        let target = f
+            .str("template")
+            .map_or_else(String::new, |t| format!(" (`{}`)", t.text));
+        cx.diags.push(
+            d.with_secondary(f.id.span, format!("`{root}` is the `{key}` of this foreach"))
+                .with_help(format!("`{root}` is bound only in the `variables` and `template` of foreach `{}` and in the workflow it expands{target}; use it there, or pass what this step needs through `variables`", f.id.text)),
+        );
+        return;
+    }
+    let declare = format!("declare it: `[{wf}.variables]` `{root} = {{ required = true }}`");
+    let help = match scope.callers.iter().find(|c| c.var(root).is_some()) {
+        Some(c) => format!("workflow `{}` has a variable `{root}`, but an expansion does not inherit it: {declare}, and pass it where `{}` expands `{wf}`: `variables = {{ {root} = \"{{{{{root}}}}}\" }}`", c.name, c.name),
+        None if scope.callers.is_empty() && wf == "main" => format!("{declare}, given with `--var {root}=…` when the file is run, or `{root} = {{ default = \"…\" }}`"),
+        None => format!("{declare}, and pass it from every expansion"),
+    };
+    cx.diags.push(d.with_help(help));
+}
+
+/// `{{name.a.0}}` against the value the file gives `name`: the reference fails the step on an
+/// index past the end of a list, a field of a scalar, or a key a table lacks.
+fn path_into(cx: &mut Ctx, root: &str, value: &Node, path: &[&str], span: Span) {
+    let mut at = value;
+    let mut walked = root.to_string();
+    for seg in path {
+        let seg = seg.trim();
+        let next = match &at.kind {
+            Kind::Array(items) => match seg.parse::<usize>() {
+                Ok(i) if i < items.len() => Ok(&items[i]),
+                Ok(i) => Err((
+                    format!(
+                        "index {i} is past the end of `{walked}`, a list of {} item{}",
+                        items.len(),
+                        if items.len() == 1 { "" } else { "s" }
+                    ),
+                    format!(
+                        "indexes of `{walked}` run from 0 to {}",
+                        items.len().saturating_sub(1)
+                    ),
+                )),
+                Err(_) => Err((
+                    format!("`{walked}` is a list; `{seg}` is not an index"),
+                    format!("a list takes a 0-based index: `{{{{{walked}.0}}}}`"),
+                )),
+            },
+            Kind::Table(t) => t.get(seg).ok_or_else(|| {
+                let keys: Vec<&str> = t.entries.iter().map(|e| e.key.as_str()).collect();
+                (
+                    format!("`{walked}` has no field `{seg}`"),
+                    match did_you_mean(seg, keys.iter().copied()) {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None => format!("its fields: {}", keys.join(", ")),
+                    },
+                )
+            }),
+            _ => Err((
+                format!(
+                    "`{walked}` is {}, which has no field `{seg}`",
+                    at.type_name()
+                ),
+                format!("write `{{{{{walked}}}}}`, or give `{root}` a table or list value"),
+            )),
+        };
+        match next {
+            Ok(n) => {
+                at = n;
+                walked = format!("{walked}.{seg}");
+            }
+            Err((message, help)) => {
+                cx.diags.push(
+                    Diagnostic::error(codes::BAD_PATH, span, message)
+                        .with_label("the substitution fails")
+                        .with_secondary(value.span, format!("the value of `{root}`"))
+                        .with_note("substitution stops the step when a path leaves the value")
+                        .with_help(help),
+                );
+                return;
+            }
+        }
+    }
 }
 
 fn output_ref(

@@ -133,6 +133,26 @@ fn foreach_iterates_in_order_with_limits_and_wildcard_needs() {
     assert_eq!(read(&d.path().join("seq.log")), "1\n2\n");
 }
 
+/// Issue 22 item 17: a foreach's `variables` use its item and index, and the template declares
+/// the item and index as required (check accepts it, so the run must too). Item 18: quotes
+/// ended around a placeholder keep a value with a space one word.
+#[test]
+fn foreach_variables_see_the_item_and_a_template_may_require_it() {
+    let d = fixtures();
+    let (code, v, all) = run_json(d.path(), &["foreach_vars.meow.toml"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(
+        v["stores"]["each.0.run"]["line"], "worker-0/a b/0\nMerge a b track",
+        "{all}"
+    );
+    assert_eq!(
+        v["stores"]["each.1.run"]["line"],
+        "worker-1/c/1\nMerge c track"
+    );
+    let o = run_in(d.path(), &["check", "foreach_vars.meow.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
 #[test]
 fn expand_passes_typed_variables_and_children_are_prefixed() {
     let d = fixtures();

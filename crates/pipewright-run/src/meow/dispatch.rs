@@ -469,7 +469,7 @@ impl Exec {
                 message,
                 kind: Some(recovery::TEMPLATE_NOT_FOUND),
             })?;
-        let given = match variables {
+        let mut given = match variables {
             Some(v) => match subst::typed_value(&node_json(v), &cx)
                 .map_err(|e| format!("`variables`: {e}"))?
             {
@@ -478,6 +478,14 @@ impl Exec {
             },
             None => Map::new(),
         };
+        // A foreach gives each iteration its item and index: a template that declares them
+        // (as `meow validate` wants of a template that uses them) has them given, so
+        // `required` holds and a declared type applies.
+        for (k, v) in extra.into_iter().flatten() {
+            if tmpl.vars.iter().any(|d| d.name == *k) {
+                given.insert(k.clone(), v.clone());
+            }
+        }
         let mut vars = tmpl
             .bind(given, false)
             .map_err(|e| format!("expanding `{reference}`: {e}"))?;
@@ -718,7 +726,12 @@ impl Exec {
                 }
             };
             let mut vars = scope.vars.clone();
-            vars.extend(extra);
+            // Declared ones were bound (and coerced) with the variables.
+            vars.extend(
+                extra
+                    .into_iter()
+                    .filter(|(k, _)| !tmpl.vars.iter().any(|d| d.name == *k)),
+            );
             let scope = Arc::new(super::state::Scope { vars });
             let prefix = format!("{id}.{k}.");
             let ids: HashSet<&str> = tmpl.steps.iter().map(|s| s.id.as_str()).collect();
