@@ -150,7 +150,17 @@ fn feed<'a>(
     }
     match &n.kind {
         NodeKind::Scalar(sc) => {
+            // A plain `no` the runner reads as False is kept plain (`quote::render_into`): the
+            // digest tells it from a quoted "no", so neither reader's value can change.
+            let bool_word = cx.rules.yaml11_bool_words()
+                && sc.style == ScalarStyle::Plain
+                && n.tag.is_none()
+                && crate::quote::pyyaml_bool_word(&sc.text);
+            if bool_word {
+                h.write_u8(0xb0);
+            }
             if yaml11
+                && !bool_word
                 && sc.style == ScalarStyle::Plain
                 && n.tag.is_none()
                 && crate::quote::yaml11_misread(sc, cx.rules.yaml11_bool_words())
