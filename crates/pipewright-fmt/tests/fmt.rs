@@ -488,7 +488,9 @@ fn the_verifier_rejects_what_yaml11_loaders_misread() {
     use pipewright_fmt::rules::{pipeline::PipelineRules, recipe::RecipeRules};
     let load = |t: &str| pipewright_yaml::load(FileId(0), t, Limits::default()).0;
     for (text, misread) in [
-        ("a: yes\n", true),
+        // A plain `yes` is True to PyYAML and "yes" to pipewright in the input already: kept
+        // plain, neither reader's value changes.
+        ("a: yes\n", false),
         ("a: 010\n", true),
         ("a: 1e3\n", true),
         ("a: 1_000\n", true),
@@ -503,6 +505,13 @@ fn the_verifier_rejects_what_yaml11_loaders_misread() {
         if let Err(e) = r {
             assert!(e.contains("YAML 1.1"), "{e}");
         }
+    }
+    // Quoting a plain `yes` (or unquoting a quoted one) changes PyYAML's value.
+    for (before, after) in [("a: yes\n", "a: \"yes\"\n"), ("a: \"yes\"\n", "a: yes\n")] {
+        let before = load(before);
+        let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
+        let r = verify::same_docs(&roots, &load(after), &RecipeRules);
+        assert!(r.is_err_and(|e| e.contains("YAML 1.1")), "{after}");
     }
     // The pipeline runtime reads `yes` as a string, like pipewright.
     let before = load("a: yes\n");

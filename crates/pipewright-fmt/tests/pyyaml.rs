@@ -6,10 +6,12 @@
 //! spelled out — see `tests/pyyaml_load.py`), which in turn is the value pipewright sees in the
 //! *input*, R1 expressions compared in canonical form (`verify::same_docs`, asserted here too).
 //! The input's YAML 1.2 meaning is the reference, not PyYAML's reading of it: where the two
-//! loaders disagree about an input (`enabled: yes` is a string to pipewright, a boolean to the
-//! recipe runner), the formatter keeps what `check` verified and writes it so that the runtime
-//! reads that too; an input PyYAML cannot load at all must still come out loadable. Such inputs
-//! are listed on stderr for information.
+//! loaders disagree about an input, the formatter keeps what `check` verified and writes it so
+//! that the runtime reads that too (`010` is respelled `10`); an input PyYAML cannot load at all
+//! must still come out loadable. Such inputs are listed on stderr for information. One
+//! exception: a plain `yes`/`no`/`on`/`off` in a recipe (True/False to the runner, a string to
+//! pipewright) stays plain, so each reader keeps its own value (PW0541 reports it; quoting
+//! would change the runner's).
 //!
 //! Each dialect is read with its runtime's loader: recipes with `yaml.safe_load_all`, pipelines
 //! with SafeLoader minus the `yes/no/on/off` booleans (the pipeline runtime's change).
