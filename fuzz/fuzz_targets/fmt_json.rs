@@ -3,14 +3,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipewright_fmt::{format_source, Dialect};
+use pipewright_fmt::{format_source, Dialect, Options};
 use pipewright_syntax::FileId;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let formatted = match format_source(FileId(0), text, Dialect::StateMachine) {
+    let formatted = match format_source(FileId(0), text, Dialect::StateMachine, Options::CANONICAL)
+    {
         Ok(f) => f,
         Err(diags) => {
             pipewright_fuzz::no_internal_error(&diags, text, Dialect::StateMachine);
@@ -18,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let out = &formatted.output;
-    match format_source(FileId(0), out, Dialect::StateMachine) {
+    match format_source(FileId(0), out, Dialect::StateMachine, Options::CANONICAL) {
         Ok(again) => assert!(
             again.output == *out,
             "not idempotent on {text:?}\nfirst: {out:?}\nsecond: {:?}",

@@ -3,20 +3,25 @@
 //! to the same values as the input. A refusal is fine, a PW0900 ("the formatter could not
 //! rewrite this file faithfully", which its help calls a formatter bug) is a finding. The
 //! property is `pipewright_fmt::round_trip::check`, which the minimiser
-//! (`crates/pipewright-fmt/examples/fuzz_minimize.rs`) shares.
+//! (`crates/pipewright-fmt/examples/fuzz_minimize.rs`) shares. Both key orders (`[fmt]
+//! key_order`) are checked.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pipewright_fmt::round_trip::{check, Failure};
-use pipewright_fmt::Dialect;
+use pipewright_fmt::{Dialect, Options};
 use pipewright_syntax::SourceMap;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for dialect in [Dialect::Pipeline, Dialect::Recipe] {
-        match check(text, dialect) {
+    let modes = [Options::CANONICAL, Options::PRESERVE];
+    for (dialect, options) in [Dialect::Pipeline, Dialect::Recipe]
+        .into_iter()
+        .flat_map(|d| modes.map(|o| (d, o)))
+    {
+        match check(text, dialect, options) {
             Ok(Ok(())) => {}
             Ok(Err(diags)) => {
                 let mut sources = SourceMap::new();
@@ -25,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
             }
             // A known PW0900 may be let through so a campaign looks for other failures.
             Err(Failure::Unfaithful { .. }) if pipewright_fuzz::pw0900_allowed() => {}
-            Err(f) => panic!("{dialect:?}, {}: {text:?}\n{f:#?}", f.kind()),
+            Err(f) => panic!("{dialect:?}, {options:?}, {}: {text:?}\n{f:#?}", f.kind()),
         }
     }
 });

@@ -85,7 +85,12 @@ pub trait Dialect: Sync {
         Box::new(Unsupported)
     }
     /// The canonical text of one file. Only asked when [`Verb::Fmt`] is supported.
-    fn format(&self, file: FileId, _text: &str) -> Result<String, Vec<Diagnostic>> {
+    fn format(
+        &self,
+        file: FileId,
+        _text: &str,
+        _options: pipewright_fmt::Options,
+    ) -> Result<String, Vec<Diagnostic>> {
         Err(vec![pipewright_syntax::Diagnostic::error(
             "PW0900",
             pipewright_syntax::Span::new(file, 0..0),

@@ -84,8 +84,14 @@ impl Dialect for Meow {
         Box::new(MeowChecker(pipewright_meow::Session::default(), Vec::new()))
     }
 
-    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Meow).map(|f| f.output)
+    fn format(
+        &self,
+        file: FileId,
+        text: &str,
+        options: pipewright_fmt::Options,
+    ) -> Result<String, Vec<Diagnostic>> {
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Meow, options)
+            .map(|f| f.output)
     }
 }
 

@@ -61,8 +61,13 @@ impl Dialect for Pipeline {
         })
     }
 
-    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Pipeline)
+    fn format(
+        &self,
+        file: FileId,
+        text: &str,
+        options: pipewright_fmt::Options,
+    ) -> Result<String, Vec<Diagnostic>> {
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Pipeline, options)
             .map(|f| f.output)
     }
 

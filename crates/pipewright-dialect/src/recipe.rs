@@ -56,8 +56,14 @@ impl Dialect for Recipe {
         Box::new(RecipeChecker(Vec::new()))
     }
 
-    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Recipe).map(|f| f.output)
+    fn format(
+        &self,
+        file: FileId,
+        text: &str,
+        options: pipewright_fmt::Options,
+    ) -> Result<String, Vec<Diagnostic>> {
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Recipe, options)
+            .map(|f| f.output)
     }
 
     fn lower(

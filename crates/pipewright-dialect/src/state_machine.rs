@@ -58,11 +58,23 @@ impl Dialect for StateMachine {
         ))
     }
 
-    /// Canonical key order first, then the JSON formatter's layout (which also proves the
-    /// result reads back as the same value with the same literals).
-    fn format(&self, file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
-        let ordered = pipewright_statemachine::fmt::format(file, text)?;
-        pipewright_fmt::format_source(file, &ordered, pipewright_fmt::Dialect::StateMachine)
+    /// Canonical key order first (when asked), then the JSON formatter's layout (which also
+    /// proves the result reads back as the same value with the same literals).
+    fn format(
+        &self,
+        file: FileId,
+        text: &str,
+        options: pipewright_fmt::Options,
+    ) -> Result<String, Vec<Diagnostic>> {
+        let ordered;
+        let text = match options.key_order {
+            pipewright_fmt::KeyOrder::Canonical => {
+                ordered = pipewright_statemachine::fmt::format(file, text)?;
+                ordered.as_str()
+            }
+            pipewright_fmt::KeyOrder::Preserve => text,
+        };
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::StateMachine, options)
             .map(|f| f.output)
     }
 

@@ -38,8 +38,13 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(text.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| {
-                format_source(FileId(0), black_box(&text), Dialect::Pipeline)
-                    .map(|f| f.output.len())
+                format_source(
+                    FileId(0),
+                    black_box(&text),
+                    Dialect::Pipeline,
+                    pipewright_fmt::Options::CANONICAL,
+                )
+                .map(|f| f.output.len())
             })
         });
     }

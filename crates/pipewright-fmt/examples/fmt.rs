@@ -29,7 +29,12 @@ fn main() {
         } else {
             Dialect::Pipeline
         };
-        match format_source(FileId(0), &text, dialect) {
+        match format_source(
+            FileId(0),
+            &text,
+            dialect,
+            pipewright_fmt::Options::CANONICAL,
+        ) {
             Ok(f) => print!("{}", f.output),
             Err(d) => eprintln!("{path}: {d:#?}"),
         }

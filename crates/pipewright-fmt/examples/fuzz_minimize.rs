@@ -15,7 +15,7 @@ use pipewright_fmt::round_trip::{check, Failure};
 use pipewright_fmt::Dialect;
 
 fn failure(text: &str, dialect: Dialect) -> Option<Failure> {
-    check(text, dialect).err()
+    check(text, dialect, pipewright_fmt::Options::CANONICAL).err()
 }
 
 /// Deletes chunks of `units`, from halves down to single units, while the failure stays of

@@ -47,6 +47,7 @@ fn main() {
                     FileId(0),
                     &text,
                     pipewright_fmt::Dialect::Pipeline,
+                    pipewright_fmt::Options::CANONICAL,
                 );
                 std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
                 t.elapsed()
@@ -93,7 +94,12 @@ fn phases(text: &str) -> [Duration; 8] {
     let rules = pipewright_fmt::rules::pipeline::PipelineRules;
     let mut d = [Duration::ZERO; 8];
     let t = Instant::now();
-    let f = pipewright_fmt::format_source(FileId(0), text, pipewright_fmt::Dialect::Pipeline);
+    let f = pipewright_fmt::format_source(
+        FileId(0),
+        text,
+        pipewright_fmt::Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    );
     d[0] = t.elapsed();
     std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
     let t = Instant::now();

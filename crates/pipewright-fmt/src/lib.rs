@@ -33,6 +33,25 @@ pub enum Dialect {
     Meow,
 }
 
+pub use pipewright_project::KeyOrder;
+
+/// What a project may choose about the canonical form (`[fmt]` in pipewright.toml).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    pub key_order: KeyOrder,
+}
+
+impl Options {
+    /// Every dialect's documented key order (`key_order = "canonical"`).
+    pub const CANONICAL: Options = Options {
+        key_order: KeyOrder::Canonical,
+    };
+    /// The author's key order (`key_order = "preserve"`, the default).
+    pub const PRESERVE: Options = Options {
+        key_order: KeyOrder::Preserve,
+    };
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Formatted {
     pub output: String,
@@ -120,12 +139,18 @@ impl Canon {
 }
 
 /// Formats one file's text. `Err` carries diagnostics; the caller leaves the file untouched.
+/// The state-machine dialect's canonical key order is applied before this, by its own crate
+/// (see `pipewright_dialect`); the MEOW (TOML) formatter always keeps the author's order.
 pub fn format_source(
     file: FileId,
     text: &str,
     dialect: Dialect,
+    options: Options,
 ) -> Result<Formatted, Vec<Diagnostic>> {
     let output = match (dialect, yaml_rules(dialect)) {
+        (_, Some(rules)) if options.key_order == KeyOrder::Preserve => {
+            format_yaml(file, text, &rules::PreserveOrder(rules))?
+        }
         (_, Some(rules)) => format_yaml(file, text, rules)?,
         (Dialect::StateMachine, None) => json::format(file, text)?,
         (_, None) => toml::format(file, text)?,

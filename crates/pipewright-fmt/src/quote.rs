@@ -158,6 +158,14 @@ pub fn yaml11_non_string(v: &str, bool_words: bool) -> bool {
     }
 }
 
+/// Whether PyYAML reads the plain scalar `v` as a boolean that YAML 1.2 reads as a string:
+/// `yes`/`no`/`on`/`off` in PyYAML's three casings (its resolver has no `y`/`n`).
+pub fn pyyaml_bool_word(v: &str) -> bool {
+    yaml11_non_string(v, true)
+        && !yaml11_non_string(v, false)
+        && !matches!(v, "y" | "Y" | "n" | "N")
+}
+
 /// A cursor over ASCII bytes for the hand-written forms of PyYAML's resolver patterns.
 struct Cur<'a> {
     b: &'a [u8],
@@ -464,6 +472,12 @@ pub fn render(v: &str, in_flow: bool, bool_words: bool, was_plain: bool) -> Stri
 /// runner, so it is written `"yes"`, which both read as the string `check` verified. A quoted
 /// string that merely looks like a number ([`yaml11_special`]) keeps its quotes.
 pub fn render_into(v: &str, in_flow: bool, bool_words: bool, was_plain: bool, out: &mut String) {
+    // A plain `no` is False to the runner and "no" to pipewright: quoting it would change the
+    // runner's value, so it stays as written (`check` reports it, PW0541, and `--fix` settles it).
+    if was_plain && bool_words && pyyaml_bool_word(v) {
+        out.push_str(v);
+        return;
+    }
     if plain_ok(v, in_flow)
         && !yaml11_non_string(v, bool_words)
         && (was_plain || !yaml11_special(v))

@@ -3,7 +3,7 @@
 //! the same text, and loads to the same values as its input. A refusal (PW0901, a YAML error)
 //! holds the property; PW0900, which its help calls a formatter bug, breaks it.
 
-use crate::{format_source, verify, yaml_rules, Dialect};
+use crate::{format_source, verify, yaml_rules, Dialect, Options};
 use pipewright_syntax::{Diagnostic, FileId};
 use pipewright_yaml::{load, Limits, Node};
 
@@ -40,11 +40,15 @@ fn body(text: &str) -> &str {
 
 /// Checks the property for one YAML dialect. `Ok(Err(diags))` is a refusal of the input, with
 /// its diagnostics (the fuzz target renders them); `Err` is a failure.
-pub fn check(text: &str, dialect: Dialect) -> Result<Result<(), Vec<Diagnostic>>, Failure> {
+pub fn check(
+    text: &str,
+    dialect: Dialect,
+    options: Options,
+) -> Result<Result<(), Vec<Diagnostic>>, Failure> {
     let Some(rules) = yaml_rules(dialect) else {
         return Ok(Ok(()));
     };
-    let first = match format_source(FileId(0), text, dialect) {
+    let first = match format_source(FileId(0), text, dialect, options) {
         Ok(f) => f.output,
         Err(diags) => {
             return match diags.iter().find(|d| d.code == "PW0900") {
@@ -56,7 +60,7 @@ pub fn check(text: &str, dialect: Dialect) -> Result<Result<(), Vec<Diagnostic>>
             }
         }
     };
-    match format_source(FileId(0), &first, dialect) {
+    match format_source(FileId(0), &first, dialect, options) {
         Ok(again) if again.output == first && !again.changed => {}
         Ok(again) => {
             return Err(Failure::NotIdempotent {

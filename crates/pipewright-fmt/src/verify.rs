@@ -150,7 +150,17 @@ fn feed<'a>(
     }
     match &n.kind {
         NodeKind::Scalar(sc) => {
+            // A plain `no` the runner reads as False is kept plain (`quote::render_into`): the
+            // digest tells it from a quoted "no", so neither reader's value can change.
+            let bool_word = cx.rules.yaml11_bool_words()
+                && sc.style == ScalarStyle::Plain
+                && n.tag.is_none()
+                && crate::quote::pyyaml_bool_word(&sc.text);
+            if bool_word {
+                h.write_u8(0xb0);
+            }
             if yaml11
+                && !bool_word
                 && sc.style == ScalarStyle::Plain
                 && n.tag.is_none()
                 && crate::quote::yaml11_misread(sc, cx.rules.yaml11_bool_words())
@@ -367,9 +377,25 @@ fn same<'a>(a: &'a Node, b: &'a Node, path: &mut Vec<Seg<'a>>, cx: &Cx) -> Resul
     }
     match (&a.kind, &b.kind) {
         (NodeKind::Scalar(x), NodeKind::Scalar(y)) => {
-            if y.style == ScalarStyle::Plain
+            // A plain `no` that PyYAML reads as False may stay plain, only where it was plain
+            // (see `feed`): then neither reader's value changed.
+            let words = cx.rules.yaml11_bool_words();
+            let bool_word = |n: &Node, s: &pipewright_yaml::Scalar| {
+                words
+                    && s.style == ScalarStyle::Plain
+                    && n.tag.is_none()
+                    && crate::quote::pyyaml_bool_word(&s.text)
+            };
+            if bool_word(b, y) != bool_word(a, x) {
+                return Err(format!(
+                    "a plain YAML 1.1 boolean word was quoted or unquoted at {}",
+                    at()
+                ));
+            }
+            if !bool_word(b, y)
+                && y.style == ScalarStyle::Plain
                 && b.tag.is_none()
-                && crate::quote::yaml11_misread(y, cx.rules.yaml11_bool_words())
+                && crate::quote::yaml11_misread(y, words)
             {
                 return Err(format!(
                     "YAML 1.1 loaders (the reference runtimes) would misread {:?} at {}",

@@ -4,7 +4,7 @@
 mod common;
 use common::yaml_files;
 use pipewright_fmt::cst::is_block_scalar;
-use pipewright_fmt::{format_source, trivia, verify, yaml_rules, Dialect};
+use pipewright_fmt::{format_source, trivia, verify, yaml_rules, Dialect, Options};
 use pipewright_syntax::FileId;
 use pipewright_yaml::{Limits, NodeKind};
 use std::path::{Path, PathBuf};
@@ -38,13 +38,19 @@ fn expected_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Every guarantee of the issue, for one text in one dialect.
+/// Every guarantee of the issue, for one text in one dialect, in both key orders.
 fn check_guarantees(name: &str, text: &str, dialect: Dialect) {
-    let first = match format_source(FileId(0), text, dialect) {
+    check_guarantees_with(name, text, dialect, Options::CANONICAL);
+    check_guarantees_with(name, text, dialect, Options::PRESERVE);
+}
+
+fn check_guarantees_with(name: &str, text: &str, dialect: Dialect, options: Options) {
+    let name = &format!("{name} ({options:?})");
+    let first = match format_source(FileId(0), text, dialect, options) {
         Ok(f) => f,
         Err(d) => panic!("{name}: formatting failed: {d:#?}"),
     };
-    let second = format_source(FileId(0), &first.output, dialect)
+    let second = format_source(FileId(0), &first.output, dialect, options)
         .unwrap_or_else(|d| panic!("{name}: formatting the output failed: {d:#?}"));
     assert_eq!(second.output, first.output, "{name}: not idempotent");
     assert!(!second.changed, "{name}: second run reports a change");
@@ -128,9 +134,14 @@ fn golden_files() {
         assert!(files.len() >= 4, "{dir} fixtures missing");
         for input in files {
             let text = std::fs::read_to_string(&input).expect("fixture is readable");
-            let got = format_source(FileId(0), &text, dialect)
-                .map(|f| f.output)
-                .unwrap_or_else(|d| format!("ERROR {d:#?}"));
+            let got = format_source(
+                FileId(0),
+                &text,
+                dialect,
+                pipewright_fmt::Options::CANONICAL,
+            )
+            .map(|f| f.output)
+            .unwrap_or_else(|d| format!("ERROR {d:#?}"));
             let expected_path = input.with_extension("expected.yaml");
             if update {
                 std::fs::write(&expected_path, &got).expect("expected file is writable");
@@ -168,7 +179,13 @@ fn guarantees_hold_on_expected_outputs() {
     for &(dialect, dir, _) in DIALECTS {
         for p in expected_files(&testdata().join(dir)) {
             let text = std::fs::read_to_string(&p).expect("readable");
-            let f = format_source(FileId(0), &text, dialect).expect("canonical file formats");
+            let f = format_source(
+                FileId(0),
+                &text,
+                dialect,
+                pipewright_fmt::Options::CANONICAL,
+            )
+            .expect("canonical file formats");
             assert!(!f.changed, "{} is not canonical", p.display());
         }
     }
@@ -212,7 +229,12 @@ fn examples_and_goldens_are_fixed_points() {
     for (p, dialect) in files {
         let text = std::fs::read_to_string(&p).expect("readable");
         assert!(!text.trim().is_empty(), "{} is empty", p.display());
-        match format_source(FileId(0), &text, dialect) {
+        match format_source(
+            FileId(0),
+            &text,
+            dialect,
+            pipewright_fmt::Options::CANONICAL,
+        ) {
             Ok(f) if !f.changed => {}
             Ok(f) => not_canonical.push(format!(
                 "{}:\n{}",
@@ -277,7 +299,13 @@ fn recipe_key_order_knows_every_key_the_recipe_loader_accepts() {
 #[test]
 fn invalid_yaml_is_reported_not_formatted() {
     let text = "pipeline: p\nsteps:\n  - transform: {value: \"a\"\n";
-    let err = format_source(FileId(3), text, Dialect::Pipeline).expect_err("does not parse");
+    let err = format_source(
+        FileId(3),
+        text,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect_err("does not parse");
     assert_eq!(err[0].code, "PW0001");
     assert_eq!(err[0].span().file, FileId(3));
 }
@@ -285,14 +313,26 @@ fn invalid_yaml_is_reported_not_formatted() {
 #[test]
 fn deep_nesting_is_rejected_without_overflow() {
     let deep = format!("a: {}1{}\n", "[".repeat(5000), "]".repeat(5000));
-    let err = format_source(FileId(0), &deep, Dialect::Pipeline).expect_err("too deep");
+    let err = format_source(
+        FileId(0),
+        &deep,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect_err("too deep");
     assert_eq!(err[0].code, "PW0003");
     let mut block = String::new();
     for i in 0..300 {
         block.push_str(&" ".repeat(i * 2));
         block.push_str("k:\n");
     }
-    let err = format_source(FileId(0), &block, Dialect::Pipeline).expect_err("too deep");
+    let err = format_source(
+        FileId(0),
+        &block,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect_err("too deep");
     assert_eq!(err[0].code, "PW0003");
 }
 
@@ -302,6 +342,7 @@ fn directives_are_left_alone() {
         FileId(0),
         "%YAML 1.2\n---\npipeline: p\n",
         Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
     )
     .expect_err("directive");
     assert_eq!(err[0].code, "PW0901");
@@ -310,13 +351,30 @@ fn directives_are_left_alone() {
 #[test]
 fn empty_and_comment_only_files() {
     assert_eq!(
-        format_source(FileId(0), "", Dialect::Pipeline).map(|f| f.output),
+        format_source(
+            FileId(0),
+            "",
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL
+        )
+        .map(|f| f.output),
         Ok(String::new())
     );
-    let f =
-        format_source(FileId(0), "# only\n\n#  comments   \n", Dialect::Pipeline).expect("formats");
+    let f = format_source(
+        FileId(0),
+        "# only\n\n#  comments   \n",
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect("formats");
     assert_eq!(f.output, "# only\n\n#  comments\n");
-    let f = format_source(FileId(0), "\u{feff}a:   1\n", Dialect::Pipeline).expect("formats");
+    let f = format_source(
+        FileId(0),
+        "\u{feff}a:   1\n",
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect("formats");
     assert_eq!(f.output, "\u{feff}a: 1\n");
 }
 
@@ -326,6 +384,7 @@ fn crlf_is_normalised() {
         FileId(0),
         "pipeline: p\r\n# c\r\nsteps:\r\n  - transform: {value: \"a+b\"}\r\n",
         Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
     )
     .expect("formats");
     assert_eq!(
@@ -340,6 +399,7 @@ fn json_is_pretty_printed_in_order() {
         FileId(0),
         "{\"b\":1,\"a\":[1,2,{\"c\":null}]}",
         Dialect::StateMachine,
+        pipewright_fmt::Options::CANONICAL,
     )
     .expect("formats");
     assert_eq!(
@@ -347,10 +407,23 @@ fn json_is_pretty_printed_in_order() {
         "{\n  \"b\": 1,\n  \"a\": [\n    1,\n    2,\n    {\n      \"c\": null\n    }\n  ]\n}\n"
     );
     assert!(f.changed);
-    let again = format_source(FileId(0), &f.output, Dialect::StateMachine).expect("formats");
+    let again = format_source(
+        FileId(0),
+        &f.output,
+        Dialect::StateMachine,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect("formats");
     assert!(!again.changed);
     assert_eq!(
-        format_source(FileId(0), "{", Dialect::StateMachine).expect_err("invalid")[0].code,
+        format_source(
+            FileId(0),
+            "{",
+            Dialect::StateMachine,
+            pipewright_fmt::Options::CANONICAL
+        )
+        .expect_err("invalid")[0]
+            .code,
         "PW0001"
     );
 }
@@ -358,18 +431,36 @@ fn json_is_pretty_printed_in_order() {
 #[test]
 fn toml_keeps_comments_and_normalises_spacing() {
     let src = "# top\n[meow]   \nname=\"x\"   # trailing\n\n# above\ncount   =    3\n[[steps]]\nid=\"a\"\n";
-    let f = format_source(FileId(0), src, Dialect::Meow).expect("formats");
+    let f = format_source(
+        FileId(0),
+        src,
+        Dialect::Meow,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect("formats");
     assert_eq!(
         f.output,
         "# top\n[meow]\nname = \"x\"   # trailing\n\n# above\ncount = 3\n\n[[steps]]\nid = \"a\"\n"
     );
     assert!(
-        !format_source(FileId(0), &f.output, Dialect::Meow)
-            .expect("formats")
-            .changed
+        !format_source(
+            FileId(0),
+            &f.output,
+            Dialect::Meow,
+            pipewright_fmt::Options::CANONICAL
+        )
+        .expect("formats")
+        .changed
     );
     assert_eq!(
-        format_source(FileId(0), "a = ", Dialect::Meow).expect_err("invalid")[0].code,
+        format_source(
+            FileId(0),
+            "a = ",
+            Dialect::Meow,
+            pipewright_fmt::Options::CANONICAL
+        )
+        .expect_err("invalid")[0]
+            .code,
         "PW0001"
     );
 }
@@ -397,7 +488,9 @@ fn the_verifier_rejects_what_yaml11_loaders_misread() {
     use pipewright_fmt::rules::{pipeline::PipelineRules, recipe::RecipeRules};
     let load = |t: &str| pipewright_yaml::load(FileId(0), t, Limits::default()).0;
     for (text, misread) in [
-        ("a: yes\n", true),
+        // A plain `yes` is True to PyYAML and "yes" to pipewright in the input already: kept
+        // plain, neither reader's value changes.
+        ("a: yes\n", false),
         ("a: 010\n", true),
         ("a: 1e3\n", true),
         ("a: 1_000\n", true),
@@ -412,6 +505,13 @@ fn the_verifier_rejects_what_yaml11_loaders_misread() {
         if let Err(e) = r {
             assert!(e.contains("YAML 1.1"), "{e}");
         }
+    }
+    // Quoting a plain `yes` (or unquoting a quoted one) changes PyYAML's value.
+    for (before, after) in [("a: yes\n", "a: \"yes\"\n"), ("a: \"yes\"\n", "a: yes\n")] {
+        let before = load(before);
+        let roots: Vec<_> = before.iter().map(|d| d.root.as_ref()).collect();
+        let r = verify::same_docs(&roots, &load(after), &RecipeRules);
+        assert!(r.is_err_and(|e| e.contains("YAML 1.1")), "{after}");
     }
     // The pipeline runtime reads `yes` as a string, like pipewright.
     let before = load("a: yes\n");
@@ -715,27 +815,47 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // indentation (content) was a blank line to the comment scan, printed once more.
         ("b: |\n x\n\n  \na: 1\n", "b: |\n  x\n\n   \na: 1\n"),
     ] {
-        let f = format_source(FileId(0), src, Dialect::Pipeline)
-            .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+        let f = format_source(
+            FileId(0),
+            src,
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
         assert_eq!(f.output, want, "{src:?}");
         check_guarantees(&format!("{src:?}"), src, Dialect::Pipeline);
     }
     // The key order would put an alias above the anchor it names (PW0900, the output named
     // nothing): that mapping keeps its order.
     let src = "x: &a []\npipeline: p\nsteps: *a\n";
-    let f = format_source(FileId(0), src, Dialect::Pipeline)
-        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    let f = format_source(
+        FileId(0),
+        src,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
     assert_eq!(f.output, src);
     check_guarantees(src, src, Dialect::Pipeline);
     let src = "description: &d hi\nname: *d\nsteps: []\n";
-    let f = format_source(FileId(0), src, Dialect::Recipe)
-        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    let f = format_source(
+        FileId(0),
+        src,
+        Dialect::Recipe,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
     assert_eq!(f.output, src);
     check_guarantees(src, src, Dialect::Recipe);
     // A long flow mapping after an empty key, printed in block style with its comment.
     let src = format!(": {{{}}} #", "x".repeat(95));
-    let f = format_source(FileId(0), &src, Dialect::Pipeline)
-        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+    let f = format_source(
+        FileId(0),
+        &src,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
     assert_eq!(f.output, format!("#\n?\n:\n  {}:\n", "x".repeat(95)));
     check_guarantees(&src, &src, Dialect::Pipeline);
     // The recipe key order moves `steps` first, and the empty block scalar last; and (the
@@ -747,8 +867,13 @@ fn fuzz_findings_format_and_reformat_the_same() {
             "description: |\n  x\n\n   \nsteps:\n",
         ),
     ] {
-        let f = format_source(FileId(0), src, Dialect::Recipe)
-            .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+        let f = format_source(
+            FileId(0),
+            src,
+            Dialect::Recipe,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
         assert_eq!(f.output, want, "{src:?}");
         check_guarantees(&format!("{src:?}"), src, Dialect::Recipe);
     }
@@ -770,7 +895,12 @@ fn every_fuzz_regression_input_formats_and_reformats_the_same_or_is_refused() {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         for dialect in [Dialect::Pipeline, Dialect::Recipe] {
-            match format_source(FileId(0), &text, dialect) {
+            match format_source(
+                FileId(0),
+                &text,
+                dialect,
+                pipewright_fmt::Options::CANONICAL,
+            ) {
                 Ok(_) => check_guarantees(&name, &text, dialect),
                 Err(d) => assert!(
                     d.iter().all(|d| d.code != "PW0900"),
@@ -796,7 +926,12 @@ fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
         let raw = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let control = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
         if raw.contains(control) {
-            let refused = format_source(FileId(0), &raw, Dialect::Pipeline);
+            let refused = format_source(
+                FileId(0),
+                &raw,
+                Dialect::Pipeline,
+                pipewright_fmt::Options::CANONICAL,
+            );
             assert!(
                 matches!(&refused, Err(d) if d.iter().all(|d| d.code == "PW0901")),
                 "{name}: {refused:?}"
@@ -824,10 +959,20 @@ fn the_fourth_sessions_fuzz_reproducers_format_and_reformat_the_same() {
         let text =
             std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         for dialect in [Dialect::Pipeline, Dialect::Recipe] {
-            let f = format_source(FileId(0), &text, dialect)
-                .unwrap_or_else(|d| panic!("{name}: {d:#?}"));
-            let again = format_source(FileId(0), &f.output, dialect)
-                .unwrap_or_else(|d| panic!("{name}, formatted: {d:#?}"));
+            let f = format_source(
+                FileId(0),
+                &text,
+                dialect,
+                pipewright_fmt::Options::CANONICAL,
+            )
+            .unwrap_or_else(|d| panic!("{name}: {d:#?}"));
+            let again = format_source(
+                FileId(0),
+                &f.output,
+                dialect,
+                pipewright_fmt::Options::CANONICAL,
+            )
+            .unwrap_or_else(|d| panic!("{name}, formatted: {d:#?}"));
             assert_eq!(again.output, f.output, "{name}: not idempotent");
             check_guarantees(name, &text, dialect);
         }
@@ -843,7 +988,13 @@ fn a_key_quoting_could_push_past_yamls_limit_is_refused() {
         .unwrap_or_else(|e| panic!("{e}"));
     let long = format!("{}: 1\n", "k\t\"".repeat(200));
     for src in [fuzzed.as_str(), long.as_str()] {
-        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err("refused");
+        let err = format_source(
+            FileId(0),
+            src,
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .expect_err("refused");
         assert_eq!(err.len(), 1);
         assert_eq!(err[0].code, "PW0901");
         assert!(
@@ -861,8 +1012,13 @@ fn a_key_quoting_could_push_past_yamls_limit_is_refused() {
     let tabs = format!("{}: 1\n", "kk\t".repeat(160));
     let folded = format!("{{k{}k: 1}}\n", "\n".repeat(450));
     for src in [tabs.as_str(), folded.as_str()] {
-        let f = format_source(FileId(0), src, Dialect::Pipeline)
-            .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
+        let f = format_source(
+            FileId(0),
+            src,
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .unwrap_or_else(|d| panic!("{src:?}: {d:#?}"));
         assert!(
             f.output.lines().next().is_some_and(|l| l.len() > 500),
             "{f:?}"
@@ -875,7 +1031,13 @@ fn a_key_quoting_could_push_past_yamls_limit_is_refused() {
 fn a_comment_between_a_scalars_properties_and_its_value_is_refused() {
     // The loader spans the scalar over the comment: it was dropped without a word.
     for src in ["a: !!str # c\n  b\n", "a: &x # c\n  |\n  n\n", "!\n#\n|\nn"] {
-        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err(src);
+        let err = format_source(
+            FileId(0),
+            src,
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .expect_err(src);
         assert_eq!(err.len(), 1, "{src:?}");
         assert_eq!(err[0].code, "PW0901", "{src:?}");
     }
@@ -895,7 +1057,13 @@ fn characters_yaml_does_not_allow_are_refused_not_rewritten() {
         "# \u{7f}\n",
         "a: \u{9f}\n",
     ] {
-        let err = format_source(FileId(0), src, Dialect::Pipeline).expect_err(src);
+        let err = format_source(
+            FileId(0),
+            src,
+            Dialect::Pipeline,
+            pipewright_fmt::Options::CANONICAL,
+        )
+        .expect_err(src);
         assert_eq!(err.len(), 1, "{src:?}");
         assert_eq!(err[0].code, "PW0901", "{src:?}");
     }
@@ -920,7 +1088,12 @@ fn nested_empty_keys_format_in_time_linear_in_their_depth() {
     std::thread::spawn(move || {
         for depth in [40, 100] {
             let src = ":\t".repeat(depth);
-            let r = format_source(FileId(0), &src, Dialect::Pipeline);
+            let r = format_source(
+                FileId(0),
+                &src,
+                Dialect::Pipeline,
+                pipewright_fmt::Options::CANONICAL,
+            );
             tx.send((depth, r.map(|f| f.output))).ok();
         }
     });
@@ -931,4 +1104,32 @@ fn nested_empty_keys_format_in_time_linear_in_their_depth() {
         let out = r.unwrap_or_else(|d| panic!("depth {depth}: {d:#?}"));
         assert_eq!(out.matches('?').count(), depth, "{out}");
     }
+}
+
+#[test]
+fn preserve_keeps_the_authors_key_order_and_still_normalises() {
+    let src = "steps:\n  - prompt:   'Hi'\n    id: a\n    agent: foundation:x\nname: r\nversion: \"1.0.0\"\ndescription: d\n";
+    let kept = format_source(FileId(0), src, Dialect::Recipe, Options::PRESERVE)
+        .expect("formats")
+        .output;
+    assert_eq!(
+        kept,
+        "steps:\n  - prompt: Hi\n    id: a\n    agent: foundation:x\nname: r\nversion: \"1.0.0\"\ndescription: d\n"
+    );
+    let canonical = format_source(FileId(0), src, Dialect::Recipe, Options::CANONICAL)
+        .expect("formats")
+        .output;
+    assert!(
+        canonical.starts_with("name: r\ndescription: d\n"),
+        "{canonical}"
+    );
+    // The default is the author's order.
+    assert_eq!(Options::default(), Options::PRESERVE);
+    let p = "steps:\n  - transform: {output: x, value: \"1+2\"}\npipeline: p\n";
+    let kept = format_source(FileId(0), p, Dialect::Pipeline, Options::PRESERVE)
+        .expect("formats")
+        .output;
+    assert!(kept.starts_with("steps:"), "{kept}");
+    check_guarantees("preserve", src, Dialect::Recipe);
+    check_guarantees("preserve", p, Dialect::Pipeline);
 }

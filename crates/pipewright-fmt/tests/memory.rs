@@ -51,7 +51,13 @@ fn formatting_peaks_at_most_ten_times_the_input() {
     let text = pipewright_fmt::bench_support::pipeline_file(2 * 1024 * 1024);
     let before = LIVE.load(Relaxed);
     PEAK.store(before, Relaxed);
-    let out = format_source(FileId(0), &text, Dialect::Pipeline).expect("formats");
+    let out = format_source(
+        FileId(0),
+        &text,
+        Dialect::Pipeline,
+        pipewright_fmt::Options::CANONICAL,
+    )
+    .expect("formats");
     let peak = PEAK.load(Relaxed) - before;
     let ratio = peak as f64 / text.len() as f64;
     eprintln!(

@@ -52,8 +52,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn formatting_keeps_everything(src in pipeline()) {
-        let first = format_source(FileId(0), &src, Dialect::Pipeline).map_err(|d| TestCaseError::fail(format!("{d:?}\n{src}")))?;
-        let second = format_source(FileId(0), &first.output, Dialect::Pipeline).map_err(|d| TestCaseError::fail(format!("{d:?}")))?;
+        let first = format_source(FileId(0), &src, Dialect::Pipeline, pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}\n{src}")))?;
+        let second = format_source(FileId(0), &first.output, Dialect::Pipeline, pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}")))?;
         prop_assert_eq!(&second.output, &first.output);
         let (a, _) = pipewright_yaml::load(FileId(0), &src, Limits::default());
         let (b, _) = pipewright_yaml::load(FileId(0), &first.output, Limits::default());

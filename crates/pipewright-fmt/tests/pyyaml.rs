@@ -6,10 +6,12 @@
 //! spelled out — see `tests/pyyaml_load.py`), which in turn is the value pipewright sees in the
 //! *input*, R1 expressions compared in canonical form (`verify::same_docs`, asserted here too).
 //! The input's YAML 1.2 meaning is the reference, not PyYAML's reading of it: where the two
-//! loaders disagree about an input (`enabled: yes` is a string to pipewright, a boolean to the
-//! recipe runner), the formatter keeps what `check` verified and writes it so that the runtime
-//! reads that too; an input PyYAML cannot load at all must still come out loadable. Such inputs
-//! are listed on stderr for information.
+//! loaders disagree about an input, the formatter keeps what `check` verified and writes it so
+//! that the runtime reads that too (`010` is respelled `10`); an input PyYAML cannot load at all
+//! must still come out loadable. Such inputs are listed on stderr for information. One
+//! exception: a plain `yes`/`no`/`on`/`off` in a recipe (True/False to the runner, a string to
+//! pipewright) stays plain, so each reader keeps its own value (PW0541 reports it; quoting
+//! would change the runner's).
 //!
 //! Each dialect is read with its runtime's loader: recipes with `yaml.safe_load_all`, pipelines
 //! with SafeLoader minus the `yes/no/on/off` booleans (the pipeline runtime's change).
@@ -236,7 +238,12 @@ fn formatted_files_mean_to_pyyaml_what_their_input_means_to_pipewright() {
             continue;
         };
         // Files that do not parse (a CLI fixture) are not formatted: nothing to compare.
-        let Ok(f) = format_source(FileId(0), &text, dialect) else {
+        let Ok(f) = format_source(
+            FileId(0),
+            &text,
+            dialect,
+            pipewright_fmt::Options::CANONICAL,
+        ) else {
             continue;
         };
         cases.push((path, dialect, text, f.output));
@@ -267,6 +274,10 @@ fn formatted_files_mean_to_pyyaml_what_their_input_means_to_pipewright() {
         let want = meaning_of_text(out);
         match &pair[1] {
             Ok(v) if same(v, &want) => {}
+            // A plain `no` in a recipe is False to PyYAML and "no" to pipewright, in the input
+            // and the output alike: fmt keeps each reader's value (PW0541 reports the
+            // disagreement).
+            Ok(v) if pair[0].as_ref().is_ok_and(|i| same(v, i)) => {}
             Ok(v) => failures.push(format!(
                 "{}: PyYAML reads the output as\n{v}\nbut the input means\n{want}\n--- output\n{out}",
                 path.display()
@@ -300,7 +311,7 @@ fn fuzz_inputs_pyyaml_reads_as_pipewright_does_format_to_the_same_for_pyyaml() {
             continue;
         };
         for d in [Dialect::Pipeline, Dialect::Recipe] {
-            if let Ok(f) = format_source(FileId(0), &text, d) {
+            if let Ok(f) = format_source(FileId(0), &text, d, pipewright_fmt::Options::CANONICAL) {
                 cases.push((path.clone(), d, text.clone(), f.output));
             }
         }
@@ -466,22 +477,56 @@ proptest! {
             // Duplicate keys (two equal generated keys) are kept; anything else must load.
             let (_, diags) = pipewright_yaml::load(FileId(0), text, Limits::default());
             prop_assume!(diags.iter().all(|x| !x.is_error() || x.code == "PW0005"));
-            let first = format_source(FileId(0), text, *d)
+            let first = format_source(FileId(0), text, *d, pipewright_fmt::Options::CANONICAL)
                 .map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
-            let second = format_source(FileId(0), &first.output, *d)
+            let second = format_source(FileId(0), &first.output, *d, pipewright_fmt::Options::CANONICAL)
                 .map_err(|e| TestCaseError::fail(format!("{e:?}\n{}", first.output)))?;
             prop_assert_eq!(&second.output, &first.output, "not idempotent:\n{}", text);
             same_to_pipewright(text, &first.output, *d)
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
             outs.push((first.output, loader(*d)));
         }
-        let jobs: Vec<(&str, &'static str)> = outs.iter().map(|(o, l)| (o.as_str(), *l)).collect();
-        for ((out, _), got) in outs.iter().zip(pyyaml(&jobs)) {
+        let jobs: Vec<(&str, &'static str)> = outs
+            .iter()
+            .zip(&docs)
+            .flat_map(|((o, l), (_, text))| [(text.as_str(), *l), (o.as_str(), *l)])
+            .collect();
+        let loaded = pyyaml(&jobs);
+        for ((out, _), pair) in outs.iter().zip(loaded.chunks(2)) {
             let want = meaning_of_text(out);
-            match got {
-                Ok(v) => prop_assert!(same(&v, &want), "PyYAML reads\n{}\nas {} but pipewright as {}", out, v, want),
+            // PyYAML's reading of the output is pipewright's, or (a plain `no` in a recipe, kept
+            // plain) PyYAML's reading of the input: neither reader's value changes.
+            let kept = |v: &Value| pair[0].as_ref().is_ok_and(|i| same(v, i));
+            match pair[1].clone() {
+                Ok(v) => prop_assert!(same(&v, &want) || kept(&v), "PyYAML reads\n{}\nas {} but pipewright as {}", out, v, want),
                 Err(e) => prop_assert!(false, "PyYAML cannot load\n{}\n{}", out, e),
             }
+        }
+    }
+}
+
+#[test]
+fn a_plain_yaml11_boolean_keeps_its_value_for_both_readers() {
+    // `parallel: no` is False to the recipe runner and "no" to pipewright: fmt must change
+    // neither, so it stays plain; a quoted "no" (a string to both) stays quoted.
+    let src = "name: r\nsteps:\n  - id: a\n    agent: foundation:x\n    prompt: hi\n    foreach: \"{{xs}}\"\n    parallel: no\n    description:   Yes\ncontext:\n  flags: [on, OFF, \"no\", 'yes', y]\n";
+    for options in [
+        pipewright_fmt::Options::CANONICAL,
+        pipewright_fmt::Options::PRESERVE,
+    ] {
+        let out = format_source(FileId(0), src, Dialect::Recipe, options)
+            .expect("formats")
+            .output;
+        assert!(out.contains("parallel: no\n"), "{out}");
+        assert!(out.contains("description: Yes\n"), "{out}");
+        assert!(out.contains("flags: [on, OFF, \"no\", "), "{out}");
+        let again = format_source(FileId(0), &out, Dialect::Recipe, options).expect("formats");
+        assert!(!again.changed, "idempotent: {out}");
+        same_to_pipewright(src, &out, Dialect::Recipe).expect("same to pipewright");
+        let loaded = pyyaml(&[(src, "recipe"), (out.as_str(), "recipe")]);
+        match (&loaded[0], &loaded[1]) {
+            (Ok(a), Ok(b)) => assert!(same(a, b), "PyYAML reads {a} then {b}"),
+            other => panic!("{other:?}"),
         }
     }
 }

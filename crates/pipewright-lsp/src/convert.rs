@@ -1,6 +1,6 @@
 //! pipewright diagnostics as LSP diagnostics: spans to UTF-16 ranges, severity, the code (its
 //! explanation is the hover over the diagnostic), secondary labels as related information,
-//! notes and help appended to the message, tags, and the did-you-mean fix-its (in `data`, for
+//! notes and help appended to the message, tags, and the diagnostic's fixes (in `data`, for
 //! code actions).
 
 use crate::analysis::Analysis;
@@ -9,7 +9,7 @@ use lsp_types::{
     DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag, Location, NumberOrString,
     TextEdit, Url,
 };
-use pipewright_syntax::{Diagnostic, FileId, Severity, Span};
+use pipewright_syntax::{Diagnostic, FileId, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,11 +22,11 @@ const UNNECESSARY: &[&str] = &[
 /// Codes whose finding is a form that is going away (shown struck through).
 const DEPRECATED: &[&str] = &["PW0600"];
 
-/// One replacement a diagnostic suggests.
+/// One fix of a diagnostic (`pipewright_syntax::fix`), in LSP positions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
     pub title: String,
-    pub edit: TextEdit,
+    pub edits: Vec<TextEdit>,
 }
 
 /// What a published diagnostic carries for the code actions asked of it later.
@@ -71,11 +71,15 @@ pub fn by_file(a: &Analysis) -> HashMap<PathBuf, Vec<lsp_types::Diagnostic>> {
                 })
             })
             .collect::<Vec<_>>();
-        let fixes: Vec<Fix> = fixes(d, text)
+        let fixes: Vec<Fix> = pipewright_syntax::fix::fixes(d, text)
             .into_iter()
-            .map(|(span, new_text, title)| Fix {
-                title,
-                edit: TextEdit::new(idx.range(span.range()), new_text),
+            .map(|f| Fix {
+                title: f.title,
+                edits: f
+                    .edits
+                    .into_iter()
+                    .map(|e| TextEdit::new(idx.range(e.span.range()), e.text))
+                    .collect(),
             })
             .collect();
         let data = (!fixes.is_empty())
@@ -126,107 +130,4 @@ fn message(d: &Diagnostic) -> String {
         m.push_str(&format!("\nhelp: {h}"));
     }
     m
-}
-
-/// The replacements a diagnostic suggests in its own file: a help or a secondary label reading
-/// "did you mean `X`?" (what `pipewright_syntax::suggest` writes) replaces the text it points at
-/// when that is a single word on one line; a secondary label reading "replace with `X`"
-/// (`pipewright_syntax::suggest::replace_with`) replaces the text it points at by `X`.
-pub fn fixes(d: &Diagnostic, text: &str) -> Vec<(Span, String, String)> {
-    let mut out = Vec::new();
-    let file = d.span().file;
-    let mut offer = |span: Span, said: &str| {
-        let Some(new) = suggestion(said) else {
-            return;
-        };
-        let Some(old) = text.get(span.range()) else {
-            return;
-        };
-        let word = |s: &str| !s.is_empty() && !s.contains(['\n', ' ', ':', '{', '[', ',']);
-        // A quoted scalar's span includes its quotes: replace inside them.
-        let (span, old) = match old.as_bytes().first() {
-            Some(b'"' | b'\'') if old.len() >= 2 && old.ends_with(&old[..1]) => {
-                (span.sub(1..old.len() - 1), &old[1..old.len() - 1])
-            }
-            _ => (span, old),
-        };
-        if span.file == file && word(old) && old != new && !out.iter().any(|(s, _, _)| *s == span) {
-            out.push((
-                span,
-                new.to_string(),
-                format!("Replace `{old}` with `{new}`"),
-            ));
-        }
-    };
-    if let Some(h) = &d.help {
-        offer(d.span(), h);
-    }
-    for l in &d.secondary {
-        offer(l.span, &l.message);
-    }
-    // A label that is an edit of its own span ("replace with `…`").
-    for l in &d.secondary {
-        let Some(new) = pipewright_syntax::suggest::replacement(&l.message) else {
-            continue;
-        };
-        let Some(old) = text.get(l.span.range()) else {
-            continue;
-        };
-        if l.span.file == file && old != new && !out.iter().any(|(s, _, _)| *s == l.span) {
-            out.push((
-                l.span,
-                new.to_string(),
-                format!("Replace `{old}` with `{new}`"),
-            ));
-        }
-    }
-    out
-}
-
-fn suggestion(said: &str) -> Option<&str> {
-    let rest = said.strip_prefix("did you mean `")?;
-    let (word, after) = rest.split_once('`')?;
-    after.starts_with('?').then_some(word)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn did_you_mean_becomes_a_replacement_of_the_word_only() {
-        let text = "a: \"ctx.nmae\"\nb: setps\n";
-        let f = FileId(0);
-        let d = Diagnostic::error("PW0000", Span::new(f, 3..13), "x")
-            .with_help("did you mean `ctx.name`? Otherwise add it");
-        let got = fixes(&d, text);
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].0.range(), 4..12);
-        assert_eq!(got[0].1, "ctx.name");
-        let d = Diagnostic::error("PW0000", Span::new(f, 0..1), "x")
-            .with_secondary(Span::new(f, 17..22), "did you mean `steps`?");
-        assert_eq!(fixes(&d, text)[0].0.range(), 17..22);
-        // Not a suggestion, a list, or a span over more than a word: nothing offered.
-        for help in ["expected one of: `a`, `b`", "did you mean `x`", "use `y`"] {
-            let d = Diagnostic::error("PW0000", Span::new(f, 17..22), "x").with_help(help);
-            assert!(fixes(&d, text).is_empty(), "{help}");
-        }
-        let d =
-            Diagnostic::error("PW0000", Span::new(f, 0..13), "x").with_help("did you mean `q`?");
-        assert!(fixes(&d, text).is_empty());
-    }
-
-    #[test]
-    fn a_replacement_label_becomes_an_edit_of_its_span() {
-        let text = "command = \"test '{{x}}' = y\"\n";
-        let f = FileId(0);
-        let d = Diagnostic::warning("PW0633", Span::new(f, 17..22), "x").with_secondary(
-            Span::new(f, 16..23),
-            pipewright_syntax::suggest::replace_with("{{x}}"),
-        );
-        let got = fixes(&d, text);
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].0.range(), 16..23);
-        assert_eq!(got[0].1, "{{x}}");
-    }
 }

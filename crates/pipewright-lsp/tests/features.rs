@@ -82,6 +82,7 @@ fn formatting_returns_the_fmt_engines_text_as_one_edit() {
         pipewright_syntax::FileId(0),
         messy,
         pipewright_fmt::Dialect::Pipeline,
+        pipewright_fmt::Options::PRESERVE,
     )
     .expect("formats")
     .output;

@@ -10,7 +10,8 @@ use crate::steps;
 use crate::toml_string::Mapped;
 use crate::tree::Node;
 use crate::vars;
-use pipewright_syntax::{suggest, Diagnostic, Span};
+use pipewright_syntax::fix::Fix;
+use pipewright_syntax::{Diagnostic, Span};
 
 /// A placeholder inside one quoted string of the script.
 #[derive(Debug, PartialEq)]
@@ -342,8 +343,10 @@ fn script(cx: &mut Ctx, n: &Node) {
             .as_ref()
             .map(|e| apply(value, &e.iter().collect::<Vec<_>>()));
         if let (Some(edits), Some(m)) = (&edits, &mapped) {
-            if let Some(label) = source_edit(cx.text, n, m, edits) {
-                d = d.with_secondary(label.0, label.1);
+            if let Some((span, new)) = source_edit(cx.text, n, m, edits) {
+                d = d
+                    .with_secondary(span, format!("replace with `{new}`"))
+                    .with_fix(Fix::replace("Remove the quotes around the placeholder", span, new));
             }
         }
         let help = match (&edits, fixed) {
@@ -364,7 +367,7 @@ fn script(cx: &mut Ctx, n: &Node) {
 }
 
 /// The edits of one placeholder as one replacement of the source between the first and the
-/// last, written the way the TOML string writes quotes: a label for `--fix` and quick fixes.
+/// last, written the way the TOML string writes quotes: the fix for `--fix` and quick fixes.
 fn source_edit(text: &str, n: &Node, m: &Mapped, edits: &[Edit]) -> Option<(Span, String)> {
     let from = edits.iter().map(|e| e.at).min()?;
     let to = edits.iter().map(|e| e.end).max()?;
@@ -388,7 +391,7 @@ fn source_edit(text: &str, n: &Node, m: &Mapped, edits: &[Edit]) -> Option<(Span
     if new.contains('\n') {
         return None;
     }
-    Some((n.span.sub(a..b), suggest::replace_with(&new)))
+    Some((n.span.sub(a..b), new))
 }
 
 /// The line of the fixed script around the placeholder, for the help.

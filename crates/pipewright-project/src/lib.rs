@@ -42,6 +42,9 @@
 //! [[check.per-path]]                 # overrides for the files these globs match
 //! paths = ["legacy/**"]
 //! ignore = ["PW0100"]
+//!
+//! [fmt]
+//! key_order = "preserve"             # or "canonical": each dialect's documented key order
 //! ```
 //!
 //! One parser for the file, used by `check` (tool names, invoker) and `run` (everything).
@@ -87,6 +90,29 @@ pub struct ProjectConfig {
     pub pass_secrets: bool,
     /// `[check] ignore/warn/error` and `[[check.per-path]]`: what `check` reports, per code.
     pub check: CheckRules,
+    /// `[fmt] key_order`.
+    pub key_order: KeyOrder,
+}
+
+/// Whether `fmt` moves the keys of a mapping into the dialect's canonical order or keeps the
+/// order the author wrote (the default: reordering a repository's existing files makes a diff
+/// of nearly every file, which blocks adopting the formatter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyOrder {
+    #[default]
+    Preserve,
+    Canonical,
+}
+
+impl KeyOrder {
+    /// The spelling in `pipewright.toml` and on the command line.
+    pub fn parse(s: &str) -> Option<KeyOrder> {
+        match s {
+            "preserve" => Some(KeyOrder::Preserve),
+            "canonical" => Some(KeyOrder::Canonical),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +164,7 @@ impl Default for ProjectConfig {
             store_path: None,
             pass_secrets: false,
             check: CheckRules::default(),
+            key_order: KeyOrder::default(),
         }
     }
 }
@@ -341,6 +368,14 @@ impl ProjectConfig {
             }
             cfg.check = CheckRules::parse(check)?;
         }
+        if let Some(fmt) = table(doc.as_table(), "fmt")? {
+            if let Some(order) = fmt.get("key_order") {
+                cfg.key_order = order
+                    .as_str()
+                    .and_then(KeyOrder::parse)
+                    .ok_or("`fmt.key_order` must be \"preserve\" or \"canonical\"")?;
+            }
+        }
         Ok(cfg)
     }
 }
@@ -397,6 +432,23 @@ fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fmt_key_order_defaults_to_preserve() {
+        let k = |t: &str| ProjectConfig::parse(t).map(|c| c.key_order);
+        assert_eq!(k(""), Ok(KeyOrder::Preserve));
+        assert_eq!(k("[fmt]\n"), Ok(KeyOrder::Preserve));
+        assert_eq!(
+            k("[fmt]\nkey_order = \"preserve\"\n"),
+            Ok(KeyOrder::Preserve)
+        );
+        assert_eq!(
+            k("[fmt]\nkey_order = \"canonical\"\n"),
+            Ok(KeyOrder::Canonical)
+        );
+        assert!(k("[fmt]\nkey_order = \"sorted\"\n").is_err_and(|e| e.contains("fmt.key_order")));
+        assert!(k("[fmt]\nkey_order = true\n").is_err());
+    }
 
     #[test]
     fn run_max_call_depth() {

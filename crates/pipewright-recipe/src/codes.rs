@@ -43,6 +43,7 @@ pub const QUOTED_VARIABLE: &str = "PW0537";
 pub const LONG_TEXT: &str = "PW0538";
 pub const BARE_AGENT: &str = "PW0539";
 pub const BAD_TIMESTAMP: &str = "PW0540";
+pub const YAML11_BOOLEAN: &str = "PW0541";
 
 macro_rules! code {
     ($code:literal, $title:literal) => {
@@ -123,4 +124,8 @@ pub const CODES: &[CodeInfo] = &[
     code!("PW0538", "text longer than the schema allows"),
     code!("PW0539", "agent name without a bundle namespace"),
     code!("PW0540", "`created`/`updated` is not an ISO 8601 date-time"),
+    code!(
+        "PW0541",
+        "a plain `yes`/`no`/`on`/`off`: a boolean to the runner (YAML 1.1), a string to YAML 1.2"
+    ),
 ];

@@ -265,6 +265,16 @@ fn check_constructible(root: &Node) -> Result<(), String> {
     err.map_or(Ok(()), Err)
 }
 
+/// The boolean PyYAML's `safe_load` reads in the untagged plain scalar `t`, if any: `yes`, `no`,
+/// `on`, `off`, `true` and `false` in lower, capitalised or upper case (`y`/`n` and mixed cases
+/// such as `yES` are strings to it). The recipe runner reads recipes this way.
+pub fn pyyaml_bool(t: &str) -> Option<bool> {
+    match resolve_plain(t) {
+        Py::Bool(b) => Some(b),
+        _ => None,
+    }
+}
+
 /// PyYAML's implicit resolvers (YAML 1.1) for an untagged plain scalar.
 fn resolve_plain(t: &str) -> Py<'_> {
     match t {

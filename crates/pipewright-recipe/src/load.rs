@@ -4,7 +4,7 @@
 use crate::ast::*;
 use crate::codes;
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
-use pipewright_syntax::{Diagnostic, Span};
+use pipewright_syntax::{Diagnostic, Fix, Span};
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarValue};
 
 pub const TOP_KEYS: &[&str] = &[
@@ -200,11 +200,27 @@ impl Loader {
     fn text_node(&mut self, n: &Node, e: &Entry) -> Option<Text> {
         match &n.kind {
             NodeKind::Scalar(s) => match s.resolve() {
-                ScalarValue::Str(_) => Some(Text {
-                    value: s.text.to_string(),
-                    span: n.span,
-                    style: s.style,
-                }),
+                ScalarValue::Str(_) => {
+                    if let Some(b) = yaml11_bool(n) {
+                        let quoted = format!("\"{}\"", s.text);
+                        self.diags.push(
+                            yaml11_warning(n, e, b)
+                                .with_help(format!(
+                                    "quote it (`{quoted}`) for the string both read, or write `{b}` for the boolean"
+                                ))
+                                .with_fix(Fix::replace(
+                                    format!("Quote `{}`", s.text),
+                                    n.span,
+                                    quoted,
+                                )),
+                        );
+                    }
+                    Some(Text {
+                        value: s.text.to_string(),
+                        span: n.span,
+                        style: s.style,
+                    })
+                }
                 ScalarValue::Null => None,
                 _ => {
                     self.diags.push(
@@ -299,6 +315,23 @@ impl Loader {
                 span: n.span,
             }),
             Some(ScalarValue::Null) => None,
+            // What the runner reads, with a warning that pipewright reads a string.
+            Some(ScalarValue::Str(s)) if yaml11_bool(n).is_some() => {
+                let value = yaml11_bool(n)?;
+                self.diags.push(
+                    yaml11_warning(n, e, value)
+                        .with_help(format!("write `{value}`, which both read alike"))
+                        .with_fix(Fix::replace(
+                            format!("Replace `{s}` with `{value}`"),
+                            n.span,
+                            value.to_string(),
+                        )),
+                );
+                Some(Spanned {
+                    value,
+                    span: n.span,
+                })
+            }
             Some(ScalarValue::Str(s))
                 if matches!(
                     s.to_ascii_lowercase().as_str(),
@@ -781,4 +814,33 @@ fn alias_names(field: &str) -> &'static str {
 
 pub fn span_of(t: &Option<Text>) -> Option<Span> {
     t.as_ref().map(|t| t.span)
+}
+
+/// The boolean the recipe runner (PyYAML, YAML 1.1) reads in `n` where YAML 1.2 reads a string:
+/// a plain, untagged `yes`/`no`/`on`/`off` in one of PyYAML's casings.
+fn yaml11_bool(n: &Node) -> Option<bool> {
+    let s = n.as_scalar()?;
+    if n.tag.is_some() || s.style != pipewright_yaml::ScalarStyle::Plain {
+        return None;
+    }
+    match s.resolve() {
+        ScalarValue::Str(t) => crate::dot::pyyaml_bool(t),
+        _ => None,
+    }
+}
+
+fn yaml11_warning(n: &Node, e: &Entry, value: bool) -> Diagnostic {
+    let text = n.as_scalar().map_or("", |s| &*s.text);
+    Diagnostic::warning(
+        codes::YAML11_BOOLEAN,
+        n.span,
+        format!(
+            "`{}: {text}` is the boolean {value} to the recipe runner but the string \"{text}\" to YAML 1.2",
+            e.key.key_text().unwrap_or("")
+        ),
+    )
+    .with_label(format!(
+        "PyYAML (YAML 1.1) reads {}",
+        if value { "True" } else { "False" }
+    ))
 }

@@ -1,5 +1,6 @@
 //! One problem found in a source file, in the shape every output format renders.
 
+use crate::fix::Fix;
 use crate::source::Span;
 use serde::Serialize;
 
@@ -40,6 +41,8 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// Changes that resolve it, beyond the did-you-means read from `help` (see [`crate::fix`]).
+    pub fixes: Vec<Fix>,
 }
 
 impl Diagnostic {
@@ -68,6 +71,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             notes: Vec::new(),
             help: None,
+            fixes: Vec::new(),
         }
     }
 
@@ -94,6 +98,11 @@ impl Diagnostic {
 
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Diagnostic {
+        self.fixes.push(fix);
         self
     }
 

@@ -3,6 +3,7 @@
 
 pub mod codes;
 pub mod diagnostic;
+pub mod fix;
 pub mod json_schema;
 pub mod render;
 pub mod source;
@@ -10,4 +11,5 @@ pub mod suggest;
 
 pub use codes::CodeInfo;
 pub use diagnostic::{Diagnostic, Label, Severity};
+pub use fix::{Edit, Fix};
 pub use source::{FileId, LineCol, SourceFile, SourceMap, Span};

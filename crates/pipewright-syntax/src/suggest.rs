@@ -44,17 +44,6 @@ where
     }
 }
 
-/// The message of a secondary label that is a machine-applicable edit: the label's span is
-/// replaced by `new` (empty: deleted). The language server offers it as a quick fix.
-pub fn replace_with(new: &str) -> String {
-    format!("replace with `{new}`")
-}
-
-/// The text a label written by [`replace_with`] puts in place of its span.
-pub fn replacement(label: &str) -> Option<&str> {
-    label.strip_prefix("replace with `")?.strip_suffix('`')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,12 +55,5 @@ mod tests {
             Some("transform")
         );
         assert_eq!(did_you_mean("xyz", ["transform", "tool", "agent"]), None);
-    }
-
-    #[test]
-    fn a_replacement_label_reads_back() {
-        assert_eq!(replacement(&replace_with("\\\"{{x}}")), Some("\\\"{{x}}"));
-        assert_eq!(replacement(&replace_with("")), Some(""));
-        assert_eq!(replacement("did you mean `x`?"), None);
     }
 }

@@ -145,6 +145,20 @@ pub struct FmtArgs {
     /// Format every file as this dialect instead of detecting it.
     #[arg(long, value_name = "NAME", value_parser = dialect_arg)]
     pub dialect: Option<&'static dyn pipewright_dialect::Dialect>,
+    /// Keep the author's key order (`preserve`) or move keys into each dialect's documented
+    /// order (`canonical`); default: `key_order` under `[fmt]` in pipewright.toml, else
+    /// `preserve`.
+    #[arg(long, value_enum, value_name = "ORDER")]
+    pub key_order: Option<KeyOrderArg>,
+    /// Project config file (default: the nearest pipewright.toml above the first path).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KeyOrderArg {
+    Preserve,
+    Canonical,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -247,6 +261,9 @@ pub struct RunArgs {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
+    /// One line per diagnostic: `FILE:LINE:COL: CODE [*] severity: message` (`[*]`: `--fix`
+    /// can fix it).
+    Concise,
     Json,
     Sarif,
     Github,
@@ -273,8 +290,16 @@ pub struct CheckArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Rustc-style text, JSON (docs/diagnostics-json.md), SARIF, or GitHub annotations.
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, alias = "output-format", value_enum, default_value = "human")]
     pub format: Format,
+    /// Apply the fixes that resolve a diagnostic unambiguously (did-you-mean renames, YAML 1.1
+    /// booleans), rewriting the files in place, then report what remains.
+    #[arg(long)]
+    pub fix: bool,
+    /// Print one line per code with its count and title (most frequent first) instead of each
+    /// diagnostic.
+    #[arg(long)]
+    pub statistics: bool,
     /// Check every file as this dialect instead of detecting it.
     #[arg(long, value_name = "NAME", value_parser = dialect_arg)]
     pub dialect: Option<&'static dyn pipewright_dialect::Dialect>,

@@ -25,6 +25,11 @@ pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &
             s.push_str(&summary(diags, files));
             s
         }
+        Format::Concise => {
+            let mut s = render::concise(diags, sources);
+            s.push_str(&summary(diags, files));
+            s
+        }
         Format::Json => render::json_with_files(
             diags,
             sources,
@@ -42,6 +47,53 @@ pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &
         out!("{text}");
     } else {
         outln!("{text}");
+    }
+}
+
+/// `check --statistics`: one line per code, `COUNT  CODE  [*] title` (`[*]`: `--fix` fixes at
+/// least one of them), the most frequent first, as ruff prints it; with `--format json`, an
+/// array of `{code, count, fixable, title}`.
+pub fn statistics(format: Format, diags: &[Diagnostic], sources: &SourceMap) {
+    let codes = all_codes();
+    let mut rows: Vec<(&str, usize, bool)> = Vec::new();
+    for d in diags {
+        let fixable = sources
+            .get(d.span().file)
+            .is_some_and(|f| pipewright_syntax::fix::automatic(d, &f.text).is_some());
+        match rows.iter_mut().find(|r| r.0 == d.code) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 |= fixable;
+            }
+            None => rows.push((d.code, 1, fixable)),
+        }
+    }
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let title = |code: &str| {
+        codes
+            .iter()
+            .find(|c| c.code == code)
+            .map_or("", |c| c.title)
+    };
+    if format == Format::Json {
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(code, count, fixable)| {
+                serde_json::json!({"code": code, "count": count, "fixable": fixable, "title": title(code)})
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&rows).unwrap_or_else(|_| "[]".into());
+        outln!("{text}");
+        return;
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.1.to_string().len())
+        .max()
+        .unwrap_or(1);
+    for (code, count, fixable) in rows {
+        let mark = if fixable { "[*] " } else { "" };
+        outln!("{count:>width$}  {code}  {mark}{}", title(code));
     }
 }
 

@@ -241,10 +241,84 @@ fn a_recipe_gets_the_recipe_key_order() {
     // Detected as a recipe (name + steps); its keys follow the recipe schema's order, its
     // condition and templates stay as written, its comments stay with their keys.
     let src = "# header\n\nsteps:\n  - prompt: Hi {{x}}\n    condition: \"{{x}}=='y'\"\n    id: a   # the id\n    agent: foundation:x\nversion: \"1.0.0\"\nname: r\ndescription: d\n";
-    let o = run_with_stdin(Path::new("."), &["fmt", "-"], src.as_bytes());
+    let o = run_with_stdin(
+        Path::new("."),
+        &["fmt", "--key-order", "canonical", "-"],
+        src.as_bytes(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(
         stdout(&o),
         "# header\n\nname: r\ndescription: d\nversion: \"1.0.0\"\nsteps:\n  - id: a # the id\n    agent: foundation:x\n    prompt: Hi {{x}}\n    condition: \"{{x}}=='y'\"\n"
     );
+}
+
+/// Keys out of the recipe schema's order, with a spacing and quoting to normalise.
+const UNORDERED: &str = "steps:\n  - prompt: 'Hi'\n    id: a\n    agent:   foundation:x\nversion: \"1.0.0\"\nname: r\ndescription: d\n";
+
+#[test]
+fn the_authors_key_order_is_kept_by_default_and_layout_still_normalised() {
+    let d = tempdir();
+    std::fs::write(d.path().join("r.yaml"), UNORDERED).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "r.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let want = "steps:\n  - prompt: Hi\n    id: a\n    agent: foundation:x\nversion: \"1.0.0\"\nname: r\ndescription: d\n";
+    assert_eq!(read(&d.path().join("r.yaml")), want);
+    // Idempotent.
+    let o = run_in(d.path(), &["fmt", "--check", "r.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // `--key-order preserve` says the same explicitly.
+    let o = run_in(
+        d.path(),
+        &["fmt", "--check", "--key-order", "preserve", "r.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn key_order_canonical_from_the_config_or_the_command_line() {
+    let canonical = "name: r\ndescription: d\nversion: \"1.0.0\"\nsteps:\n  - id: a\n    agent: foundation:x\n    prompt: Hi\n";
+    let d = tempdir();
+    std::fs::write(d.path().join("r.yaml"), UNORDERED).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "--key-order", "canonical", "r.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(&d.path().join("r.yaml")), canonical);
+    let o = run_in(
+        d.path(),
+        &["fmt", "--check", "--key-order", "canonical", "r.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "idempotent: {}", text(&o));
+
+    let d = tempdir();
+    std::fs::create_dir(d.path().join("flows")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(d.path().join("flows/r.yaml"), UNORDERED).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[fmt]\nkey_order = \"canonical\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "flows"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(&d.path().join("flows/r.yaml")), canonical);
+    // The command line wins over the config.
+    std::fs::write(d.path().join("flows/r.yaml"), UNORDERED).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "--key-order", "preserve", "flows"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(read(&d.path().join("flows/r.yaml")).starts_with("steps:"));
+}
+
+#[test]
+fn an_invalid_fmt_section_formats_nothing() {
+    let d = tempdir();
+    std::fs::write(d.path().join("r.yaml"), UNORDERED).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[fmt]\nkey_order = \"sorted\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["fmt", "r.yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(stderr(&o).contains("PW0008"), "{}", text(&o));
+    assert!(stderr(&o).contains("fmt.key_order"), "{}", text(&o));
+    assert_eq!(read(&d.path().join("r.yaml")), UNORDERED);
 }

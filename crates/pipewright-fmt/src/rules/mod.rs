@@ -71,6 +71,31 @@ pub trait DialectRules {
     }
 }
 
+/// A dialect's rules with the author's key order kept everywhere (`[fmt] key_order =
+/// "preserve"`); quoting, layout and flow style follow the dialect as before.
+pub struct PreserveOrder<'r>(pub &'r dyn DialectRules);
+
+impl DialectRules for PreserveOrder<'_> {
+    fn doc_kind(&self, root: &Node) -> &'static str {
+        self.0.doc_kind(root)
+    }
+    fn key_order(&self, _path: &CstPath) -> Option<&'static [&'static str]> {
+        None
+    }
+    fn is_expression(&self, path: &CstPath) -> bool {
+        self.0.is_expression(path)
+    }
+    fn prefer_flow(&self, path: &CstPath) -> bool {
+        self.0.prefer_flow(path)
+    }
+    fn expression_children(&self, path: &CstPath, seq: bool) -> ExprChildren {
+        self.0.expression_children(path, seq)
+    }
+    fn yaml11_bool_words(&self) -> bool {
+        self.0.yaml11_bool_words()
+    }
+}
+
 /// Formatting without dialect knowledge: the author's key order and collection styles.
 pub struct GenericRules;
 

@@ -1,5 +1,5 @@
-//! `textDocument/codeAction`: a quick fix for each did-you-mean the checker suggested (carried
-//! in the published diagnostic's `data`).
+//! `textDocument/codeAction`: a quick fix for each fix of a diagnostic (`pipewright_syntax::fix`,
+//! carried in the published diagnostic's `data`).
 
 use crate::convert::Data;
 use lsp_types::{CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, WorkspaceEdit};
@@ -16,7 +16,7 @@ pub fn actions(p: &CodeActionParams) -> Vec<CodeActionOrCommand> {
             continue;
         };
         for fix in data.fixes {
-            let changes = HashMap::from([(p.text_document.uri.clone(), vec![fix.edit])]);
+            let changes = HashMap::from([(p.text_document.uri.clone(), fix.edits)]);
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: fix.title,
                 kind: Some(CodeActionKind::QUICKFIX),

@@ -1,4 +1,5 @@
-//! The output formats of `pipewright check`: terminal text ([`human`]), a versioned JSON document
+//! The output formats of `pipewright check`: terminal text ([`human`]), one line per diagnostic
+//! ([`concise`]), a versioned JSON document
 //! ([`json`]), SARIF 2.1.0 for code-scanning services ([`sarif`]) and GitHub Actions workflow
 //! commands ([`github`]).
 //!
@@ -7,12 +8,14 @@
 //! instead of panicking.
 
 mod compact;
+mod concise;
 mod github;
 mod human;
 mod json;
 mod sarif;
 
 pub use compact::compact;
+pub use concise::concise;
 pub use github::github;
 pub use human::{human, summary};
 pub use json::{json, json_with_files, FileCounts, JSON_SCHEMA_VERSION};

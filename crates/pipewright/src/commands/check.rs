@@ -1,6 +1,6 @@
 //! `pipewright check`.
 
-use crate::cli::{CheckArgs, Deny};
+use crate::cli::{CheckArgs, Deny, Format};
 use crate::discover;
 use pipewright_dialect::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
@@ -46,7 +46,128 @@ pub const CLI_CODES: &[CodeInfo] = &[
     },
 ];
 
+/// How many times `--fix` fixes and checks again: a fix can uncover the next (a renamed key's
+/// value is checked only once the key is known); the loop ends earlier once nothing applies.
+const FIX_PASSES: usize = 10;
+
 pub fn run(args: &CheckArgs) -> u8 {
+    let mut a = match analyse(args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let mut fixed = Fixed::default();
+    if args.fix {
+        for _ in 0..FIX_PASSES {
+            let applied = fix_pass(&a, &mut fixed);
+            if applied == 0 || fixed.failed {
+                break;
+            }
+            a = match analyse(args) {
+                Ok(a) => a,
+                Err(code) => return code,
+            };
+        }
+    }
+    let Analysis {
+        diags,
+        sources,
+        mut files,
+        ..
+    } = a;
+    let denied = args.deny == Some(Deny::Warnings)
+        && diags
+            .iter()
+            .any(|d| d.severity == pipewright_syntax::Severity::Warning);
+    files.warnings_denied = denied;
+    if args.statistics {
+        crate::output::statistics(args.format, &diags, &sources);
+    } else {
+        crate::output::print(args.format, &diags, &sources, &files);
+    }
+    if args.fix {
+        let line = fixed.summary();
+        // Machine-readable formats keep stdout to themselves.
+        if matches!(args.format, Format::Human | Format::Concise) && !args.statistics {
+            outln!("{line}");
+        } else {
+            errln!("{line}");
+        }
+    }
+    let failing = denied || diags.iter().any(Diagnostic::is_error);
+    // Nothing could be checked at all: that is an I/O failure of the whole command, though
+    // every unreadable path was still reported above.
+    let code = if (files.checked == 0 && files.unreadable > 0) || fixed.failed {
+        2
+    } else {
+        u8::from(failing)
+    };
+    // The process exits right after this (`run` is only called from `main`): freeing a large
+    // file's source and diagnostics one by one only delays that exit.
+    std::mem::forget(sources);
+    std::mem::forget(diags);
+    code
+}
+
+/// One check of every input: what `check` prints, and which files `--fix` may rewrite.
+struct Analysis {
+    diags: Vec<Diagnostic>,
+    sources: SourceMap,
+    files: Files,
+    /// The checked files read from a path (not standard input, not `-I` definitions).
+    writable: Vec<(FileId, PathBuf)>,
+}
+
+/// What `--fix` did over all its passes.
+#[derive(Default)]
+struct Fixed {
+    applied: usize,
+    files: std::collections::BTreeSet<PathBuf>,
+    failed: bool,
+}
+
+impl Fixed {
+    fn summary(&self) -> String {
+        let fixes = if self.applied == 1 { "fix" } else { "fixes" };
+        let n = self.files.len();
+        let files = if n == 1 { "file" } else { "files" };
+        format!("applied {} {fixes} in {n} {files}", self.applied)
+    }
+}
+
+/// Applies the automatic fix of every reported diagnostic of each writable file, writing the
+/// files that change; returns how many fixes were applied.
+fn fix_pass(a: &Analysis, fixed: &mut Fixed) -> usize {
+    let mut total = 0;
+    for (id, path) in &a.writable {
+        let Some(text) = a.sources.get(*id).map(|f| f.text.clone()) else {
+            continue;
+        };
+        let fixes: Vec<pipewright_syntax::Fix> = a
+            .diags
+            .iter()
+            .filter(|d| d.span().file == *id)
+            .filter_map(|d| pipewright_syntax::fix::automatic(d, &text))
+            .collect();
+        if fixes.is_empty() {
+            continue;
+        }
+        let (out, n) = pipewright_syntax::fix::apply(&text, &fixes);
+        if n == 0 || out == *text {
+            continue;
+        }
+        if let Err(e) = crate::commands::fmt::write_atomically(path, &out) {
+            errln!("error: cannot write `{}`: {e}", path.display());
+            fixed.failed = true;
+            continue;
+        }
+        total += n;
+        fixed.applied += n;
+        fixed.files.insert(path.clone());
+    }
+    total
+}
+
+fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
@@ -100,7 +221,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return Err(2);
         }
     };
     let include_dirs: Vec<PathBuf> = args
@@ -142,6 +263,11 @@ pub fn run(args: &CheckArgs) -> u8 {
         inline: args.inline,
         invoker: args.invoker.clone(),
     };
+    let writable: Vec<(FileId, PathBuf)> = found
+        .iter()
+        .filter(|(_, path, _, _)| path.as_os_str() != "-")
+        .map(|(_, path, id, _)| (*id, path.to_path_buf()))
+        .collect();
     // One checker per dialect met, in the order met, fed every file of that dialect.
     let mut checkers: Vec<(&'static dyn Dialect, Box<dyn Checker>)> = Vec::new();
     for (d, path, id, text) in found {
@@ -157,7 +283,7 @@ pub fn run(args: &CheckArgs) -> u8 {
                 bad.path.display(),
                 bad.problem.as_deref().unwrap_or_default()
             );
-            return 2;
+            return Err(2);
         }
         for input in found {
             let Ok(text) = crate::read::text(&input.path) else {
@@ -196,25 +322,12 @@ pub fn run(args: &CheckArgs) -> u8 {
     );
     diagnostic::sort(&mut diags);
     diags.dedup();
-    let denied = args.deny == Some(Deny::Warnings)
-        && diags
-            .iter()
-            .any(|d| d.severity == pipewright_syntax::Severity::Warning);
-    files.warnings_denied = denied;
-    crate::output::print(args.format, &diags, &sources, &files);
-    let failing = denied || diags.iter().any(Diagnostic::is_error);
-    // Nothing could be checked at all: that is an I/O failure of the whole command, though
-    // every unreadable path was still reported above.
-    let code = if files.checked == 0 && files.unreadable > 0 {
-        2
-    } else {
-        u8::from(failing)
-    };
-    // The process exits right after this (`run` is only called from `main`): freeing a large
-    // file's source and diagnostics one by one only delays that exit.
-    std::mem::forget(sources);
-    std::mem::forget(diags);
-    code
+    Ok(Analysis {
+        diags,
+        sources,
+        files,
+        writable,
+    })
 }
 
 pub fn is_known_code(code: &str) -> bool {

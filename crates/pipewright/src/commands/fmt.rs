@@ -1,14 +1,29 @@
 //! `pipewright fmt`.
 
-use crate::cli::FmtArgs;
+use crate::cli::{FmtArgs, KeyOrderArg};
 use crate::discover;
 use pipewright_dialect::{Source, Verb};
+use pipewright_fmt::{KeyOrder, Options};
 use pipewright_syntax::{render, Diagnostic, SourceMap};
+use std::path::Path;
 
 pub fn run(args: &FmtArgs) -> u8 {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags: Vec<Diagnostic> = Vec::new();
+    let options = match options(args, &mut sources, &mut diags) {
+        Ok(o) => o,
+        Err(e) => {
+            if !diags.is_empty() {
+                err!(
+                    "{}",
+                    render::human(&diags, &sources, crate::output::use_color_stderr())
+                );
+            }
+            errln!("error: {e}");
+            return 2;
+        }
+    };
     let mut would_change = Vec::new();
     let mut io_failed = false;
     for input in &inputs {
@@ -47,7 +62,7 @@ pub fn run(args: &FmtArgs) -> u8 {
             }
             continue;
         };
-        let formatted = match d.format(id, &text) {
+        let formatted = match d.format(id, &text, options) {
             Ok(output) => Formatted {
                 changed: output != *text,
                 output,
@@ -100,13 +115,49 @@ pub fn run(args: &FmtArgs) -> u8 {
     }
 }
 
+/// `--key-order`, else `[fmt]` of the project config (`--config`, else the nearest
+/// pipewright.toml above the first path; for standard input, above the current directory). A
+/// config that does not parse is reported (PW0008) and formatting does not go on: its `[fmt]`
+/// might have asked for another order.
+fn options(
+    args: &FmtArgs,
+    sources: &mut SourceMap,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<Options, String> {
+    if let Some(k) = args.key_order {
+        return Ok(Options {
+            key_order: match k {
+                KeyOrderArg::Preserve => KeyOrder::Preserve,
+                KeyOrderArg::Canonical => KeyOrder::Canonical,
+            },
+        });
+    }
+    let near = args.paths.first().map(|p| {
+        if p.as_os_str() == "-" {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    let before = diags.len();
+    let (project, _) =
+        pipewright_dialect::project::load(args.config.as_deref(), near, sources, diags)?;
+    if diags.len() > before {
+        return Err("the project config is invalid; nothing was formatted".into());
+    }
+    Ok(Options {
+        key_order: project.key_order,
+    })
+}
+
 struct Formatted {
     output: String,
     changed: bool,
 }
 
-/// Writes next to the file then renames, so an interrupted write never truncates a workflow.
-fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+/// Writes next to the file then renames, so an interrupted write never truncates a workflow
+/// (`fmt` and `check --fix`).
+pub(crate) fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
