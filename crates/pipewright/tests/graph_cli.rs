@@ -237,18 +237,26 @@ fn recipe_mermaid_and_json_show_stages_gates_and_loops() {
 /// subgraph is titled with its name, not "stage stage".
 #[test]
 fn graphs_use_the_dialects_words_and_title_stages_by_name() {
-    let dir = testdata("recipe/graph");
-    let o = run_in(&dir, &["graph", "flat_kinds.yaml", "--format", "mermaid"]);
+    let tmp = tempdir();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("sub")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("sub/child.yaml"),
+        "name: child\ndescription: c\nversion: \"1.0.0\"\nsteps:\n  - id: c\n    type: bash\n    command: echo c\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("kinds.yaml"),
+        "name: kinds\ndescription: k\nversion: \"1.0.0\"\nsteps:\n  - id: compile\n    type: bash\n    command: make\n  - id: review\n    agent: foundation:zen-architect\n    prompt: Review it.\n  - id: docs\n    type: recipe\n    recipe: sub/child.yaml\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(dir, &["graph", "kinds.yaml", "--format", "mermaid"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let m = stdout(&o);
-    for label in [
-        "compile (bash)",
-        "review-the-diff (agent)",
-        "publish-docs (recipe)",
-    ] {
+    for label in ["compile (bash)", "review (agent)", "docs (recipe)"] {
         assert!(m.contains(label), "{label}: {m}");
     }
-    let o = run_in(&dir, &["graph", "flat_kinds.yaml", "--format", "json"]);
+    let o = run_in(dir, &["graph", "kinds.yaml", "--format", "json"]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
     let n = &v["workflows"][0]["body"]["nodes"][0];
     assert_eq!(

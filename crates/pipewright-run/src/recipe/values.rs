@@ -83,7 +83,8 @@ mod tests {
             let v = from_text(text).unwrap_or_else(|e| panic!("{e}"));
             let landed = to_landed(&v);
             assert_eq!(landed, serde_json::Value::String(text.into()));
-            assert_eq!(from_landed(&landed), Some(v));
+            // NaN is not equal to itself: compare the exact texts.
+            assert_eq!(from_landed(&landed).map(|b| to_text(&b)), Some(to_text(&v)));
         }
         // Runs recorded before hold every landing as text: they still read.
         assert_eq!(

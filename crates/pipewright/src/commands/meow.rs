@@ -83,7 +83,7 @@ pub enum MeowCommand {
         /// Event data, `KEY=VALUE`.
         #[arg(value_name = "KEY=VALUE")]
         data: Vec<String>,
-        /// Event data, `KEY=VALUE` (repeatable; the reference's form, the same as the above).
+        /// The same as the `KEY=VALUE` arguments, in the reference's form (repeatable).
         #[arg(long = "data", value_name = "KEY=VALUE")]
         data_flag: Vec<String>,
     },
