@@ -188,14 +188,14 @@ pub(super) fn plan(
         let steps = planner.region(&callee.body, &mut env, "");
         workflows.push((name, steps));
     }
-    Ok(Plan {
+    let p = Plan {
         workflow: w.name.clone(),
         steps,
         workflows,
         missing: crate::prerun::pipeline_lacks(w, sources, input),
         ..Plan::default()
-    })
-    .map(|p: Plan| with_description(p, w))
+    };
+    Ok(with_description(p, w))
 }
 
 fn with_description(mut p: Plan, w: &Workflow) -> Plan {
