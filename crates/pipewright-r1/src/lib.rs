@@ -20,7 +20,7 @@ pub use codes::CODES;
 pub use error::ParseError;
 pub use eval::{eval, eval_until, eval_with, EvalError, Limits, Scope};
 pub use parser::parse;
-pub use refs::{free_path_views, free_paths, PathRef, PathView};
+pub use refs::{certain_path_views, free_path_views, free_paths, PathRef, PathView};
 pub use template::{parse_template, render, Template, TemplatePart};
 pub use types::{check_types, FieldType, ObjectType, Type, TypeEnv, TypeIssue};
 pub use value::Value;

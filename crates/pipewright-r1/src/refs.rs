@@ -1,6 +1,6 @@
 //! Which names an expression reads from its scope.
 
-use crate::ast::{Combinator, Expr, ExprKind, Segment};
+use crate::ast::{BinOp, Combinator, Expr, ExprKind, Segment};
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -119,6 +119,35 @@ pub fn free_path_views(expr: &Expr) -> Vec<PathView<'_>> {
     out
 }
 
+/// The free paths that every evaluation of `expr` reads (unless it fails before reaching
+/// them): [`free_path_views`] without the reads that may be skipped, i.e. those right of an
+/// `and`/`or` (short-circuit) and those inside a lambda (the list may be empty). A path read
+/// through `get(ctx, "name", …)` is not a read of `ctx.name`; `get`'s base itself is strict.
+/// `run` refuses to start when such a read names a store nothing gives (docs/run.md).
+pub fn certain_path_views(expr: &Expr) -> Vec<PathView<'_>> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&Expr> = vec![expr];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Path { root, segments } => out.push(PathView {
+                root,
+                segments,
+                get_path: None,
+                range: e.span.range(),
+            }),
+            ExprKind::Lambda { .. } => {}
+            ExprKind::Binary {
+                op: BinOp::And | BinOp::Or,
+                lhs,
+                ..
+            } => stack.push(lhs),
+            _ => e.for_each_child_rev(|c| stack.push(c)),
+        }
+    }
+    out.sort_by_key(|p| p.range.start);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +172,21 @@ mod tests {
             refs,
             ["ctx.xs", "item.b", "ctx. ", "ctx.r.s (get)"].map(|s| s.replace(". ", "."))
         );
+    }
+
+    #[test]
+    fn certain_reads_skip_short_circuits_and_lambdas() {
+        let e = parse("ctx.a + count(map(ctx.xs, x -> ctx.b)) + (ctx.c and ctx.d) + get(ctx, 'e', ctx.f) + (ctx.g or ctx.h)")
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let reads: Vec<String> = certain_path_views(&e)
+            .iter()
+            .map(|p| {
+                std::iter::once(p.root)
+                    .chain(p.segment_names())
+                    .collect::<Vec<_>>()
+                    .join(".")
+            })
+            .collect();
+        assert_eq!(reads, ["ctx.a", "ctx.xs", "ctx.c", "ctx", "ctx.f", "ctx.g"]);
     }
 }

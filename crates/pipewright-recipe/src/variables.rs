@@ -7,7 +7,7 @@ use crate::codes;
 use crate::condition::{self, Expr, Site};
 use crate::issue::Issue;
 use crate::template::{self, VarRef};
-use pipewright_syntax::suggest::help_for_unknown;
+use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
 use pipewright_yaml::{Node, NodeKind, ScalarValue};
 use std::collections::HashMap;
@@ -474,8 +474,17 @@ impl<'a> Variables<'a> {
                     .with_label("not defined at this point");
                 let mut names: Vec<&str> = scope.vars.keys().map(String::as_str).filter(|k| !k.starts_with('_')).collect();
                 names.sort_unstable();
-                let help = help_for_unknown(root, names);
-                d = d.with_optional_help(help);
+                let near = did_you_mean(root, names.iter().copied());
+                // No near miss: the name is new, and a caller's `--var` only reaches a
+                // variable the recipe declares, so say how to declare it (issue 22).
+                let declare = near.is_none() && !self.setters.contains_key(root) && !root.starts_with("_loop_");
+                d = match near {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None if declare => d.with_help(format!(
+                        "declare it under `context:`: `{root}: \"\"` (a default that `--var {root}=…` replaces), or `{root}: {{type: string, required: true}}` (a value every run must give)"
+                    )),
+                    None => d,
+                };
                 if let Some(setter) = self.setters.get(root) {
                     d = d.with_note(format!("`{root}` is set by step `{setter}`, which does not run before this point"));
                 } else if root.starts_with("_loop_") {

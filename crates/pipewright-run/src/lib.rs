@@ -13,6 +13,8 @@ mod exec;
 pub mod failure;
 pub mod meow;
 pub mod outcome;
+pub mod plan;
+pub mod prerun;
 pub mod progress;
 pub mod recipe;
 pub mod schema;

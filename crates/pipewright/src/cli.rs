@@ -254,6 +254,10 @@ pub struct RunArgs {
     /// in pipewright.toml, else `pipewright`).
     #[arg(long, value_name = "NAME")]
     pub identity: Option<String>,
+    /// Print the plan (steps in order, commands and prompts rendered with the input, gates,
+    /// loops) and execute nothing: no command, no agent, no file, no run store.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub state_machine: crate::commands::run_statemachine::StateMachineArgs,
 }

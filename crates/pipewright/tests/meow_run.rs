@@ -299,7 +299,8 @@ fn missing_required_variables_stop_the_run_before_anything_runs() {
     let o = run_in(d.path(), &["run", "required.meow.toml"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        stderr(&o).contains("workflow `main` needs `target` (required, no default): give them with --var NAME=VALUE"),
+        stderr(&o).contains("workflow `main` needs `target`, which nothing gives it")
+            && stderr(&o).contains("help: give it with --var target=VALUE"),
         "{}",
         text(&o)
     );
@@ -403,13 +404,13 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The names a "needs `a`, `b` (required, no default)" refusal lists.
+/// The names a "needs `a`, `b`, which nothing gives it" refusal lists.
 fn required_names(err: &str) -> Vec<String> {
     let Some(start) = err.find(" needs `") else {
         return Vec::new();
     };
     let rest = &err[start + 7..];
-    let end = rest.find(" (required").unwrap_or(0);
+    let end = rest.find(", which nothing gives it").unwrap_or(0);
     rest[..end]
         .split(", ")
         .map(|n| n.trim_matches('`').to_string())

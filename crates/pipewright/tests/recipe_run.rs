@@ -690,7 +690,7 @@ fn a_required_input_must_be_given() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         stderr(&o).contains("recipe `inputs` needs `topic`")
-            && stderr(&o).contains("--var NAME=VALUE"),
+            && stderr(&o).contains("--var topic=VALUE"),
         "{}",
         text(&o)
     );

@@ -17,6 +17,7 @@ mod answers;
 pub mod channel;
 mod dispatch;
 mod duration;
+mod plan;
 mod recovery;
 mod shell;
 mod state;
@@ -25,6 +26,7 @@ mod template;
 mod tmux;
 
 pub use duration::parse as parse_duration;
+pub(crate) use plan::plan;
 
 use crate::backend::AgentBackend;
 use crate::cancel::CancelToken;
@@ -114,13 +116,15 @@ fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<
     Ok(bin)
 }
 
-/// Runs the workflow `opts.workflow` (default `main`) of the module `program` was lowered from.
-pub(crate) async fn run(
-    program: Arc<Program>,
+/// The workflow `workflow` (default `main`) of the module `program` was lowered from: its
+/// name, the library it was loaded into, and its template.
+fn root_template(
+    program: &Program,
     sources: &SourceMap,
-    opts: RunOptions,
-) -> Result<RunOutcome, String> {
-    let name = opts.workflow.clone().unwrap_or_else(|| "main".into());
+    workflow: Option<&str>,
+    source_path: Option<&std::path::Path>,
+) -> Result<(String, Library, Arc<Template>), String> {
+    let name = workflow.unwrap_or("main").to_string();
     let Some(wf) = program.workflows.iter().find(|w| w.name == name) else {
         let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
         return Err(format!(
@@ -134,9 +138,8 @@ pub(crate) async fn run(
     let mut diags = Vec::new();
     let module = pipewright_meow::load_module(wf.file, &file.text, &mut diags)
         .ok_or("the MEOW module does not load")?;
-    let path = opts
-        .source_path
-        .clone()
+    let path = source_path
+        .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&file.name));
     let src = Arc::new(Src {
         module: Arc::new(module),
@@ -147,6 +150,40 @@ pub(crate) async fn run(
     let root = lib
         .template(&src, &name)
         .ok_or_else(|| format!("no workflow `{name}`"))?;
+    Ok((name, lib, root))
+}
+
+/// What `run` checks before it opens the run store (`crate::prerun`): the variables bind and
+/// every top-level step's fields resolve.
+pub(crate) fn prerun(
+    program: &Program,
+    sources: &SourceMap,
+    workflow: Option<&str>,
+    input: &Value,
+    source_path: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let (_, _, root) = root_template(program, sources, workflow, source_path)?;
+    let given = match input {
+        Value::Null => Map::new(),
+        Value::Object(m) => m.clone(),
+        other => return Err(format!("the variables must be a JSON object, got {other}")),
+    };
+    let vars = root.bind(given, true)?;
+    bake_check(&root, &Arc::new(Scope { vars }), "")
+}
+
+/// Runs the workflow `opts.workflow` (default `main`) of the module `program` was lowered from.
+pub(crate) async fn run(
+    program: Arc<Program>,
+    sources: &SourceMap,
+    opts: RunOptions,
+) -> Result<RunOutcome, String> {
+    let (name, lib, root) = root_template(
+        &program,
+        sources,
+        opts.workflow.as_deref(),
+        opts.source_path.as_deref(),
+    )?;
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
 
     let mut input = opts.input.clone();

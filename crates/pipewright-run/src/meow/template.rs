@@ -115,6 +115,19 @@ impl Template {
             if k.starts_with("__") || declared.contains(&k.as_str()) {
                 continue;
             }
+            if root {
+                return Err(crate::prerun::undeclared_message(
+                    &format!("workflow `{}`", self.name),
+                    "variable",
+                    k,
+                    &declared,
+                    &format!(
+                        "declare it under `[{}.variables]`: `{k} = {{ required = true }}` \
+                         (a value every run must give), or `{k} = {{ default = \"…\" }}`",
+                        self.name
+                    ),
+                ));
+            }
             let hint = pipewright_syntax::suggest::did_you_mean(k, declared.iter().copied())
                 .map(|c| format!(" (did you mean `{c}`?)"))
                 .unwrap_or_default();
@@ -137,6 +150,7 @@ impl Template {
         }
         let mut out = Map::new();
         let mut missing = Vec::new();
+        let mut lacks = Vec::new();
         for v in &self.vars {
             match given.get(&v.name) {
                 Some(x) => {
@@ -148,19 +162,29 @@ impl Template {
                     Some(d) => {
                         out.insert(v.name.clone(), d.clone());
                     }
-                    None if v.required => missing.push(format!("`{}`", v.name)),
+                    None if v.required => {
+                        missing.push(format!("`{}`", v.name));
+                        lacks.push(crate::prerun::Lack {
+                            name: v.name.clone(),
+                            why: format!(
+                                "declared under `[{}.variables]` with `required = true` and no default",
+                                self.name
+                            ),
+                        });
+                    }
                     None => {}
                 },
             }
         }
+        if root && !lacks.is_empty() {
+            return Err(crate::prerun::needs_message(
+                &format!("workflow `{}`", self.name),
+                &lacks,
+            ));
+        }
         if !missing.is_empty() {
-            let how = if root {
-                "give them with --var NAME=VALUE"
-            } else {
-                "pass them in the expanding step's `variables`"
-            };
             return Err(format!(
-                "workflow `{}` needs {} (required, no default): {how}",
+                "workflow `{}` needs {} (required, no default): pass them in the expanding step's `variables`",
                 self.name,
                 missing.join(", ")
             ));

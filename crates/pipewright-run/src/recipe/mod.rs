@@ -233,6 +233,10 @@ pub(crate) async fn run(
             "the input must be a JSON object (its keys become context variables), got {input}"
         ));
     }
+    // Before the run exists: a run that cannot start records nothing.
+    if opts.resume.is_none() {
+        crate::prerun::recipe(&workflow, &input)?;
+    }
     let sinks = Arc::new(opts.sinks);
     let recorder = crate::exec::open_recorder(
         opts.store.as_ref(),
@@ -306,11 +310,14 @@ impl Exec {
         if !missing.is_empty() {
             let them = if missing.len() == 1 { "it" } else { "them" };
             // The root's inputs come from the command line; a sub-recipe's from its step.
-            let how = if f.depth == 0 {
-                format!("give {them} with --var NAME=VALUE or --input")
-            } else {
-                format!("pass {them} in the calling step's `context:`")
-            };
+            if f.depth == 0 {
+                let given = caller.keys().map(String::as_str).collect();
+                return Err(crate::prerun::needs_message(
+                    &format!("recipe `{}`", f.workflow.name),
+                    &crate::prerun::recipe_lacks(&f.workflow, &given),
+                ));
+            }
+            let how = format!("pass {them} in the calling step's `context:`");
             return Err(format!(
                 "recipe `{}` needs {} (declared `required` with no default): {how}",
                 f.workflow.name,

@@ -1,4 +1,5 @@
 pub mod check;
+pub mod dry_run;
 pub mod eval;
 pub mod explain;
 pub mod fmt;

@@ -111,6 +111,17 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     }
+    if args.dry_run {
+        return super::dry_run::run(args, &file, &program, &sources, workflow.as_deref(), &input);
+    }
+    // A run that lacks an input fails before it opens the store (docs/run.md).
+    if args.resume.is_none() {
+        let w = workflow.as_deref();
+        if let Err(e) = pipewright_run::prerun::check(&program, &sources, w, &input, Some(&file)) {
+            errln!("error: {e}");
+            return 2;
+        }
+    }
     // A new run's store is the project's of its file; a resumed run's, the working
     // directory's project's (where `runs` and `approve` look).
     let store_path = match &args.resume {
