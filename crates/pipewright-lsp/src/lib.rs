@@ -12,6 +12,7 @@ mod features;
 mod schema_docs;
 mod server;
 pub mod text;
+pub mod transport;
 mod vocab;
 mod worker;
 mod yaml_at;
@@ -26,11 +27,15 @@ pub struct Config {
     pub codes: Vec<CodeInfo>,
 }
 
-/// Serves one client over standard input and output until it sends `exit`.
-pub fn run_stdio(config: Config) -> Result<(), String> {
-    let (connection, io_threads) = Connection::stdio();
-    serve(connection, config)?;
-    io_threads.join().map_err(|e| e.to_string())
+/// Serves one client over standard input and output until it sends `exit`, reading no message
+/// of more than `max_message` bytes (`transport`). `Err` when the session did not end with
+/// `shutdown` then `exit` (the LSP's exit code 1), or the input could not be split into
+/// messages.
+pub fn run_stdio(config: Config, max_message: usize) -> Result<(), String> {
+    let (connection, io_threads) = transport::stdio(max_message)?;
+    let served = serve(connection, config);
+    // A framing error is why the connection closed: it, not the close, is the reason.
+    io_threads.finish().and(served)
 }
 
 /// Serves one client on `connection`: the initialize handshake, then requests until shutdown.

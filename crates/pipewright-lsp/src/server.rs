@@ -90,13 +90,19 @@ impl Server {
         loop {
             select! {
                 recv(self.conn.receiver) -> msg => {
-                    let Ok(msg) = msg else { return Ok(()) };
+                    let Ok(msg) = msg else {
+                        return Err("the client closed the connection without `shutdown` and `exit`".into());
+                    };
                     match msg {
                         Message::Request(r) => {
                             if self.conn.handle_shutdown(&r).map_err(|e| e.to_string())? {
                                 return Ok(());
                             }
                             self.request(r);
+                        }
+                        // The LSP: `exit` without `shutdown` first exits with code 1.
+                        Message::Notification(n) if n.method == notif::Exit::METHOD => {
+                            return Err("`exit` came before `shutdown`".into());
                         }
                         Message::Notification(n) => self.notification(n),
                         Message::Response(_) => {}

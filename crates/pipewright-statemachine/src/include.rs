@@ -1,8 +1,9 @@
 //! `"$include": "shared/steps.json"` inside `steps` (spec §10): the named file, relative to the
-//! including recipe, is a JSON object of steps that the recipe gains. A step defined both inline
-//! and in an included file, or in two of them, is an error (PW0726): JSON gives object keys
-//! no order a reader may rely on, so "the later one wins" would depend on layout, and an
-//! override is written by including a smaller shared file instead.
+//! including recipe, is a JSON object of steps that the recipe gains. A step the recipe defines
+//! inline overrides an included step of the same name, wherever either is written: that is the
+//! spec's step override (§5.5, §18.1: `implement-and-review-all` inherits the shared steps and
+//! replaces `commit`). A step defined by two included files is an error (PW0726): neither is
+//! the recipe's own, and JSON gives object members no order a reader may rely on to pick one.
 
 use crate::ast::{self, Recipe, Step, Str, INCLUDE_KEY};
 use crate::codes;
@@ -56,7 +57,11 @@ impl Cache {
                         s.included_by = Some(inc.span);
                         if let Some(prev) = recipe.steps.iter().find(|p| p.name.text == s.name.text)
                         {
-                            diags.push(redefined(&s, prev, inc));
+                            // Inline steps are all in `recipe.steps` before any include is
+                            // resolved, so an inline definition always wins.
+                            if prev.included_by.is_some() {
+                                diags.push(redefined(&s, prev, inc));
+                            }
                             continue;
                         }
                         recipe
@@ -90,9 +95,10 @@ fn redefined(s: &Step, prev: &Step, inc: &Str) -> Diagnostic {
         Some(other) if other != inc.span => {
             d.with_secondary(prev.name.span, "and by an earlier `$include`")
         }
-        _ => d.with_secondary(prev.name.span, "already defined in the recipe"),
+        _ => d.with_secondary(prev.name.span, "and earlier in the same `$include`"),
     };
-    d.with_help("include a shared file without this step, or drop the recipe's own definition")
+    d.with_note("a step the recipe defines itself overrides an included one; two included definitions have no order to pick one by")
+        .with_help("define the step in the recipe to override both, or include a shared file without it")
 }
 
 fn bad(code: &'static str, msg: String, label: &str) -> Loaded {

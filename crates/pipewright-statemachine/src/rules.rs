@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 pub const MODELS: &[&str] = &["haiku", "sonnet", "opus"];
 
-/// The exit reason an `other` outcome gets when `exitOnOther` ends the recipe and its own
-/// transition gives none (the spec's convention, §6.3).
+/// The exit reason an `other` outcome gets when `exitOnOther` ends the recipe and the step has
+/// no `other` transition to take a reason from (the spec's convention, §6.3).
 pub const DEFAULT_OTHER_REASON: &str = "user-provided-other";
 
 pub fn check(r: &Recipe, diags: &mut Vec<Diagnostic>) {
@@ -38,7 +38,7 @@ pub fn check(r: &Recipe, diags: &mut Vec<Diagnostic>) {
     if r.id.as_ref().is_some_and(|id| !kebab(&id.text)) {
         if let Some(id) = &r.id {
             diags.push(
-                Diagnostic::warning(
+                Diagnostic::error(
                     codes::BAD_ID,
                     id.span,
                     format!("recipe id `{}` is not kebab-case", id.text),
@@ -160,11 +160,34 @@ fn step(r: &Recipe, s: &Step, names: &[&str], diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Rule 5 and `exitOnOther`: with `exitOnOther` (the default) choosing `other` ends the recipe
-/// whatever the transition says, so a transition elsewhere is never taken; without it, the
-/// `other` transition is followed and must still carry a reason.
+/// Rule 5 and `exitOnOther`. Every `other` transition carries a `reason` (rule 5; on an exit
+/// rule 4 already asks for it): with `exitOnOther` (the default) choosing `other` ends the
+/// recipe with that reason whatever the transition's form, so a next step or restart there is
+/// never taken (a warning); without it the transition is followed and the reason says why.
 fn other(s: &Step, t: &crate::ast::Transition, exit_on_other: bool, diags: &mut Vec<Diagnostic>) {
     let leaves = matches!(t.target, Target::Next(_) | Target::Restart(_));
+    if leaves && t.reason.is_none() && !t.reason_bad {
+        let d = Diagnostic::error(
+            codes::OTHER_WITHOUT_REASON,
+            t.span,
+            format!(
+                "the `other` transition of step `{}` has no `reason`",
+                s.name.text
+            ),
+        )
+        .with_label("no `reason`")
+        .with_note("spec §8 rule 5: every `other` outcome transition must have a `reason` string");
+        diags.push(if exit_on_other {
+            d.with_note(
+                "with `exitOnOther` true (the default) choosing `other` exits with this reason",
+            )
+            .with_help(
+                "add `\"reason\": \"…\"`, or make it `{\"action\": \"exit\", \"reason\": \"…\"}`",
+            )
+        } else {
+            d.with_help("add `\"reason\": \"…\"` saying why the agent's `other` leads here")
+        });
+    }
     if exit_on_other && leaves {
         diags.push(
             Diagnostic::warning(
@@ -176,26 +199,10 @@ fn other(s: &Step, t: &crate::ast::Transition, exit_on_other: bool, diags: &mut 
                 ),
             )
             .with_label("`exitOnOther` exits instead")
-            .with_note("`exitOnOther` is true (the default): choosing `other` exits the recipe")
+            .with_note("`exitOnOther` is true (the default): choosing `other` exits the recipe with this transition's `reason`")
             .with_help(
                 "make it an exit with a reason, or set `\"exitOnOther\": false` in `guardrails`",
             ),
-        );
-    } else if !exit_on_other && leaves && t.reason.is_none() && !t.reason_bad {
-        diags.push(
-            Diagnostic::error(
-                codes::OTHER_WITHOUT_REASON,
-                t.span,
-                format!(
-                    "the `other` transition of step `{}` has no `reason`",
-                    s.name.text
-                ),
-            )
-            .with_label("no `reason`")
-            .with_note(
-                "spec §8 rule 5: every `other` outcome transition must have a `reason` string",
-            )
-            .with_help("add `\"reason\": \"…\"` saying why the agent's `other` leads here"),
         );
     }
 }

@@ -215,3 +215,220 @@ fn neovim_receives_diagnostics_a_hover_and_a_definition() {
         "{report}"
     );
 }
+
+// ---- framing and exit codes (issue 22, item 13) ---------------------------------------------
+
+/// How a server fed raw bytes ended: exit code, stderr, peak resident set (KiB), and whether it
+/// ended by itself within the limit (else it was killed).
+struct Ended {
+    code: Option<i32>,
+    stderr: String,
+    peak_kib: i64,
+    by_itself: bool,
+}
+
+/// Starts `pipewright lsp` (with `env`), writes `bytes` to its stdin, keeps stdin open (a
+/// server waiting for more must not be let off by an end of input), and waits up to `limit`
+/// for it to exit, reading its peak memory from the kernel.
+fn feed(bytes: &[u8], env: &[(&str, &str)], limit: Duration) -> Ended {
+    let mut cmd = common::bin();
+    cmd.arg("lsp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    // A server that stops reading makes this fail with a broken pipe; that is fine.
+    let _ = stdin.write_all(bytes).and_then(|()| stdin.flush());
+    let mut err = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let pid = child.id() as libc::pid_t;
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    // SAFETY: zeroed `rusage` is a valid value of a plain C struct of integers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut by_itself = true;
+    loop {
+        // SAFETY: `pid` is our own child, not yet waited for (`Child` is never waited on);
+        // both pointers are to live locals.
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            break;
+        }
+        assert_eq!(got, 0, "wait4: {}", std::io::Error::last_os_error());
+        if Instant::now() > deadline && by_itself {
+            by_itself = false;
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    std::mem::forget(child);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Ended {
+        code,
+        stderr: reader.join().unwrap_or_default(),
+        // Linux reports `ru_maxrss` in KiB.
+        peak_kib: usage.ru_maxrss,
+        by_itself,
+    }
+}
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+const INIT: &str =
+    r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}"#;
+
+fn assert_clean_framing_error(e: &Ended, what: &str) {
+    assert!(
+        e.by_itself,
+        "{what}: the server did not exit by itself; {}",
+        e.stderr
+    );
+    assert_eq!(e.code, Some(1), "{what}: {}", e.stderr);
+    assert!(!e.stderr.contains("panicked"), "{what}: {}", e.stderr);
+    assert!(e.stderr.contains("framing error"), "{what}: {}", e.stderr);
+    // A debug build of the server is a few tens of MiB; gigabytes would show.
+    assert!(e.peak_kib < 256 * 1024, "{what}: peak {} KiB", e.peak_kib);
+}
+
+#[test]
+fn a_huge_content_length_is_a_framing_error_not_an_allocation() {
+    for (len, what) in [
+        ("3000000000", "3 GB"),
+        ("18446744073709551615", "u64::MAX"),
+        ("99999999999999999999999", "past u64"),
+    ] {
+        let e = feed(
+            format!("Content-Length: {len}\r\n\r\n{{\"jsonrpc\":").as_bytes(),
+            &[],
+            Duration::from_secs(20),
+        );
+        assert_clean_framing_error(&e, what);
+        if what != "past u64" {
+            assert!(
+                e.stderr.contains("over the limit of 64 MiB"),
+                "{what}: {}",
+                e.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn malformed_headers_are_framing_errors() {
+    let long = format!("X-{}: y\r\n", "a".repeat(10_000));
+    let cases: [(&[u8], &str); 5] = [
+        (long.as_bytes(), "a header line too long"),
+        (b"Content-Length: -5\r\n\r\n", "a negative length"),
+        (b"Content-Length: 12abc\r\n\r\n", "not a number"),
+        (b"Content-Type: x\r\n\r\n{}", "no Content-Length"),
+        (b"garbage without a colon\r\n\r\n", "not a header"),
+    ];
+    for (bytes, what) in cases {
+        let e = feed(bytes, &[], Duration::from_secs(20));
+        assert_clean_framing_error(&e, what);
+    }
+}
+
+#[test]
+fn the_message_limit_is_configurable() {
+    let body = format!(
+        r#"{{"jsonrpc": "2.0", "method": "x", "params": "{}"}}"#,
+        "a".repeat(2 << 20)
+    );
+    let e = feed(
+        &frame(&body),
+        &[("PIPEWRIGHT_LSP_MAX_MESSAGE_MIB", "1")],
+        Duration::from_secs(20),
+    );
+    assert_clean_framing_error(&e, "2 MiB over a 1 MiB limit");
+    assert!(e.stderr.contains("over the limit of 1 MiB"), "{}", e.stderr);
+    let e = feed(
+        b"",
+        &[("PIPEWRIGHT_LSP_MAX_MESSAGE_MIB", "lots")],
+        Duration::from_secs(20),
+    );
+    assert_eq!(e.code, Some(2), "{}", e.stderr);
+    assert!(
+        e.stderr.contains("PIPEWRIGHT_LSP_MAX_MESSAGE_MIB"),
+        "{}",
+        e.stderr
+    );
+}
+
+#[test]
+fn exit_without_shutdown_exits_1_and_with_it_0() {
+    let initialized = r#"{"jsonrpc": "2.0", "method": "initialized", "params": {}}"#;
+    let exit = r#"{"jsonrpc": "2.0", "method": "exit"}"#;
+    let shutdown = r#"{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}"#;
+    let mut bytes = [frame(INIT), frame(initialized), frame(exit)].concat();
+    let e = feed(&bytes, &[], Duration::from_secs(20));
+    assert!(e.by_itself, "{}", e.stderr);
+    assert_eq!(e.code, Some(1), "{}", e.stderr);
+    assert!(e.stderr.contains("before `shutdown`"), "{}", e.stderr);
+    bytes = [
+        frame(INIT),
+        frame(initialized),
+        frame(shutdown),
+        frame(exit),
+    ]
+    .concat();
+    let e = feed(&bytes, &[], Duration::from_secs(20));
+    assert!(e.by_itself, "{}", e.stderr);
+    assert_eq!(e.code, Some(0), "{}", e.stderr);
+}
+
+#[test]
+fn a_body_that_is_not_json_rpc_is_skipped_and_the_session_goes_on() {
+    let mut child = spawn();
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
+    let mut err = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    stdin
+        .write_all(&[frame("{oops"), frame("[1, 2]"), frame(INIT)].concat())
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+    assert_eq!(receive(&mut out)["id"], 1);
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+    );
+    assert_eq!(receive(&mut out)["id"], 2);
+    send(&mut stdin, &json!({"jsonrpc": "2.0", "method": "exit"}));
+    drop(stdin);
+    let status = wait(&mut child, Duration::from_secs(20));
+    let mut log = String::new();
+    let _ = err.read_to_string(&mut log);
+    assert!(status.success(), "{status:?}: {log}");
+    assert_eq!(log.matches("skipped a message").count(), 2, "{log}");
+}
+
+#[test]
+fn input_ending_inside_a_message_is_a_framing_error() {
+    let mut child = spawn();
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let mut err = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let _ = stdin.write_all(b"Content-Length: 100\r\n\r\n{\"jsonrpc\"");
+    drop(stdin);
+    let status = wait(&mut child, Duration::from_secs(20));
+    let mut log = String::new();
+    let _ = err.read_to_string(&mut log);
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("ended inside a message"), "{log}");
+}

@@ -226,3 +226,91 @@ fn pipewright_statemachine_codes() -> Vec<&'static str> {
         .map(|c| c.code)
         .collect()
 }
+
+/// A minimal valid recipe with `id` and `other`'s transition as given (`exitOnOther` true).
+fn small_recipe(id: &str, other: Value) -> String {
+    let v = serde_json::json!({
+        "id": id,
+        "label": "Small",
+        "description": "One step",
+        "initialStep": "work",
+        "guardrails": {"maxStepVisits": 3, "maxTotalSteps": 100, "exitOnOther": true},
+        "steps": {
+            "work": {
+                "prompt": "Work.",
+                "outcomes": ["done", "other"],
+                "onOutcome": {"done": {"action": "exit", "reason": "finished"}, "other": other}
+            },
+            "triage": {
+                "prompt": "Triage.",
+                "outcomes": ["done"],
+                "onOutcome": {"done": {"action": "exit", "reason": "triaged"}}
+            }
+        }
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+fn check_one(text: &str) -> (i32, Vec<Value>) {
+    let dir = tempdir();
+    std::fs::write(dir.path().join("r.json"), text).unwrap_or_default();
+    let o = run_in(dir.path(), &["check", "--format", "json", "r.json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null);
+    let diags = v["diagnostics"].as_array().cloned().unwrap_or_default();
+    (o.status.code().unwrap_or(-1), diags)
+}
+
+fn severity_of(diags: &[Value], code: &str) -> Option<String> {
+    diags
+        .iter()
+        .find(|d| d["code"] == code)
+        .and_then(|d| d["severity"].as_str().map(str::to_string))
+}
+
+#[test]
+fn a_recipe_id_that_is_not_kebab_case_is_an_error() {
+    let exit = serde_json::json!({"action": "exit", "reason": "user-provided-other"});
+    for bad in [
+        "Review_Loop",
+        "reviewLoop",
+        "review--loop",
+        "-review",
+        "review loop",
+    ] {
+        let (code, diags) = check_one(&small_recipe(bad, exit.clone()));
+        assert_eq!(code, 1, "{bad}: {diags:?}");
+        assert_eq!(
+            severity_of(&diags, "PW0705").as_deref(),
+            Some("error"),
+            "{bad}"
+        );
+    }
+    let (code, diags) = check_one(&small_recipe("review-loop-2", exit));
+    assert_eq!(code, 0, "{diags:?}");
+}
+
+#[test]
+fn every_other_transition_needs_a_reason_whatever_exit_on_other_says() {
+    // Rule 5 holds with `exitOnOther` true too: the reason is what the run exits with.
+    let (code, diags) = check_one(&small_recipe(
+        "small",
+        serde_json::json!({"nextStep": "triage"}),
+    ));
+    assert_eq!(code, 1, "{diags:?}");
+    assert_eq!(severity_of(&diags, "PW0714").as_deref(), Some("error"));
+    // With a reason it checks; the next step is still never taken (a warning).
+    let (code, diags) = check_one(&small_recipe(
+        "small",
+        serde_json::json!({"nextStep": "triage", "reason": "needs-triage"}),
+    ));
+    assert_eq!(code, 0, "{diags:?}");
+    assert_eq!(severity_of(&diags, "PW0714"), None);
+    assert_eq!(severity_of(&diags, "PW0727").as_deref(), Some("warning"));
+}
+
+#[test]
+fn a_step_defined_by_two_included_files_is_still_an_error() {
+    let o = run_in(&sm("err"), &["check", "PW0726-two-includes.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("PW0726"), "{}", text(&o));
+}

@@ -952,3 +952,211 @@ fn ctrl_c_cancels_with_130_and_the_run_resumes() {
     // The review was asked once; the commit twice (cancelled, then resumed).
     assert_eq!(fake.calls().len(), 3, "{:?}", fake.calls());
 }
+
+// ---- issue 22 item 16: overrides, `other`'s reason, backend failures, ids -------------------
+
+/// A one-step recipe `id` whose step `work` reports `done` (exit `finished`) or `other`, with
+/// `other_transition` for `other` and `exitOnOther` as given.
+fn other_recipe(id: &str, exit_on_other: bool, other_transition: Value) -> Value {
+    serde_json::json!({
+        "id": id,
+        "label": "Other",
+        "description": "What other does",
+        "initialStep": "work",
+        "guardrails": {"maxStepVisits": 3, "maxTotalSteps": 100, "exitOnOther": exit_on_other},
+        "steps": {
+            "work": {
+                "prompt": "Do the work.",
+                "outcomes": ["done", "other"],
+                "onOutcome": {
+                    "done": {"action": "exit", "reason": "finished"},
+                    "other": other_transition
+                }
+            },
+            "triage": {
+                "prompt": "Triage.",
+                "outcomes": ["done"],
+                "onOutcome": {"done": {"action": "exit", "reason": "triaged"}}
+            }
+        }
+    })
+}
+
+fn write_json(path: &Path, v: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(v).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+const OTHER_REPLY: &str = "replies:\n  - step: work\n    reply: \"{\\\"outcome\\\": \\\"other\\\", \\\"otherDescription\\\": \\\"stuck\\\"}\"\n";
+
+#[test]
+fn exit_on_other_exits_with_the_other_transitions_own_reason() {
+    let d = tempdir();
+    std::fs::write(d.path().join("other.yaml"), OTHER_REPLY).unwrap_or_default();
+    // exitOnOther true: `other` exits, with the reason its own transition carries whatever its
+    // form (spec §1 guardrails, §8 rule 5); the next step is not taken.
+    let cases = [
+        (
+            serde_json::json!({"nextStep": "triage", "reason": "needs-triage"}),
+            "needs-triage",
+        ),
+        (
+            serde_json::json!({"action": "exit", "reason": "agent-gave-up"}),
+            "agent-gave-up",
+        ),
+    ];
+    for (transition, reason) in cases {
+        write_json(
+            &d.path().join("other.json"),
+            &other_recipe("other", true, transition),
+        );
+        let o = run_in(
+            d.path(),
+            &[
+                "run",
+                "other.json",
+                "--backend",
+                "script",
+                "--script",
+                "other.yaml",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v = json(&o);
+        assert_eq!(v["exit_reason"], reason, "{v}");
+        assert_eq!(steps_of(&v), ["work"], "{v}");
+    }
+    // Without `onOutcome.other` the §6.3 convention gives the reason.
+    let mut r = other_recipe("other", true, Value::Null);
+    if let Some(on) = r["steps"]["work"]["onOutcome"].as_object_mut() {
+        on.remove("other");
+    }
+    write_json(&d.path().join("other.json"), &r);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "other.json",
+            "--backend",
+            "script",
+            "--script",
+            "other.yaml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        json(&o)["exit_reason"],
+        "user-provided-other",
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_backend_failure_is_in_the_trace_as_the_failing_step_without_an_outcome() {
+    let fake = Fake::new("claude", "echo 'quota exceeded' >&2; exit 3", "");
+    let d = tempdir();
+    let o = fake.run(
+        d.path(),
+        &[
+            "run",
+            &catalogue("retrospective"),
+            "--backend",
+            "claude",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["exit_reason"], "backend-error");
+    let trace = v["trace"].as_array().cloned().unwrap_or_default();
+    assert_eq!(trace.len(), 1, "{v}");
+    assert_eq!(trace[0]["step"], "reflect", "{v}");
+    assert_eq!(trace[0]["recipe"], "retrospective", "{v}");
+    assert!(trace[0]["session"].is_string(), "{v}");
+    assert!(
+        trace[0]
+            .as_object()
+            .is_some_and(|t| t.contains_key("outcome"))
+            && trace[0]["outcome"].is_null(),
+        "{v}"
+    );
+}
+
+/// `shared.json` defines `work` (exit `from-the-include`) and `triage`; the recipe includes it
+/// and defines `work` itself (exit `from-the-recipe`), before or after the `$include`.
+fn override_fixture(dir: &Path, inline_first: bool) {
+    let shared = serde_json::json!({
+        "work": {
+            "prompt": "Shared work.",
+            "outcomes": ["done", "other"],
+            "onOutcome": {
+                "done": {"action": "exit", "reason": "from-the-include"},
+                "other": {"action": "exit", "reason": "user-provided-other"}
+            }
+        },
+        "triage": {
+            "prompt": "Triage.",
+            "outcomes": ["done"],
+            "onOutcome": {"done": {"action": "exit", "reason": "triaged"}}
+        }
+    });
+    write_json(&dir.join("shared.json"), &shared);
+    let work = r#""work": {
+      "prompt": "The recipe's own work.",
+      "outcomes": ["done", "other"],
+      "onOutcome": {
+        "done": {"action": "exit", "reason": "from-the-recipe"},
+        "other": {"action": "exit", "reason": "user-provided-other"}
+      }
+    }"#;
+    let include = r#""$include": "shared.json""#;
+    let (a, b) = if inline_first {
+        (work, include)
+    } else {
+        (include, work)
+    };
+    let recipe = format!(
+        r#"{{
+  "id": "override",
+  "label": "Override",
+  "description": "Overrides one shared step",
+  "initialStep": "work",
+  "guardrails": {{"maxStepVisits": 3, "maxTotalSteps": 100, "exitOnOther": true}},
+  "steps": {{
+    {a},
+    {b}
+  }}
+}}
+"#
+    );
+    std::fs::write(dir.join("override.json"), recipe).unwrap_or_default();
+}
+
+#[test]
+fn an_inline_step_overrides_an_included_step_of_the_same_name() {
+    for inline_first in [false, true] {
+        let d = tempdir();
+        override_fixture(d.path(), inline_first);
+        let o = run_in(d.path(), &["check", "override.json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(!text(&o).contains("PW0726"), "{}", text(&o));
+        let o = run_in(d.path(), &["run", "override.json", "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v = json(&o);
+        assert_eq!(v["exit_reason"], "from-the-recipe", "{v}");
+        // The prompt sent was the recipe's own.
+        let o = run_in(d.path(), &["graph", "--format", "json", "override.json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(
+            stdout(&o).contains("The recipe's own work."),
+            "{}",
+            text(&o)
+        );
+        assert!(!stdout(&o).contains("Shared work."), "{}", text(&o));
+    }
+}

@@ -784,6 +784,15 @@ impl Exec {
                         return Err(End::Cancelled(key));
                     }
                     Err(Ok(msg)) => {
+                        // §11: the step the backend failed in is in the trace, without an
+                        // outcome, as a step that reported none is.
+                        self.turns = n;
+                        self.trace.push(TraceEntry {
+                            step: step.name.clone(),
+                            outcome: None,
+                            recipe: state.recipe.clone(),
+                            session: self.sessions[self.sessions.len() - 1].id.clone(),
+                        });
                         let mut e = self.event(EventKind::Failed, &key, &state.recipe, &step.name);
                         e.error = Some(msg.clone());
                         e.elapsed_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);

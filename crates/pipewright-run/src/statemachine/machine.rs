@@ -44,6 +44,9 @@ pub struct StepDef {
     /// As declared, without repeats.
     pub outcomes: Vec<String>,
     pub transitions: HashMap<String, Transition>,
+    /// The `reason` of the `other` transition, whatever its form: what choosing `other` exits
+    /// with under `exitOnOther` (spec §1 guardrails, §8 rule 5).
+    pub other_reason: Option<String>,
 }
 
 impl StepDef {
@@ -86,6 +89,12 @@ impl Machine {
                     Some((o.text.clone(), t))
                 })
                 .collect();
+            let other_reason = s
+                .on_outcome
+                .iter()
+                .rev()
+                .find(|(o, _)| o.text == "other")
+                .and_then(|(_, t)| text(&t.reason));
             steps.insert(
                 s.name.text.clone(),
                 StepDef {
@@ -94,6 +103,7 @@ impl Machine {
                     model: text(&s.model),
                     outcomes,
                     transitions,
+                    other_reason,
                 },
             );
         }

@@ -6,8 +6,9 @@
 use super::machine::{Machine, StepDef, Transition};
 use std::collections::BTreeMap;
 
-/// What `other` exits with when `exitOnOther` ends the recipe and `onOutcome.other` is no
-/// exit (§6.3's convention; docs/statemachine.md "What `exitOnOther` means").
+/// What `other` exits with when `exitOnOther` ends the recipe and the step has no `other`
+/// transition to take a reason from (§6.3's convention; docs/statemachine.md "What
+/// `exitOnOther` means").
 pub const DEFAULT_OTHER_REASON: &str = "user-provided-other";
 pub const ORCHESTRATION_ERROR: &str = "orchestration-error";
 pub const MAX_TOTAL_STEPS: &str = "max-total-steps";
@@ -251,10 +252,10 @@ impl Decision {
 pub fn decide(step: &StepDef, state: &State, outcome: &str, limits: Limits) -> Option<Decision> {
     let t = step.transition(outcome);
     if outcome == "other" && limits.exit_on_other {
-        let reason = match t {
-            Some(Transition::Exit(r)) => r.clone(),
-            _ => DEFAULT_OTHER_REASON.to_string(),
-        };
+        let reason = step
+            .other_reason
+            .clone()
+            .unwrap_or_else(|| DEFAULT_OTHER_REASON.to_string());
         return Some(Decision::Exit(reason));
     }
     Some(match t? {
@@ -314,6 +315,10 @@ mod tests {
             model: None,
             outcomes: t.iter().map(|(o, _)| o.to_string()).collect(),
             transitions: t.iter().map(|(o, t)| (o.to_string(), t.clone())).collect(),
+            other_reason: t.iter().find_map(|(o, t)| match t {
+                Transition::Exit(r) if *o == "other" => Some(r.clone()),
+                _ => None,
+            }),
         }
     }
 
@@ -612,6 +617,15 @@ mod tests {
         assert_eq!(
             decide(&m.steps["s"], &s, "other", l),
             Some(Decision::Exit(DEFAULT_OTHER_REASON.into()))
+        );
+        // The `other` transition's own reason, whatever its form (§8 rule 5).
+        let mut with_reason = m.clone();
+        if let Some(st) = with_reason.steps.get_mut("s") {
+            st.other_reason = Some("needs-triage".into());
+        }
+        assert_eq!(
+            decide(&with_reason.steps["s"], &s, "other", l),
+            Some(Decision::Exit("needs-triage".into()))
         );
         m.guardrails.exit_on_other = false;
         let l = Limits::of(&m, None, None);
