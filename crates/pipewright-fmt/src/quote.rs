@@ -592,10 +592,17 @@ mod tests {
         assert_eq!(render("Ship it?", true, true, false), "\"Ship it?\"");
         assert_eq!(render("Ship it?", false, true, false), "Ship it?");
         assert_eq!(render("echo ok?", true, false, false), "\"echo ok?\"");
-        // YAML 1.1 booleans: strings to pipewright, so quoted for the recipe runner; the
-        // pipeline runtime reads them as strings already.
-        for w in ["yes", "No", "ON", "off", "y", "N"] {
+        // YAML 1.1 booleans: a plain one is False/True to the recipe runner and a string to
+        // pipewright, so it stays as written (quoting would change the runner's value; PW0541
+        // reports it). `y`/`n` are strings to PyYAML too: quoted for other YAML 1.1 readers.
+        // The pipeline runtime reads them all as strings already.
+        for w in ["yes", "No", "ON", "off"] {
+            assert_eq!(render(w, false, true, true), w);
+        }
+        for w in ["y", "N"] {
             assert_eq!(render(w, false, true, true), format!("\"{w}\""));
+        }
+        for w in ["yes", "No", "ON", "off", "y", "N"] {
             assert_eq!(render(w, false, false, true), w);
             // Quoted by the author: kept quoted for YAML 1.1 readers other than PyYAML.
             assert_eq!(render(w, false, false, false), format!("\"{w}\""));

@@ -591,6 +591,8 @@ mod digest_check_tests {
         };
         assert!(failed("a: 1 # c\n", "a: 1\n").contains("comments changed"));
         assert!(failed("a: 1\n", "a: [\n").contains("does not load"));
-        assert!(failed("a: 'yes'\n", "a: yes\n").contains("YAML 1.1"));
+        assert!(failed("a: 'y'\n", "a: y\n").contains("YAML 1.1"));
+        // A quoted `yes` unquoted becomes the runner's True: never the same (PW0541).
+        assert!(!matches!(verdict("a: 'yes'\n", "a: yes\n"), Verdict::Same));
     }
 }

@@ -346,7 +346,11 @@ fn script(cx: &mut Ctx, n: &Node) {
             if let Some((span, new)) = source_edit(cx.text, n, m, edits) {
                 d = d
                     .with_secondary(span, format!("replace with `{new}`"))
-                    .with_fix(Fix::replace("Remove the quotes around the placeholder", span, new));
+                    .with_fix(Fix::replace(
+                        "Remove the quotes around the placeholder",
+                        span,
+                        new,
+                    ));
             }
         }
         let help = match (&edits, fixed) {

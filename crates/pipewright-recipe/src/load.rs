@@ -643,6 +643,13 @@ impl Loader {
                             span: e.value.span,
                         }),
                         Some(ScalarValue::Null) => None,
+                        // `parallel: no` is false to the runner (PyYAML): read it so, and warn.
+                        Some(ScalarValue::Str(_)) if yaml11_bool(&e.value).is_some() => {
+                            self.boolean(e).map(|b| Spanned {
+                                value: Parallel::Bool(b.value),
+                                span: b.span,
+                            })
+                        }
                         _ => {
                             self.wrong_type(e, "true, false or a positive integer", None);
                             None

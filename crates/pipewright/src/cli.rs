@@ -264,12 +264,16 @@ pub struct RunArgs {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// Rustc-style text with the source excerpt, labels and help.
     Human,
     /// One line per diagnostic: `FILE:LINE:COL: CODE [*] severity: message` (`[*]`: `--fix`
     /// can fix it).
     Concise,
+    /// One JSON object per run (docs/diagnostics-json.md).
     Json,
+    /// SARIF 2.1.0, for code-scanning tools.
     Sarif,
+    /// GitHub Actions workflow commands (annotations on the pull request).
     Github,
 }
 

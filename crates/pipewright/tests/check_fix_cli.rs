@@ -63,8 +63,8 @@ fn output_format_is_an_alias_of_format_and_concise_is_one_line_each() {
     let b = run_in(d.path(), &["check", "--format", "concise", "r.yaml"]);
     assert_eq!(a.status.code(), Some(1), "{}", text(&a));
     assert_eq!(stdout(&a), stdout(&b));
-    // Two diagnostics, two lines, then the summary.
-    assert_eq!(stdout(&a).lines().count(), 3, "{}", stdout(&a));
+    // Three diagnostics (two typos, the missing prompt), three lines, then the summary.
+    assert_eq!(stdout(&a).lines().count(), 4, "{}", stdout(&a));
     assert!(stdout(&a).lines().all(|l| !l.starts_with(' ')));
 }
 

@@ -665,7 +665,13 @@ fn a_failure_in_the_first_step_reports_a_null_output_and_the_input() {
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["output"], Value::Null, "no step completed: {v}");
     assert_eq!(v["stores"], json!({"n": 3}), "{v}");
-    let o = run_in(d.path(), &["run", "first.yaml"]);
+    // Without input (and reading none, so the run starts): no stores at all.
+    fixture(
+        d.path(),
+        "bare.yaml",
+        "pipeline: bare\nsteps:\n  - transform: {value: \"1 / 0\", output: r}\n",
+    );
+    let o = run_in(d.path(), &["run", "bare.yaml"]);
     assert!(
         stderr(&o).contains("stores when it stopped: none\n"),
         "{}",

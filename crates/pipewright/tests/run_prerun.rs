@@ -164,7 +164,8 @@ steps:
 "#,
     );
     let o = run_in(d.path(), &["run", "undeclared.yaml", "--var", "input=foo"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // A file that does not check could not start: exit 2.
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = stderr(&o);
     assert!(!err.contains("expected one of"), "{err}");
     assert!(

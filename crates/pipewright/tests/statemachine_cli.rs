@@ -130,9 +130,12 @@ fn fmt_check_accepts_the_catalogue_and_fmt_canonicalises_key_order() {
 "guardrails": {"exitOnOther": true, "maxTotalSteps": 100, "maxStepVisits": 3}, "initialStep": "a", "description": "d", "label": "L", "id": "x"}"#;
     let path = dir.path().join("x.json");
     std::fs::write(&path, scrambled).unwrap_or_default();
-    let o = run_in(dir.path(), &["fmt", "--check", "x.json"]);
+    let o = run_in(
+        dir.path(),
+        &["fmt", "--key-order", "canonical", "--check", "x.json"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let o = run_in(dir.path(), &["fmt", "x.json"]);
+    let o = run_in(dir.path(), &["fmt", "--key-order", "canonical", "x.json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = read(&path);
     let pos = |k: &str| out.find(k).unwrap_or(usize::MAX);
