@@ -208,18 +208,35 @@ fn same(a: &Value, b: &Value) -> bool {
 fn same_or_bool_word(v: &Value, want: &Value) -> bool {
     match (v, want) {
         (Value::Bool(b), Value::String(w)) if pipewright_fmt::quote::pyyaml_bool_word(w) => {
-            *b == matches!(w.to_ascii_lowercase().as_str(), "yes" | "on")
+            *b == pyyaml_truth(w)
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_or_bool_word(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
+            // PyYAML's boolean key (`!bool:true`, see `meaning_of_text`) may be a plain word.
+            let key_of = |k: &str| {
+                y.get(k).or_else(|| {
+                    let b = k.strip_prefix("!bool:")?;
+                    y.iter()
+                        .find(|(w, _)| {
+                            pipewright_fmt::quote::pyyaml_bool_word(w)
+                                && b == pyyaml_truth(w).to_string()
+                        })
+                        .map(|(_, q)| q)
+                })
+            };
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, p)| y.get(k).is_some_and(|q| same_or_bool_word(p, q)))
+                    .all(|(k, p)| key_of(k).is_some_and(|q| same_or_bool_word(p, q)))
         }
         _ => same(v, want),
     }
+}
+
+/// PyYAML's value of a boolean word (`yes`, `On`: true).
+fn pyyaml_truth(w: &str) -> bool {
+    matches!(w.to_ascii_lowercase().as_str(), "yes" | "on")
 }
 
 /// Every file the differential test formats, with its dialect: the fmt fixtures (inputs and
