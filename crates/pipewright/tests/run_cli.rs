@@ -1346,6 +1346,46 @@ fn kill_9_takes_the_children_with_it() {
     assert!(!d.path().join("log").exists(), "the orphaned shell went on");
 }
 
+/// A step's foreground grandchild (here python, which bash forks because a command follows it)
+/// outlives a kill -9 of pipewright: the kernel kills only the direct child. The next run in
+/// the same store kills what the dead run left of its step's process group before anything
+/// runs again, so the resumed step does not run beside its orphan.
+#[test]
+fn kill_9_then_resume_kills_the_orphaned_grandchild_first() {
+    let d = tempdir();
+    fixture(
+        d.path(),
+        "grandchild.py",
+        "import os, time\npid = os.getpid()\nopen('started-%d' % pid, 'w').close()\ntime.sleep(2)\nopen('late-%d' % pid, 'w').close()\n",
+    );
+    fixture(
+        d.path(),
+        "orphan.yaml",
+        "pipeline: orphan\nsteps:\n  - shell: {command: \"python3 grandchild.py; true\"}\n",
+    );
+    let mut child = spawn_run(d.path(), &["orphan.yaml"]);
+    let first = wait_for(Duration::from_secs(10), "the step to start", || {
+        std::fs::read_dir(d.path())
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .find_map(|n| n.strip_prefix("started-").map(str::to_string))
+    });
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    finish(child);
+    let list: Value =
+        serde_json::from_str(&stdout(&run_in(d.path(), &["runs", "--format", "json"])))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let id = list[0]["run_id"].as_str().unwrap_or_default().to_string();
+    let o = run_in(d.path(), &["run", "--resume", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The orphan would have written by now (2 s after it started; the resumed step took 2 s).
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !d.path().join(format!("late-{first}")).exists(),
+        "the orphaned grandchild {first} went on beside the resumed step"
+    );
+}
+
 /// A tmpfs mounted for the test, unmounted when dropped (even when the test fails).
 struct Tmpfs(std::path::PathBuf);
 

@@ -5,10 +5,13 @@
 //! Children die with the run: the group is killed whenever its step ends or is dropped (an
 //! aborted fan-out), every live group is killed on a second SIGINT/SIGTERM, and on Linux the
 //! child gets SIGKILL from the kernel when pipewright dies, even by kill -9 (PR_SET_PDEATHSIG).
+//! That signal reaches the child only, not what it started: so each group is also written
+//! down (`record_groups_in`), and the next run in the same store kills what a dead pipewright
+//! left of its groups before anything runs (`kill_orphans`).
 
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -114,6 +117,7 @@ impl Group {
     fn new(pid: Option<u32>) -> Group {
         if let Some(p) = pid.and_then(|p| i32::try_from(p).ok()) {
             LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(p);
+            ledger::write(p);
         }
         Group(pid)
     }
@@ -121,10 +125,128 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
+        kill_group(self.0);
         if let Some(p) = self.0.and_then(|p| i32::try_from(p).ok()) {
             LIVE.lock().unwrap_or_else(|p| p.into_inner()).remove(&p);
+            ledger::remove(p);
         }
-        kill_group(self.0);
+    }
+}
+
+/// Where this process writes down its children's process groups: a file per group in `dir`
+/// (the run store's `runs/groups/`), removed when the group is killed at its step's end.
+/// Without it (library use, tests in one process) nothing is written.
+pub fn record_groups_in(dir: PathBuf) {
+    *ledger::DIR.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir);
+}
+
+/// Kills what pipewright processes that died (kill -9, a power cut) left of their steps'
+/// process groups recorded in `dir`: the grandchildren PR_SET_PDEATHSIG does not reach. Groups
+/// of a pipewright still running (a concurrent run) are left alone. Returns how many
+/// processes were killed.
+pub fn kill_orphans(dir: &Path) -> usize {
+    ledger::kill_orphans(dir)
+}
+
+/// The group files: `<pgid>` holding `<recorder pid> <recorder start> <leader start> <session>`,
+/// start times in clock ticks since boot (`/proc/PID/stat` field 22), so neither a reused
+/// pipewright pid nor a reused group id is mistaken for the one recorded.
+mod ledger {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    pub(super) static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+    /// `/proc/PID/stat`'s process group, session and start time.
+    fn stat(pid: &str) -> Option<(i32, i32, u64)> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) may hold spaces and parentheses: count from its end.
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some((
+            f.get(2)?.parse().ok()?,
+            f.get(3)?.parse().ok()?,
+            f.get(19)?.parse().ok()?,
+        ))
+    }
+
+    #[cfg(test)]
+    pub(super) fn stat_of(pid: u32) -> Option<(i32, i32, u64)> {
+        stat(&pid.to_string())
+    }
+
+    fn dir() -> Option<PathBuf> {
+        DIR.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(super) fn write(pgid: i32) {
+        let Some(dir) = dir() else { return };
+        let (Some((_, session, me)), Some((_, _, leader))) =
+            (stat("self"), stat(&pgid.to_string()))
+        else {
+            return;
+        };
+        let line = format!("{} {me} {leader} {session}\n", std::process::id());
+        // Best effort: a group that cannot be written down still runs, as before.
+        let _ = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(pgid.to_string()), line));
+    }
+
+    pub(super) fn remove(pgid: i32) {
+        if let Some(dir) = dir() {
+            let _ = std::fs::remove_file(dir.join(pgid.to_string()));
+        }
+    }
+
+    pub(super) fn kill_orphans(dir: &Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut killed = 0;
+        for e in entries.flatten() {
+            let path = e.path();
+            let Some(pgid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let f: Vec<u64> = text
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let [recorder, recorder_start, leader_start, session] = f[..] else {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
+            // Its pipewright still runs: the group is that run's.
+            if stat(&recorder.to_string()).is_some_and(|(_, _, t)| t == recorder_start) {
+                continue;
+            }
+            for pid in members(pgid, session, leader_start) {
+                // SAFETY: kill(2) has no memory-safety preconditions; the pid is a member of
+                // the recorded group, in the recorded session, started after its leader.
+                if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                    killed += 1;
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        killed
+    }
+
+    /// The processes of group `pgid` in `session` that started no earlier than its leader.
+    fn members(pgid: i32, session: u64, leader_start: u64) -> Vec<i32> {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .flatten()
+            .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                stat(&pid.to_string()).is_some_and(|(g, s, t)| {
+                    g == pgid && u64::try_from(s).is_ok_and(|s| s == session) && t >= leader_start
+                })
+            })
+            .collect()
     }
 }
 
@@ -246,4 +368,49 @@ fn read_capped(mut f: std::fs::File) -> Result<String, String> {
         s.push_str("\n[output truncated]");
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod ledger_tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn only_a_dead_recorders_groups_are_killed_and_bad_entries_are_dropped() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pgid = child.id();
+        let (_, session, me) =
+            ledger::stat_of(std::process::id()).unwrap_or_else(|| panic!("no /proc/self/stat"));
+        let (_, _, leader) = ledger::stat_of(pgid).unwrap_or_else(|| panic!("no child stat"));
+        let entry = dir.path().join(pgid.to_string());
+        let bad = dir.path().join("not-a-group");
+        std::fs::write(&bad, "x").unwrap_or_else(|e| panic!("{e}"));
+        // Recorded by this process, which runs: left alone.
+        let line = format!("{} {me} {leader} {session}", std::process::id());
+        std::fs::write(&entry, &line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kill_orphans(dir.path()), 0);
+        assert!(
+            child.try_wait().ok().flatten().is_none(),
+            "killed a live run's group"
+        );
+        // The same pid with another start time is another process: the recorder is gone.
+        let line = format!("{} {} {leader} {session}", std::process::id(), me + 1);
+        std::fs::write(&entry, &line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kill_orphans(dir.path()), 1);
+        let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+        assert!(!entry.exists());
+        assert!(
+            bad.exists(),
+            "a file that names no group is not ours to remove"
+        );
+    }
 }

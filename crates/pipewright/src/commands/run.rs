@@ -145,6 +145,11 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     };
+    // Before anything runs: what a killed pipewright left of its steps must not run beside
+    // them again (a resumed step, or a new run's).
+    let groups = super::runs::runs_dir(&store_path).join("groups");
+    pipewright_run::tools::process::kill_orphans(&groups);
+    pipewright_run::tools::process::record_groups_in(groups);
     if dialect.name() == "state-machine" {
         return super::run_statemachine::run(
             args,
