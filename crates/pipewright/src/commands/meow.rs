@@ -239,15 +239,9 @@ pub fn run(args: &MeowArgs) -> u8 {
             return 2;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::tokio_runtime(false) {
         Ok(r) => r,
-        Err(e) => {
-            errln!("error: cannot start the runtime: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
     let answer = match runtime.block_on(pipewright_run::meow::channel::ask(&sock, &req)) {
         Ok(a) => a,

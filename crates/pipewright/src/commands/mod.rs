@@ -11,3 +11,17 @@ pub mod run;
 pub mod run_statemachine;
 pub mod runs;
 pub mod schema;
+
+/// A tokio runtime for a command (a run: one thread per core; a request to a running
+/// orchestrator: the current thread), or exit status 2 after saying why there is none.
+pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, u8> {
+    let mut b = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    b.enable_all().build().map_err(|e| {
+        errln!("error: cannot start the runtime: {e}");
+        2
+    })
+}

@@ -12,15 +12,9 @@ fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
 }
 
 pub fn run(args: &RunArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::tokio_runtime(true) {
         Ok(r) => r,
-        Err(e) => {
-            errln!("error: cannot start the runtime: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
     runtime.block_on(run_async(args))
 }

@@ -305,15 +305,9 @@ fn decide_meow(
     d: &pipewright_run::recipe::Decision,
 ) -> u8 {
     use pipewright_run::meow::channel::ask;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::tokio_runtime(false) {
         Ok(r) => r,
-        Err(e) => {
-            errln!("error: cannot start the runtime: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
     let waiting = match runtime.block_on(ask(sock, &json!({"type": "waiting_approvals"}))) {
         Ok(v) => v,
