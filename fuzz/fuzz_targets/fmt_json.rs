@@ -3,23 +3,23 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipewright_fmt::{format_source, Dialect, Options};
+use pipewright_fmt::{format_source, Options, Syntax};
 use pipewright_syntax::FileId;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let formatted = match format_source(FileId(0), text, Dialect::StateMachine, Options::CANONICAL)
+    let formatted = match format_source(FileId(0), text, Syntax::Json, Options::CANONICAL)
     {
         Ok(f) => f,
         Err(diags) => {
-            pipewright_fuzz::no_internal_error(&diags, text, Dialect::StateMachine);
+            pipewright_fuzz::no_internal_error(&diags, text, "state-machine");
             return;
         }
     };
     let out = &formatted.output;
-    match format_source(FileId(0), out, Dialect::StateMachine, Options::CANONICAL) {
+    match format_source(FileId(0), out, Syntax::Json, Options::CANONICAL) {
         Ok(again) => assert!(
             again.output == *out,
             "not idempotent on {text:?}\nfirst: {out:?}\nsecond: {:?}",

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipewright_fmt::{format_source, Dialect, Options};
+use pipewright_fmt::{format_source, Options, Syntax};
 use pipewright_syntax::FileId;
 use std::collections::BTreeMap;
 use toml_edit::{DocumentMut, Item, Value};
@@ -59,15 +59,15 @@ fuzz_target!(|data_in: &[u8]| {
     let Ok(text) = std::str::from_utf8(data_in) else {
         return;
     };
-    let formatted = match format_source(FileId(0), text, Dialect::Meow, Options::CANONICAL) {
+    let formatted = match format_source(FileId(0), text, Syntax::Toml, Options::CANONICAL) {
         Ok(f) => f,
         Err(diags) => {
-            pipewright_fuzz::no_internal_error(&diags, text, Dialect::Meow);
+            pipewright_fuzz::no_internal_error(&diags, text, "meow");
             return;
         }
     };
     let out = &formatted.output;
-    match format_source(FileId(0), out, Dialect::Meow, Options::CANONICAL) {
+    match format_source(FileId(0), out, Syntax::Toml, Options::CANONICAL) {
         Ok(again) => assert!(
             again.output == *out,
             "not idempotent on {text:?}\nfirst: {out:?}\nsecond: {:?}",

@@ -9,7 +9,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use pipewright_fmt::round_trip::{check, Failure};
-use pipewright_fmt::{Dialect, Options};
+use pipewright_fmt::rules::DialectRules;
+use pipewright_fmt::Options;
 use pipewright_syntax::SourceMap;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,11 +18,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let modes = [Options::CANONICAL, Options::PRESERVE];
-    for (dialect, options) in [Dialect::Pipeline, Dialect::Recipe]
+    let dialects: [(&str, &dyn DialectRules); 2] = [
+        ("pipeline", &pipewright_pipeline::fmt_rules::PipelineRules),
+        ("recipe", &pipewright_recipe::fmt_rules::RecipeRules),
+    ];
+    for ((dialect, rules), options) in dialects
         .into_iter()
         .flat_map(|d| modes.map(|o| (d, o)))
     {
-        match check(text, dialect, options) {
+        match check(text, rules, options) {
             Ok(Ok(())) => {}
             Ok(Err(diags)) => {
                 let mut sources = SourceMap::new();
@@ -30,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
             }
             // A known PW0900 may be let through so a campaign looks for other failures.
             Err(Failure::Unfaithful { .. }) if pipewright_fuzz::pw0900_allowed() => {}
-            Err(f) => panic!("{dialect:?}, {options:?}, {}: {text:?}\n{f:#?}", f.kind()),
+            Err(f) => panic!("{dialect}, {options:?}, {}: {text:?}\n{f:#?}", f.kind()),
         }
     }
 });

@@ -1,26 +1,19 @@
-//! The dialect interface. Every workflow language pipewright knows is one [`Dialect`]: it says
-//! whether a file is written in it, checks a set of its files, formats one, and lowers one into
-//! the IR for `graph` and `run`. The CLI's verbs iterate [`DIALECTS`] and never name a dialect.
-//!
-//! Adding a dialect: its own crate (loader, checks, codes), one glue module here that binds that
-//! crate to the trait, and one line in [`DIALECTS`]. The glue lives here rather than in the
-//! dialect crates because the formatter (which holds every dialect's layout rules) depends on
-//! them; implementing the trait in a dialect crate would make the dependency circular.
+//! The dialect interface, and nothing that names a dialect. Every workflow language pipewright
+//! knows is one [`Dialect`], implemented in that language's own crate: it says whether a file is
+//! written in it, checks a set of its files, formats one, and lowers one into the IR for `graph`
+//! and `run`. The CLI and the language server iterate the registry (`pipewright-registry`, one
+//! file listing the dialect crates) and never name a dialect.
 
-mod meow;
 pub mod near_miss;
-mod pipeline;
 pub mod project;
-mod recipe;
 pub mod source;
-mod state_machine;
 pub mod suppress;
 
 pub use near_miss::NearMiss;
 pub use source::Source;
 
 use pipewright_project::ProjectConfig;
-use pipewright_syntax::{Diagnostic, FileId, SourceMap};
+use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap};
 use std::path::Path;
 
 /// What a user asks of a file.
@@ -79,6 +72,10 @@ pub trait Dialect: Sync {
         None
     }
     fn supports(&self, verb: Verb) -> bool;
+    /// Every diagnostic code the dialect's checks emit, with titles and explanations.
+    fn codes(&self) -> &'static [CodeInfo];
+    /// The JSON Schema of the dialect's files (`pipewright schema DIALECT`, editors).
+    fn json_schema(&self) -> serde_json::Value;
     /// A checker for the files of one `check` run. Only asked when [`Verb::Check`] is
     /// supported.
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
@@ -141,54 +138,4 @@ impl Checker for Unsupported {
     fn finish(self: Box<Self>, _: &SourceMap) -> Vec<Diagnostic> {
         Vec::new()
     }
-}
-
-/// Every dialect, in detection order: the first whose [`Dialect::detect`] accepts a file owns
-/// it.
-pub static DIALECTS: &[&dyn Dialect] = &[
-    &pipeline::Pipeline,
-    &recipe::Recipe,
-    &state_machine::StateMachine,
-    &meow::Meow,
-];
-
-pub fn by_name(name: &str) -> Option<&'static dyn Dialect> {
-    DIALECTS.iter().copied().find(|d| d.name() == name)
-}
-
-pub fn names() -> Vec<&'static str> {
-    DIALECTS.iter().map(|d| d.name()).collect()
-}
-
-/// The dialect a file is written in, if any.
-pub fn detect(src: &Source) -> Option<&'static dyn Dialect> {
-    DIALECTS.iter().copied().find(|d| d.detect(src))
-}
-
-/// The first dialect the file nearly matches.
-pub fn near_miss(src: &Source, file: FileId) -> Option<NearMiss> {
-    DIALECTS.iter().find_map(|d| d.near_miss(src, file))
-}
-
-/// The error for a file no dialect recognises, with every dialect's shape as a note.
-pub fn unrecognised(file: FileId, text: &str) -> Diagnostic {
-    let first = text
-        .lines()
-        .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
-    let start: usize = text
-        .lines()
-        .take(first.unwrap_or(0))
-        .map(|l| l.len() + 1)
-        .sum();
-    let len = first.and_then(|i| text.lines().nth(i)).map_or(0, str::len);
-    let mut d = Diagnostic::error(
-        "PW0002",
-        pipewright_syntax::Span::new(file, start..start + len),
-        "this file is not a workflow pipewright recognises",
-    )
-    .with_label("unrecognised top level");
-    for dialect in DIALECTS {
-        d = d.with_note(dialect.shape());
-    }
-    d.with_help("pass `--dialect` to check it as a particular dialect")
 }

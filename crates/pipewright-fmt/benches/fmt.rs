@@ -17,7 +17,7 @@
 //! `--quick` means varied ±30% between runs of one build).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pipewright_fmt::{format_source, Dialect};
+use pipewright_fmt::{format_source, Syntax};
 use pipewright_syntax::FileId;
 use std::hint::black_box;
 
@@ -41,7 +41,7 @@ fn bench(c: &mut Criterion) {
                 format_source(
                     FileId(0),
                     black_box(&text),
-                    Dialect::Pipeline,
+                    Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules),
                     pipewright_fmt::Options::CANONICAL,
                 )
                 .map(|f| f.output.len())

@@ -1,7 +1,7 @@
 //! Formats the files named on the command line to stdout (a development aid); YAML files
 //! after `--recipe` are recipes, before it pipelines.
 
-use pipewright_fmt::{format_source, Dialect};
+use pipewright_fmt::{format_source, Syntax};
 use pipewright_syntax::FileId;
 
 // The allocator the `pipewright` binary ships with, so peak memory measured here matches it.
@@ -21,13 +21,13 @@ fn main() {
             continue;
         };
         let dialect = if path.ends_with(".json") {
-            Dialect::StateMachine
+            Syntax::Json
         } else if path.ends_with(".toml") {
-            Dialect::Meow
+            Syntax::Toml
         } else if recipe {
-            Dialect::Recipe
+            Syntax::Yaml(&pipewright_recipe::fmt_rules::RecipeRules)
         } else {
-            Dialect::Pipeline
+            Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules)
         };
         match format_source(
             FileId(0),

@@ -12,10 +12,26 @@
 //! (delta debugging), then tries to make each remaining character a plain `x`.
 
 use pipewright_fmt::round_trip::{check, Failure};
-use pipewright_fmt::Dialect;
+use pipewright_fmt::rules::DialectRules;
+
+/// The YAML dialects the fuzz target formats with.
+#[derive(Debug, Clone, Copy)]
+enum Dialect {
+    Pipeline,
+    Recipe,
+}
+
+impl Dialect {
+    fn rules(self) -> &'static dyn DialectRules {
+        match self {
+            Dialect::Pipeline => &pipewright_pipeline::fmt_rules::PipelineRules,
+            Dialect::Recipe => &pipewright_recipe::fmt_rules::RecipeRules,
+        }
+    }
+}
 
 fn failure(text: &str, dialect: Dialect) -> Option<Failure> {
-    check(text, dialect, pipewright_fmt::Options::CANONICAL).err()
+    check(text, dialect.rules(), pipewright_fmt::Options::CANONICAL).err()
 }
 
 /// Deletes chunks of `units`, from halves down to single units, while the failure stays of

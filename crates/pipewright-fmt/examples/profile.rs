@@ -46,7 +46,7 @@ fn main() {
                 let f = pipewright_fmt::format_source(
                     FileId(0),
                     &text,
-                    pipewright_fmt::Dialect::Pipeline,
+                    pipewright_fmt::Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules),
                     pipewright_fmt::Options::CANONICAL,
                 );
                 std::hint::black_box(f.map(|f| f.output.len()).unwrap_or(0));
@@ -91,13 +91,13 @@ fn main() {
 }
 
 fn phases(text: &str) -> [Duration; 8] {
-    let rules = pipewright_fmt::rules::pipeline::PipelineRules;
+    let rules = pipewright_pipeline::fmt_rules::PipelineRules;
     let mut d = [Duration::ZERO; 8];
     let t = Instant::now();
     let f = pipewright_fmt::format_source(
         FileId(0),
         text,
-        pipewright_fmt::Dialect::Pipeline,
+        pipewright_fmt::Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules),
         pipewright_fmt::Options::CANONICAL,
     );
     d[0] = t.elapsed();

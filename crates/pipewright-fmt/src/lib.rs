@@ -21,16 +21,17 @@ pub mod trivia;
 pub mod verify;
 
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
-use rules::{pipeline::PipelineRules, recipe::RecipeRules, DialectRules};
+use rules::DialectRules;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Pipeline,
-    Recipe,
-    StateMachine,
-    Meow,
+/// The syntax a file is written in, and for YAML the dialect's canonical rules: the printer is
+/// shared, the dialect crates say what is canonical (they implement [`DialectRules`]).
+#[derive(Clone, Copy)]
+pub enum Syntax<'r> {
+    Yaml(&'r dyn DialectRules),
+    Json,
+    Toml,
 }
 
 pub use pipewright_project::KeyOrder;
@@ -139,36 +140,26 @@ impl Canon {
 }
 
 /// Formats one file's text. `Err` carries diagnostics; the caller leaves the file untouched.
-/// The state-machine dialect's canonical key order is applied before this, by its own crate
-/// (see `pipewright_dialect`); the MEOW (TOML) formatter always keeps the author's order.
+/// A dialect's own passes come before this (the state-machine dialect puts keys in canonical
+/// order itself); the TOML formatter always keeps the author's order.
 pub fn format_source(
     file: FileId,
     text: &str,
-    dialect: Dialect,
+    syntax: Syntax,
     options: Options,
 ) -> Result<Formatted, Vec<Diagnostic>> {
-    let output = match (dialect, yaml_rules(dialect)) {
-        (_, Some(rules)) if options.key_order == KeyOrder::Preserve => {
+    let output = match syntax {
+        Syntax::Yaml(rules) if options.key_order == KeyOrder::Preserve => {
             format_yaml(file, text, &rules::PreserveOrder(rules))?
         }
-        (_, Some(rules)) => format_yaml(file, text, rules)?,
-        (Dialect::StateMachine, None) => json::format(file, text)?,
-        (_, None) => toml::format(file, text)?,
+        Syntax::Yaml(rules) => format_yaml(file, text, rules)?,
+        Syntax::Json => json::format(file, text)?,
+        Syntax::Toml => toml::format(file, text)?,
     };
     Ok(Formatted {
         changed: output != text,
         output,
     })
-}
-
-/// The canonical rules of a YAML dialect; `None` for the JSON and TOML dialects, which have
-/// their own formatters.
-pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn DialectRules> {
-    match dialect {
-        Dialect::Pipeline => Some(&PipelineRules),
-        Dialect::Recipe => Some(&RecipeRules),
-        Dialect::StateMachine | Dialect::Meow => None,
-    }
 }
 
 pub use diff::{unified_diff, write_unified_diff};

@@ -3,7 +3,8 @@
 //! the same text, and loads to the same values as its input. A refusal (PW0901, a YAML error)
 //! holds the property; PW0900, which its help calls a formatter bug, breaks it.
 
-use crate::{format_source, verify, yaml_rules, Dialect, Options};
+use crate::rules::DialectRules;
+use crate::{format_source, verify, Options, Syntax};
 use pipewright_syntax::{Diagnostic, FileId};
 use pipewright_yaml::{load, Limits, Node};
 
@@ -38,17 +39,14 @@ fn body(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
-/// Checks the property for one YAML dialect. `Ok(Err(diags))` is a refusal of the input, with
-/// its diagnostics (the fuzz target renders them); `Err` is a failure.
+/// Checks the property for one YAML dialect's rules. `Ok(Err(diags))` is a refusal of the
+/// input, with its diagnostics (the fuzz target renders them); `Err` is a failure.
 pub fn check(
     text: &str,
-    dialect: Dialect,
+    rules: &dyn DialectRules,
     options: Options,
 ) -> Result<Result<(), Vec<Diagnostic>>, Failure> {
-    let Some(rules) = yaml_rules(dialect) else {
-        return Ok(Ok(()));
-    };
-    let first = match format_source(FileId(0), text, dialect, options) {
+    let first = match format_source(FileId(0), text, Syntax::Yaml(rules), options) {
         Ok(f) => f.output,
         Err(diags) => {
             return match diags.iter().find(|d| d.code == "PW0900") {
@@ -60,7 +58,7 @@ pub fn check(
             }
         }
     };
-    match format_source(FileId(0), &first, dialect, options) {
+    match format_source(FileId(0), &first, Syntax::Yaml(rules), options) {
         Ok(again) if again.output == first && !again.changed => {}
         Ok(again) => {
             return Err(Failure::NotIdempotent {

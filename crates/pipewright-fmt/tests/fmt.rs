@@ -3,8 +3,9 @@
 
 mod common;
 use common::yaml_files;
+use common::{format_source, yaml_rules, Dialect};
 use pipewright_fmt::cst::is_block_scalar;
-use pipewright_fmt::{format_source, trivia, verify, yaml_rules, Dialect, Options};
+use pipewright_fmt::{trivia, verify, Options};
 use pipewright_syntax::FileId;
 use pipewright_yaml::{Limits, NodeKind};
 use std::path::{Path, PathBuf};
@@ -275,7 +276,7 @@ fn recipe_key_order_knows_every_key_the_recipe_loader_accepts() {
     // exist. A key added to the loader must get its canonical place here too.
     use pipewright_fmt::rules::{DialectRules, Seg};
     use pipewright_recipe::load::{APPROVAL_KEYS, STAGE_KEYS, STEP_KEYS, TOP_KEYS};
-    let rules = pipewright_fmt::rules::recipe::RecipeRules;
+    let rules = pipewright_recipe::fmt_rules::RecipeRules;
     let doc = Seg::Doc("recipe");
     let stage = [doc, Seg::Key("stages"), Seg::Index(0)];
     let approval = [doc, Seg::Key("stages"), Seg::Index(0), Seg::Key("approval")];
@@ -485,7 +486,8 @@ fn codes_are_documented() {
 #[test]
 fn the_verifier_rejects_what_yaml11_loaders_misread() {
     // The printer never writes these; the verifier is the net should it ever do so.
-    use pipewright_fmt::rules::{pipeline::PipelineRules, recipe::RecipeRules};
+    use pipewright_pipeline::fmt_rules::PipelineRules;
+    use pipewright_recipe::fmt_rules::RecipeRules;
     let load = |t: &str| pipewright_yaml::load(FileId(0), t, Limits::default()).0;
     for (text, misread) in [
         // A plain `yes` is True to PyYAML and "yes" to pipewright in the input already: kept

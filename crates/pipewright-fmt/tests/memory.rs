@@ -5,7 +5,7 @@
 //! and the output's while verifying. Holding both at once, plus a token list as large as a
 //! tree, peaked at 16–25 times the input; the target is at most 10 times.
 
-use pipewright_fmt::{format_source, Dialect};
+use pipewright_fmt::{format_source, Syntax};
 use pipewright_syntax::FileId;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -54,7 +54,7 @@ fn formatting_peaks_at_most_ten_times_the_input() {
     let out = format_source(
         FileId(0),
         &text,
-        Dialect::Pipeline,
+        Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules),
         pipewright_fmt::Options::CANONICAL,
     )
     .expect("formats");

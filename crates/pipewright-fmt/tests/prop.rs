@@ -1,7 +1,7 @@
 //! Random pipelines assembled from step fragments, with random spacing, quoting and comments:
 //! formatting never fails on valid input, is idempotent and keeps values and comments.
 
-use pipewright_fmt::{format_source, trivia, verify, Dialect};
+use pipewright_fmt::{format_source, trivia, verify, Syntax};
 use pipewright_syntax::FileId;
 use pipewright_yaml::Limits;
 use proptest::prelude::*;
@@ -52,13 +52,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn formatting_keeps_everything(src in pipeline()) {
-        let first = format_source(FileId(0), &src, Dialect::Pipeline, pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}\n{src}")))?;
-        let second = format_source(FileId(0), &first.output, Dialect::Pipeline, pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}")))?;
+        let first = format_source(FileId(0), &src, Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules), pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}\n{src}")))?;
+        let second = format_source(FileId(0), &first.output, Syntax::Yaml(&pipewright_pipeline::fmt_rules::PipelineRules), pipewright_fmt::Options::CANONICAL).map_err(|d| TestCaseError::fail(format!("{d:?}")))?;
         prop_assert_eq!(&second.output, &first.output);
         let (a, _) = pipewright_yaml::load(FileId(0), &src, Limits::default());
         let (b, _) = pipewright_yaml::load(FileId(0), &first.output, Limits::default());
         prop_assert_eq!(trivia::comment_texts(&src, &a), trivia::comment_texts(&first.output, &b));
         let roots: Vec<_> = a.iter().map(|d| d.root.as_ref()).collect();
-        prop_assert!(verify::same_docs(&roots, &b, &pipewright_fmt::rules::pipeline::PipelineRules).is_ok());
+        prop_assert!(verify::same_docs(&roots, &b, &pipewright_pipeline::fmt_rules::PipelineRules).is_ok());
     }
 }

@@ -20,7 +20,8 @@
 
 mod common;
 use common::yaml_files;
-use pipewright_fmt::{format_source, verify, yaml_rules, Dialect};
+use common::{format_source, yaml_rules, Dialect};
+use pipewright_fmt::verify;
 use pipewright_syntax::FileId;
 use pipewright_yaml::{Limits, Node, NodeKind, ScalarValue};
 use proptest::prelude::*;

@@ -79,12 +79,12 @@ pub fn analyze(
         let id = sources.add(display(&input.path), input.text.clone());
         paths.push((id, input.path.clone()));
         let src = Source::new(&input.path, &input.text);
-        match pipewright_dialect::detect(&src) {
+        match pipewright_registry::detect(&src) {
             Some(d) if d.supports(Verb::Check) => found.push((d, input, id)),
             Some(_) => {}
             // A YAML file that is no workflow is none of this server's business, unless it is
             // one misspelled key away from being one (the warning `check DIR` gives).
-            None => diags.extend(pipewright_dialect::near_miss(&src, id).map(|n| n.warning())),
+            None => diags.extend(pipewright_registry::near_miss(&src, id).map(|n| n.warning())),
         }
     }
     if cancelled() {
@@ -125,7 +125,7 @@ pub fn analyze(
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let Some(d) = pipewright_dialect::detect(&Source::new(&path, &text)) else {
+        let Some(d) = pipewright_registry::detect(&Source::new(&path, &text)) else {
             continue;
         };
         let Some((_, checker)) = checkers.iter_mut().find(|(c, _)| c.name() == d.name()) else {

@@ -78,14 +78,14 @@ fn formatting_returns_the_fmt_engines_text_as_one_edit() {
         })
         .expect("edits");
     assert_eq!(edits.len(), 1);
-    let want = pipewright_fmt::format_source(
-        pipewright_syntax::FileId(0),
-        messy,
-        pipewright_fmt::Dialect::Pipeline,
-        pipewright_fmt::Options::PRESERVE,
-    )
-    .expect("formats")
-    .output;
+    let want = pipewright_registry::by_name("pipeline")
+        .expect("the pipeline dialect")
+        .format(
+            pipewright_syntax::FileId(0),
+            messy,
+            pipewright_fmt::Options::PRESERVE,
+        )
+        .expect("formats");
     assert_eq!(edits[0].new_text, want);
     assert_ne!(want, messy);
     assert_eq!(edits[0].range.start, Position::new(0, 0));

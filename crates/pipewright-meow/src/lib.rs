@@ -5,6 +5,7 @@
 pub mod ast;
 mod check;
 pub mod codes;
+pub mod dialect;
 pub mod lower;
 pub mod refs;
 pub mod schema;

@@ -6,6 +6,8 @@ pub mod ast;
 pub mod catalogue;
 pub mod check;
 pub mod codes;
+pub mod dialect;
+pub mod fmt_rules;
 pub mod literal;
 mod load;
 pub mod lower;

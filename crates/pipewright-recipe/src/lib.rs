@@ -8,7 +8,9 @@
 pub mod ast;
 pub mod codes;
 pub mod condition;
+pub mod dialect;
 pub mod dot;
+pub mod fmt_rules;
 mod issue;
 pub mod load;
 pub mod lower;

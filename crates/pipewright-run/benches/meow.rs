@@ -47,7 +47,7 @@ fn time(text: &str, max_steps: usize, rt: &tokio::runtime::Runtime) -> (Duration
     let mut steps = 0;
     for _ in 0..3 {
         let mut o = RunOptions::new(std::env::temp_dir());
-        o.meow_limits.max_steps = max_steps;
+        Arc::make_mut(&mut o.config).meow_max_steps = max_steps as u64;
         let t = Instant::now();
         let out = rt
             .block_on(run(program.clone(), &sources, o))

@@ -5,30 +5,22 @@
 //!
 //! See docs/run.md for the semantics and docs/config.md for `pipewright.toml`.
 
-pub mod backend;
-pub mod cancel;
-pub mod codes;
-pub mod config;
+// The run core, re-exported: the executors below (moving into their dialect crates) and the
+// CLI name its modules through this crate until they do.
+pub use pipewright_runtime::{
+    backend, cancel, codes, config, failure, outcome, progress, schema, secrets, session, store,
+    tools, value,
+};
+
 mod exec;
-pub mod failure;
 pub mod meow;
-pub mod outcome;
 pub mod plan;
 pub mod prerun;
-pub mod progress;
 pub mod recipe;
-pub mod schema;
-pub mod secrets;
 pub mod statemachine;
-pub mod store;
-pub mod tools;
-mod value;
 
-pub use backend::{AgentBackend, AgentRequest, BackendError};
-pub use cancel::CancelToken;
-pub use config::ProjectConfig;
-pub use exec::{run, Caps, RunOptions};
-pub use failure::RunError;
-pub use outcome::{RunOutcome, RunStatus};
-pub use pipewright_r1::Limits as EvalLimits;
-pub use store::{Event, EventKind, EventSink};
+pub use exec::run;
+pub use pipewright_runtime::{
+    AgentBackend, AgentRequest, BackendError, CancelToken, Caps, EvalLimits, Event, EventKind,
+    EventSink, ProjectConfig, RunError, RunOptions, RunOutcome, RunStatus,
+};

@@ -5,6 +5,7 @@
 
 pub mod ast;
 pub mod codes;
+pub mod dialect;
 pub mod fmt;
 mod include;
 pub mod json;

@@ -1,5 +1,6 @@
 //! Command-line syntax.
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -54,16 +55,12 @@ pub enum Command {
 #[derive(Args)]
 pub struct SchemaArgs {
     /// The dialect whose files the schema describes.
-    #[arg(value_enum, value_name = "DIALECT")]
-    pub dialect: SchemaDialect,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SchemaDialect {
-    Pipeline,
-    Recipe,
-    StateMachine,
-    Meow,
+    #[arg(
+        value_name = "DIALECT",
+        value_parser = clap::builder::PossibleValuesParser::new(pipewright_registry::names())
+            .try_map(|name| dialect_arg(&name))
+    )]
+    pub dialect: &'static dyn pipewright_dialect::Dialect,
 }
 
 #[derive(Args)]
@@ -279,10 +276,10 @@ pub enum Format {
 
 /// `--dialect NAME`: one of the registry's dialect names.
 fn dialect_arg(name: &str) -> Result<&'static dyn pipewright_dialect::Dialect, String> {
-    pipewright_dialect::by_name(name).ok_or_else(|| {
+    pipewright_registry::by_name(name).ok_or_else(|| {
         format!(
             "unknown dialect `{name}` (known: {})",
-            pipewright_dialect::names().join(", ")
+            pipewright_registry::names().join(", ")
         )
     })
 }

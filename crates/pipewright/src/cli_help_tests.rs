@@ -3,7 +3,8 @@
 
 use super::Cli;
 use clap::CommandFactory;
-use pipewright_dialect::{Verb, DIALECTS};
+use pipewright_dialect::Verb;
+use pipewright_registry::DIALECTS;
 
 /// Every command under `cmd` (itself included) with its path, `help` left out.
 fn commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {

@@ -127,14 +127,16 @@ pub fn all_codes() -> Vec<CodeInfo> {
         crate::commands::check::CLI_CODES,
         crate::read::CODES,
         pipewright_r1::CODES,
-        pipewright_pipeline::codes::CODES,
-        pipewright_recipe::CODES,
-        pipewright_meow::CODES,
-        pipewright_statemachine::CODES,
-        pipewright_run::codes::CODES,
-        pipewright_fmt::CODES,
     ];
-    tables.iter().flat_map(|t| t.iter().copied()).collect()
+    let after: &[&[CodeInfo]] = &[pipewright_run::codes::CODES, pipewright_fmt::CODES];
+    let dialects = pipewright_registry::DIALECTS.iter().map(|d| d.codes());
+    tables
+        .iter()
+        .copied()
+        .chain(dialects)
+        .chain(after.iter().copied())
+        .flat_map(|t| t.iter().copied())
+        .collect()
 }
 
 /// Set when writing to stdout or stderr failed for a reason other than a closed pipe.

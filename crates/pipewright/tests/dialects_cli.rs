@@ -26,7 +26,7 @@ const SAMPLES: &[(&str, &str, &str)] = &[
 fn a_verb_a_dialect_cannot_do_is_refused_in_words() {
     use pipewright_dialect::Verb;
     let d = tempdir();
-    for dialect in pipewright_dialect::DIALECTS {
+    for dialect in pipewright_registry::DIALECTS {
         let name = dialect.name();
         let missing: Vec<Verb> = [Verb::Check, Verb::Fmt, Verb::Graph, Verb::Run]
             .into_iter()

@@ -1,7 +1,8 @@
 //! The README's dialect table says what each dialect supports, and the dialect registry
 //! decides it: the two must agree.
 
-use pipewright_dialect::{Verb, DIALECTS};
+use pipewright_dialect::Verb;
+use pipewright_registry::DIALECTS;
 use std::collections::BTreeSet;
 use std::path::Path;
 

@@ -145,7 +145,7 @@ fn documents(path: &Path) -> Option<Vec<Value>> {
 
 fn dialect_of(path: &Path) -> Option<&'static str> {
     let src = std::fs::read_to_string(path).ok()?;
-    pipewright_dialect::detect(&pipewright_dialect::Source::new(path, &src)).map(|d| d.name())
+    pipewright_registry::detect(&pipewright_dialect::Source::new(path, &src)).map(|d| d.name())
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {

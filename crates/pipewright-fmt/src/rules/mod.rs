@@ -1,9 +1,7 @@
 //! Dialect-specific canonical rules. The printer is shared; a dialect only says, for a node at
 //! a given path, in which order its keys go, whether its scalar is an R1 expression and whether
-//! a collection should be written in flow style when it fits.
-
-pub mod pipeline;
-pub mod recipe;
+//! a collection should be written in flow style when it fits. The dialect crates hold their
+//! rules (`pipewright_pipeline::fmt_rules`, `pipewright_recipe::fmt_rules`).
 
 use pipewright_yaml::Node;
 

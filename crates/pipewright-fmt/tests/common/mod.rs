@@ -18,3 +18,43 @@ pub fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// The dialects these tests format. The formatter knows none of them: each dialect crate gives
+/// it a syntax and, for YAML, its canonical rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // pyyaml.rs formats only the YAML dialects
+pub enum Dialect {
+    Pipeline,
+    Recipe,
+    StateMachine,
+    Meow,
+}
+
+impl Dialect {
+    pub fn syntax(self) -> pipewright_fmt::Syntax<'static> {
+        match yaml_rules(self) {
+            Some(rules) => pipewright_fmt::Syntax::Yaml(rules),
+            None if self == Dialect::StateMachine => pipewright_fmt::Syntax::Json,
+            None => pipewright_fmt::Syntax::Toml,
+        }
+    }
+}
+
+/// The canonical rules of a YAML dialect; `None` for the JSON and TOML dialects.
+pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn pipewright_fmt::rules::DialectRules> {
+    match dialect {
+        Dialect::Pipeline => Some(&pipewright_pipeline::fmt_rules::PipelineRules),
+        Dialect::Recipe => Some(&pipewright_recipe::fmt_rules::RecipeRules),
+        Dialect::StateMachine | Dialect::Meow => None,
+    }
+}
+
+/// The formatter on one text of `dialect`.
+pub fn format_source(
+    file: pipewright_syntax::FileId,
+    text: &str,
+    dialect: Dialect,
+    options: pipewright_fmt::Options,
+) -> Result<pipewright_fmt::Formatted, Vec<pipewright_syntax::Diagnostic>> {
+    pipewright_fmt::format_source(file, text, dialect.syntax(), options)
+}

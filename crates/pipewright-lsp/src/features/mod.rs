@@ -41,6 +41,6 @@ impl Doc {
     }
 
     pub fn dialect(&self) -> Option<&'static dyn Dialect> {
-        pipewright_dialect::detect(&Source::new(&self.path, &self.text))
+        pipewright_registry::detect(&Source::new(&self.path, &self.text))
     }
 }

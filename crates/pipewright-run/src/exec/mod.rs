@@ -7,12 +7,15 @@ mod frame;
 mod stack;
 mod steps;
 
-use crate::backend::{mock::MockBackend, AgentBackend, BoxFuture};
+use crate::backend::{AgentBackend, BoxFuture};
 use crate::cancel::CancelToken;
 use crate::codes;
 use crate::failure::{Failure, RunError};
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, RunLock, Store, Write};
+use crate::session::{
+    open_recorder, resume_record, store_failure, Caps, Recorder, ResumeOf, RunOptions,
+};
+use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
 use crate::tools::Tools;
 use frame::Frame;
 use indexmap::IndexMap;
@@ -21,103 +24,9 @@ use pipewright_r1::Value;
 use pipewright_syntax::SourceMap;
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// Operator caps (`[safety.spawn]`); 0 means unlimited.
-#[derive(Debug, Clone, Copy)]
-pub struct Caps {
-    pub max_fan_out_depth: u64,
-    pub max_spawns: u64,
-    /// `[run] max_call_depth`: how many `call`/`match` frames may nest (default 64).
-    pub max_call_depth: u64,
-    /// `[run] max_eval_steps` / `max_eval_bytes`: the budget of each expression evaluation.
-    pub eval: pipewright_r1::Limits,
-}
-
-impl Default for Caps {
-    fn default() -> Caps {
-        Caps {
-            max_fan_out_depth: 5,
-            max_spawns: 100,
-            max_call_depth: pipewright_project::DEFAULT_MAX_CALL_DEPTH,
-            eval: pipewright_r1::Limits::default(),
-        }
-    }
-}
-
-pub struct RunOptions {
-    /// The workflow to run; `None`: the first pipeline of the first file.
-    pub workflow: Option<String>,
-    /// The initial named stores: a JSON object, or null for none.
-    pub input: serde_json::Value,
-    pub backend: Arc<dyn AgentBackend>,
-    pub tools: Tools,
-    pub caps: Caps,
-    /// Where runs are recorded; `None` runs without a store (no resume).
-    pub store: Option<Arc<dyn Store>>,
-    /// Resume this run from `store`: its input is reused and landed steps are replayed.
-    pub resume: Option<String>,
-    /// Resume even though the source changed since the run started: a landing is replayed only
-    /// into a step with the same key and the same content hash.
-    pub force: bool,
-    /// The file name recorded with the run (what `--resume` reloads).
-    pub file_label: String,
-    pub cancel: CancelToken,
-    pub sinks: Vec<Arc<dyn EventSink>>,
-    /// The invoker's identity, used by agent steps without `identity:`.
-    pub identity: String,
-    /// The invoker's tool envelope; agent capabilities are narrowed to it. `None`: every tool.
-    pub envelope: Option<Vec<String>>,
-    /// `for_each` concurrency when `max_parallel` is omitted (capped by the item count).
-    pub default_max_parallel: usize,
-    /// The workflow file: a recipe's sub-recipe paths are relative to its directory.
-    pub source_path: Option<PathBuf>,
-    /// Approval gates ask on the terminal (stdin and stderr are one) instead of pausing.
-    pub interactive: bool,
-    /// `[meow]` expansion limits.
-    pub meow_limits: crate::meow::Limits,
-    /// A MEOW run listens on its orchestrator socket (agents report over it).
-    pub channel: bool,
-    /// The program that answers `meow …` (the reference's command name) in a MEOW run's shell
-    /// steps and agent sessions: the `pipewright` executable, which acts as `pipewright meow`
-    /// when called `meow`. `None`: only `pipewright meow` works there.
-    pub meow_command: Option<PathBuf>,
-    /// Where a MEOW run keeps its directory (`<runs_dir>/<run-id>/`: the orchestrator socket,
-    /// the `meow` link). The CLI puts it next to the run store, so every command that finds
-    /// the store finds a run's socket; `None`: `<workdir>/.pipewright/runs`.
-    pub runs_dir: Option<PathBuf>,
-}
-
-impl RunOptions {
-    /// Defaults: mock backend, built-in tools in `workdir`, default caps, no store.
-    pub fn new(workdir: PathBuf) -> RunOptions {
-        RunOptions {
-            workflow: None,
-            input: serde_json::Value::Null,
-            backend: Arc::new(MockBackend),
-            tools: Tools::new(workdir),
-            caps: Caps::default(),
-            store: None,
-            resume: None,
-            force: false,
-            file_label: String::new(),
-            cancel: CancelToken::new(),
-            sinks: Vec::new(),
-            identity: "pipewright".into(),
-            envelope: None,
-            default_max_parallel: 8,
-            source_path: None,
-            interactive: false,
-            meow_limits: crate::meow::Limits::default(),
-            channel: false,
-            meow_command: None,
-            runs_dir: None,
-        }
-    }
-}
 
 pub(crate) struct Interp {
     program: Arc<Program>,
@@ -146,240 +55,6 @@ pub(crate) struct Interp {
 pub(crate) enum Journaled {
     Value(Value),
     Dropped(String),
-}
-
-/// The run's connection to its store.
-///
-/// The landing of a step with side effects (shell, tool, agent) commits at once, with everything
-/// staged before it, and a step with side effects starts only after everything before it has
-/// committed. The landings of pure steps (transforms, and the results of calls, matches and
-/// fan-outs, whose inner steps land on their own) are staged and handed to a writer thread in
-/// batches of at most `MAX_STAGED` writes or `MAX_STAGE_DELAY` old, which commits them while the
-/// run goes on: losing one to a crash only means computing it again, and a 10,000-item transform
-/// fan-out is a few transactions instead of 10,000. Either way a landing and its
-/// `step_completed` commit together, and the writer reports the completion to the event sinks
-/// only after that commit. Batches commit in the order they were staged; once one fails, every
-/// later one fails with it, and the run stops at its next step with side effects (or its end).
-pub(crate) struct Recorder {
-    store: Arc<dyn Store>,
-    staged: Mutex<Staged>,
-    /// The first failed commit, as the writer saw it.
-    failed: Arc<Mutex<Option<String>>>,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Held for the whole run: a second process cannot resume it meanwhile.
-    _lock: Box<dyn RunLock>,
-}
-
-struct Staged {
-    writes: Vec<Write>,
-    /// Completions to report once their landings have committed.
-    done: Vec<Event>,
-    since: Option<Instant>,
-    /// To the writer; `None` once closed.
-    jobs: Option<std::sync::mpsc::Sender<Job>>,
-}
-
-struct Job {
-    writes: Vec<Write>,
-    done: Vec<Event>,
-    reply: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    /// Committed even after a failed commit: the run's final status.
-    last: bool,
-}
-
-const MAX_STAGED: usize = 4096;
-const MAX_STAGE_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Recorder {
-    pub(crate) fn new(
-        store: Arc<dyn Store>,
-        run_id: String,
-        lock_: Box<dyn RunLock>,
-        sinks: Arc<Vec<Arc<dyn EventSink>>>,
-    ) -> Result<Recorder, String> {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let failed = Arc::new(Mutex::new(None));
-        let writer = {
-            let store = store.clone();
-            let failed = failed.clone();
-            std::thread::Builder::new()
-                .name("pipewright-store".into())
-                .spawn(move || writer_loop(&*store, &run_id, &rx, &sinks, &failed))
-                .map_err(|e| format!("cannot start the store writer: {e}"))?
-        };
-        Ok(Recorder {
-            store,
-            staged: Mutex::new(Staged {
-                writes: Vec::new(),
-                done: Vec::new(),
-                since: None,
-                jobs: Some(tx),
-            }),
-            failed,
-            writer: Mutex::new(Some(writer)),
-            _lock: lock_,
-        })
-    }
-
-    /// Stages an event that reports nothing landed (started, failed, replayed, cancelled).
-    pub(crate) fn stage_event(&self, line: String) {
-        let mut st = lock(&self.staged);
-        st.writes.push(Write::Event(line));
-        st.since.get_or_insert_with(Instant::now);
-    }
-
-    /// Stages `writes` (and the completion they report). With `now`, commits everything staged
-    /// and waits for the commit (and for the completions to be reported); otherwise hands a
-    /// full or old batch to the writer without waiting.
-    pub(crate) fn stage(
-        &self,
-        writes: Vec<Write>,
-        done: Option<Event>,
-        now: bool,
-    ) -> Result<(), String> {
-        self.send(writes, done, now, false)
-    }
-
-    /// Commits the run's final status. After a failed commit this is still tried (with the
-    /// events staged since), so the store says `failed` when it can.
-    pub(crate) fn finish(&self, fin: store::Finish) -> Result<(), String> {
-        self.send(vec![Write::Finish(fin)], None, true, true)
-    }
-
-    fn send(
-        &self,
-        writes: Vec<Write>,
-        done: Option<Event>,
-        now: bool,
-        last: bool,
-    ) -> Result<(), String> {
-        if !last {
-            if let Some(e) = lock(&self.failed).clone() {
-                return Err(e);
-            }
-        }
-        let mut st = lock(&self.staged);
-        st.writes.extend(writes);
-        st.done.extend(done);
-        let since = *st.since.get_or_insert_with(Instant::now);
-        if !(now || st.writes.len() >= MAX_STAGED || since.elapsed() >= MAX_STAGE_DELAY) {
-            return Ok(());
-        }
-        let (reply, answer) = if now {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let job = Job {
-            writes: std::mem::take(&mut st.writes),
-            done: std::mem::take(&mut st.done),
-            reply,
-            last,
-        };
-        st.since = None;
-        // Sent under the lock: batches reach the writer in the order they were staged.
-        let sent = st.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
-        drop(st);
-        if !sent {
-            return Err(format!(
-                "the run store {}: its writer stopped",
-                self.store.describe()
-            ));
-        }
-        match answer {
-            Some(rx) => rx.recv().unwrap_or_else(|_| {
-                Err(format!(
-                    "the run store {}: its writer stopped",
-                    self.store.describe()
-                ))
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Commits whatever is staged (nothing to do when nothing is).
-    pub(crate) fn flush(&self) -> Result<(), String> {
-        if lock(&self.staged).writes.is_empty() {
-            return lock(&self.failed).clone().map_or(Ok(()), Err);
-        }
-        self.send(Vec::new(), None, true, false)
-    }
-
-    /// The store, as messages name it.
-    pub(crate) fn describe(&self) -> String {
-        self.store.describe()
-    }
-
-    /// The first commit that failed, if one did.
-    pub(crate) fn failed(&self) -> Option<String> {
-        lock(&self.failed).clone()
-    }
-
-    /// Stops the writer once it has committed everything handed to it.
-    pub(crate) fn close(&self) {
-        lock(&self.staged).jobs = None;
-        if let Some(h) = lock(&self.writer).take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
-fn writer_loop(
-    store: &dyn Store,
-    run_id: &str,
-    rx: &std::sync::mpsc::Receiver<Job>,
-    sinks: &[Arc<dyn EventSink>],
-    failed: &Mutex<Option<String>>,
-) {
-    while let Ok(first) = rx.recv() {
-        // Whatever queued up meanwhile goes in the same transaction.
-        let mut jobs = vec![first];
-        while let Ok(j) = rx.try_recv() {
-            jobs.push(j);
-        }
-        // After a failed commit only the final status goes in (the batches after the failed
-        // one must not land without it).
-        let earlier = lock(failed).clone();
-        let writes: Vec<Write> = jobs
-            .iter_mut()
-            .filter(|j| earlier.is_none() || j.last)
-            .flat_map(|j| std::mem::take(&mut j.writes))
-            .collect();
-        let result = match (&earlier, writes.is_empty()) {
-            (Some(e), true) => Err(e.clone()),
-            _ => store
-                .record(run_id, &writes)
-                .and(earlier.map_or(Ok(()), Err)),
-        };
-        match &result {
-            Ok(()) => {
-                for e in jobs.iter().flat_map(|j| &j.done) {
-                    for s in sinks {
-                        s.event(e);
-                    }
-                }
-            }
-            Err(e) => {
-                lock(failed).get_or_insert_with(|| e.clone());
-            }
-        }
-        for j in jobs {
-            if let Some(r) = j.reply {
-                let _ = r.send(result.clone());
-            }
-        }
-    }
 }
 
 /// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
@@ -543,7 +218,7 @@ pub async fn run(
         outcome.signal = interp.cancel.signal();
     }
     if let Some(rec) = &interp.store {
-        outcome.store = Some(rec.store.describe());
+        outcome.store = Some(rec.describe());
         // A write that failed inside a fan-out under `continue`, or after a step already
         // failed, still fails the run: nothing may look done that the store does not have.
         let seen = interp
@@ -573,98 +248,6 @@ pub async fn run(
         rec.close();
     }
     Ok(outcome)
-}
-
-/// The run's recorder, or `None` without a store: a resumed run (whose lock `lock` already
-/// holds) is marked running again; a new one is locked, then created.
-pub(crate) fn open_recorder(
-    store: Option<&Arc<dyn Store>>,
-    lock: Option<Box<dyn RunLock>>,
-    new: store::NewRun,
-    sinks: Arc<Vec<Arc<dyn EventSink>>>,
-) -> Result<Option<Recorder>, String> {
-    let Some(st) = store else { return Ok(None) };
-    let l = match lock {
-        Some(l) => {
-            st.record(&new.run_id, &[Write::Status("running".into())])?;
-            l
-        }
-        None => {
-            let l = st.lock_run(&new.run_id)?;
-            st.create_run(&new)?;
-            l
-        }
-    };
-    Recorder::new(st.clone(), new.run_id.clone(), l, sinks).map(Some)
-}
-
-/// What a resume asks for: the run, and what it must be running.
-pub(crate) struct ResumeOf<'a> {
-    pub id: &'a str,
-    /// The sources, named in the refusal ("the pipeline files", "the recipe").
-    pub what: &'a str,
-    /// What the workflow is to the user ("pipeline", "recipe", "workflow").
-    pub kind: &'a str,
-    /// The workflow asked for, when one was: the run must be running it.
-    pub workflow: Option<&'a str>,
-}
-
-/// The record of a run to resume, owned by this process, after the checks every dialect makes:
-/// a store, a well-formed id, the same workflow, no new input, and the same sources (unless
-/// `--force`).
-pub(crate) fn resume_record(
-    store: Option<&Arc<dyn Store>>,
-    force: bool,
-    of: ResumeOf<'_>,
-    input: &serde_json::Value,
-    source_hash: &str,
-) -> Result<(Box<dyn RunLock>, store::RunRecord), String> {
-    let ResumeOf {
-        id,
-        what,
-        kind,
-        workflow,
-    } = of;
-    let st = store.ok_or("--resume needs a run store")?;
-    store::check_run_id(id)?;
-    // Owner first, then read: what is read cannot change under us.
-    let lock = st.lock_run(id)?;
-    let rec = st.load_run(id)?;
-    if let Some(w) = workflow.filter(|w| *w != rec.workflow) {
-        return Err(format!(
-            "run {id} runs {kind} `{}`; it cannot be resumed as {kind} `{w}`",
-            rec.workflow
-        ));
-    }
-    if !input.is_null() {
-        return Err(format!(
-            "run {id} keeps the input it started with; --input cannot be given with --resume"
-        ));
-    }
-    if rec.source_hash != source_hash && !force {
-        return Err(format!(
-            "{what} changed since run {id} started; resuming would mix results of two versions. Restore them, or pass --force to replay only the steps whose content did not change"
-        ));
-    }
-    Ok((lock, rec))
-}
-
-/// Turns the outcome into a failure of the store (unless it already failed of that).
-fn store_failure(outcome: &mut RunOutcome, workflow: &pipewright_ir::Workflow, msg: String) {
-    outcome.store_error.get_or_insert(msg.clone());
-    if outcome.error.is_some() {
-        // The step's own failure stays the diagnostic; the CLI reports the store's too.
-        return;
-    }
-    outcome.status = RunStatus::Failed;
-    outcome.cancelled_at = None;
-    outcome.error = Some(RunError::new(
-        codes::STORE,
-        "",
-        "run",
-        workflow.span,
-        format!("the run could not be recorded: {msg}"),
-    ));
 }
 
 /// Steps whose effects reach outside the run: their landings commit at once.

@@ -31,9 +31,9 @@ pub(crate) use plan::plan;
 use crate::backend::AgentBackend;
 use crate::cancel::CancelToken;
 use crate::codes;
-use crate::exec::{Recorder, RunOptions};
 use crate::failure::RunError;
 use crate::outcome::{RunOutcome, RunStatus};
+use crate::session::{Recorder, RunOptions};
 use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
 use pipewright_ir::Program;
 use pipewright_syntax::{SourceMap, Span};
@@ -56,6 +56,18 @@ pub struct Limits {
     pub max_recovery_depth: u32,
     /// The longest request line the orchestrator socket takes, in bytes.
     pub max_message_bytes: usize,
+}
+
+impl Limits {
+    /// The limits `[meow]` of pipewright.toml sets.
+    pub fn of(cfg: &pipewright_project::ProjectConfig) -> Limits {
+        Limits {
+            max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
+            max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
+            max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
+            max_message_bytes: usize::try_from(cfg.meow_max_message).unwrap_or(usize::MAX),
+        }
+    }
 }
 
 impl Default for Limits {
@@ -191,13 +203,13 @@ pub(crate) async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let of = crate::exec::ResumeOf {
+            let of = crate::session::ResumeOf {
                 id,
                 what: "the MEOW module",
                 kind: "workflow",
                 workflow: Some(&name),
             };
-            let (l, rec) = crate::exec::resume_record(
+            let (l, rec) = crate::session::resume_record(
                 opts.store.as_ref(),
                 opts.force,
                 of,
@@ -240,7 +252,7 @@ pub(crate) async fn run(
     bake_check(&root, &scope, &run_id)?;
 
     let sinks = Arc::new(opts.sinks);
-    let recorder = crate::exec::open_recorder(
+    let recorder = crate::session::open_recorder(
         opts.store.as_ref(),
         lock_,
         store::NewRun {
@@ -258,14 +270,12 @@ pub(crate) async fn run(
         .clone()
         .unwrap_or_else(|| project.join(".pipewright").join("runs"))
         .join(&run_id);
+    let limits = Limits::of(&opts.config);
     let channel = match opts.channel {
-        true => Some(channel::Channel::open(
-            &run_dir,
-            opts.meow_limits.max_message_bytes,
-        )?),
+        true => Some(channel::Channel::open(&run_dir, limits.max_message_bytes)?),
         false => None,
     };
-    let meow_bin = match (&channel, &opts.meow_command) {
+    let meow_bin = match (&channel, &opts.self_exe) {
         (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
         _ => None,
     };
@@ -282,7 +292,7 @@ pub(crate) async fn run(
         sinks,
         started: Instant::now(),
         lib,
-        limits: opts.meow_limits,
+        limits,
         codes: HashMap::new(),
         agents: HashMap::new(),
         busy: HashMap::new(),

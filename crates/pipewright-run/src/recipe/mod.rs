@@ -16,9 +16,9 @@ mod values;
 
 use crate::backend::AgentBackend;
 use crate::cancel::CancelToken;
-use crate::exec::{Recorder, RunOptions};
 use crate::failure::RunError;
 use crate::outcome::{RunOutcome, RunStatus};
+use crate::session::{Recorder, RunOptions};
 use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
 use pipewright_ir::{Node, Program, Workflow};
 use pipewright_recipe::runtime::{self as rt, Context};
@@ -200,13 +200,13 @@ pub(crate) async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let of = crate::exec::ResumeOf {
+            let of = crate::session::ResumeOf {
                 id,
                 what: "the recipe",
                 kind: "recipe",
                 workflow: Some(&workflow.name),
             };
-            let (l, rec) = crate::exec::resume_record(
+            let (l, rec) = crate::session::resume_record(
                 opts.store.as_ref(),
                 opts.force,
                 of,
@@ -238,7 +238,7 @@ pub(crate) async fn run(
         crate::prerun::recipe(&workflow, &input)?;
     }
     let sinks = Arc::new(opts.sinks);
-    let recorder = crate::exec::open_recorder(
+    let recorder = crate::session::open_recorder(
         opts.store.as_ref(),
         lock_,
         store::NewRun {

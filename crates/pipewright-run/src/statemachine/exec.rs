@@ -16,9 +16,9 @@ use super::semantics::{self as sem, Decision, Limits, State};
 use super::session::{new_session_id, AgentResponse, SessionLock, Turn};
 use super::{Line, Options, TIERS};
 use crate::codes;
-use crate::exec::{Recorder, RunOptions};
 use crate::failure::RunError;
 use crate::outcome::{RunOutcome, RunStatus};
+use crate::session::{Recorder, RunOptions};
 use crate::store::{self, Event, EventKind, Landed, Landing, Write};
 use pipewright_ir::Program;
 use pipewright_syntax::SourceMap;
@@ -174,13 +174,13 @@ pub async fn run(
     let mut lock_ = None;
     let run_id = match &opts.resume {
         Some(id) => {
-            let of = crate::exec::ResumeOf {
+            let of = crate::session::ResumeOf {
                 id,
                 what: "the recipe",
                 kind: "recipe",
                 workflow: Some(&root),
             };
-            let (l, rec) = crate::exec::resume_record(
+            let (l, rec) = crate::session::resume_record(
                 opts.store.as_ref(),
                 opts.force,
                 of,
@@ -217,7 +217,7 @@ pub async fn run(
         }
     };
     let sinks = Arc::new(opts.sinks);
-    let recorder = crate::exec::open_recorder(
+    let recorder = crate::session::open_recorder(
         opts.store.as_ref(),
         lock_,
         store::NewRun {

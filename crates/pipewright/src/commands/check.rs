@@ -190,11 +190,11 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
             }
         };
         let src = Source::new(&input.path, &text);
-        let Some(d) = args.dialect.or_else(|| pipewright_dialect::detect(&src)) else {
-            let near = pipewright_dialect::near_miss(&src, id);
+        let Some(d) = args.dialect.or_else(|| pipewright_registry::detect(&src)) else {
+            let near = pipewright_registry::near_miss(&src, id);
             if input.explicit {
                 files.checked += 1;
-                let mut d = pipewright_dialect::unrecognised(id, &text);
+                let mut d = pipewright_registry::unrecognised(id, &text);
                 if let Some(n) = near {
                     d = d.with_secondary(n.span, format!("did you mean `{}`?", n.expected));
                 }
@@ -289,7 +289,7 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
             let Ok(text) = crate::read::text(&input.path) else {
                 continue;
             };
-            let Some(d) = pipewright_dialect::detect(&Source::new(&input.path, &text)) else {
+            let Some(d) = pipewright_registry::detect(&Source::new(&input.path, &text)) else {
                 continue;
             };
             let Some((_, checker)) = checkers.iter_mut().find(|(c, _)| c.name() == d.name()) else {

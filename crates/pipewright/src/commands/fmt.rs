@@ -52,12 +52,12 @@ pub fn run(args: &FmtArgs) -> u8 {
         let name = crate::read::display_name(&input.path);
         let detected = args
             .dialect
-            .or_else(|| pipewright_dialect::detect(&Source::new(&input.path, &text)));
+            .or_else(|| pipewright_registry::detect(&Source::new(&input.path, &text)));
         let Some(d) = detected.filter(|d| d.supports(Verb::Fmt)) else {
             if input.explicit {
                 diags.push(match detected {
                     Some(d) => crate::dialect::unsupported(id, d, Verb::Fmt),
-                    None => pipewright_dialect::unrecognised(id, &text),
+                    None => pipewright_registry::unrecognised(id, &text),
                 });
             }
             continue;

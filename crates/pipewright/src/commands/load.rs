@@ -17,9 +17,9 @@ pub fn lowered(
         2u8
     })?;
     let id = sources.add(crate::read::display_name(path), text.as_str());
-    let Some(d) = pipewright_dialect::detect(&Source::new(path, &text)) else {
+    let Some(d) = pipewright_registry::detect(&Source::new(path, &text)) else {
         return Err(show(
-            &[pipewright_dialect::unrecognised(id, &text)],
+            &[pipewright_registry::unrecognised(id, &text)],
             sources,
         ));
     };

@@ -189,15 +189,10 @@ async fn run_async(args: &RunArgs) -> u8 {
         }
     };
     o.tools.project = pipewright_run::config::project_tools(&cfg);
-    o.meow_limits = pipewright_run::meow::Limits {
-        max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
-        max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
-        max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
-        max_message_bytes: usize::try_from(cfg.meow_max_message).unwrap_or(usize::MAX),
-    };
+    o.config = Arc::new(cfg.clone());
     o.channel = true;
     // Called `meow`, this executable acts as `pipewright meow` (see `main`).
-    o.meow_command = std::env::current_exe().ok();
+    o.self_exe = std::env::current_exe().ok();
     o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,

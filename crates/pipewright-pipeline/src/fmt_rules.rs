@@ -1,21 +1,9 @@
 //! Canonical rules of the pipeline dialect (pipeline-dsl-reference.md, pipeline-runtime.md §3).
 
-use super::{CstPath, DialectRules, ExprChildren, Seg};
+use pipewright_fmt::rules::{CstPath, DialectRules, ExprChildren, Seg};
 use pipewright_yaml::Node;
 
 pub struct PipelineRules;
-
-pub const STEP_KINDS: &[&str] = &[
-    "transform",
-    "tool",
-    "shell",
-    "agent",
-    "call",
-    "match",
-    "fold",
-    "for_each",
-    "parallel",
-];
 
 /// Where a path points in a pipeline file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +151,7 @@ impl DialectRules for PipelineRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::STEP_KINDS;
 
     #[test]
     fn every_step_kind_is_a_body() {

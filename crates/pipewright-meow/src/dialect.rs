@@ -2,7 +2,7 @@
 //! Checked and lowered by `pipewright-meow`, formatted by `pipewright-fmt`, run by
 //! `pipewright_run::meow`.
 
-use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
 
@@ -69,6 +69,14 @@ impl Dialect for Meow {
         matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
     }
 
+    fn codes(&self) -> &'static [pipewright_syntax::CodeInfo] {
+        crate::CODES
+    }
+
+    fn json_schema(&self) -> serde_json::Value {
+        crate::schema::json_schema()
+    }
+
     fn lower(
         &self,
         path: &Path,
@@ -77,11 +85,11 @@ impl Dialect for Meow {
         _sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        pipewright_meow::lower_file(file, path, text).map(|program| Lowered { program, dot: None })
+        crate::lower_file(file, path, text).map(|program| Lowered { program, dot: None })
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
-        Box::new(MeowChecker(pipewright_meow::Session::default(), Vec::new()))
+        Box::new(MeowChecker(crate::Session::default(), Vec::new()))
     }
 
     fn format(
@@ -90,14 +98,14 @@ impl Dialect for Meow {
         text: &str,
         options: pipewright_fmt::Options,
     ) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Meow, options)
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Syntax::Toml, options)
             .map(|f| f.output)
     }
 }
 
 /// Each module is checked on its own as it is added; the templates the files reference are
 /// read from disk once per run, for their interface (workflows, steps, variables).
-struct MeowChecker(pipewright_meow::Session, Vec<Diagnostic>);
+struct MeowChecker(crate::Session, Vec<Diagnostic>);
 
 impl Checker for MeowChecker {
     fn add(

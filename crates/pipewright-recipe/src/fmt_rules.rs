@@ -6,7 +6,7 @@
 //! wrote (`depends_on: [a, b]`, `tags: [...]`) stay flow when they fit, nothing is forced into
 //! flow.
 
-use super::{CstPath, DialectRules, ExprChildren, Seg};
+use pipewright_fmt::rules::{CstPath, DialectRules, ExprChildren, Seg};
 use pipewright_yaml::Node;
 
 pub struct RecipeRules;

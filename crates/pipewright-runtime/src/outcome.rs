@@ -63,12 +63,7 @@ impl RunOutcome {
         })
     }
 
-    pub(crate) fn new(
-        status: RunStatus,
-        run_id: String,
-        output: Value,
-        stores: Value,
-    ) -> RunOutcome {
+    pub fn new(status: RunStatus, run_id: String, output: Value, stores: Value) -> RunOutcome {
         RunOutcome {
             status,
             run_id,

@@ -1,9 +1,9 @@
 //! The pipeline dialect (`pipewright-pipeline`): YAML with `pipeline:` and `schema:` documents.
 
-use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
-use pipewright_pipeline::ast::{PipelineFile, Program};
-use pipewright_pipeline::catalogue::ToolCatalogue;
-use pipewright_pipeline::CheckOptions;
+use crate::ast::{PipelineFile, Program};
+use crate::catalogue::ToolCatalogue;
+use crate::CheckOptions;
+use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_project::ProjectConfig;
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
@@ -40,17 +40,34 @@ impl Dialect for Pipeline {
         if !src.is_yaml() {
             return None;
         }
-        crate::near_miss::yaml_keys(src, file)
+        pipewright_dialect::near_miss::yaml_keys(src, file)
             .iter()
             .find_map(|keys| {
-                crate::near_miss::by_keys(self.noun(), keys, &[&["pipeline"], &["steps"]]).or_else(
-                    || crate::near_miss::by_keys(self.noun(), keys, &[&["schema"], &["fields"]]),
+                pipewright_dialect::near_miss::by_keys(
+                    self.noun(),
+                    keys,
+                    &[&["pipeline"], &["steps"]],
                 )
+                .or_else(|| {
+                    pipewright_dialect::near_miss::by_keys(
+                        self.noun(),
+                        keys,
+                        &[&["schema"], &["fields"]],
+                    )
+                })
             })
     }
 
     fn supports(&self, _verb: Verb) -> bool {
         true
+    }
+
+    fn codes(&self) -> &'static [pipewright_syntax::CodeInfo] {
+        crate::codes::CODES
+    }
+
+    fn json_schema(&self) -> serde_json::Value {
+        crate::schema::json_schema()
     }
 
     fn checker(&self, ctx: &Context) -> Box<dyn Checker> {
@@ -67,8 +84,13 @@ impl Dialect for Pipeline {
         text: &str,
         options: pipewright_fmt::Options,
     ) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Pipeline, options)
-            .map(|f| f.output)
+        pipewright_fmt::format_source(
+            file,
+            text,
+            pipewright_fmt::Syntax::Yaml(&crate::fmt_rules::PipelineRules),
+            options,
+        )
+        .map(|f| f.output)
     }
 
     fn lower(
@@ -100,16 +122,12 @@ impl Dialect for Pipeline {
         let program = Program {
             files: vec![loaded],
         };
-        diags.extend(pipewright_pipeline::check_program(
-            &program,
-            sources,
-            &options(ctx),
-        ));
+        diags.extend(crate::check_program(&program, sources, &options(ctx)));
         if diags.iter().any(Diagnostic::is_error) {
             return Err(diags);
         }
         Ok(Lowered {
-            program: pipewright_pipeline::lower::pipeline(&program),
+            program: crate::lower::pipeline(&program),
             dot: None,
         })
     }
@@ -122,9 +140,7 @@ fn detect_by_parse(src: &Source) -> bool {
         let top = src.top_keys();
         return top.contains(&"pipeline") || (top.contains(&"schema") && top.contains(&"fields"));
     }
-    let found = src
-        .yaml_roots()
-        .any(pipewright_pipeline::looks_like_pipeline);
+    let found = src.yaml_roots().any(crate::looks_like_pipeline);
     found
 }
 
@@ -147,7 +163,7 @@ fn options(ctx: &Context) -> CheckOptions {
 
 /// Loads one pipeline file; its namespace (what `ns.name` call targets use) is its file stem.
 fn load(path: &Path, file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> PipelineFile {
-    let mut f = pipewright_pipeline::load_source(file, text, diags);
+    let mut f = crate::load_source(file, text, diags);
     f.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
     f
 }
@@ -179,7 +195,7 @@ impl Checker for PipelineChecker {
     }
 
     fn finish(self: Box<Self>, sources: &SourceMap) -> Vec<Diagnostic> {
-        let found = pipewright_pipeline::check_program(&self.program, sources, &self.opts);
+        let found = crate::check_program(&self.program, sources, &self.opts);
         let out = found
             .into_iter()
             .filter(|d| !self.included.contains(&d.span().file))

@@ -46,7 +46,7 @@ impl ScriptBackend {
         let root = docs
             .first()
             .and_then(|d| d.root.as_ref())
-            .map(pipewright_pipeline::literal::to_json)
+            .map(pipewright_yaml::to_json)
             .unwrap_or(Value::Null);
         Self::from_json(name, &root)
     }

@@ -2,7 +2,7 @@
 //! canonical key order and lowered for `graph` by `pipewright-statemachine`; laid out by
 //! `pipewright-fmt`'s JSON formatter; run by `pipewright-run`'s `statemachine` module.
 
-use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
 
@@ -31,7 +31,7 @@ impl Dialect for StateMachine {
         if src.extension() != "json" {
             return false;
         }
-        match pipewright_statemachine::json::parse(FileId(0), src.text) {
+        match crate::json::parse(FileId(0), src.text) {
             Ok(root) => root.get("initialStep").is_some() && root.get("steps").is_some(),
             // Broken JSON that names both keys is a recipe with a syntax error: `check`
             // should say where the error is rather than that the file is unrecognised.
@@ -43,19 +43,25 @@ impl Dialect for StateMachine {
         if src.extension() != "json" {
             return None;
         }
-        let keys = crate::near_miss::json_keys(src, file);
+        let keys = pipewright_dialect::near_miss::json_keys(src, file);
         let keys: Vec<(&str, Span)> = keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
-        crate::near_miss::by_keys(self.noun(), &keys, SIGNATURE)
+        pipewright_dialect::near_miss::by_keys(self.noun(), &keys, SIGNATURE)
     }
 
     fn supports(&self, verb: Verb) -> bool {
         matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
     }
 
+    fn codes(&self) -> &'static [pipewright_syntax::CodeInfo] {
+        crate::CODES
+    }
+
+    fn json_schema(&self) -> serde_json::Value {
+        crate::schema::json_schema()
+    }
+
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
-        Box::new(StateMachineChecker(
-            pipewright_statemachine::Checker::default(),
-        ))
+        Box::new(StateMachineChecker(crate::Checker::default()))
     }
 
     /// Canonical key order first (when asked), then the JSON formatter's layout (which also
@@ -69,12 +75,12 @@ impl Dialect for StateMachine {
         let ordered;
         let text = match options.key_order {
             pipewright_fmt::KeyOrder::Canonical => {
-                ordered = pipewright_statemachine::fmt::format(file, text)?;
+                ordered = crate::fmt::format(file, text)?;
                 ordered.as_str()
             }
             pipewright_fmt::KeyOrder::Preserve => text,
         };
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::StateMachine, options)
+        pipewright_fmt::format_source(file, text, pipewright_fmt::Syntax::Json, options)
             .map(|f| f.output)
     }
 
@@ -86,14 +92,13 @@ impl Dialect for StateMachine {
         sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        pipewright_statemachine::lower_file(sources, path, file, text)
-            .map(|program| Lowered { program, dot: None })
+        crate::lower_file(sources, path, file, text).map(|program| Lowered { program, dot: None })
     }
 }
 
 /// All recipes of a check run together: `restart-new-session` names recipes by id across
 /// files.
-struct StateMachineChecker(pipewright_statemachine::Checker);
+struct StateMachineChecker(crate::Checker);
 
 impl Checker for StateMachineChecker {
     fn add(

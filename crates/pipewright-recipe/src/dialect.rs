@@ -1,6 +1,6 @@
 //! The recipe dialect (`pipewright-recipe`): YAML with `name` and `steps` or `stages`.
 
-use crate::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
 
@@ -34,22 +34,34 @@ impl Dialect for Recipe {
         // A recipe is one document: the first decides.
         src.yaml_roots()
             .next()
-            .is_some_and(pipewright_recipe::looks_like_recipe)
+            .is_some_and(crate::looks_like_recipe)
     }
 
     fn near_miss(&self, src: &Source, file: FileId) -> Option<NearMiss> {
         if !src.is_yaml() {
             return None;
         }
-        crate::near_miss::yaml_keys(src, file)
+        pipewright_dialect::near_miss::yaml_keys(src, file)
             .iter()
             .find_map(|keys| {
-                crate::near_miss::by_keys(self.noun(), keys, &[&["name"], &["steps", "stages"]])
+                pipewright_dialect::near_miss::by_keys(
+                    self.noun(),
+                    keys,
+                    &[&["name"], &["steps", "stages"]],
+                )
             })
     }
 
     fn supports(&self, verb: Verb) -> bool {
         matches!(verb, Verb::Check | Verb::Fmt | Verb::Graph | Verb::Run)
+    }
+
+    fn codes(&self) -> &'static [pipewright_syntax::CodeInfo] {
+        crate::CODES
+    }
+
+    fn json_schema(&self) -> serde_json::Value {
+        crate::schema::json_schema()
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
@@ -62,8 +74,13 @@ impl Dialect for Recipe {
         text: &str,
         options: pipewright_fmt::Options,
     ) -> Result<String, Vec<Diagnostic>> {
-        pipewright_fmt::format_source(file, text, pipewright_fmt::Dialect::Recipe, options)
-            .map(|f| f.output)
+        pipewright_fmt::format_source(
+            file,
+            text,
+            pipewright_fmt::Syntax::Yaml(&crate::fmt_rules::RecipeRules),
+            options,
+        )
+        .map(|f| f.output)
     }
 
     fn lower(
@@ -87,7 +104,7 @@ impl Recipe {
         text: &str,
         sources: &mut SourceMap,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        let diags = pipewright_recipe::check_file(sources, path, text);
+        let diags = crate::check_file(sources, path, text);
         if diags.iter().any(Diagnostic::is_error) {
             return Err(diags);
         }
@@ -99,11 +116,11 @@ impl Recipe {
                 "this file holds no recipe",
             )]);
         };
-        let mut loader = pipewright_recipe::load::Loader::new();
+        let mut loader = crate::load::Loader::new();
         let recipe = loader.recipe(root);
         Ok(Lowered {
-            program: pipewright_recipe::lower::recipe(&recipe, file),
-            dot: pipewright_recipe::dot::recipe_to_dot(root).ok(),
+            program: crate::lower::recipe(&recipe, file),
+            dot: crate::dot::recipe_to_dot(root).ok(),
         })
     }
 }
@@ -120,8 +137,7 @@ impl Checker for RecipeChecker {
         sources: &mut SourceMap,
         _diags: &mut Vec<Diagnostic>,
     ) {
-        self.0
-            .extend(pipewright_recipe::check_file(sources, path, text));
+        self.0.extend(crate::check_file(sources, path, text));
     }
 
     fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
