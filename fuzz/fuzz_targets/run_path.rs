@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use pipewright_pipeline::ast::{Program, Step, StepKind};
 use pipewright_pipeline::{check_program, load_source, CheckOptions};
-use pipewright_run::{Caps, EvalLimits, RunOptions};
+use pipewright_runtime::{Caps, EvalLimits, RunOptions};
 use pipewright_syntax::SourceMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
     };
     opts.default_max_parallel = 4;
     let outcome = rt.block_on(async {
-        tokio::time::timeout(TIME_BUDGET, pipewright_run::run(ir, &sources, opts)).await
+        tokio::time::timeout(TIME_BUDGET, pipewright_pipeline::run::run(ir, &sources, opts)).await
     });
     match outcome {
         Err(_) => panic!("the run did not end within {TIME_BUDGET:?}"),

@@ -6,10 +6,15 @@
 
 pub mod near_miss;
 pub mod project;
+pub mod runtime;
 pub mod source;
 pub mod suppress;
 
 pub use near_miss::NearMiss;
+pub use runtime::{
+    BackendFamily, FlagValue, FlagValues, OpenStore, RunBackend, RunFlag, RunRequest, RunTarget,
+    Runtime,
+};
 pub use source::Source;
 
 use pipewright_project::ProjectConfig;
@@ -76,6 +81,11 @@ pub trait Dialect: Sync {
     fn codes(&self) -> &'static [CodeInfo];
     /// The JSON Schema of the dialect's files (`pipewright schema DIALECT`, editors).
     fn json_schema(&self) -> serde_json::Value;
+    /// How the dialect's workflows run; `None` until it can. Only asked when [`Verb::Run`] is
+    /// supported.
+    fn runtime(&self) -> Option<&dyn Runtime> {
+        None
+    }
     /// A checker for the files of one `check` run. Only asked when [`Verb::Check`] is
     /// supported.
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {

@@ -15,25 +15,6 @@ pub const IR_VERSION: u32 = 1;
 
 pub type Graph = StableDiGraph<Node, Edge>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Pipeline,
-    Recipe,
-    StateMachine,
-    Meow,
-}
-
-impl Dialect {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Pipeline => "pipeline",
-            Dialect::Recipe => "recipe",
-            Dialect::StateMachine => "state-machine",
-            Dialect::Meow => "meow",
-        }
-    }
-}
-
 /// Index of a workflow in [`Program::workflows`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkflowId(pub usize);
@@ -63,7 +44,8 @@ impl SchemaSet {
 #[derive(Debug, Clone)]
 pub struct Workflow {
     pub name: String,
-    pub dialect: Dialect,
+    /// The name of the dialect it was written in (`Dialect::name`), for exports and messages.
+    pub dialect: &'static str,
     pub file: FileId,
     pub description: Option<String>,
     /// The workflow's own version, where the dialect has one (a recipe's `version`).

@@ -2,9 +2,15 @@
 //! Checked and lowered by `pipewright-meow`, formatted by `pipewright-fmt`, run by
 //! `pipewright_run::meow`.
 
-use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{
+    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+};
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::plan::Plan;
+use pipewright_runtime::report::{Refusal, Report};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct Meow;
 
@@ -77,6 +83,10 @@ impl Dialect for Meow {
         crate::schema::json_schema()
     }
 
+    fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
     fn lower(
         &self,
         path: &Path,
@@ -100,6 +110,34 @@ impl Dialect for Meow {
     ) -> Result<String, Vec<Diagnostic>> {
         pipewright_fmt::format_source(file, text, pipewright_fmt::Syntax::Toml, options)
             .map(|f| f.output)
+    }
+}
+
+impl Runtime for Meow {
+    fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
+        crate::run::prerun(t.program, t.sources, t.workflow, t.input, t.source_path)
+    }
+
+    fn plan(&self, t: RunTarget<'_>) -> Result<Plan, String> {
+        crate::run::plan(t.program, t.sources, t.workflow, t.input, t.source_path)
+    }
+
+    fn run<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
+        Box::pin(async move {
+            let opts = request.into_options(|name, opts| {
+                // MEOW agents under `--backend command` run in tmux through adapters:
+                // `[backend.command]` is not needed there.
+                (name == "command" && opts.config.command.is_none())
+                    .then(|| pipewright_runtime::backend::tmux_agents(&opts.tools.workdir))
+            })?;
+            let outcome = crate::run::run(program, sources, opts).await?;
+            Ok(Box::new(outcome) as Box<dyn Report>)
+        })
     }
 }
 

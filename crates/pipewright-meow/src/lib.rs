@@ -8,6 +8,7 @@ pub mod codes;
 pub mod dialect;
 pub mod lower;
 pub mod refs;
+pub mod run;
 pub mod schema;
 mod shell_quotes;
 mod steps;

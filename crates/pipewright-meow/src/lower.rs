@@ -7,7 +7,7 @@ use crate::ast::{Module, Step, Workflow};
 use crate::tree::Node as TNode;
 use pipewright_ir::expr::{Expr, Lang};
 use pipewright_ir::{
-    ArgValue, CallRef, Case, Dialect, Edge, Graph, Limits, Node, NodeKind, Param, Program, Region,
+    ArgValue, CallRef, Case, Edge, Graph, Limits, Node, NodeKind, Param, Program, Region,
     WorkflowId,
 };
 use pipewright_r1::Value;
@@ -60,7 +60,7 @@ fn workflow(w: &Workflow, file: FileId, ids: &HashMap<&str, usize>) -> pipewrigh
         .and_then(|s| index.get(s.id.text.as_str()).copied());
     pipewright_ir::Workflow {
         name: w.name.clone(),
-        dialect: Dialect::Meow,
+        dialect: pipewright_dialect::Dialect::name(&crate::dialect::Meow),
         file,
         description: w
             .table

@@ -3,10 +3,16 @@
 use crate::ast::{PipelineFile, Program};
 use crate::catalogue::ToolCatalogue;
 use crate::CheckOptions;
-use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{
+    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+};
 use pipewright_project::ProjectConfig;
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::plan::Plan;
+use pipewright_runtime::report::{Refusal, Report};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct Pipeline;
 
@@ -70,6 +76,10 @@ impl Dialect for Pipeline {
         crate::schema::json_schema()
     }
 
+    fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
     fn checker(&self, ctx: &Context) -> Box<dyn Checker> {
         Box::new(PipelineChecker {
             program: Program::default(),
@@ -129,6 +139,29 @@ impl Dialect for Pipeline {
         Ok(Lowered {
             program: crate::lower::pipeline(&program),
             dot: None,
+        })
+    }
+}
+
+impl Runtime for Pipeline {
+    fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
+        crate::run::prerun::pipeline(t.program, t.sources, t.workflow, t.input)
+    }
+
+    fn plan(&self, t: RunTarget<'_>) -> Result<Plan, String> {
+        crate::run::plan::plan(t.program, t.sources, t.workflow, t.input)
+    }
+
+    fn run<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
+        Box::pin(async move {
+            let opts = request.into_options(|_, _| None)?;
+            let outcome = crate::run::run(program, sources, opts).await?;
+            Ok(Box::new(outcome) as Box<dyn Report>)
         })
     }
 }

@@ -11,6 +11,7 @@ pub mod fmt_rules;
 pub mod literal;
 mod load;
 pub mod lower;
+pub mod run;
 pub mod schema;
 mod schema_load;
 mod step_load;

@@ -33,7 +33,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
             let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
             out.workflows.push(Workflow {
                 name: p.name.text.to_string(),
-                dialect: Dialect::Pipeline,
+                dialect: pipewright_dialect::Dialect::name(&crate::dialect::Pipeline),
                 file: f.file,
                 description: p.description.clone(),
                 version: None,

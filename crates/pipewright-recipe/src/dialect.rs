@@ -1,8 +1,14 @@
 //! The recipe dialect (`pipewright-recipe`): YAML with `name` and `steps` or `stages`.
 
-use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{
+    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+};
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::plan::Plan;
+use pipewright_runtime::report::{Refusal, Report};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct Recipe;
 
@@ -64,6 +70,10 @@ impl Dialect for Recipe {
         crate::schema::json_schema()
     }
 
+    fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
         Box::new(RecipeChecker(Vec::new()))
     }
@@ -92,6 +102,37 @@ impl Dialect for Recipe {
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
         self.lower_checked(path, file, text, sources)
+    }
+}
+
+impl Runtime for Recipe {
+    fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
+        match t.program.workflows.first() {
+            Some(w) => crate::run::prerun::recipe(w, t.input),
+            None => Ok(()),
+        }
+    }
+
+    fn plan(&self, t: RunTarget<'_>) -> Result<Plan, String> {
+        let w = t
+            .program
+            .workflows
+            .first()
+            .ok_or("the file declares no workflow")?;
+        crate::run::plan::plan(w, t.sources, t.input)
+    }
+
+    fn run<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
+        Box::pin(async move {
+            let opts = request.into_options(|_, _| None)?;
+            let outcome = crate::run::run(program, sources, opts).await?;
+            Ok(Box::new(outcome) as Box<dyn Report>)
+        })
     }
 }
 

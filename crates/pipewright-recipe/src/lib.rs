@@ -14,6 +14,7 @@ pub mod fmt_rules;
 mod issue;
 pub mod load;
 pub mod lower;
+pub mod run;
 pub mod runtime;
 pub mod schema;
 pub mod subrecipe;

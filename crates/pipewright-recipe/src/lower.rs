@@ -9,8 +9,8 @@
 
 use crate::ast::{Parallel, Recipe, Stage, Step, StepType, Text};
 use pipewright_ir::{
-    Ask, Backoff, Command, Dialect, Edge, ErrorPolicy, Expr, Lang, Limits, Loop, LoopMode, Node,
-    NodeKind, Param, Program, Region, Retry, SubWorkflow, Workflow,
+    Ask, Backoff, Command, Edge, ErrorPolicy, Expr, Lang, Limits, Loop, LoopMode, Node, NodeKind,
+    Param, Program, Region, Retry, SubWorkflow, Workflow,
 };
 use pipewright_syntax::{FileId, Span};
 use serde_json::{json, Map, Value};
@@ -30,7 +30,7 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
     Program {
         workflows: vec![Workflow {
             name: text(&r.name).unwrap_or_default(),
-            dialect: Dialect::Recipe,
+            dialect: pipewright_dialect::Dialect::name(&crate::dialect::Recipe),
             file,
             description: text(&r.description),
             version: text(&r.version),

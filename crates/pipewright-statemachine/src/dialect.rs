@@ -2,9 +2,15 @@
 //! canonical key order and lowered for `graph` by `pipewright-statemachine`; laid out by
 //! `pipewright-fmt`'s JSON formatter; run by `pipewright-run`'s `statemachine` module.
 
-use pipewright_dialect::{Checker, Context, Dialect, Lowered, NearMiss, Source, Verb};
+use pipewright_dialect::{
+    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+};
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::plan::Plan;
+use pipewright_runtime::report::{Refusal, Report};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct StateMachine;
 
@@ -60,6 +66,10 @@ impl Dialect for StateMachine {
         crate::schema::json_schema()
     }
 
+    fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
         Box::new(StateMachineChecker(crate::Checker::default()))
     }
@@ -93,6 +103,48 @@ impl Dialect for StateMachine {
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
         crate::lower_file(sources, path, file, text).map(|program| Lowered { program, dot: None })
+    }
+}
+
+impl Runtime for StateMachine {
+    fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
+        if t.input.is_null() {
+            Ok(())
+        } else {
+            Err("a state-machine recipe takes no input (--input, --input-file, --var): its prompts are sent as written".into())
+        }
+    }
+
+    /// A recipe given an input has no plan: it is refused before anything is planned.
+    fn plan(&self, t: RunTarget<'_>) -> Result<Plan, String> {
+        self.prerun(t)?;
+        let w = t
+            .program
+            .workflows
+            .first()
+            .ok_or("the file declares no workflow")?;
+        crate::run::plan::plan(w, t.sources, t.source_path)
+    }
+
+    fn flags(&self) -> &'static [pipewright_dialect::RunFlag] {
+        crate::run::request::FLAGS
+    }
+
+    fn live_lines(&self) -> bool {
+        true
+    }
+
+    fn backends(&self) -> Option<&'static pipewright_dialect::BackendFamily> {
+        Some(&crate::run::request::BACKENDS)
+    }
+
+    fn run<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
+        Box::pin(crate::run::request::run(program, sources, request))
     }
 }
 

@@ -11,6 +11,7 @@ mod include;
 pub mod json;
 pub mod lower;
 mod rules;
+pub mod run;
 pub mod schema;
 mod set;
 

@@ -8,9 +8,7 @@ use crate::ast::{Recipe, Target};
 use crate::rules::DEFAULT_OTHER_REASON;
 use petgraph::stable_graph::NodeIndex;
 use pipewright_ir::expr::{Expr, Lang};
-use pipewright_ir::{
-    CallRef, Dialect, Edge, Graph, Limits, Node, NodeKind, Program, Region, WorkflowId,
-};
+use pipewright_ir::{CallRef, Edge, Graph, Limits, Node, NodeKind, Program, Region, WorkflowId};
 use pipewright_yaml::ScalarStyle;
 use std::collections::HashMap;
 use std::path::Path;
@@ -113,7 +111,7 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
     Program {
         workflows: vec![pipewright_ir::Workflow {
             name,
-            dialect: Dialect::StateMachine,
+            dialect: pipewright_dialect::Dialect::name(&crate::dialect::StateMachine),
             file: r.file,
             description: r.description.as_ref().map(|d| d.text.clone()),
             version: None,

@@ -1,7 +1,8 @@
 //! Command-line syntax.
 
-use clap::builder::TypedValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use pipewright_dialect::{FlagValue, FlagValues, RunFlag, Runtime};
 use std::path::PathBuf;
 
 /// `pipewright --version`: the crate version and the commit it was built from (build.rs).
@@ -184,30 +185,6 @@ pub enum RunFormat {
     Json,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    /// Offline: replies shaped like what each step reads (dry runs).
-    Mock,
-    /// Replies from the file `--script` names.
-    Script,
-    /// An agent CLI from `[backend.command]` in pipewright.toml; MEOW agents run in tmux
-    /// through adapters.
-    Command,
-    /// An OpenAI-compatible chat completions endpoint from `[backend.openai]` in
-    /// pipewright.toml.
-    Openai,
-    /// Claude Code (`claude`), with sessions; state-machine recipes only.
-    #[value(alias = "claude-code")]
-    Claude,
-    /// OpenCode (`opencode run`), with sessions; state-machine recipes only.
-    Opencode,
-    /// Cursor's agent CLI (`cursor-agent`), with sessions; state-machine recipes only.
-    Cursor,
-    /// GitHub Copilot CLI (`copilot`); state-machine recipes only.
-    #[value(alias = "github-copilot")]
-    Copilot,
-}
-
 #[derive(Args)]
 pub struct RunArgs {
     /// The workflow file, of any dialect (optional with --resume); `-` reads standard input.
@@ -229,8 +206,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub input_file: Option<PathBuf>,
     /// Where agent steps go.
-    #[arg(long, value_enum, default_value = "mock")]
-    pub backend: Backend,
+    #[arg(long, default_value = "mock", value_parser = backend_parser())]
+    pub backend: String,
     /// The reply file of `--backend script`, YAML or JSON: `replies:` a list of rules
     /// (`step`, `contains`; `reply`, `replies` or `error`), `default:` a fallback reply
     /// (docs/run.md, "Backends").
@@ -255,8 +232,85 @@ pub struct RunArgs {
     /// loops) and execute nothing: no command, no agent, no file, no run store.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
-    #[command(flatten)]
-    pub state_machine: crate::commands::run_statemachine::StateMachineArgs,
+    /// The flags a dialect declares for its own runs (`Runtime::flags`), as given.
+    #[arg(skip)]
+    pub dialect_flags: FlagValues,
+}
+
+/// `--backend NAME`: the shared backends, then those a dialect declares for its own runs; an
+/// alias is taken as its backend's name.
+fn backend_parser() -> impl TypedValueParser<Value = String> {
+    let mut values: Vec<PossibleValue> = pipewright_runtime::backend::SHARED
+        .iter()
+        .map(|(name, help)| PossibleValue::new(*name).help(*help))
+        .collect();
+    for family in runtimes().filter_map(|r| r.backends()) {
+        for b in family.backends {
+            values.push(
+                PossibleValue::new(b.name)
+                    .help(b.help)
+                    .aliases(b.aliases.iter().copied()),
+            );
+        }
+    }
+    let canonical = values.clone();
+    PossibleValuesParser::new(values).map(move |given| {
+        canonical
+            .iter()
+            .find(|v| v.matches(&given, false))
+            .map_or(given.clone(), |v| v.get_name().to_string())
+    })
+}
+
+/// The runtimes of the registry's dialects.
+pub fn runtimes() -> impl Iterator<Item = &'static dyn Runtime> {
+    pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|d| d.runtime())
+}
+
+/// The command line with every dialect's own `run` flags declared.
+pub fn command() -> clap::Command {
+    Cli::command().mut_subcommand("run", |mut run| {
+        for flag in runtimes().flat_map(|r| r.flags()) {
+            run = run.arg(flag_arg(flag));
+        }
+        run
+    })
+}
+
+fn flag_arg(f: &RunFlag) -> Arg {
+    let arg = Arg::new(f.long).long(f.long).help(f.help);
+    match f.value {
+        FlagValue::Switch => arg.action(ArgAction::SetTrue),
+        FlagValue::Text { value_name } | FlagValue::Path { value_name } => {
+            arg.value_name(value_name).action(ArgAction::Set)
+        }
+        FlagValue::Count { min } => arg
+            .value_name("N")
+            .value_parser(clap::value_parser!(u64).range(min..)),
+    }
+}
+
+/// Parses the command line (exits with clap's message on a usage error).
+pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
+    let matches = command().get_matches_from(args);
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Command::Run(run), Some(m)) = (&mut cli.command, matches.subcommand_matches("run")) {
+        for flag in runtimes().flat_map(|r| r.flags()) {
+            let value = match flag.value {
+                FlagValue::Switch => m.get_flag(flag.long).then(|| "true".to_string()),
+                FlagValue::Text { .. } | FlagValue::Path { .. } => {
+                    m.get_one::<String>(flag.long).cloned()
+                }
+                FlagValue::Count { .. } => m.get_one::<u64>(flag.long).map(u64::to_string),
+            };
+            if let Some(v) = value {
+                run.dialect_flags.set(flag.long, v);
+            }
+        }
+    }
+    cli
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

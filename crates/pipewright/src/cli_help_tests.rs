@@ -1,8 +1,6 @@
 //! The `--help` texts stay complete and true: every command and argument says what it is, and a
 //! verb every dialect supports does not describe itself in terms of some of them.
 
-use super::Cli;
-use clap::CommandFactory;
 use pipewright_dialect::Verb;
 use pipewright_registry::DIALECTS;
 
@@ -16,7 +14,7 @@ fn commands(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Comm
 
 fn all() -> Vec<(String, clap::Command)> {
     let mut out = Vec::new();
-    let mut root = Cli::command();
+    let mut root = super::command();
     root.build();
     commands(&root, "pipewright".into(), &mut out);
     out

@@ -24,7 +24,6 @@ mod discover;
 mod output;
 mod read;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 // `check` of a large file makes millions of small allocations (YAML nodes, AST, types); the
@@ -65,7 +64,7 @@ fn arguments() -> Vec<std::ffi::OsString> {
 
 /// Parses the command line and runs the command; the process exit code.
 pub fn main() -> ExitCode {
-    let cli = cli::Cli::parse_from(arguments());
+    let cli = cli::parse(arguments());
     if matches!(cli.command, cli::Command::Check(_) | cli::Command::Fmt(_)) {
         // Only the one-pass commands: `run` frees and allocates in a loop, where purging at
         // once would cost system calls for nothing.
@@ -85,14 +84,14 @@ pub fn main() -> ExitCode {
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
-            &pipewright_run::recipe::Decision::Approve {
+            &pipewright_recipe::run::Decision::Approve {
                 message: args.message.clone(),
             },
         ),
         cli::Command::Deny(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
-            &pipewright_run::recipe::Decision::Deny {
+            &pipewright_recipe::run::Decision::Deny {
                 reason: args.reason.clone(),
             },
         ),

@@ -128,7 +128,7 @@ pub fn all_codes() -> Vec<CodeInfo> {
         crate::read::CODES,
         pipewright_r1::CODES,
     ];
-    let after: &[&[CodeInfo]] = &[pipewright_run::codes::CODES, pipewright_fmt::CODES];
+    let after: &[&[CodeInfo]] = &[pipewright_runtime::codes::CODES, pipewright_fmt::CODES];
     let dialects = pipewright_registry::DIALECTS.iter().map(|d| d.codes());
     tables
         .iter()

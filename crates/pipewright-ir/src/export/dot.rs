@@ -18,7 +18,7 @@ pub fn dot(program: &Program, opts: &ExportOptions) -> String {
         let _ = writeln!(
             out,
             "    label=\"{} {}\";",
-            w.workflow.dialect.name(),
+            w.workflow.dialect,
             esc(&w.workflow.name)
         );
         out.push_str("    style=rounded;\n");

@@ -147,7 +147,7 @@ impl Serialize for WorkflowSer<'_, '_> {
         let mut m = s.serialize_map(Some(6))?;
         m.serialize_entry("id", &format!("w{}", w.id.0))?;
         m.serialize_entry("name", &w.workflow.name)?;
-        m.serialize_entry("dialect", w.workflow.dialect.name())?;
+        m.serialize_entry("dialect", w.workflow.dialect)?;
         m.serialize_entry("description", &w.workflow.description)?;
         m.serialize_entry("span", &span(self.cx.sources, w.workflow.span))?;
         m.serialize_entry(

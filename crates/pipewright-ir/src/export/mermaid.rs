@@ -14,7 +14,7 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
             out,
             "  subgraph w{}[\"{} {}\"]",
             w.id.0,
-            w.workflow.dialect.name(),
+            w.workflow.dialect,
             esc(&w.workflow.name)
         );
         out.push_str("    direction TB\n");

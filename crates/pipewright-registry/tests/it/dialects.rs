@@ -160,3 +160,36 @@ fn every_dialect_has_fixtures_it_detects_as_its_own() {
         );
     }
 }
+
+/// The CLI declares every dialect's `run` flags and backends on one `run` command: a name
+/// two dialects (or a dialect and the shared backends) both claim would be ambiguous there.
+#[test]
+fn run_flags_and_backends_are_declared_once() {
+    let mut flags = BTreeMap::new();
+    let mut backends: BTreeMap<&str, &str> = pipewright_runtime::backend::SHARED
+        .iter()
+        .map(|(name, _)| (*name, "the shared backends"))
+        .collect();
+    for d in DIALECTS {
+        assert_eq!(
+            d.supports(Verb::Run),
+            d.runtime().is_some(),
+            "{}: a dialect that supports `run` has a runtime, and only then",
+            d.name()
+        );
+        let Some(rt) = d.runtime() else { continue };
+        for f in rt.flags() {
+            if let Some(other) = flags.insert(f.long, d.name()) {
+                panic!("--{} is declared by {other} and {}", f.long, d.name());
+            }
+            assert!(!f.help.is_empty() && !f.help.ends_with('.'), "--{}", f.long);
+        }
+        for b in rt.backends().map_or(&[][..], |f| f.backends) {
+            for name in std::iter::once(&b.name).chain(b.aliases) {
+                if let Some(other) = backends.insert(name, d.name()) {
+                    panic!("backend `{name}` is declared by {other} and {}", d.name());
+                }
+            }
+        }
+    }
+}

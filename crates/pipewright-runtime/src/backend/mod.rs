@@ -69,6 +69,20 @@ pub fn tmux_agents(workdir: &std::path::Path) -> std::sync::Arc<dyn AgentBackend
     })
 }
 
+/// The backends every dialect's runs can use, by name, with `--help`'s text for each.
+pub const SHARED: &[(&str, &str)] = &[
+    ("mock", "Offline: replies shaped like what each step reads (dry runs)"),
+    ("script", "Replies from the file `--script` names"),
+    (
+        "command",
+        "An agent CLI from `[backend.command]` in pipewright.toml; MEOW agents run in tmux through adapters",
+    ),
+    (
+        "openai",
+        "An OpenAI-compatible chat completions endpoint from `[backend.openai]` in pipewright.toml",
+    ),
+];
+
 /// Builds the backend `--backend NAME` asks for from the project configuration.
 /// `script` needs `script_file` (`--script FILE`).
 pub fn from_config(

@@ -1,34 +1,13 @@
-//! `pipewright run --dry-run`: prints the plan `pipewright_run::plan` builds and executes
+//! `pipewright run --dry-run`: prints the plan the dialect's runtime builds and executes
 //! nothing (no command, agent, file or run store). A run that would be refused for want of
 //! an input still gets its plan, then the refusal `run` would give (exit 2).
 
 use crate::cli::{RunArgs, RunFormat};
-use pipewright_ir::{Dialect, Program};
-use pipewright_syntax::SourceMap;
-use std::path::Path;
+use pipewright_dialect::{Dialect, RunTarget, Runtime};
 
-pub fn run(
-    args: &RunArgs,
-    file: &Path,
-    program: &Program,
-    sources: &SourceMap,
-    workflow: Option<&str>,
-    input: &serde_json::Value,
-) -> u8 {
-    let state_machine = program
-        .workflows
-        .first()
-        .is_some_and(|w| w.dialect == Dialect::StateMachine);
-    if state_machine && !input.is_null() {
-        errln!("error: a state-machine recipe takes no input (--input, --input-file, --var): its prompts are sent as written");
-        return 2;
-    }
-    if let (false, Some(flag)) = (state_machine, args.state_machine.given()) {
-        errln!("error: {flag} is for state-machine recipes only");
-        return 2;
-    }
-    let plan = match pipewright_run::plan::plan(program, sources, workflow, input, Some(file)) {
-        Ok(p) => p,
+pub fn run(args: &RunArgs, dialect: &dyn Dialect, rt: &dyn Runtime, target: RunTarget<'_>) -> u8 {
+    let plan = match rt.plan(target) {
+        Ok(p) => p.of_run(dialect.name(), target.program, target.sources, target.input),
         Err(e) => {
             errln!("error: {e}");
             return 2;
@@ -41,7 +20,7 @@ pub fn run(
         ),
         RunFormat::Human => out!("{}", plan.to_human()),
     }
-    match pipewright_run::prerun::check(program, sources, workflow, input, Some(file)) {
+    match rt.prerun(target) {
         Ok(()) => 0,
         Err(e) => {
             errln!("error: {e}");

@@ -179,7 +179,7 @@ fn env(name: &str) -> Option<String> {
 
 fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, String> {
     match t {
-        Some(t) => pipewright_run::meow::parse_duration(t)
+        Some(t) => pipewright_meow::run::parse_duration(t)
             .map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))),
         None => Ok(default),
     }
@@ -243,7 +243,7 @@ pub fn run(args: &MeowArgs) -> u8 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let answer = match runtime.block_on(pipewright_run::meow::channel::ask(&sock, &req)) {
+    let answer = match runtime.block_on(pipewright_meow::run::channel::ask(&sock, &req)) {
         Ok(a) => a,
         Err(e) => {
             errln!("error: {e}");
@@ -329,10 +329,10 @@ pub fn run(args: &MeowArgs) -> u8 {
 /// The orchestrator socket of run `id`, in the project's store's run directories (the same
 /// place `run` put it, whichever directory of the project this is called from).
 fn run_socket(id: &str) -> Result<PathBuf, String> {
-    pipewright_run::store::check_run_id(id)?;
+    pipewright_runtime::store::check_run_id(id)?;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
     let store = super::runs::store_path(&cwd, &cwd)?;
-    let sock = pipewright_run::meow::channel::socket_path(&super::runs::runs_dir(&store).join(id));
+    let sock = pipewright_meow::run::channel::socket_path(&super::runs::runs_dir(&store).join(id));
     if !sock.exists() {
         return Err(format!(
             "run {id} is not running in this project: no orchestrator socket at {} (the run store is {}; `pipewright runs` lists the runs)",

@@ -8,7 +8,6 @@ pub mod load;
 pub mod lsp;
 pub mod meow;
 pub mod run;
-pub mod run_statemachine;
 pub mod runs;
 pub mod schema;
 

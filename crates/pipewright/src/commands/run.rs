@@ -1,9 +1,10 @@
 //! `pipewright run`.
 
-use crate::cli::{Backend, RunArgs, RunFormat};
-use pipewright_run::store::Store;
-use pipewright_run::{Caps, ProjectConfig, RunOptions};
-use pipewright_syntax::{render, SourceMap};
+use crate::cli::{RunArgs, RunFormat};
+use pipewright_dialect::{Dialect, RunRequest, RunTarget, Runtime};
+use pipewright_runtime::store::Store;
+use pipewright_runtime::{Caps, ProjectConfig, RunOptions};
+use pipewright_syntax::SourceMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -105,13 +106,31 @@ async fn run_async(args: &RunArgs) -> u8 {
             return 2;
         }
     }
+    let Some(rt) = dialect.runtime() else {
+        errln!(
+            "error: {}",
+            crate::dialect::unsupported_verb(dialect, pipewright_dialect::Verb::Run)
+        );
+        return 2;
+    };
+    // A dry run uses no backend: only the flags are refused there.
+    if let Err(e) = not_for_this_dialect(args, dialect, rt, !args.dry_run) {
+        errln!("error: {e}");
+        return 2;
+    }
+    let target = RunTarget {
+        program: &program,
+        sources: &sources,
+        workflow: workflow.as_deref(),
+        input: &input,
+        source_path: Some(&file),
+    };
     if args.dry_run {
-        return super::dry_run::run(args, &file, &program, &sources, workflow.as_deref(), &input);
+        return super::dry_run::run(args, dialect, rt, target);
     }
     // A run that lacks an input fails before it opens the store (docs/run.md).
     if args.resume.is_none() {
-        let w = workflow.as_deref();
-        if let Err(e) = pipewright_run::prerun::check(&program, &sources, w, &input, Some(&file)) {
+        if let Err(e) = rt.prerun(target) {
             errln!("error: {e}");
             return 2;
         }
@@ -142,76 +161,27 @@ async fn run_async(args: &RunArgs) -> u8 {
     // Before anything runs: what a killed pipewright left of its steps must not run beside
     // them again (a resumed step, or a new run's).
     let groups = super::runs::runs_dir(&store_path).join("groups");
-    pipewright_run::tools::process::kill_orphans(&groups);
-    pipewright_run::tools::process::record_groups_in(groups);
-    if dialect.name() == "state-machine" {
-        return super::run_statemachine::run(
-            args,
-            &file,
-            program,
-            &sources,
-            &cwd,
-            &cfg,
-            &store_path,
-        )
-        .await;
-    }
-    if let Some(flag) = args.state_machine.given() {
-        errln!("error: {flag} is for state-machine recipes only");
-        return 2;
-    }
-    let backend_name = match args.backend {
-        Backend::Mock => "mock",
-        Backend::Script => "script",
-        Backend::Command => "command",
-        Backend::Openai => "openai",
-        Backend::Claude | Backend::Opencode | Backend::Cursor | Backend::Copilot => {
-            errln!("error: the coding-agent CLI backends run state-machine recipes only; for a {} use --backend command", dialect.noun());
-            return 2;
-        }
-    };
+    pipewright_runtime::tools::process::kill_orphans(&groups);
+    pipewright_runtime::tools::process::record_groups_in(groups);
     let mut o = RunOptions::new(cwd.clone());
     o.workflow = workflow;
     o.input = input;
-    // MEOW agents under `--backend command` run in tmux through adapters: `[backend.command]`
-    // is not needed there.
-    let tmux = backend_name == "command" && cfg.command.is_none() && dialect.name() == "meow";
-    let backend = if tmux {
-        Ok(pipewright_run::backend::tmux_agents(&cwd))
-    } else {
-        pipewright_run::backend::from_config(backend_name, &cfg, &cwd, args.script.as_deref())
-    };
-    o.backend = match backend {
-        Ok(b) => b,
-        Err(e) => {
-            errln!("error: {e}");
-            return 2;
-        }
-    };
-    o.tools.project = pipewright_run::config::project_tools(&cfg);
+    o.tools.project = pipewright_runtime::config::project_tools(&cfg);
     o.config = Arc::new(cfg.clone());
     o.channel = true;
     // Called `meow`, this executable acts as `pipewright meow` (see `main`).
     o.self_exe = std::env::current_exe().ok();
-    o.tools.withhold_env = pipewright_run::config::withheld_env(&cfg);
+    o.tools.withhold_env = pipewright_runtime::config::withheld_env(&cfg);
     o.caps = Caps {
         max_fan_out_depth: cfg.max_fan_out_depth,
         max_spawns: cfg.max_spawns,
         max_call_depth: cfg.max_call_depth,
-        eval: pipewright_run::EvalLimits {
+        eval: pipewright_runtime::EvalLimits {
             max_steps: cfg.max_eval_steps,
             max_bytes: cfg.max_eval_bytes,
         },
     };
-    // Opened only now: a run that cannot start leaves no store behind.
     o.runs_dir = Some(super::runs::runs_dir(&store_path));
-    o.store = match open_store(&store_path) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            errln!("error: {e}");
-            return 2;
-        }
-    };
     o.force = args.force;
     o.file_label = crate::read::display_name(&file);
     o.source_path = Some(file.clone());
@@ -224,108 +194,89 @@ async fn run_async(args: &RunArgs) -> u8 {
     }
     o.resume = args.resume.clone();
     o.cancel.cancel_on_ctrl_c();
-    if args.format == RunFormat::Human {
-        if let Some(p) = pipewright_run::progress::Progress::for_terminal() {
+    if args.format == RunFormat::Human && !rt.live_lines() {
+        if let Some(p) = pipewright_runtime::progress::Progress::for_terminal() {
             o.sinks.push(Arc::new(p));
         }
     }
-    let outcome = match pipewright_run::run(Arc::new(program), &sources, o).await {
-        Ok(o) => o,
-        Err(e) => {
-            errln!("error: {e}");
+    let request = RunRequest {
+        opts: o,
+        backend: Some((args.backend.clone(), args.script.clone())),
+        // Opened only when the runtime is ready to record: a run that cannot start leaves no
+        // store behind.
+        open_store: Some(Box::new(move || open_store(&store_path))),
+        flags: args.dialect_flags.clone(),
+        human: args.format == RunFormat::Human,
+    };
+    let report = match rt.run(Arc::new(program), &sources, request).await {
+        Ok(r) => r,
+        Err(refusal) => {
+            errln!("error: {}", refusal.message);
+            if let (RunFormat::Json, Some(report)) = (args.format, &refusal.report) {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(report).unwrap_or_default()
+                );
+            }
             return 2;
         }
     };
     // A store failure beside a step's own failure (which stays the diagnostic) is still said.
-    if let Some(e) = outcome.unreported_store_error() {
+    if let Some(e) = report.unreported_store_error() {
         errln!("error: the run could not be recorded: {e}");
     }
     match args.format {
         RunFormat::Json => outln!(
             "{}",
-            serde_json::to_string_pretty(&outcome.to_json(&sources)).unwrap_or_default()
+            serde_json::to_string_pretty(&report.to_json(&sources)).unwrap_or_default()
         ),
         RunFormat::Human => {
-            if let Some(d) = outcome.diagnostic() {
-                err!(
-                    "{}",
-                    render::human(&[d], &sources, crate::output::use_color_stderr())
-                );
-            }
-            match outcome.status {
-                pipewright_run::RunStatus::Ok => {
-                    // Redacted like the JSON report (pipewright_run::secrets).
-                    let mut output = outcome.output.to_json();
-                    pipewright_run::secrets::redact_json(&mut output);
-                    outln!(
-                        "{}",
-                        serde_json::to_string_pretty(&output).unwrap_or_default()
-                    )
-                }
-                pipewright_run::RunStatus::Cancelled => {
-                    errln!(
-                        "run {} cancelled; continue it with `pipewright run --resume {}`",
-                        outcome.run_id,
-                        outcome.run_id
-                    );
-                    err!("{}", stopped_summary(&outcome));
-                }
-                pipewright_run::RunStatus::Failed => {
-                    errln!("run {} failed", outcome.run_id);
-                    err!("{}", stopped_summary(&outcome));
-                }
-                pipewright_run::RunStatus::Paused => {
-                    let p = outcome.pending.clone().unwrap_or_default();
-                    let id = &outcome.run_id;
-                    errln!(
-                        "run {id} paused: stage '{}' needs approval",
-                        p["stage"].as_str().unwrap_or("")
-                    );
-                    errln!("{}", p["prompt"].as_str().unwrap_or(""));
-                    errln!("approve: pipewright approve {id} [--message TEXT]");
-                    errln!("deny:    pipewright deny {id} [--reason TEXT]");
-                    errln!("then:    pipewright run --resume {id}");
-                }
+            let h = report.human(&sources, crate::output::use_color_stderr());
+            err!("{}", h.stderr);
+            out!("{}", h.stdout);
+        }
+    }
+    u8::try_from(report.exit_code()).unwrap_or(1)
+}
+
+/// A flag or backend another dialect declares for its own runs, given for this file.
+fn not_for_this_dialect(
+    args: &RunArgs,
+    dialect: &dyn Dialect,
+    rt: &dyn Runtime,
+    backend_too: bool,
+) -> Result<(), String> {
+    for other in pipewright_registry::DIALECTS {
+        let Some(theirs) = other.runtime().filter(|_| other.name() != dialect.name()) else {
+            continue;
+        };
+        if let Some(flag) = theirs
+            .flags()
+            .iter()
+            .find(|f| args.dialect_flags.text(f.long).is_some())
+            .filter(|f| !rt.flags().iter().any(|mine| mine.long == f.long))
+        {
+            return Err(format!("--{} is for {}s only", flag.long, other.noun()));
+        }
+        if let Some(family) = theirs
+            .backends()
+            .filter(|_| backend_too)
+            .filter(|f| f.backends.iter().any(|b| b.name == args.backend))
+        {
+            let mine = rt
+                .backends()
+                .is_some_and(|f| f.backends.iter().any(|b| b.name == args.backend));
+            if !mine {
+                return Err(format!(
+                    "{} run {}s only; for a {} use --backend command",
+                    family.what,
+                    other.noun(),
+                    dialect.noun()
+                ));
             }
         }
     }
-    u8::try_from(outcome.exit_code()).unwrap_or(1)
-}
-
-/// For a failed or cancelled run (human format, on stderr): the named stores as they were
-/// when it stopped, with a one-line preview of each, and where the full state is.
-fn stopped_summary(outcome: &pipewright_run::RunOutcome) -> String {
-    let mut out = String::new();
-    let mut stores = outcome.stores.to_json();
-    // Before the previews cut them: a cut could leave part of a secret.
-    pipewright_run::secrets::redact_json(&mut stores);
-    match stores.as_object().filter(|m| !m.is_empty()) {
-        None => out.push_str("stores when it stopped: none\n"),
-        Some(m) => {
-            out.push_str("stores when it stopped:\n");
-            for (name, v) in m {
-                out.push_str(&format!("  {name} = {}\n", preview(v, 100)));
-            }
-        }
-    }
-    if outcome.store.is_some() {
-        out.push_str(&format!(
-            "full state: pipewright runs show {}\n",
-            outcome.run_id
-        ));
-    }
-    out
-}
-
-/// Compact JSON cut to `max` characters.
-fn preview(v: &serde_json::Value, max: usize) -> String {
-    let text = v.to_string();
-    if text.chars().count() <= max {
-        text
-    } else {
-        let cut: String = text.chars().take(max).collect();
-        format!("{cut}…")
-    }
+    Ok(())
 }
 
 fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {

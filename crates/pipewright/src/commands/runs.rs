@@ -1,8 +1,8 @@
 //! `pipewright runs`: the run store seen from the command line.
 
 use crate::cli::{RunFormat, RunsAction, RunsArgs};
-use pipewright_run::store::{SqliteStore, Store};
-use pipewright_run::ProjectConfig;
+use pipewright_runtime::store::{SqliteStore, Store};
+use pipewright_runtime::ProjectConfig;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -188,7 +188,7 @@ fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
 
 fn remove_older(store: &SqliteStore, dur: &str) -> Result<(), String> {
     let ms = parse_duration_ms(dur)?;
-    let cutoff = pipewright_run::store::now_ms().saturating_sub(ms);
+    let cutoff = pipewright_runtime::store::now_ms().saturating_sub(ms);
     let mut removed = 0;
     let mut skipped = Vec::new();
     for r in store.list_runs()? {
@@ -232,7 +232,7 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
 
 /// `2026-11-25 13:29:47Z` from milliseconds since the epoch.
 fn utc(ms: i64) -> String {
-    let (y, m, d, hh, mm, ss) = pipewright_run::store::utc_parts(ms);
+    let (y, m, d, hh, mm, ss) = pipewright_runtime::store::utc_parts(ms);
     format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}Z")
 }
 
@@ -240,7 +240,7 @@ fn utc(ms: i64) -> String {
 /// recipe run's pending gate is decided in the store (then `run --resume`); a live MEOW run's
 /// approval step (a `meow await-approval` waiting) is decided over its orchestrator socket,
 /// and the run goes on by itself.
-pub fn decide(id: &str, step: Option<&str>, d: &pipewright_run::recipe::Decision) -> u8 {
+pub fn decide(id: &str, step: Option<&str>, d: &pipewright_recipe::run::Decision) -> u8 {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
@@ -267,7 +267,7 @@ pub fn decide(id: &str, step: Option<&str>, d: &pipewright_run::recipe::Decision
         }
     };
     let run_dir = runs_dir(&path).join(id);
-    let sock = pipewright_run::meow::channel::socket_path(&run_dir);
+    let sock = pipewright_meow::run::channel::socket_path(&run_dir);
     if store.is_owned(id) && sock.exists() {
         return decide_meow(id, &sock, step, d);
     }
@@ -278,11 +278,11 @@ pub fn decide(id: &str, step: Option<&str>, d: &pipewright_run::recipe::Decision
         );
         return 1;
     }
-    match pipewright_run::recipe::decide(&store, id, step, d) {
+    match pipewright_recipe::run::decide(&store, id, step, d) {
         Ok(stage) => {
             let what = match d {
-                pipewright_run::recipe::Decision::Approve { .. } => "approved",
-                pipewright_run::recipe::Decision::Deny { .. } => "denied",
+                pipewright_recipe::run::Decision::Approve { .. } => "approved",
+                pipewright_recipe::run::Decision::Deny { .. } => "denied",
             };
             outln!(
                 "{what} stage '{stage}' of run {id}; continue with `pipewright run --resume {id}`"
@@ -302,9 +302,9 @@ fn decide_meow(
     id: &str,
     sock: &Path,
     step: Option<&str>,
-    d: &pipewright_run::recipe::Decision,
+    d: &pipewright_recipe::run::Decision,
 ) -> u8 {
-    use pipewright_run::meow::channel::ask;
+    use pipewright_meow::run::channel::ask;
     let runtime = match super::tokio_runtime(false) {
         Ok(r) => r,
         Err(code) => return code,
@@ -375,8 +375,8 @@ fn decide_meow(
         }
     };
     let (approved, reason) = match d {
-        pipewright_run::recipe::Decision::Approve { message } => (true, message.clone()),
-        pipewright_run::recipe::Decision::Deny { reason } => (false, reason.clone()),
+        pipewright_recipe::run::Decision::Approve { message } => (true, message.clone()),
+        pipewright_recipe::run::Decision::Deny { reason } => (false, reason.clone()),
     };
     let req = json!({"type": "approval", "gate_id": gate, "approved": approved, "reason": reason});
     match runtime.block_on(ask(sock, &req)) {

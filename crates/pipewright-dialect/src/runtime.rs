@@ -1,0 +1,183 @@
+//! How a dialect's workflows run. Each dialect crate implements [`Runtime`] over its own
+//! checked AST or the IR, with its own semantics, on the shared run core (`pipewright-runtime`:
+//! the session that locks, resumes and records a run, backends, tools, the store). A dialect
+//! declares the `run` flags and backends only its runs take; the CLI offers them on `run` and
+//! refuses them on other dialects' files.
+
+use pipewright_ir::Program;
+use pipewright_runtime::backend::{AgentBackend, BoxFuture};
+use pipewright_runtime::plan::Plan;
+use pipewright_runtime::report::{Refusal, Report};
+use pipewright_runtime::store::Store;
+use pipewright_runtime::RunOptions;
+use pipewright_syntax::SourceMap;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What `run` asks of the file's workflow: `workflow` is the one chosen with `--pipeline` or
+/// `file#name` (the file's first otherwise), `input` the JSON object of `--input`/`--var`.
+#[derive(Clone, Copy)]
+pub struct RunTarget<'a> {
+    pub program: &'a Program,
+    pub sources: &'a SourceMap,
+    pub workflow: Option<&'a str>,
+    pub input: &'a Value,
+    pub source_path: Option<&'a Path>,
+}
+
+/// A `run` flag only one dialect's runs take.
+pub struct RunFlag {
+    /// Without the dashes: `max-visits`.
+    pub long: &'static str,
+    pub value: FlagValue,
+    /// `--help`'s text.
+    pub help: &'static str,
+}
+
+/// What a [`RunFlag`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FlagValue {
+    /// Nothing: given or not.
+    Switch,
+    /// Any text, shown as `value_name` in `--help`.
+    Text { value_name: &'static str },
+    /// A whole number of at least `min`.
+    Count { min: u64 },
+    /// A directory or file path.
+    Path { value_name: &'static str },
+}
+
+/// The values of a dialect's flags as given (a switch given is `"true"`).
+#[derive(Debug, Clone, Default)]
+pub struct FlagValues(BTreeMap<&'static str, String>);
+
+impl FlagValues {
+    pub fn set(&mut self, long: &'static str, value: String) {
+        self.0.insert(long, value);
+    }
+    pub fn text(&self, long: &str) -> Option<&str> {
+        self.0.get(long).map(String::as_str)
+    }
+    pub fn switch(&self, long: &str) -> bool {
+        self.0.contains_key(long)
+    }
+    /// A [`FlagValue::Count`] (the CLI has checked that it parses).
+    pub fn count(&self, long: &str) -> Option<u64> {
+        self.text(long).and_then(|t| t.parse().ok())
+    }
+    /// The first flag given, for the refusal on another dialect's file.
+    pub fn first(&self) -> Option<&'static str> {
+        self.0.keys().next().copied()
+    }
+}
+
+/// Backends only one dialect's runs can use, beside the shared ones (mock, script, command,
+/// openai).
+pub struct BackendFamily {
+    /// What they are called in the refusal on other dialects' files ("the coding-agent CLI
+    /// backends").
+    pub what: &'static str,
+    pub backends: &'static [RunBackend],
+}
+
+pub struct RunBackend {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+}
+
+/// Opens the run store when the runtime is ready to record: a run refused before that leaves
+/// no store behind.
+pub type OpenStore = Box<dyn FnOnce() -> Result<Arc<dyn Store>, String> + Send>;
+
+/// A run as the CLI asks for it.
+pub struct RunRequest {
+    /// Everything but the backend and the store.
+    pub opts: RunOptions,
+    /// `--backend NAME` (with `--script FILE`): the runtime builds its backend from it. `None`:
+    /// run with `opts.backend` as given.
+    pub backend: Option<(String, Option<PathBuf>)>,
+    pub open_store: Option<OpenStore>,
+    /// The values of the dialect's own flags.
+    pub flags: FlagValues,
+    /// The report is for a person: a runtime may print live lines on stderr.
+    pub human: bool,
+}
+
+impl RunRequest {
+    /// A request that runs `opts` as given (its backend and store).
+    pub fn with(opts: RunOptions) -> RunRequest {
+        RunRequest {
+            opts,
+            backend: None,
+            open_store: None,
+            flags: FlagValues::default(),
+            human: false,
+        }
+    }
+
+    /// The options of a run on one of the shared backends: the one `--backend` names (or
+    /// `special`'s, when it has one for that name), then the store.
+    pub fn into_options(
+        mut self,
+        special: impl FnOnce(&str, &RunOptions) -> Option<Arc<dyn AgentBackend>>,
+    ) -> Result<RunOptions, Refusal> {
+        if let Some((name, script)) = &self.backend {
+            self.opts.backend = match special(name, &self.opts) {
+                Some(b) => b,
+                None => pipewright_runtime::backend::from_config(
+                    name,
+                    &self.opts.config,
+                    &self.opts.tools.workdir,
+                    script.as_deref(),
+                )
+                .map_err(Refusal::from)?,
+            };
+        }
+        self.open_store()?;
+        Ok(self.opts)
+    }
+
+    /// Opens the store (once) into `opts.store`.
+    pub fn open_store(&mut self) -> Result<(), Refusal> {
+        if let Some(open) = self.open_store.take() {
+            self.opts.store = Some(open().map_err(Refusal::from)?);
+        }
+        Ok(())
+    }
+}
+
+pub trait Runtime: Sync {
+    /// The `run` flags only this dialect's runs take.
+    fn flags(&self) -> &'static [RunFlag] {
+        &[]
+    }
+    /// The backends only this dialect's runs can use.
+    fn backends(&self) -> Option<&'static BackendFamily> {
+        None
+    }
+    /// Whether the runtime prints its own live lines while a person watches (then the CLI adds
+    /// no progress display of its own).
+    fn live_lines(&self) -> bool {
+        false
+    }
+    /// Refuses, before the run store opens, a run certain to fail for want of an input, or
+    /// given an input its workflow does not declare (docs/run.md: one message shape for every
+    /// dialect, from `pipewright_runtime::prerun`).
+    fn prerun(&self, _target: RunTarget<'_>) -> Result<(), String> {
+        Ok(())
+    }
+    /// What `run --dry-run` prints: the run's plan, built without executing anything.
+    fn plan(&self, target: RunTarget<'_>) -> Result<Plan, String>;
+    /// Runs one workflow of a lowered (and checked) file. `Err` is a run that could not start
+    /// (unknown workflow, bad input, a backend or store that cannot be opened, a resume the
+    /// store refuses), reported before anything runs; everything after is in the report.
+    fn run<'a>(
+        &'a self,
+        program: Arc<Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+    ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>>;
+}

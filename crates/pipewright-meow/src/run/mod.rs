@@ -1,0 +1,1014 @@
+//! The MEOW runtime: runs a workflow of a `.meow.toml` module with the semantics of
+//! specs/meow-spec-v2.md and what specs/notes/meow-runtime.md §2–§5 record of the reference.
+//!
+//! One task owns the run's steps ([`state::State`]). It dispatches every ready step at once
+//! (orchestrator executors before agents, then in creation order), keeps shell commands,
+//! branch conditions and agent turns in flight as futures, and applies each completion the
+//! moment it arrives; there is no polling tick, so a chain of shell steps costs what its
+//! processes cost. Expansions (`expand`, branch targets, `foreach` iterations) insert prefixed
+//! steps into the same DAG. Every ended step lands in the run store; a resume replays the
+//! landings of leaf steps (shell, agent, spawn, kill) and re-creates expansions from the
+//! landed branch outcomes and foreach items, so what was in flight runs again.
+//!
+//! docs/meow.md lists where this follows the spec rather than the reference.
+
+mod agent;
+mod answers;
+pub mod channel;
+mod dispatch;
+mod duration;
+mod plan;
+mod recovery;
+mod shell;
+mod state;
+mod subst;
+mod template;
+mod tmux;
+
+pub use duration::parse as parse_duration;
+pub use plan::plan;
+
+use pipewright_ir::Program;
+use pipewright_runtime::backend::AgentBackend;
+use pipewright_runtime::cancel::CancelToken;
+use pipewright_runtime::codes;
+use pipewright_runtime::failure::RunError;
+use pipewright_runtime::outcome::{RunOutcome, RunStatus};
+use pipewright_runtime::session::{Recorder, RunOptions};
+use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_syntax::{SourceMap, Span};
+use serde_json::{json, Map, Value};
+use state::{Ended, RStep, Scope, State, Status};
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use template::{Library, Src, Template};
+
+/// `[meow]` limits of pipewright.toml.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Expansions inside expansions (expand, branch targets, foreach iterations).
+    pub max_depth: u32,
+    /// Steps in the whole run, expanded ones included.
+    pub max_steps: usize,
+    /// `on_error` recoveries inside recoveries.
+    pub max_recovery_depth: u32,
+    /// The longest request line the orchestrator socket takes, in bytes.
+    pub max_message_bytes: usize,
+}
+
+impl Limits {
+    /// The limits `[meow]` of pipewright.toml sets.
+    pub fn of(cfg: &pipewright_project::ProjectConfig) -> Limits {
+        Limits {
+            max_depth: u32::try_from(cfg.meow_max_depth).unwrap_or(u32::MAX),
+            max_steps: usize::try_from(cfg.meow_max_steps).unwrap_or(usize::MAX),
+            max_recovery_depth: u32::try_from(cfg.meow_max_recovery).unwrap_or(u32::MAX),
+            max_message_bytes: usize::try_from(cfg.meow_max_message).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_depth: 10,
+            max_steps: 1000,
+            max_recovery_depth: 3,
+            max_message_bytes: channel::MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// The directory holding `meow`, as the PATH of steps and agent sessions starts.
+struct MeowPath {
+    dir: String,
+    /// `dir` before the orchestrator's PATH: what a step that sets no PATH of its own gets
+    /// (read once per run, not per step).
+    inherited: String,
+}
+
+impl MeowPath {
+    fn new(dir: PathBuf) -> Self {
+        let dir = dir.to_string_lossy().into_owned();
+        let rest = std::env::var_os("PATH").map(|p| p.to_string_lossy().into_owned());
+        let inherited = Self::join(&dir, rest.as_deref().unwrap_or(""));
+        MeowPath { dir, inherited }
+    }
+
+    /// `dir` before a step's own PATH.
+    fn before(&self, rest: &str) -> String {
+        Self::join(&self.dir, rest)
+    }
+
+    fn join(dir: &str, rest: &str) -> String {
+        if rest.is_empty() {
+            dir.to_string()
+        } else {
+            format!("{dir}:{rest}")
+        }
+    }
+}
+
+/// Makes `<run dir>/bin/meow` a link to `exe`, so that workflows written for the reference,
+/// whose commands and prompts call `meow done`, `meow event`… , run unchanged.
+fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<PathBuf, String> {
+    let bin = run_dir.join("bin");
+    let link = bin.join("meow");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    // A resumed run finds the link of its first start, which may name an older executable.
+    match std::fs::remove_file(&link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot replace {}: {e}", link.display())),
+    }
+    std::os::unix::fs::symlink(exe, &link)
+        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), exe.display()))?;
+    Ok(bin)
+}
+
+/// The workflow `workflow` (default `main`) of the module `program` was lowered from: its
+/// name, the library it was loaded into, and its template.
+fn root_template(
+    program: &Program,
+    sources: &SourceMap,
+    workflow: Option<&str>,
+    source_path: Option<&std::path::Path>,
+) -> Result<(String, Library, Arc<Template>), String> {
+    let name = workflow.unwrap_or("main").to_string();
+    let Some(wf) = program.workflows.iter().find(|w| w.name == name) else {
+        let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
+        return Err(format!(
+            "the module has no workflow `{name}` (it has {}); pick one with `file.meow.toml#NAME`",
+            names.join(", ")
+        ));
+    };
+    let file = sources
+        .get(wf.file)
+        .ok_or("the MEOW module is not among the loaded sources")?;
+    let mut diags = Vec::new();
+    let module = crate::load_module(wf.file, &file.text, &mut diags)
+        .ok_or("the MEOW module does not load")?;
+    let path = source_path
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(&file.name));
+    let src = Arc::new(Src {
+        module: Arc::new(module),
+        path,
+    });
+    let mut lib = Library::default();
+    lib.register(src.clone());
+    let root = lib
+        .template(&src, &name)
+        .ok_or_else(|| format!("no workflow `{name}`"))?;
+    Ok((name, lib, root))
+}
+
+/// What `run` checks before it opens the run store (`pipewright_runtime::prerun`): the variables bind and
+/// every top-level step's fields resolve.
+pub fn prerun(
+    program: &Program,
+    sources: &SourceMap,
+    workflow: Option<&str>,
+    input: &Value,
+    source_path: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let (_, _, root) = root_template(program, sources, workflow, source_path)?;
+    let given = match input {
+        Value::Null => Map::new(),
+        Value::Object(m) => m.clone(),
+        other => return Err(format!("the variables must be a JSON object, got {other}")),
+    };
+    let vars = root.bind(given, true)?;
+    bake_check(&root, &Arc::new(Scope { vars }), "")
+}
+
+/// Runs the workflow `opts.workflow` (default `main`) of the module `program` was lowered from.
+pub async fn run(
+    program: Arc<Program>,
+    sources: &SourceMap,
+    opts: RunOptions,
+) -> Result<RunOutcome, String> {
+    let (name, lib, root) = root_template(
+        &program,
+        sources,
+        opts.workflow.as_deref(),
+        opts.source_path.as_deref(),
+    )?;
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+
+    let mut input = opts.input.clone();
+    let mut journal: HashMap<String, Value> = HashMap::new();
+    let mut lock_ = None;
+    let run_id = match &opts.resume {
+        Some(id) => {
+            let of = pipewright_runtime::session::ResumeOf {
+                id,
+                what: "the MEOW module",
+                kind: "workflow",
+                workflow: Some(&name),
+            };
+            let (l, rec) = pipewright_runtime::session::resume_record(
+                opts.store.as_ref(),
+                opts.force,
+                of,
+                &input,
+                &source_hash,
+            )?;
+            if rec.status == "ok" || rec.status == "failed" {
+                return Err(format!(
+                    "run {id} has ended ({}); there is nothing to resume",
+                    rec.status
+                ));
+            }
+            lock_ = Some(l);
+            input = rec.input;
+            journal = rec
+                .landings
+                .into_iter()
+                .filter_map(|l| match l.landed {
+                    Landed::Value(v) => Some((l.key, v)),
+                    Landed::Dropped(_) => None,
+                })
+                .collect();
+            rec.run_id
+        }
+        None => store::new_run_id(),
+    };
+    let given = match &input {
+        Value::Null => Map::new(),
+        Value::Object(m) => m.clone(),
+        other => return Err(format!("the variables must be a JSON object, got {other}")),
+    };
+    let vars = root.bind(given.clone(), true)?;
+    let scope = Arc::new(Scope { vars });
+
+    // Every variable the top-level steps name must be known before anything runs.
+    let mut st = State {
+        run_id: run_id.clone(),
+        ..State::default()
+    };
+    bake_check(&root, &scope, &run_id)?;
+
+    let sinks = Arc::new(opts.sinks);
+    let recorder = pipewright_runtime::session::open_recorder(
+        opts.store.as_ref(),
+        lock_,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: name.clone(),
+            source_hash,
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
+    let project = opts.tools.workdir.clone();
+    let run_dir = opts
+        .runs_dir
+        .clone()
+        .unwrap_or_else(|| project.join(".pipewright").join("runs"))
+        .join(&run_id);
+    let limits = Limits::of(&opts.config);
+    let channel = match opts.channel {
+        true => Some(channel::Channel::open(&run_dir, limits.max_message_bytes)?),
+        false => None,
+    };
+    let meow_bin = match (&channel, &opts.self_exe) {
+        (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
+        _ => None,
+    };
+    let mut ex = Exec {
+        run_id: run_id.clone(),
+        workflow: name.clone(),
+        backend: opts.backend,
+        cancel: opts.cancel,
+        project,
+        withhold_env: opts.tools.withhold_env.clone(),
+        identity: opts.identity,
+        recorder,
+        journal,
+        sinks,
+        started: Instant::now(),
+        lib,
+        limits,
+        codes: HashMap::new(),
+        agents: HashMap::new(),
+        busy: HashMap::new(),
+        busy_step: HashMap::new(),
+        held_agent: HashMap::new(),
+        fe: HashMap::new(),
+        store_failed: None,
+        given,
+        sock: channel.as_ref().map(|c| c.path().to_path_buf()),
+        meow_bin,
+        root_span: root.span,
+        sources_has: sources.files().map(|f| f.id).collect(),
+        tmux: false,
+        waiting: Default::default(),
+        deadlines: Default::default(),
+        watchers: HashMap::new(),
+        side: Default::default(),
+    };
+    ex.tmux = ex.backend.name() == "command";
+    if ex.tmux && ex.sock.is_none() {
+        return Err(
+            "agents in tmux report over the orchestrator channel, which this run does not open"
+                .into(),
+        );
+    }
+    let mut ended = Ended::default();
+    for t in &root.steps {
+        let s = ex.new_step(
+            t.clone(),
+            scope.clone(),
+            root.src.clone(),
+            String::new(),
+            None,
+            None,
+            0,
+        );
+        st.insert(s, &mut ended)?;
+    }
+    let status = ex.drive(&mut st, ended, channel).await;
+    let cleanup = match status {
+        RunStatus::Ok => "cleanup_on_success",
+        RunStatus::Cancelled => "cleanup_on_stop",
+        _ => "cleanup_on_failure",
+    };
+    if let Some(script) = root.cleanup(cleanup) {
+        ex.cleanup(&script).await;
+    }
+    // A run that ended stops its agents; a cancelled one leaves them for a resume.
+    if status != RunStatus::Cancelled {
+        for (_, a) in ex.agents.drain() {
+            if let Some((session, adapter)) = a.session {
+                let _ = tmux::kill(Some(&adapter), &session, true).await;
+            }
+        }
+    }
+    Ok(ex.finish(&st, status, &root))
+}
+
+/// The variables of every top-level step's fields resolve (step outputs are read later).
+fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), String> {
+    use subst::Lookup as _;
+    struct Bake<'a> {
+        scope: &'a Scope,
+        step: &'a str,
+        run_id: &'a str,
+    }
+    impl subst::Lookup for Bake<'_> {
+        fn var(&self, name: &str) -> Option<Value> {
+            match name {
+                "workflow_id" => Some(Value::from(self.run_id)),
+                "step_id" => Some(Value::from(self.step)),
+                "__step_prefix__" | "timestamp" | "date" | "time" => Some(Value::from("")),
+                _ => self.scope.vars.get(name).cloned(),
+            }
+        }
+        fn outputs(&self, _: &str) -> Result<Value, String> {
+            Ok(Value::Object(Map::new()))
+        }
+    }
+    let mut problems = Vec::new();
+    for t in &root.steps {
+        let cx = Bake {
+            scope,
+            step: &t.id,
+            run_id,
+        };
+        // Inline branch steps and foreach templates bind their own names: only the fields
+        // this step's own executor reads are checked here.
+        for key in dispatch::substituted_fields(&t.executor) {
+            let mut texts = Vec::new();
+            if let Some(n) = t.table.get(key) {
+                collect_strings(n, &mut texts);
+            }
+            for text in texts {
+                for (_, _, inner) in subst::refs(&text) {
+                    let r = subst::parse(inner);
+                    if let subst::Ref::Var { root: name, .. } = &r {
+                        match subst::resolve(&r, &cx) {
+                            Ok(_) => {}
+                            Err(_) if cx.var(name).is_none() => problems.push(format!(
+                                "step `{}` field `{key}` uses `{{{{{inner}}}}}`, but `{name}` is not a variable of workflow `{}`",
+                                t.id, root.name
+                            )),
+                            Err(e) => problems.push(format!(
+                                "step `{}` field `{key}`: `{{{{{inner}}}}}`: {e}",
+                                t.id
+                            )),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.dedup();
+        Err(problems.join("\n"))
+    }
+}
+
+fn collect_strings(n: &crate::tree::Node, out: &mut Vec<String>) {
+    use crate::tree::Kind;
+    match &n.kind {
+        Kind::Str(s) => out.push(s.clone()),
+        Kind::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Kind::Table(t) => t
+            .entries
+            .iter()
+            .for_each(|e| collect_strings(&e.value, out)),
+        _ => {}
+    }
+}
+
+/// An agent as the run knows it.
+pub(crate) struct AgentInfo {
+    pub workdir: PathBuf,
+    /// Its tmux session and adapter, when agents run in tmux.
+    pub session: Option<(String, tmux::Adapter)>,
+    /// What its spawn said of its session id (answers.rs records it).
+    pub session_id: tmux::SessionId,
+}
+
+/// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
+/// back until one of them ends.
+struct Foreach {
+    max: usize,
+    /// Steps of each iteration not yet ended (expansions inside it included).
+    left: HashMap<usize, usize>,
+    /// Iterations that started a step and still have steps left: the spec's "concurrent
+    /// executions" (the reference counts only iterations with a step running at that moment,
+    /// so an iteration between two steps lets another one start).
+    active: std::collections::HashSet<usize>,
+    held: VecDeque<usize>,
+}
+
+pub(crate) struct Exec {
+    run_id: String,
+    workflow: String,
+    backend: Arc<dyn AgentBackend>,
+    cancel: CancelToken,
+    project: PathBuf,
+    withhold_env: Vec<String>,
+    identity: String,
+    recorder: Option<Recorder>,
+    /// Landings of earlier attempts (and this one's), by key.
+    journal: HashMap<String, Value>,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
+    started: Instant,
+    lib: Library,
+    limits: Limits,
+    /// Failure codes other than the step-failure one, by step.
+    codes: HashMap<usize, &'static str>,
+    agents: HashMap<String, AgentInfo>,
+    /// Agent name → its running step (an agent works on one step at a time).
+    busy: HashMap<String, usize>,
+    /// The same, by step.
+    busy_step: HashMap<usize, String>,
+    held_agent: HashMap<String, VecDeque<usize>>,
+    fe: HashMap<usize, Foreach>,
+    store_failed: Option<String>,
+    /// The run's variables as given (cleanup scripts see them as environment variables).
+    given: Map<String, Value>,
+    sock: Option<PathBuf>,
+    /// A directory holding `meow` (the pipewright executable under the reference's command
+    /// name), put first on the PATH of shell steps and agent sessions.
+    meow_bin: Option<MeowPath>,
+    root_span: Span,
+    sources_has: Vec<pipewright_syntax::FileId>,
+    /// Agents run in tmux sessions through adapters (`--backend command`); otherwise the
+    /// backend answers agent steps.
+    tmux: bool,
+    /// Agent steps waiting for `meow done` over the channel.
+    waiting: std::collections::HashSet<usize>,
+    /// Agent step timeouts.
+    deadlines: std::collections::BTreeSet<(Instant, usize)>,
+    /// Told when a waiting agent step ends, so its session watch stops.
+    watchers: HashMap<usize, Arc<tokio::sync::Notify>>,
+    /// Prompts, refusals and notes kept for the agent-side commands.
+    side: answers::Side,
+}
+
+/// How a dispatched step goes on.
+pub(crate) enum Disp {
+    /// Ended at once.
+    Now(Status, Map<String, Value>, Option<String>),
+    /// Runs on; its completion arrives later.
+    Later(dispatch::Fut),
+    /// Waits for the steps it expanded into.
+    Joining,
+}
+
+impl Exec {
+    #[allow(clippy::too_many_arguments)]
+    fn new_step(
+        &self,
+        t: Arc<template::TStep>,
+        scope: Arc<Scope>,
+        src: Arc<Src>,
+        prefix: String,
+        parent: Option<usize>,
+        foreach: Option<(usize, usize)>,
+        depth: u32,
+    ) -> RStep {
+        RStep {
+            id: format!("{prefix}{}", t.id),
+            needs: t.needs.clone(),
+            t,
+            scope,
+            src,
+            prefix,
+            status: Status::Pending,
+            outputs: Map::new(),
+            error: None,
+            parent,
+            foreach,
+            depth,
+            recovery: 0,
+            waiting: 0,
+            dependents: Vec::new(),
+            wild: false,
+            open: 0,
+            child_failed: false,
+            children: Vec::new(),
+            started: None,
+        }
+    }
+
+    /// The scheduler: dispatches what is ready, waits for the next completion or message,
+    /// and applies it, until nothing runs and nothing is ready.
+    async fn drive(
+        &mut self,
+        st: &mut State,
+        mut ended: Ended,
+        mut channel: Option<channel::Channel>,
+    ) -> RunStatus {
+        use futures_util::stream::{FuturesUnordered, StreamExt};
+        let mut inflight: FuturesUnordered<dispatch::Fut> = FuturesUnordered::new();
+        let mut msgs = channel.as_mut().map(|c| c.take_receiver());
+        loop {
+            self.after(st, &mut ended);
+            if self.cancel.is_cancelled() {
+                return RunStatus::Cancelled;
+            }
+            while let Some((agent_kind, i)) = st.ready.pop_first() {
+                if st.steps[i].status != Status::Pending {
+                    continue;
+                }
+                if self.hold(st, i) {
+                    continue;
+                }
+                let _ = agent_kind;
+                match self.dispatch(st, i, &mut ended) {
+                    Disp::Now(s, o, e) => st.end(i, s, o, e, &mut ended),
+                    Disp::Later(f) => inflight.push(f),
+                    Disp::Joining => {}
+                }
+                self.after(st, &mut ended);
+            }
+            st.check_wild(&mut ended);
+            if !st.ready.is_empty() || !ended.steps.is_empty() {
+                continue;
+            }
+            if inflight.is_empty() && !self.waits_for_agents(st) {
+                if self.unstick(st, &mut ended) {
+                    continue;
+                }
+                break;
+            }
+            let msg = async {
+                match msgs.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let next_deadline = self.deadlines.first().map(|(t, _)| *t);
+            let deadline = async {
+                match next_deadline {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                Some((i, fin)) = inflight.next(), if !inflight.is_empty() => {
+                    self.complete(st, i, fin, &mut ended);
+                }
+                _ = deadline => {
+                    if let Some((_, i)) = self.deadlines.pop_first() {
+                        self.timed_out(st, i, &mut ended);
+                    }
+                }
+                Some(m) = msg => {
+                    self.message(st, m, &mut ended);
+                }
+                _ = self.cancel.cancelled() => {
+                    return RunStatus::Cancelled;
+                }
+            }
+        }
+        if (0..st.steps.len()).any(|i| recovery::fails_run(st, i)) {
+            RunStatus::Failed
+        } else {
+            RunStatus::Ok
+        }
+    }
+
+    /// Whether a running agent step waits for an agent to report over the channel.
+    fn waits_for_agents(&self, st: &State) -> bool {
+        self.waiting
+            .iter()
+            .any(|&i| st.steps[i].status == Status::Running)
+    }
+
+    /// Nothing runs and nothing is ready, yet steps are pending: each waits for a step that
+    /// will never exist (the reference waits forever) or in a cycle. They fail, saying which.
+    fn unstick(&mut self, st: &mut State, ended: &mut Ended) -> bool {
+        let pending: Vec<usize> = (0..st.steps.len())
+            .filter(|&i| st.steps[i].status == Status::Pending)
+            .collect();
+        if pending.is_empty() {
+            return false;
+        }
+        let mut any = false;
+        for &i in &pending {
+            let missing: Vec<&String> = st.steps[i]
+                .needs
+                .iter()
+                .filter(|n| !n.contains('*') && !st.index.contains_key(*n))
+                .collect();
+            // `E.child` of an expansion that never ran (E failed or was skipped): skipped
+            // like any dependent of E.
+            let never_ran = missing.iter().find_map(|n| {
+                let (head, _) = n.split_once('.')?;
+                let h = &st.steps[*st.index.get(head)?];
+                matches!(h.status, Status::Failed | Status::Skipped)
+                    .then(|| (head.to_string(), h.status))
+            });
+            if let Some((head, status)) = never_ran {
+                let why = match status {
+                    Status::Skipped => format!("dependency `{head}` was skipped"),
+                    _ => format!("dependency `{head}` failed"),
+                };
+                st.end(i, Status::Skipped, Map::new(), Some(why), ended);
+                any = true;
+                continue;
+            }
+            let missing: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
+            if !missing.is_empty() {
+                let why = format!(
+                    "it needs {}, which no step of the run provides",
+                    missing.join(", ")
+                );
+                st.end(i, Status::Failed, Map::new(), Some(why), ended);
+                any = true;
+            }
+        }
+        if !any {
+            for &i in &pending {
+                st.end(
+                    i,
+                    Status::Failed,
+                    Map::new(),
+                    Some("its needs wait on each other in a cycle".into()),
+                    ended,
+                );
+            }
+        }
+        true
+    }
+
+    /// Holds a ready step back while its agent works on another step, or while its foreach
+    /// has `max_concurrent` iterations running. `true`: held.
+    fn hold(&mut self, st: &mut State, i: usize) -> bool {
+        let s = &st.steps[i];
+        if s.is_agent() && s.t.str("mode") != Some("fire_forget") {
+            if let Some(agent) = s.t.str("agent") {
+                let agent = subst::render(agent, &state::Cx::new(st, i), false)
+                    .unwrap_or_else(|_| agent.to_string());
+                if self.busy.contains_key(&agent) {
+                    self.held_agent.entry(agent).or_default().push_back(i);
+                    return true;
+                }
+            }
+        }
+        let mut f = s.foreach;
+        while let Some((fi, it)) = f {
+            if let Some(fe) = self.fe.get_mut(&fi) {
+                if !fe.active.contains(&it) && fe.active.len() >= fe.max {
+                    fe.held.push_back(i);
+                    return true;
+                }
+            }
+            f = st.steps[fi].foreach;
+        }
+        false
+    }
+
+    /// Reports and records what ended, and releases what it held back.
+    fn after(&mut self, st: &mut State, ended: &mut Ended) {
+        while !ended.steps.is_empty() || !ended.recover.is_empty() {
+            let list = std::mem::take(&mut ended.steps);
+            for i in list {
+                self.report_end(st, i);
+                self.release(st, i);
+            }
+            for i in std::mem::take(&mut ended.recover) {
+                self.recover(st, i, ended);
+            }
+        }
+    }
+
+    fn release(&mut self, st: &mut State, i: usize) {
+        let s = &st.steps[i];
+        // A recovering step's iteration goes on until its recovery ends.
+        let over = s.status.terminal();
+        if let (Some((fi, it)), true) = (s.foreach, over) {
+            if let Some(fe) = self.fe.get_mut(&fi) {
+                if let Some(c) = fe.left.get_mut(&it) {
+                    *c = c.saturating_sub(1);
+                    if *c == 0 {
+                        fe.left.remove(&it);
+                        fe.active.remove(&it);
+                        for n in fe.held.drain(..) {
+                            let agent_kind = st.steps[n].is_agent();
+                            st.ready.insert((agent_kind, n));
+                        }
+                    }
+                }
+            }
+        }
+        let s = &st.steps[i];
+        if s.started.is_none() {
+            return;
+        }
+        if s.is_agent() {
+            if let Some(a) = self.busy_step.remove(&i) {
+                self.busy.remove(&a);
+                if let Some(q) = self.held_agent.get_mut(&a) {
+                    if let Some(n) = q.pop_front() {
+                        let agent_kind = st.steps[n].is_agent();
+                        st.ready.insert((agent_kind, n));
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn set_busy(&mut self, agent: String, i: usize) {
+        self.busy_step.insert(i, agent.clone());
+        self.busy.insert(agent, i);
+    }
+
+    /// Marks a step running: its agent is busy, its iteration counts as running.
+    fn start(&mut self, st: &mut State, i: usize, agent: Option<String>) {
+        st.steps[i].status = Status::Running;
+        st.steps[i].started = Some(Instant::now());
+        if let Some(a) = agent {
+            self.set_busy(a, i);
+        }
+        let mut f = st.steps[i].foreach;
+        while let Some((fi, it)) = f {
+            if let Some(fe) = self.fe.get_mut(&fi) {
+                if fe.left.contains_key(&it) {
+                    fe.active.insert(it);
+                }
+            }
+            f = st.steps[fi].foreach;
+        }
+        let e = self.event(st, i, EventKind::Started);
+        if let Some(rec) = &self.recorder {
+            rec.stage_event(e.to_stored_line());
+        }
+        for s in self.sinks.iter() {
+            s.event(&e);
+        }
+    }
+
+    fn event(&self, st: &State, i: usize, kind: EventKind) -> Event {
+        let s = &st.steps[i];
+        Event {
+            kind,
+            key: s.id.clone(),
+            step_kind: kind_name(&s.t.executor),
+            workflow: self.workflow.clone(),
+            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms: s.started.map(|t| t.elapsed().as_secs_f64() * 1000.0),
+            error: s.error.clone(),
+            summary: String::new(),
+        }
+    }
+
+    fn report_end(&mut self, st: &State, i: usize) {
+        let s = &st.steps[i];
+        let kind = match s.status {
+            Status::Done | Status::Recovered => EventKind::Completed,
+            Status::Skipped if s.started.is_none() => return self.land(st, i, None),
+            _ => EventKind::Failed,
+        };
+        let e = self.event(st, i, kind);
+        self.land(st, i, Some(e));
+    }
+
+    /// Lands an ended step with its event, in one transaction. Steps with effects outside the
+    /// run commit at once; the rest ride along with the next commit.
+    fn land(&mut self, st: &State, i: usize, done: Option<Event>) {
+        let s = &st.steps[i];
+        // A recovering step failed; the store says so until its recovery ends.
+        let status = match s.status {
+            Status::Recovering => Status::Failed,
+            other => other,
+        };
+        let mut v = json!({"status": status.name(), "outputs": s.outputs});
+        if let Some(e) = &s.error {
+            v["error"] = json!(e);
+        }
+        if let Some(n) = self.take_notes(i) {
+            v["notes"] = json!(n);
+        }
+        self.journal.insert(s.id.clone(), v.clone());
+        let Some(rec) = &self.recorder else {
+            if let Some(e) = done {
+                for k in self.sinks.iter() {
+                    k.event(&e);
+                }
+            }
+            return;
+        };
+        let mut writes = Vec::new();
+        if let Some(e) = &done {
+            writes.push(Write::Event(e.to_stored_line()));
+        }
+        writes.push(Write::Land(Landing {
+            key: s.id.clone(),
+            step_hash: String::new(),
+            landed: Landed::Value(v),
+        }));
+        // A tmux agent's answer cannot be asked for again for free: it commits at once too.
+        let now = matches!(s.t.executor.as_str(), "shell" | "spawn" | "kill" | "branch")
+            || (self.tmux && s.is_agent());
+        if let Err(e) = rec.stage(writes, done, now) {
+            self.store_failed.get_or_insert(e);
+        }
+    }
+
+    /// Lands a fact a resume must not recompute (a branch's outcome, a foreach's items).
+    fn land_fact(&mut self, key: String, v: Value) {
+        self.journal.insert(key.clone(), v.clone());
+        if let Some(rec) = &self.recorder {
+            let w = Write::Land(Landing {
+                key,
+                step_hash: String::new(),
+                landed: Landed::Value(v),
+            });
+            if let Err(e) = rec.stage(vec![w], None, true) {
+                self.store_failed.get_or_insert(e);
+            }
+        }
+    }
+
+    /// A leaf step's landing from an earlier attempt: (status, outputs, error).
+    fn replay(&self, id: &str) -> Option<(Status, Map<String, Value>, Option<String>)> {
+        let v = self.journal.get(id)?;
+        let status = match v.get("status")?.as_str()? {
+            "done" => Status::Done,
+            // It fails again, and its recovery (whose steps landed too) replays.
+            "failed" | "recovered" => Status::Failed,
+            _ => return None,
+        };
+        let outputs = v.get("outputs")?.as_object()?.clone();
+        let error = v.get("error").and_then(Value::as_str).map(str::to_string);
+        Some((status, outputs, error))
+    }
+
+    async fn cleanup(&self, script: &str) {
+        let mut env: Vec<(String, String)> = self
+            .given
+            .iter()
+            .map(|(k, v)| (k.clone(), subst::to_text(v)))
+            .collect();
+        env.push(("MEOW_WORKFLOW".into(), self.run_id.clone()));
+        let c = shell::Command {
+            script: script.to_string(),
+            cwd: self.project.clone(),
+            env,
+            env_remove: self.withhold_env.clone(),
+            timeout: Some(std::time::Duration::from_secs(60)),
+            captures: Vec::new(),
+        };
+        let _ = shell::run(c).await;
+    }
+
+    fn finish(&mut self, st: &State, status: RunStatus, root: &Template) -> RunOutcome {
+        let mut stores = Map::new();
+        let mut steps = Map::new();
+        for s in &st.steps {
+            let name = if status == RunStatus::Cancelled && s.status == Status::Running {
+                "cancelled"
+            } else {
+                s.status.name()
+            };
+            steps.insert(s.id.clone(), Value::from(name));
+            if s.status == Status::Done && !s.outputs.is_empty() {
+                stores.insert(s.id.clone(), Value::Object(s.outputs.clone()));
+            }
+        }
+        // The run's output: the outputs of the last top-level step.
+        let output = root
+            .steps
+            .last()
+            .and_then(|t| st.index.get(&t.id))
+            .map(|&i| Value::Object(st.steps[i].outputs.clone()))
+            .unwrap_or(Value::Null);
+        let mut o = RunOutcome::new(
+            status,
+            self.run_id.clone(),
+            pipewright_r1::Value::from_json(&output),
+            pipewright_r1::Value::from_json(&Value::Object(stores)),
+        );
+        o.steps = Some(Value::Object(steps));
+        if status == RunStatus::Failed {
+            // The cause, not a join that failed because of it: a limit, else the first failed
+            // step that expanded nothing, else the first failed step.
+            let failed = |i: &usize| recovery::fails_run(st, *i);
+            let cause = (0..st.steps.len())
+                .filter(failed)
+                .find(|i| self.codes.contains_key(i))
+                .or_else(|| {
+                    (0..st.steps.len())
+                        .filter(failed)
+                        .find(|&i| st.steps[i].children.is_empty())
+                })
+                .or_else(|| (0..st.steps.len()).find(failed));
+            if let Some(i) = cause {
+                let s = &st.steps[i];
+                let span = if self.sources_has.contains(&s.t.span.file) {
+                    s.t.span
+                } else {
+                    self.root_span
+                };
+                let code = self.codes.get(&i).copied().unwrap_or(codes::MEOW_STEP);
+                o.error = Some(RunError::new(
+                    code,
+                    &s.id,
+                    kind_name(&s.t.executor),
+                    span,
+                    format!(
+                        "step `{}` failed: {}",
+                        s.id,
+                        s.error.as_deref().unwrap_or("no reason recorded")
+                    ),
+                ));
+            }
+        }
+        if status == RunStatus::Cancelled {
+            o.signal = self.cancel.signal();
+            o.cancelled_at = st
+                .steps
+                .iter()
+                .find(|s| s.status == Status::Running)
+                .map(|s| s.id.clone());
+        }
+        if let Some(rec) = &self.recorder {
+            o.store = Some(rec.describe());
+            let _ = rec.stage(Vec::new(), None, true);
+            if let Some(msg) = self.store_failed.take().or_else(|| rec.failed()) {
+                o.store_error = Some(msg);
+            }
+            let fin = store::Finish {
+                status: o.status.name().into(),
+                output: o.output.to_json(),
+                stores: o.stores.to_json(),
+                error: o
+                    .error
+                    .as_ref()
+                    .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
+                cancelled_at: o.cancelled_at.clone(),
+            };
+            if let Err(msg) = rec.finish(fin) {
+                o.store_error.get_or_insert(msg);
+            }
+            rec.close();
+        }
+        o
+    }
+}
+
+/// The executor as events name a step's kind.
+fn kind_name(executor: &str) -> &'static str {
+    match executor {
+        "shell" => "shell",
+        "spawn" => "spawn",
+        "kill" => "kill",
+        "expand" => "expand",
+        "branch" => "branch",
+        "foreach" => "foreach",
+        "agent" => "agent",
+        _ => "step",
+    }
+}

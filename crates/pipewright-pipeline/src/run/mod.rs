@@ -1,0 +1,581 @@
+//! The pipeline interpreter, over the lowered IR. Regions run their nodes along `Next` edges; fan-outs run
+//! their items as concurrent futures on the current task (bounded by `max_parallel`), which
+//! needs no `'static` copies of the program and cancels every pending item when dropped.
+
+mod fanout;
+mod frame;
+pub mod plan;
+pub mod prerun;
+mod stack;
+mod steps;
+
+use frame::Frame;
+use indexmap::IndexMap;
+use pipewright_ir::{Node, NodeKind, Program, Region, WorkflowId};
+use pipewright_r1::Value;
+use pipewright_runtime::backend::{AgentBackend, BoxFuture};
+use pipewright_runtime::cancel::CancelToken;
+use pipewright_runtime::codes;
+use pipewright_runtime::failure::{Failure, RunError};
+use pipewright_runtime::outcome::{RunOutcome, RunStatus};
+use pipewright_runtime::session::{
+    open_recorder, resume_record, store_failure, Caps, Recorder, ResumeOf, RunOptions,
+};
+use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_runtime::tools::Tools;
+use pipewright_syntax::SourceMap;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub(crate) struct Interp {
+    program: Arc<Program>,
+    sources: SourceMap,
+    backend: Arc<dyn AgentBackend>,
+    tools: Tools,
+    caps: Caps,
+    spawns: AtomicU64,
+    cancel: CancelToken,
+    /// Every landed step of this run (and, on resume, of the earlier attempts) by key, with
+    /// the content hash of the step that landed it, so a resume replays instead of re-running.
+    journal: Mutex<HashMap<String, (String, Journaled)>>,
+    store: Option<Recorder>,
+    /// The first store write that failed: the run cannot end `ok` after it.
+    store_failed: Mutex<Option<String>>,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
+    run_id: String,
+    identity: String,
+    envelope: Option<Vec<String>>,
+    default_max_parallel: usize,
+    started: Instant,
+}
+
+/// A landed step as the interpreter keeps it.
+#[derive(Debug, Clone)]
+pub(crate) enum Journaled {
+    Value(Value),
+    Dropped(String),
+}
+
+/// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
+/// store, a resume the store refuses) reported before anything runs; everything after that
+/// is in the [`RunOutcome`].
+pub async fn run(
+    program: Arc<Program>,
+    sources: &SourceMap,
+    opts: RunOptions,
+) -> Result<RunOutcome, String> {
+    let mut input = opts.input;
+    let mut journal = HashMap::new();
+    let mut spawns = 0;
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+    let mut lock = None;
+    let mut resumed_workflow = None;
+    let run_id = match &opts.resume {
+        Some(id) => {
+            let of = ResumeOf {
+                id,
+                what: "the pipeline files",
+                kind: "pipeline",
+                workflow: opts.workflow.as_deref(),
+            };
+            let (l, rec) =
+                resume_record(opts.store.as_ref(), opts.force, of, &input, &source_hash)?;
+            lock = Some(l);
+            resumed_workflow = Some(rec.workflow.clone());
+            input = rec.input;
+            spawns = rec.spawns;
+            journal = rec
+                .landings
+                .into_iter()
+                .map(|l| {
+                    let j = match l.landed {
+                        Landed::Value(v) => Journaled::Value(Value::from_json(&v)),
+                        Landed::Dropped(e) => Journaled::Dropped(e),
+                    };
+                    (l.key, (l.step_hash, j))
+                })
+                .collect();
+            rec.run_id
+        }
+        None => store::new_run_id(),
+    };
+    let workflow_name = opts.workflow.clone().or(resumed_workflow);
+    let wid = match &workflow_name {
+        Some(name) => program.find(name).ok_or_else(|| {
+            let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
+            format!(
+                "no pipeline named `{name}` (this file declares: {})",
+                names.join(", ")
+            )
+        })?,
+        None if program.workflows.is_empty() => return Err("the file declares no pipeline".into()),
+        None => WorkflowId(0),
+    };
+    let stores = match &input {
+        serde_json::Value::Null => Value::Object(IndexMap::new()),
+        v @ serde_json::Value::Object(_) => Value::from_json(v),
+        other => {
+            return Err(format!(
+                "the input must be a JSON object (its keys become named stores), got {other}"
+            ))
+        }
+    };
+    let workflow = program
+        .workflow(wid)
+        .ok_or("internal: workflow index out of range")?;
+    let wf_name = workflow.name.clone();
+    let sinks = Arc::new(opts.sinks);
+    // The run exists before its first step starts: a kill -9 at any later point leaves a run
+    // that `--resume` can open.
+    let recorder = open_recorder(
+        opts.store.as_ref(),
+        lock,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: wf_name.clone(),
+            source_hash: source_hash.clone(),
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
+    let interp = Interp {
+        program: program.clone(),
+        sources: sources.clone(),
+        backend: opts.backend,
+        tools: opts.tools,
+        caps: opts.caps,
+        spawns: AtomicU64::new(spawns),
+        cancel: opts.cancel,
+        journal: Mutex::new(journal),
+        store: recorder,
+        store_failed: Mutex::new(None),
+        sinks,
+        run_id: run_id.clone(),
+        identity: opts.identity,
+        envelope: opts.envelope,
+        default_max_parallel: opts.default_max_parallel.max(1),
+        started: Instant::now(),
+    };
+    let mut frame = Frame {
+        ctx: Arc::new(stores),
+        pipe: Arc::new(Value::Null),
+        item: None,
+        acc: None,
+        depth: 0,
+        workflow: wid,
+    };
+    let result = interp.exec_region_in(&workflow.body, &mut frame, "").await;
+    // Failed or not, `frame` holds the top-level stores and pipe as they were when the run
+    // stopped: everything the steps before the failing (or cancelled) one wrote. Nested
+    // frames (calls, fan-out items) are isolated and never write the caller's stores.
+    let output = (*frame.pipe).clone();
+    let stores = (*frame.ctx).clone();
+    let mut outcome = match result {
+        Ok(()) => RunOutcome::new(RunStatus::Ok, run_id, output, stores),
+        Err(Failure::Step(e)) => {
+            let mut o = RunOutcome::new(RunStatus::Failed, run_id, output, stores);
+            o.error = Some(*e);
+            o
+        }
+        Err(Failure::Cancelled { key }) => {
+            let mut o = RunOutcome::new(RunStatus::Cancelled, run_id, output, stores);
+            o.cancelled_at = Some(key);
+            o
+        }
+    };
+    if outcome.status == RunStatus::Cancelled {
+        outcome.signal = interp.cancel.signal();
+    }
+    if let Some(rec) = &interp.store {
+        outcome.store = Some(rec.describe());
+        // A write that failed inside a fan-out under `continue`, or after a step already
+        // failed, still fails the run: nothing may look done that the store does not have.
+        let seen = interp
+            .store_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        // Pure landings commit in the background: flush them first, so a batch that failed
+        // after the last step is known before the final status is written.
+        let _ = rec.stage(Vec::new(), None, true);
+        if let Some(msg) = seen.or_else(|| rec.failed()) {
+            store_failure(&mut outcome, workflow, msg);
+        }
+        let fin = store::Finish {
+            status: outcome.status.name().into(),
+            output: outcome.output.to_json(),
+            stores: store::stores_delta(&input, &outcome.stores.to_json()),
+            error: outcome
+                .error
+                .as_ref()
+                .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
+            cancelled_at: outcome.cancelled_at.clone(),
+        };
+        if let Err(msg) = rec.finish(fin) {
+            store_failure(&mut outcome, workflow, msg);
+        }
+        rec.close();
+    }
+    Ok(outcome)
+}
+
+/// Steps whose effects reach outside the run: their landings commit at once.
+fn has_side_effects(node: &Node) -> bool {
+    !matches!(
+        node.kind,
+        NodeKind::Transform { .. }
+            | NodeKind::Call(_)
+            | NodeKind::Match { .. }
+            | NodeKind::Fold { .. }
+            | NodeKind::ForEach { .. }
+            | NodeKind::Parallel { .. }
+    )
+}
+
+pub(crate) fn child_key(prefix: &str, j: usize) -> String {
+    if prefix.is_empty() {
+        j.to_string()
+    } else {
+        format!("{prefix}.{j}")
+    }
+}
+
+impl Interp {
+    /// Runs a region's nodes in `Next` order; the returned frame holds the final pipe and
+    /// stores.
+    pub(crate) fn exec_region<'a>(
+        &'a self,
+        region: &'a Region,
+        mut frame: Frame,
+        prefix: &'a str,
+    ) -> BoxFuture<'a, Result<Frame, Failure>> {
+        Box::pin(async move {
+            self.exec_region_in(region, &mut frame, prefix).await?;
+            Ok(frame)
+        })
+    }
+
+    /// [`Interp::exec_region`] on a frame the caller keeps: when a step fails (or the run is
+    /// cancelled) the frame still holds the stores and the pipe as they were at that point.
+    pub(crate) async fn exec_region_in(
+        &self,
+        region: &Region,
+        frame: &mut Frame,
+        prefix: &str,
+    ) -> Result<(), Failure> {
+        let mut cur = region.entry;
+        let mut j = 0;
+        // A pipeline region is a chain; the bound keeps a cyclic region (a future dialect)
+        // from looping here before its interpreter exists.
+        while let Some(n) = cur.filter(|_| j <= region.graph.node_count()) {
+            let node = &region.graph[n];
+            let v = self.exec_node(node, frame, child_key(prefix, j)).await?;
+            frame.land(node.output.as_deref(), v);
+            cur = region.next(n);
+            j += 1;
+        }
+        Ok(())
+    }
+
+    /// Runs the body of a fold/for_each/parallel, whose single step has the recovery key `key`.
+    pub(crate) async fn exec_body(
+        &self,
+        region: &Region,
+        frame: &Frame,
+        key: String,
+    ) -> Result<(Value, Option<String>), Failure> {
+        let seq = region.sequence();
+        match seq.as_slice() {
+            [one] => {
+                let node = &region.graph[*one];
+                Ok((self.exec_node(node, frame, key).await?, node.output.clone()))
+            }
+            _ => {
+                let f = self.exec_region(region, frame.clone(), &key).await?;
+                Ok(((*f.pipe).clone(), None))
+            }
+        }
+    }
+
+    pub(crate) fn exec_node<'a>(
+        &'a self,
+        node: &'a Node,
+        frame: &'a Frame,
+        key: String,
+    ) -> BoxFuture<'a, Result<Value, Failure>> {
+        Box::pin(async move {
+            if self.cancel.is_cancelled() {
+                return Err(Failure::Cancelled { key });
+            }
+            let hash = self.step_hash(node);
+            if let Some(v) = self.replayed(&key, &hash) {
+                let e = self.event(EventKind::Replayed, &key, node, frame, None, None);
+                self.report(e);
+                return Ok(v);
+            }
+            let t0 = Instant::now();
+            let e = self.event(EventKind::Started, &key, node, frame, None, None);
+            self.report(e);
+            let effects = has_side_effects(node);
+            if effects {
+                // Nothing staged may be lost to a crash during a side effect that follows it.
+                if let Err(msg) = self.flush() {
+                    let failed = self.event(
+                        EventKind::Failed,
+                        &key,
+                        node,
+                        frame,
+                        Some(0.0),
+                        Some(msg.clone()),
+                    );
+                    self.report(failed);
+                    return Err(self.fail(codes::STORE, &key, node, msg).into());
+                }
+            }
+            let r = if effects {
+                // A step in flight stops with the run: dropping its future kills the child's
+                // process group and drops the HTTP call or back-off sleep. It has not landed,
+                // so a resume runs it again.
+                tokio::select! {
+                    biased;
+                    r = self.dispatch(node, frame, &key) => r,
+                    () = self.cancel.cancelled() => Err(Failure::Cancelled { key: key.clone() }),
+                }
+            } else {
+                self.dispatch(node, frame, &key).await
+            };
+            let elapsed = Some(t0.elapsed().as_secs_f64() * 1000.0);
+            match &r {
+                Ok(v) => {
+                    let e = self.event(EventKind::Completed, &key, node, frame, elapsed, None);
+                    // The landing and its event commit together, before anyone hears of it.
+                    if let Err(msg) = self.land(&key, hash, Journaled::Value(v.clone()), e, effects)
+                    {
+                        let failed = self.event(
+                            EventKind::Failed,
+                            &key,
+                            node,
+                            frame,
+                            elapsed,
+                            Some(msg.clone()),
+                        );
+                        self.report(failed);
+                        return Err(self.fail(codes::STORE, &key, node, msg).into());
+                    }
+                }
+                Err(Failure::Step(err)) => {
+                    let e = self.event(
+                        EventKind::Failed,
+                        &key,
+                        node,
+                        frame,
+                        elapsed,
+                        Some(err.message.clone()),
+                    );
+                    self.report(e);
+                }
+                Err(Failure::Cancelled { .. }) => {
+                    let e = self.event(EventKind::Cancelled, &key, node, frame, elapsed, None);
+                    self.report(e);
+                }
+            }
+            r
+        })
+    }
+
+    /// A step's identity beside its key: a hash of its kind and its source text, so after an
+    /// edit (`--resume --force`) a landing is never replayed into a different step that now
+    /// has its key.
+    pub(crate) fn step_hash(&self, node: &Node) -> String {
+        let text = self
+            .sources
+            .get(node.span.file)
+            .and_then(|f| f.text.get(node.span.start as usize..node.span.end as usize))
+            .unwrap_or("");
+        store::source_hash([node.kind.name(), text].into_iter())
+    }
+
+    fn replayed(&self, key: &str, hash: &str) -> Option<Value> {
+        match self
+            .journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            Some((h, Journaled::Value(v))) if h == hash => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// The drop recorded for a fan-out member in an earlier attempt by the fan-out `node`, if
+    /// any. (The node's hash is computed only when there is a drop to compare it with.)
+    pub(crate) fn dropped(&self, key: &str, node: &Node) -> Option<String> {
+        let (h, e) = match self
+            .journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            Some((h, Journaled::Dropped(e))) => (h.clone(), e.clone()),
+            _ => return None,
+        };
+        (h == self.step_hash(node)).then_some(e)
+    }
+
+    /// Records a landing with the event that reports it, in one transaction: at once when
+    /// `now` (a step with side effects), else with the next commit (see [`Recorder`]). The
+    /// event reaches the sinks after the commit. A failed write is also remembered so the run
+    /// cannot end `ok`.
+    pub(crate) fn land(
+        &self,
+        key: &str,
+        hash: String,
+        landed: Journaled,
+        event: Option<Event>,
+        now: bool,
+    ) -> Result<(), String> {
+        if let Some(rec) = &self.store {
+            let l = Landing {
+                key: key.to_string(),
+                step_hash: hash.clone(),
+                landed: match &landed {
+                    Journaled::Value(v) => Landed::Value(v.to_json()),
+                    Journaled::Dropped(e) => Landed::Dropped(e.clone()),
+                },
+            };
+            let mut writes = Vec::with_capacity(2);
+            if let Some(e) = &event {
+                writes.push(Write::Event(e.to_stored_line()));
+            }
+            writes.push(Write::Land(l));
+            let r = rec.stage(writes, event, now);
+            r.map_err(|e| self.store_failed(e))?;
+        } else if let Some(e) = &event {
+            self.notify(e);
+        }
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), (hash, landed));
+        Ok(())
+    }
+
+    /// Forgets the landing at `key` and every landing under it, so the next attempt of a
+    /// fan-out item (a retry) runs its whole body again.
+    pub(crate) fn forget_under(&self, key: &str) -> Result<(), String> {
+        let under = format!("{key}.");
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| k != key && !k.starts_with(&under));
+        if let Some(rec) = &self.store {
+            rec.stage(vec![Write::ForgetUnder(key.to_string())], None, true)
+                .map_err(|e| self.store_failed(e))?;
+        }
+        Ok(())
+    }
+
+    /// Commits everything staged.
+    pub(crate) fn flush(&self) -> Result<(), String> {
+        match &self.store {
+            Some(rec) => rec
+                .stage(Vec::new(), None, true)
+                .map_err(|e| self.store_failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Persists the spawn count before the agent runs, so a resume counts on from it.
+    pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
+        match &self.store {
+            Some(rec) => rec
+                .stage(vec![Write::Spawns(n)], None, true)
+                .map_err(|e| self.store_failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn store_failed(&self, msg: String) -> String {
+        self.store_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| msg.clone());
+        msg
+    }
+
+    fn event(
+        &self,
+        kind: EventKind,
+        key: &str,
+        node: &Node,
+        frame: &Frame,
+        elapsed_ms: Option<f64>,
+        error: Option<String>,
+    ) -> Option<Event> {
+        if self.sinks.is_empty() && self.store.is_none() {
+            return None;
+        }
+        Some(Event {
+            kind,
+            key: key.to_string(),
+            step_kind: node.kind.name(),
+            workflow: self
+                .program
+                .workflow(frame.workflow)
+                .map(|w| w.name.clone())
+                .unwrap_or_default(),
+            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms,
+            error,
+            // Only displays read it; the store does not keep it.
+            summary: if self.sinks.is_empty() {
+                String::new()
+            } else {
+                node.summary()
+            },
+        })
+    }
+
+    /// An event that reports nothing landed: the sinks hear of it at once, the store with its
+    /// next commit.
+    fn report(&self, e: Option<Event>) {
+        if let Some(e) = e {
+            if let Some(rec) = &self.store {
+                rec.stage_event(e.to_stored_line());
+            }
+            self.notify(&e);
+        }
+    }
+
+    fn notify(&self, e: &Event) {
+        for s in self.sinks.iter() {
+            s.event(e);
+        }
+    }
+
+    /// Maps a byte range of an expression to a file span.
+    pub(crate) fn expr_span(
+        &self,
+        e: &pipewright_ir::Expr,
+        range: std::ops::Range<usize>,
+    ) -> pipewright_syntax::Span {
+        match self.sources.get(e.span.file) {
+            Some(f) => e.span_of(&f.text, range),
+            None => e.span,
+        }
+    }
+
+    pub(crate) fn fail(
+        &self,
+        code: &'static str,
+        key: &str,
+        node: &Node,
+        message: impl Into<String>,
+    ) -> RunError {
+        RunError::new(code, key, node.kind.name(), node.span, message)
+    }
+}

@@ -1,0 +1,282 @@
+//! Approval gates (notes §5.13). A gate lands as its state: `pending` (with what the
+//! approver is asked), then `approved` or `denied`, written by `pipewright approve|deny`
+//! or by the run itself when it asks on a terminal. A resume replays the decision.
+
+use super::{lock, Ctx, Exec, Frame, Stop};
+use crate::runtime as rt;
+use crate::value::Value;
+use pipewright_ir::{Node, NodeKind};
+use pipewright_runtime::codes;
+use pipewright_runtime::store::{self, Landed, Landing, Store, Write};
+use serde_json::json;
+
+/// A decision on a pending gate.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    Approve { message: String },
+    Deny { reason: String },
+}
+
+/// The gate state a landing holds: an object, or its text in runs recorded before.
+fn state(landed: &serde_json::Value) -> Option<serde_json::Value> {
+    match landed {
+        serde_json::Value::String(t) => serde_json::from_str(t).ok(),
+        serde_json::Value::Object(_) => Some(landed.clone()),
+        _ => None,
+    }
+}
+
+const GATE_HASH: &str = "gate";
+
+impl Exec {
+    pub(crate) async fn gate(
+        &self,
+        f: &Frame,
+        ctx: &mut Ctx,
+        node: &Node,
+        key: &str,
+    ) -> Result<(), Stop> {
+        let NodeKind::Gate {
+            stage,
+            prompt,
+            timeout_secs,
+            default_approve,
+        } = &node.kind
+        else {
+            return Ok(());
+        };
+        let landed = lock(&self.journal).get(key).and_then(|(_, v)| state(v));
+        let mut st = match landed {
+            Some(s) => s,
+            None => {
+                // The prompt is rendered when the gate is reached; an empty one is the
+                // runner's default question.
+                let text = match prompt {
+                    Some(p) => rt::render(&p.src, &ctx.vars).map_err(|e| {
+                        self.fail_gate(
+                            key,
+                            node,
+                            format!("approval prompt of stage '{stage}': {}", e.0),
+                        )
+                    })?,
+                    None => String::new(),
+                };
+                let text = if text.is_empty() {
+                    format!("Approve completion of stage '{stage}'?")
+                } else {
+                    text
+                };
+                let pending = json!({
+                    "status": "pending",
+                    "stage": format!("{}{stage}", f.gate_path),
+                    "prompt": text,
+                    "requested_ms": store::now_ms(),
+                    "timeout_secs": timeout_secs,
+                    "default": if *default_approve { "approve" } else { "deny" },
+                });
+                self.land_gate(key, &pending)
+                    .map_err(|e| self.fail_gate(key, node, e))?;
+                pending
+            }
+        };
+        if st["status"] == "pending" {
+            let requested = st["requested_ms"].as_i64().unwrap_or(0);
+            let expired = *timeout_secs > 0
+                && store::now_ms().saturating_sub(requested) >= (*timeout_secs as i64) * 1000;
+            if expired {
+                // The default decides the gate for good: landed, so a later `approve|deny`
+                // finds nothing pending and a later resume replays the same decision.
+                let d = if *default_approve {
+                    Decision::Approve {
+                        message: String::new(),
+                    }
+                } else {
+                    Decision::Deny {
+                        reason: String::new(),
+                    }
+                };
+                st = decided(&st, &d);
+                st["timed_out"] = json!(true);
+                self.land_gate(key, &st)
+                    .map_err(|e| self.fail_gate(key, node, e))?;
+            } else if self.interactive {
+                let decision = ask_on_terminal(
+                    st["prompt"].as_str().unwrap_or(""),
+                    st["stage"].as_str().unwrap_or(stage),
+                );
+                st = decided(&st, &decision);
+                self.land_gate(key, &st)
+                    .map_err(|e| self.fail_gate(key, node, e))?;
+            } else {
+                return Err(Stop::Paused(json!({
+                    "stage": st["stage"],
+                    "prompt": st["prompt"],
+                    "timeout_secs": timeout_secs,
+                    "default": st["default"],
+                    "gate": key,
+                })));
+            }
+        }
+        if st["status"] == "denied" && st["timed_out"] == true {
+            return Err(self.fail_gate(
+                key,
+                node,
+                format!("Approval for stage '{stage}' timed out and was denied"),
+            ));
+        }
+        if st["status"] == "denied" {
+            let mut msg = format!("Execution denied at stage '{stage}'");
+            if let Some(r) = st["reason"].as_str().filter(|r| !r.is_empty()) {
+                msg.push_str(&format!(": {r}"));
+            }
+            return Err(self.fail_gate(key, node, msg));
+        }
+        let message = st["message"].as_str().unwrap_or("").to_string();
+        ctx.set("_approval_message", Value::Str(message));
+        // The message is part of the gate's landing: nothing else to land.
+        ctx.take_delta(Vec::new());
+        Ok(())
+    }
+
+    fn fail_gate(&self, key: &str, node: &Node, msg: impl Into<String>) -> Stop {
+        Stop::Failed(Box::new(pipewright_runtime::failure::RunError::new(
+            codes::GATE,
+            key,
+            node.kind.name(),
+            node.span,
+            msg,
+        )))
+    }
+
+    fn land_gate(&self, key: &str, st: &serde_json::Value) -> Result<(), String> {
+        self.land_raw(key, GATE_HASH, st.clone(), true)
+            .map_err(|e| format!("the run could not be recorded: {e}"))
+    }
+}
+
+fn decided(pending: &serde_json::Value, d: &Decision) -> serde_json::Value {
+    let mut st = pending.clone();
+    st["decided_ms"] = json!(store::now_ms());
+    match d {
+        Decision::Approve { message } => {
+            st["status"] = json!("approved");
+            st["message"] = json!(message);
+        }
+        Decision::Deny { reason } => {
+            st["status"] = json!("denied");
+            st["reason"] = json!(reason);
+        }
+    }
+    st
+}
+
+/// Asks on the terminal (stderr, stdin): `y` approves (an optional message follows), anything
+/// else denies.
+fn ask_on_terminal(prompt: &str, stage: &str) -> Decision {
+    use std::io::{BufRead, Write as _};
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "\napproval needed for stage '{stage}':\n{prompt}");
+    let _ = write!(err, "approve? [y/N] ");
+    let _ = err.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    if !matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        let _ = write!(err, "reason (optional): ");
+        let _ = err.flush();
+        let mut reason = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut reason);
+        return Decision::Deny {
+            reason: reason.trim().to_string(),
+        };
+    }
+    let _ = write!(err, "message for the next stage (optional): ");
+    let _ = err.flush();
+    let mut message = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut message);
+    Decision::Approve {
+        message: message.trim().to_string(),
+    }
+}
+
+/// Records a decision on the pending gate of a paused run (`pipewright approve|deny`); `step`
+/// picks the gate by its stage (or key) when more than one waits. Returns the stage decided.
+pub fn decide(
+    store: &dyn Store,
+    run_id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, String> {
+    store::check_run_id(run_id)?;
+    // Owning the run means no process is running it now.
+    let _lock = store.lock_run(run_id)?;
+    let rec = store.load_run(run_id)?;
+    let summary = store
+        .list_runs()?
+        .into_iter()
+        .find(|r| r.run_id == run_id)
+        .ok_or_else(|| format!("no run {run_id} in the run store {}", store.describe()))?;
+    let mut pending: Vec<(String, serde_json::Value)> = Vec::new();
+    for l in rec.landings.iter().rev() {
+        if let Landed::Value(v) = &l.landed {
+            if l.step_hash == GATE_HASH {
+                if let Some(s) = state(v).filter(|s| s["status"] == "pending") {
+                    pending.push((l.key.clone(), s));
+                }
+            }
+        }
+    }
+    if pending.is_empty() {
+        return Err(format!(
+            "run {run_id} is {} and waits for no approval",
+            summary.status
+        ));
+    }
+    let stage_of = |s: &serde_json::Value| s["stage"].as_str().unwrap_or("").to_string();
+    let names = |p: &[(String, serde_json::Value)]| {
+        p.iter()
+            .map(|(_, s)| format!("'{}'", stage_of(s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(want) = step {
+        let all = names(&pending);
+        pending.retain(|(k, s)| k == want || stage_of(s) == want);
+        if pending.is_empty() {
+            return Err(format!(
+                "run {run_id} waits for no approval at '{want}'; it waits at {all}"
+            ));
+        }
+    }
+    if pending.len() > 1 {
+        return Err(format!(
+            "run {run_id} waits for approval at {} stages: {}; say which with --step STAGE",
+            pending.len(),
+            names(&pending)
+        ));
+    }
+    let Some((key, st)) = pending.pop() else {
+        return Err(format!("run {run_id} waits for no approval"));
+    };
+    let stage = st["stage"].as_str().unwrap_or("").to_string();
+    let st = decided(&st, d);
+    let event = json!({
+        "event": "approval_decided",
+        "key": key,
+        "stage": stage,
+        "decision": st["status"],
+        // The run's clock, as its steps' events count (not the epoch `decided_ms` holds).
+        "at_ms": store::now_ms().saturating_sub(summary.created_ms),
+    });
+    store.record(
+        run_id,
+        &[
+            Write::Land(Landing {
+                key,
+                step_hash: GATE_HASH.into(),
+                landed: Landed::Value(st),
+            }),
+            Write::Event(event.to_string()),
+        ],
+    )?;
+    Ok(stage)
+}

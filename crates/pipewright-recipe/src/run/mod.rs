@@ -1,0 +1,580 @@
+//! The recipe runtime: runs a lowered recipe (a workflow of dialect `recipe`) with the
+//! semantics of the reference runner (specs/notes/recipe-runtime.md §5), on the same run
+//! store, backends, child-process handling and cancellation as pipelines.
+//!
+//! The state of a recipe run is its context, a mapping of named variables. Each top-level step
+//! (and each loop iteration) lands in the run store as the change it made to the context (the
+//! keys it set and removed, exact to Python's JSON), so a resume replays the landed steps into
+//! the same context and goes on with the first step that did not land: a kill -9 loses at most
+//! the step in flight. An approval gate lands as its decision; a run that reaches an undecided
+//! gate ends `paused`, and `pipewright approve|deny` records the decision for the resume.
+
+mod exec;
+mod gate;
+mod limiter;
+pub mod plan;
+pub mod prerun;
+mod values;
+
+use crate::runtime::{self as rt, Context};
+use crate::value::Value;
+use pipewright_ir::{Node, Program, Workflow};
+use pipewright_runtime::backend::AgentBackend;
+use pipewright_runtime::cancel::CancelToken;
+use pipewright_runtime::failure::RunError;
+use pipewright_runtime::outcome::{RunOutcome, RunStatus};
+use pipewright_runtime::session::{Recorder, RunOptions};
+use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_syntax::SourceMap;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub use gate::{decide, Decision};
+
+/// The runner's defaults (`recursion`).
+const DEFAULT_MAX_DEPTH: u64 = 5;
+const DEFAULT_MAX_TOTAL_STEPS: u64 = 100;
+
+/// Why a recipe stopped before its end.
+pub(crate) enum Stop {
+    Failed(Box<RunError>),
+    Cancelled(String),
+    /// At an undecided approval gate: what the approver is asked.
+    Paused(serde_json::Value),
+}
+
+/// What a step asks of the steps after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Next,
+    /// `on_error: skip_remaining`: the rest of the step list (of the stage) is skipped.
+    SkipRemaining,
+}
+
+/// The shared state of one run.
+pub(crate) struct Exec {
+    run_id: String,
+    backend: Arc<dyn AgentBackend>,
+    cancel: CancelToken,
+    /// The project directory: relative `cwd`s resolve here, and commands run here.
+    project: PathBuf,
+    withhold_env: Vec<String>,
+    identity: String,
+    recorder: Option<Recorder>,
+    /// Landed steps by key: (content hash, the landing as stored).
+    journal: Mutex<HashMap<String, (String, serde_json::Value)>>,
+    store_failed: Mutex<Option<String>>,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
+    started: Instant,
+    /// Agent turns so far, over every attempt of the run (the `max_total_steps` budget).
+    agent_turns: AtomicU64,
+    limiter: limiter::Limiter,
+    /// Gates ask on the terminal instead of pausing.
+    interactive: bool,
+}
+
+/// One recipe being executed: the root, or a sub-recipe inside it.
+pub(crate) struct Frame {
+    workflow: Workflow,
+    /// Its source text (step hashes) and directory (sub-recipe paths).
+    text: Arc<str>,
+    dir: PathBuf,
+    depth: u64,
+    /// Recipe names from the root down to this one.
+    stack: Vec<String>,
+    max_depth: u64,
+    max_total_steps: u64,
+    /// Prefix of every key landed inside (empty at the root).
+    prefix: String,
+    /// The stages of the staged recipes calling this one, each followed by `/`: a gate in
+    /// here is shown to the approver under `<parent stage>/<stage>` (notes §5.13).
+    gate_path: String,
+}
+
+/// The context with the keys a step changed, so its landing holds only those.
+pub(crate) struct Ctx {
+    pub vars: Context,
+    touched: Vec<String>,
+}
+
+impl Ctx {
+    fn new(vars: Context) -> Ctx {
+        Ctx {
+            vars,
+            touched: Vec::new(),
+        }
+    }
+
+    pub fn set(&mut self, k: &str, v: Value) {
+        self.vars.insert(k.to_string(), v);
+        self.touch(k);
+    }
+
+    pub fn remove(&mut self, k: &str) {
+        self.vars.shift_remove(k);
+        self.touch(k);
+    }
+
+    /// A key changed by a runtime helper that writes the context itself.
+    pub fn touch(&mut self, k: &str) {
+        if !self.touched.iter().any(|t| t == k) {
+            self.touched.push(k.to_string());
+        }
+    }
+
+    /// The change since the last call, as landed: `{"set": {…}, "unset": […]}` plus `extra`.
+    fn take_delta(&mut self, extra: Vec<(&str, Value)>) -> Value {
+        let keys = std::mem::take(&mut self.touched);
+        self.delta(keys, extra)
+    }
+
+    /// The change so far of the step a loop iteration belongs to, for the iteration's landing.
+    /// The keys stay: the loop step's own landing repeats them, and they must reach it even
+    /// when the iteration is inside an outer one.
+    pub fn iteration_delta(&self, extra: Vec<(&str, Value)>) -> Value {
+        self.delta(self.touched.clone(), extra)
+    }
+
+    fn delta(&self, keys: Vec<String>, extra: Vec<(&str, Value)>) -> Value {
+        let mut set = indexmap::IndexMap::new();
+        let mut unset = Vec::new();
+        for k in keys {
+            match self.vars.get(&k) {
+                Some(v) => {
+                    set.insert(k, v.clone());
+                }
+                None => unset.push(Value::Str(k)),
+            }
+        }
+        let mut m = indexmap::IndexMap::new();
+        m.insert("set".to_string(), Value::Map(set));
+        m.insert("unset".to_string(), Value::List(unset));
+        for (k, v) in extra {
+            m.insert(k.to_string(), v);
+        }
+        Value::Map(m)
+    }
+
+    /// Applies a landed change (on resume).
+    fn apply(&mut self, delta: &Value) {
+        let Value::Map(m) = delta else { return };
+        if let Some(Value::Map(set)) = m.get("set") {
+            for (k, v) in set {
+                self.vars.insert(k.clone(), v.clone());
+            }
+        }
+        if let Some(Value::List(unset)) = m.get("unset") {
+            for k in unset {
+                if let Value::Str(k) = k {
+                    self.vars.shift_remove(k);
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs the first workflow of `program`, a lowered recipe.
+pub async fn run(
+    program: Arc<Program>,
+    sources: &SourceMap,
+    opts: RunOptions,
+) -> Result<RunOutcome, String> {
+    let workflow = program
+        .workflows
+        .first()
+        .ok_or("the file declares no recipe")?
+        .clone();
+    let text: Arc<str> = sources
+        .get(workflow.file)
+        .map(|f| f.text.clone())
+        .unwrap_or_else(|| Arc::from(""));
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+    let mut input = opts.input.clone();
+    let mut journal = HashMap::new();
+    let mut turns = 0;
+    let mut lock_ = None;
+    let run_id = match &opts.resume {
+        Some(id) => {
+            let of = pipewright_runtime::session::ResumeOf {
+                id,
+                what: "the recipe",
+                kind: "recipe",
+                workflow: Some(&workflow.name),
+            };
+            let (l, rec) = pipewright_runtime::session::resume_record(
+                opts.store.as_ref(),
+                opts.force,
+                of,
+                &input,
+                &source_hash,
+            )?;
+            lock_ = Some(l);
+            input = rec.input;
+            turns = rec.spawns;
+            journal = rec
+                .landings
+                .into_iter()
+                .filter_map(|l| match l.landed {
+                    Landed::Value(v) => Some((l.key, (l.step_hash, v))),
+                    Landed::Dropped(_) => None,
+                })
+                .collect();
+            rec.run_id
+        }
+        None => store::new_run_id(),
+    };
+    if !(input.is_null() || input.is_object()) {
+        return Err(format!(
+            "the input must be a JSON object (its keys become context variables), got {input}"
+        ));
+    }
+    // Before the run exists: a run that cannot start records nothing.
+    if opts.resume.is_none() {
+        crate::run::prerun::recipe(&workflow, &input)?;
+    }
+    let sinks = Arc::new(opts.sinks);
+    let recorder = pipewright_runtime::session::open_recorder(
+        opts.store.as_ref(),
+        lock_,
+        store::NewRun {
+            run_id: run_id.clone(),
+            file: opts.file_label.clone(),
+            workflow: workflow.name.clone(),
+            source_hash: source_hash.clone(),
+            input: input.clone(),
+        },
+        sinks.clone(),
+    )?;
+    let limits = workflow.limits.clone();
+    let ex = Exec {
+        run_id: run_id.clone(),
+        backend: opts.backend,
+        cancel: opts.cancel,
+        project: opts.tools.workdir.clone(),
+        withhold_env: opts.tools.withhold_env.clone(),
+        identity: opts.identity,
+        recorder,
+        journal: Mutex::new(journal),
+        store_failed: Mutex::new(None),
+        sinks,
+        started: Instant::now(),
+        agent_turns: AtomicU64::new(turns),
+        limiter: limiter::Limiter::new(&limits),
+        interactive: opts.interactive,
+    };
+    let dir = opts
+        .source_path
+        .as_deref()
+        .and_then(|p| p.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ex.project.clone());
+    let frame = Frame {
+        stack: vec![workflow.name.clone()],
+        max_depth: limits.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
+        max_total_steps: limits.max_total_steps.unwrap_or(DEFAULT_MAX_TOTAL_STEPS),
+        workflow,
+        text,
+        dir,
+        depth: 0,
+        prefix: String::new(),
+        gate_path: String::new(),
+    };
+    let caller = values::context_of(&input);
+    let mut ctx = Ctx::new(ex.start_context(&frame, &caller)?);
+    let result = ex.run_recipe(&frame, &mut ctx).await;
+    Ok(ex.finish(&frame, ctx, result))
+}
+
+impl Exec {
+    /// The context a recipe starts with; on resume, the one its first attempt started with
+    /// (its `session.started` included).
+    fn start_context(&self, f: &Frame, caller: &Context) -> Result<Context, String> {
+        let key = format!("{}init", f.prefix);
+        if let Some((_, v)) = lock(&self.journal).get(&key) {
+            if let Some(Value::Map(m)) = values::from_landed(v) {
+                return Ok(m);
+            }
+        }
+        let missing: Vec<&str> = f
+            .workflow
+            .params
+            .iter()
+            .filter(|p| p.required && !caller.contains_key(&p.name))
+            .map(|p| p.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            let them = if missing.len() == 1 { "it" } else { "them" };
+            // The root's inputs come from the command line; a sub-recipe's from its step.
+            if f.depth == 0 {
+                let given = caller.keys().map(String::as_str).collect();
+                return Err(pipewright_runtime::prerun::needs_message(
+                    &format!("recipe `{}`", f.workflow.name),
+                    &crate::run::prerun::recipe_lacks(&f.workflow, &given),
+                ));
+            }
+            let how = format!("pass {them} in the calling step's `context:`");
+            return Err(format!(
+                "recipe `{}` needs {} (declared `required` with no default): {how}",
+                f.workflow.name,
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
+        let defaults: Context = f
+            .workflow
+            .params
+            .iter()
+            .filter(|p| !p.required)
+            .map(|p| (p.name.clone(), Value::from(&p.default)))
+            .collect();
+        let meta = rt::recipe_meta(
+            &f.workflow.name,
+            f.workflow.version.as_deref().unwrap_or(""),
+            f.workflow.description.as_deref().unwrap_or(""),
+        );
+        let session = rt::session_meta(
+            &self.run_id,
+            &now_iso(),
+            &self.project.display().to_string(),
+        );
+        let ctx = rt::initial_context(&defaults, caller, meta, session);
+        self.land_raw(
+            &key,
+            "init",
+            values::to_landed(&Value::Map(ctx.clone())),
+            true,
+        )
+        .map_err(|e| format!("the run could not be recorded: {e}"))?;
+        Ok(ctx)
+    }
+
+    /// Stores a landing (and remembers it for this run); `now` commits it at once, else it
+    /// commits before the next step with side effects.
+    fn land_raw(
+        &self,
+        key: &str,
+        hash: &str,
+        v: serde_json::Value,
+        now: bool,
+    ) -> Result<(), String> {
+        if let Some(rec) = &self.recorder {
+            let l = Landing {
+                key: key.to_string(),
+                step_hash: hash.to_string(),
+                landed: Landed::Value(v.clone()),
+            };
+            if let Err(e) = rec.stage(vec![Write::Land(l)], None, now) {
+                lock(&self.store_failed).get_or_insert(e.clone());
+                return Err(e);
+            }
+        }
+        lock(&self.journal).insert(key.to_string(), (hash.to_string(), v));
+        Ok(())
+    }
+
+    /// Everything landed so far is committed before a step with effects outside the run
+    /// starts: a crash then never loses a landing whose step would repeat those effects.
+    fn before_side_effects(&self) -> Result<(), String> {
+        match &self.recorder {
+            Some(rec) => rec.flush().inspect_err(|e| {
+                lock(&self.store_failed).get_or_insert(e.clone());
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets what an earlier attempt landed inside an iteration that runs again (the
+    /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
+    /// must not be replayed from the attempt that died.
+    fn forget_under(&self, key: &str) -> Result<(), String> {
+        let under = format!("{key}.");
+        let mut had = false;
+        lock(&self.journal).retain(|k, _| {
+            let keep = !k.starts_with(&under);
+            had |= !keep;
+            keep
+        });
+        match &self.recorder {
+            Some(rec) if had => rec
+                .stage(vec![Write::ForgetUnder(key.to_string())], None, false)
+                .inspect_err(|e| {
+                    lock(&self.store_failed).get_or_insert(e.clone());
+                }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.
+    fn landed(&self, key: &str, hash: &str) -> Option<Value> {
+        let j = lock(&self.journal);
+        let (h, v) = j.get(key)?;
+        if h != hash {
+            return None;
+        }
+        values::from_landed(v)
+    }
+
+    /// The content hash of a step: its kind and its source text.
+    fn step_hash(&self, f: &Frame, node: &Node) -> String {
+        let text = f
+            .text
+            .get(node.span.start as usize..node.span.end as usize)
+            .unwrap_or("");
+        store::source_hash([node.kind.name(), text].into_iter())
+    }
+
+    fn event(&self, kind: EventKind, key: &str, f: &Frame, node: &Node) -> Event {
+        Event {
+            kind,
+            key: key.to_string(),
+            step_kind: node.kind.name(),
+            workflow: f.workflow.name.clone(),
+            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms: None,
+            error: None,
+            summary: node.id.clone().unwrap_or_else(|| node.summary()),
+        }
+    }
+
+    /// Reports an event that lands nothing (started, failed, replayed).
+    fn report(&self, e: Event) {
+        if let Some(rec) = &self.recorder {
+            rec.stage_event(e.to_stored_line());
+        }
+        for s in self.sinks.iter() {
+            s.event(&e);
+        }
+    }
+
+    /// Lands a step's change of the context with its completion event, in one transaction.
+    fn land_step(&self, key: &str, hash: &str, delta: &Value, done: Event) -> Result<(), String> {
+        let v = values::to_landed(delta);
+        if let Some(rec) = &self.recorder {
+            let writes = vec![
+                Write::Event(done.to_stored_line()),
+                Write::Land(Landing {
+                    key: key.to_string(),
+                    step_hash: hash.to_string(),
+                    landed: Landed::Value(v.clone()),
+                }),
+            ];
+            // Staged, not committed: the next step with side effects commits it before it
+            // starts (`Exec::before_side_effects`), so one commit per step suffices.
+            if let Err(e) = rec.stage(writes, Some(done), false) {
+                lock(&self.store_failed).get_or_insert(e.clone());
+                return Err(e);
+            }
+        } else {
+            for s in self.sinks.iter() {
+                s.event(&done);
+            }
+        }
+        lock(&self.journal).insert(key.to_string(), (hash.to_string(), v));
+        Ok(())
+    }
+
+    fn finish(&self, f: &Frame, ctx: Ctx, result: Result<(), Stop>) -> RunOutcome {
+        let final_out = rt::final_output(&ctx.vars, last_output(&f.workflow))
+            .map(|o| values::to_json(&o.value))
+            .unwrap_or(serde_json::Value::Null);
+        let output = pipewright_r1::Value::from_json(&final_out);
+        let stores = pipewright_r1::Value::from_json(&values::context_json(&ctx.vars));
+        let run_id = self.run_id.clone();
+        let mut outcome = match result {
+            Ok(()) => RunOutcome::new(RunStatus::Ok, run_id, output, stores),
+            Err(Stop::Failed(e)) => {
+                let mut o = RunOutcome::new(RunStatus::Failed, run_id, output, stores);
+                o.error = Some(*e);
+                o
+            }
+            Err(Stop::Cancelled(key)) => {
+                let mut o = RunOutcome::new(RunStatus::Cancelled, run_id, output, stores);
+                o.cancelled_at = Some(key);
+                o.signal = self.cancel.signal();
+                o
+            }
+            Err(Stop::Paused(pending)) => {
+                let mut o = RunOutcome::new(RunStatus::Paused, run_id, output, stores);
+                o.pending = Some(pending);
+                o
+            }
+        };
+        if let Some(rec) = &self.recorder {
+            outcome.store = Some(rec.describe());
+            let _ = rec.stage(Vec::new(), None, true);
+            let seen = lock(&self.store_failed).take().or_else(|| rec.failed());
+            if let Some(msg) = seen {
+                store_failure(&mut outcome, &f.workflow, msg);
+            }
+            let fin = store::Finish {
+                status: outcome.status.name().into(),
+                output: outcome.output.to_json(),
+                stores: outcome.stores.to_json(),
+                error: outcome.error.as_ref().map(
+                    |e| serde_json::json!({"code": e.code, "key": e.key, "message": e.message}),
+                ),
+                cancelled_at: outcome.cancelled_at.clone(),
+            };
+            if let Err(msg) = rec.finish(fin) {
+                store_failure(&mut outcome, &f.workflow, msg);
+            }
+            rec.close();
+        }
+        outcome
+    }
+}
+
+/// The output variable of the recipe's last step (the last stage's, when staged), which
+/// becomes the run's output when the context has no `final_output`.
+fn last_output(w: &Workflow) -> Option<&str> {
+    let nodes = w.body.sequence();
+    let mut last = nodes.iter().rev().find_map(|n| {
+        let node = w.body.node(*n)?;
+        match &node.kind {
+            pipewright_ir::NodeKind::Gate { .. } => None,
+            pipewright_ir::NodeKind::Stage { body, .. } => Some(Err(body)),
+            _ => Some(Ok(node)),
+        }
+    })?;
+    loop {
+        match last {
+            Ok(node) => return node.output.as_deref(),
+            Err(body) => {
+                let n = *body.sequence().last()?;
+                last = Ok(body.node(n)?);
+            }
+        }
+    }
+}
+
+fn store_failure(outcome: &mut RunOutcome, w: &Workflow, msg: String) {
+    outcome.store_error.get_or_insert(msg.clone());
+    if outcome.error.is_some() {
+        return;
+    }
+    outcome.status = RunStatus::Failed;
+    outcome.pending = None;
+    outcome.error = Some(RunError::new(
+        pipewright_runtime::codes::STORE,
+        "",
+        "run",
+        w.span,
+        format!("the run could not be recorded: {msg}"),
+    ));
+}
+
+/// The time now as ISO 8601 (UTC), for `session.started`.
+fn now_iso() -> String {
+    let (y, m, d, hh, mm, ss) = store::utc_parts(store::now_ms());
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}+00:00")
+}
