@@ -12,8 +12,8 @@ pub mod suppress;
 
 pub use near_miss::NearMiss;
 pub use runtime::{
-    BackendFamily, FlagValue, FlagValues, OpenStore, RunBackend, RunFlag, RunRequest, RunTarget,
-    Runtime,
+    BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
+    RunRequest, RunTarget, Runtime,
 };
 pub use source::Source;
 

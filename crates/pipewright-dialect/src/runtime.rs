@@ -5,10 +5,11 @@
 //! refuses them on other dialects' files.
 
 use pipewright_ir::Program;
+use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::{AgentBackend, BoxFuture};
 use pipewright_runtime::plan::Plan;
 use pipewright_runtime::report::{Refusal, Report};
-use pipewright_runtime::store::Store;
+use pipewright_runtime::store::{RunRecord, Store};
 use pipewright_runtime::RunOptions;
 use pipewright_syntax::SourceMap;
 use serde_json::Value;
@@ -149,6 +150,18 @@ impl RunRequest {
     }
 }
 
+/// A recorded run, as `approve`/`deny` find it.
+pub struct RecordedRun<'a> {
+    pub run_id: &'a str,
+    pub store: &'a dyn Store,
+    pub record: &'a RunRecord,
+    /// `<runs_dir>/<run-id>/`: where a live run keeps what its steps talk to it through.
+    pub run_dir: &'a Path,
+}
+
+/// What a decision came to: the line to print (exit 0), or the refusal and its exit code.
+pub type Decided = Result<String, (u8, String)>;
+
 pub trait Runtime: Sync {
     /// The `run` flags only this dialect's runs take.
     fn flags(&self) -> &'static [RunFlag] {
@@ -171,6 +184,16 @@ pub trait Runtime: Sync {
     }
     /// What `run --dry-run` prints: the run's plan, built without executing anything.
     fn plan(&self, target: RunTarget<'_>) -> Result<Plan, String>;
+    /// Decides the approval a run of this dialect waits for (`pipewright approve|deny RUN_ID
+    /// [--step STEP]`); `None` when the run is not one this dialect can find waiting.
+    fn decide(
+        &self,
+        _run: &RecordedRun<'_>,
+        _step: Option<&str>,
+        _decision: &Decision,
+    ) -> Option<Decided> {
+        None
+    }
     /// Runs one workflow of a lowered (and checked) file. `Err` is a run that could not start
     /// (unknown workflow, bad input, a backend or store that cannot be opened, a resume the
     /// store refuses), reported before anything runs; everything after is in the report.

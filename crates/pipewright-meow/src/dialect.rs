@@ -114,6 +114,15 @@ impl Dialect for Meow {
 }
 
 impl Runtime for Meow {
+    fn decide(
+        &self,
+        run: &pipewright_dialect::RecordedRun<'_>,
+        step: Option<&str>,
+        decision: &pipewright_runtime::approval::Decision,
+    ) -> Option<pipewright_dialect::Decided> {
+        crate::run::approval::decide(run, step, decision)
+    }
+
     fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
         crate::run::prerun(t.program, t.sources, t.workflow, t.input, t.source_path)
     }

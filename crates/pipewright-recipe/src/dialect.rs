@@ -106,6 +106,30 @@ impl Dialect for Recipe {
 }
 
 impl Runtime for Recipe {
+    /// A run that reached a gate: its pending gate is decided in the store (then `run
+    /// --resume`).
+    fn decide(
+        &self,
+        run: &pipewright_dialect::RecordedRun<'_>,
+        step: Option<&str>,
+        decision: &pipewright_runtime::approval::Decision,
+    ) -> Option<pipewright_dialect::Decided> {
+        if !crate::run::has_gates(run.record) {
+            return None;
+        }
+        let id = run.run_id;
+        Some(
+            crate::run::decide(run.store, id, step, decision)
+                .map(|stage| {
+                    format!(
+                        "{} stage '{stage}' of run {id}; continue with `pipewright run --resume {id}`",
+                        decision.past_tense()
+                    )
+                })
+                .map_err(|e| (1, e)),
+        )
+    }
+
     fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
         match t.program.workflows.first() {
             Some(w) => crate::run::prerun::recipe(w, t.input),

@@ -5,6 +5,7 @@
 //!
 //! See docs/run.md for the semantics and docs/config.md for `pipewright.toml`.
 
+pub mod approval;
 pub mod backend;
 pub mod cancel;
 pub mod codes;

@@ -84,14 +84,14 @@ pub fn main() -> ExitCode {
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
-            &pipewright_recipe::run::Decision::Approve {
+            &pipewright_runtime::approval::Decision::Approve {
                 message: args.message.clone(),
             },
         ),
         cli::Command::Deny(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
-            &pipewright_recipe::run::Decision::Deny {
+            &pipewright_runtime::approval::Decision::Deny {
                 reason: args.reason.clone(),
             },
         ),

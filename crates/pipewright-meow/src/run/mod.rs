@@ -14,6 +14,7 @@
 
 mod agent;
 mod answers;
+pub mod approval;
 pub mod channel;
 mod dispatch;
 mod duration;

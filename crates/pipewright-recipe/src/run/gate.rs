@@ -10,12 +10,7 @@ use pipewright_runtime::codes;
 use pipewright_runtime::store::{self, Landed, Landing, Store, Write};
 use serde_json::json;
 
-/// A decision on a pending gate.
-#[derive(Debug, Clone)]
-pub enum Decision {
-    Approve { message: String },
-    Deny { reason: String },
-}
+pub use pipewright_runtime::approval::Decision;
 
 /// The gate state a landing holds: an object, or its text in runs recorded before.
 fn state(landed: &serde_json::Value) -> Option<serde_json::Value> {
@@ -27,6 +22,11 @@ fn state(landed: &serde_json::Value) -> Option<serde_json::Value> {
 }
 
 const GATE_HASH: &str = "gate";
+
+/// Whether the run ever reached an approval gate (a recipe run's, then).
+pub fn has_gates(rec: &store::RunRecord) -> bool {
+    rec.landings.iter().any(|l| l.step_hash == GATE_HASH)
+}
 
 impl Exec {
     pub(crate) async fn gate(
@@ -206,15 +206,9 @@ pub fn decide(
     step: Option<&str>,
     d: &Decision,
 ) -> Result<String, String> {
-    store::check_run_id(run_id)?;
     // Owning the run means no process is running it now.
-    let _lock = store.lock_run(run_id)?;
-    let rec = store.load_run(run_id)?;
-    let summary = store
-        .list_runs()?
-        .into_iter()
-        .find(|r| r.run_id == run_id)
-        .ok_or_else(|| format!("no run {run_id} in the run store {}", store.describe()))?;
+    let stopped = pipewright_runtime::approval::own_stopped(store, run_id)?;
+    let rec = &stopped.record;
     let mut pending: Vec<(String, serde_json::Value)> = Vec::new();
     for l in rec.landings.iter().rev() {
         if let Landed::Value(v) = &l.landed {
@@ -228,7 +222,7 @@ pub fn decide(
     if pending.is_empty() {
         return Err(format!(
             "run {run_id} is {} and waits for no approval",
-            summary.status
+            stopped.status
         ));
     }
     let stage_of = |s: &serde_json::Value| s["stage"].as_str().unwrap_or("").to_string();
@@ -265,7 +259,7 @@ pub fn decide(
         "stage": stage,
         "decision": st["status"],
         // The run's clock, as its steps' events count (not the epoch `decided_ms` holds).
-        "at_ms": store::now_ms().saturating_sub(summary.created_ms),
+        "at_ms": store::now_ms().saturating_sub(stopped.created_ms),
     });
     store.record(
         run_id,

@@ -32,7 +32,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-pub use gate::{decide, Decision};
+pub use gate::{decide, has_gates, Decision};
 
 /// The runner's defaults (`recursion`).
 const DEFAULT_MAX_DEPTH: u64 = 5;

@@ -1,6 +1,8 @@
 //! `pipewright runs`: the run store seen from the command line.
 
 use crate::cli::{RunFormat, RunsAction, RunsArgs};
+use pipewright_dialect::RecordedRun;
+use pipewright_runtime::approval::Decision;
 use pipewright_runtime::store::{SqliteStore, Store};
 use pipewright_runtime::ProjectConfig;
 use serde_json::json;
@@ -236,11 +238,10 @@ fn utc(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}Z")
 }
 
-/// `pipewright approve|deny RUN_ID [--step STEP]`: decides the gate the run waits at. A paused
-/// recipe run's pending gate is decided in the store (then `run --resume`); a live MEOW run's
-/// approval step (a `meow await-approval` waiting) is decided over its orchestrator socket,
-/// and the run goes on by itself.
-pub fn decide(id: &str, step: Option<&str>, d: &pipewright_recipe::run::Decision) -> u8 {
+/// `pipewright approve|deny RUN_ID [--step STEP]`: decides the approval the run waits for,
+/// where its dialect keeps it (`Runtime::decide`: a paused recipe run's gate in the store,
+/// then `run --resume`; a live MEOW run's approval step over its socket, and it goes on).
+pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> u8 {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
@@ -259,7 +260,7 @@ pub fn decide(id: &str, step: Option<&str>, d: &pipewright_recipe::run::Decision
             return 1;
         }
     };
-    let rec = match store.load_run(id) {
+    let record = match store.load_run(id) {
         Ok(r) => r,
         Err(e) => {
             errln!("error: {e}");
@@ -267,137 +268,25 @@ pub fn decide(id: &str, step: Option<&str>, d: &pipewright_recipe::run::Decision
         }
     };
     let run_dir = runs_dir(&path).join(id);
-    let sock = pipewright_meow::run::channel::socket_path(&run_dir);
-    if store.is_owned(id) && sock.exists() {
-        return decide_meow(id, &sock, step, d);
-    }
-    if run_dir.is_dir() && !store.is_owned(id) {
-        errln!(
-            "error: run {id} is a MEOW run that is not running ({}); its approval steps wait only while it runs: continue it with `pipewright run --resume {id}`, then decide",
-            if rec.status == "running" { "interrupted" } else { &rec.status }
-        );
-        return 1;
-    }
-    match pipewright_recipe::run::decide(&store, id, step, d) {
-        Ok(stage) => {
-            let what = match d {
-                pipewright_recipe::run::Decision::Approve { .. } => "approved",
-                pipewright_recipe::run::Decision::Deny { .. } => "denied",
-            };
-            outln!(
-                "{what} stage '{stage}' of run {id}; continue with `pipewright run --resume {id}`"
-            );
+    let run = RecordedRun {
+        run_id: id,
+        store: &store,
+        record: &record,
+        run_dir: &run_dir,
+    };
+    let decided = pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.decide(&run, step, d))
+        .unwrap_or_else(|| Err((1, pipewright_runtime::approval::nothing_waits(&store, id))));
+    match decided {
+        Ok(line) => {
+            outln!("{line}");
             0
         }
-        Err(e) => {
-            errln!("error: {e}");
-            1
-        }
-    }
-}
-
-/// A live MEOW run: asks its orchestrator which gates an `await-approval` waits at, picks the
-/// one `step` names (a gate or a waiting step) or the only one, and decides it.
-fn decide_meow(
-    id: &str,
-    sock: &Path,
-    step: Option<&str>,
-    d: &pipewright_recipe::run::Decision,
-) -> u8 {
-    use pipewright_meow::run::channel::ask;
-    let runtime = match super::tokio_runtime(false) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let waiting = match runtime.block_on(ask(sock, &json!({"type": "waiting_approvals"}))) {
-        Ok(v) => v,
-        Err(e) => {
-            errln!("error: run {id}: {e}");
-            return 2;
-        }
-    };
-    let gates: Vec<(String, Vec<String>)> = waiting["gates"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|g| {
-                    let steps = g["steps"].as_array().map_or_else(Vec::new, |s| {
-                        s.iter()
-                            .filter_map(|x| x.as_str().map(str::to_string))
-                            .collect()
-                    });
-                    (g["gate"].as_str().unwrap_or("").to_string(), steps)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let describe = |(gate, steps): &(String, Vec<String>)| match steps.as_slice() {
-        [] => format!("gate `{gate}`"),
-        [s] if s == gate => format!("step `{s}`"),
-        s => format!(
-            "step {} (gate `{gate}`)",
-            s.iter()
-                .map(|x| format!("`{x}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let list = |g: &[(String, Vec<String>)]| g.iter().map(describe).collect::<Vec<_>>().join(", ");
-    if gates.is_empty() {
-        errln!("error: run {id} is running and no step of it waits for approval (`meow await-approval`)");
-        return 1;
-    }
-    let chosen: Vec<&(String, Vec<String>)> = match step {
-        Some(want) => gates
-            .iter()
-            .filter(|(g, s)| g == want || s.iter().any(|x| x == want))
-            .collect(),
-        None => gates.iter().collect(),
-    };
-    let (gate, steps) = match chosen.as_slice() {
-        [one] => *one,
-        [] => {
-            errln!(
-                "error: no approval of run {id} waits at `{}`; waiting: {}",
-                step.unwrap_or(""),
-                list(&gates)
-            );
-            return 1;
-        }
-        many => {
-            let many: Vec<(String, Vec<String>)> = many.iter().map(|g| (*g).clone()).collect();
-            errln!(
-                "error: run {id} waits for approval at {} gates: {}; say which with --step STEP",
-                many.len(),
-                list(&many)
-            );
-            return 1;
-        }
-    };
-    let (approved, reason) = match d {
-        pipewright_recipe::run::Decision::Approve { message } => (true, message.clone()),
-        pipewright_recipe::run::Decision::Deny { reason } => (false, reason.clone()),
-    };
-    let req = json!({"type": "approval", "gate_id": gate, "approved": approved, "reason": reason});
-    match runtime.block_on(ask(sock, &req)) {
-        Ok(a) if a["type"] == "ack" => {
-            let what = if approved { "approved" } else { "denied" };
-            outln!(
-                "{what} {} of run {id}; the run goes on",
-                describe(&(gate.clone(), steps.clone()))
-            );
-            0
-        }
-        Ok(a) => {
-            errln!(
-                "error: {}",
-                a["message"].as_str().unwrap_or("the orchestrator refused")
-            );
-            1
-        }
-        Err(e) => {
-            errln!("error: run {id}: {e}");
-            2
+        Err((code, message)) => {
+            errln!("error: {message}");
+            code
         }
     }
 }
