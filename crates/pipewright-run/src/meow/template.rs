@@ -38,7 +38,7 @@ impl TStep {
     pub fn from_ast(s: &pipewright_meow::ast::Step) -> TStep {
         TStep {
             id: s.id.text.clone(),
-            executor: s.executor().to_string(),
+            executor: s.executor.name().to_string(),
             needs: s.needs.iter().map(|n| n.text.clone()).collect(),
             table: s.table.clone(),
             span: s.span,
