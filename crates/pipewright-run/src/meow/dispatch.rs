@@ -7,9 +7,15 @@ use super::shell;
 use super::state::{Cx, Ended, State, Status};
 use super::subst;
 use super::template::{under, Src, TStep, Template};
-use super::{AgentInfo, Disp, Exec, Foreach};
+use super::{AgentInfo, Disp, Exec, ForeachThrottle};
 use crate::codes;
-use pipewright_meow::tree::{Kind, Node, Table};
+use pipewright_meow::ast::Text;
+use pipewright_meow::executor::{
+    Agent, Branch, BranchTarget, Capture, Command, Env, Expand, Flag, Foreach, Kill, MaxConcurrent,
+    Spawn, SpawnArgs, Timeout,
+};
+use pipewright_meow::tree::Node;
+use pipewright_meow::Executor;
 use serde_json::{json, Map, Value};
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
@@ -35,18 +41,66 @@ pub enum Fin {
     Killed(Result<(), String>),
 }
 
-/// The fields of each executor that take `{{…}}` substitution when the step runs.
-pub fn substituted_fields(executor: &str) -> &'static [&'static str] {
-    match executor {
-        "shell" => &["command", "workdir", "env"],
-        "branch" => &["condition", "workdir", "env"],
-        "spawn" => &["agent", "adapter", "workdir", "env", "spawn_args"],
-        "kill" => &["agent"],
-        "expand" => &["template", "variables"],
-        "foreach" => &["items", "template", "parallel", "max_concurrent"],
-        "agent" => &["agent", "prompt"],
-        _ => &[],
-    }
+/// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
+/// written: those it has.
+pub fn substituted_fields(executor: &Executor) -> Vec<(&'static str, Value)> {
+    let text = |t: &Option<Text>| t.as_ref().map(|t| Value::String(t.text.clone()));
+    let env = |e: &Env| e.written.as_ref().map(Node::to_json);
+    let command = |script: &'static str, c: &Command| {
+        vec![
+            (script, text(&c.script)),
+            ("workdir", text(&c.workdir)),
+            ("env", env(&c.env)),
+        ]
+    };
+    let fields = match executor {
+        Executor::Shell(s) => command("command", &s.command),
+        Executor::Branch(b) => command("condition", &b.condition),
+        Executor::Spawn(s) => vec![
+            ("agent", text(&s.agent)),
+            ("adapter", text(&s.adapter)),
+            ("workdir", text(&s.workdir)),
+            ("env", env(&s.env)),
+            (
+                "spawn_args",
+                s.spawn_args.as_ref().map(|a| match a {
+                    SpawnArgs::Text(t) => Value::String(t.text.clone()),
+                    SpawnArgs::List(l) => l.iter().map(|t| Value::String(t.text.clone())).collect(),
+                }),
+            ),
+        ],
+        Executor::Kill(k) => vec![("agent", text(&k.agent))],
+        Executor::Expand(e) => vec![
+            ("template", text(&e.template)),
+            ("variables", e.variables.as_ref().map(Node::to_json)),
+        ],
+        Executor::Foreach(f) => vec![
+            ("items", text(&f.items)),
+            ("template", text(&f.template)),
+            (
+                "parallel",
+                f.parallel.as_ref().map(|p| match p {
+                    Flag::Bool(b) => Value::Bool(*b),
+                    Flag::Text(t) => Value::String(t.text.clone()),
+                    Flag::Other(n) => n.to_json(),
+                }),
+            ),
+            (
+                "max_concurrent",
+                f.max_concurrent.as_ref().map(|m| match m {
+                    MaxConcurrent::Count(n) => Value::from(*n),
+                    MaxConcurrent::Text(t) => Value::String(t.text.clone()),
+                    MaxConcurrent::Other(n) => n.to_json(),
+                }),
+            ),
+        ],
+        Executor::Agent(a) => vec![("agent", text(&a.agent)), ("prompt", text(&a.prompt))],
+        Executor::Unknown { .. } => Vec::new(),
+    };
+    fields
+        .into_iter()
+        .filter_map(|(key, v)| v.map(|v| (key, v)))
+        .collect()
 }
 
 /// Why an expansion could not insert its steps.
@@ -71,80 +125,49 @@ fn fail(msg: impl Into<String>) -> Disp {
     Disp::Now(Status::Failed, Map::new(), Some(msg.into()))
 }
 
-fn node_json(n: &Node) -> Value {
-    n.to_json()
-}
-
 impl Exec {
     pub(super) fn dispatch(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
         self.start(st, i, None);
-        let ex = st.steps[i].t.executor.clone();
-        match ex.as_str() {
-            "shell" | "branch" => self.shell(st, i, ended),
-            "expand" => self.expand(st, i, ended),
-            "foreach" => self.foreach(st, i, ended),
-            "agent" => self.agent(st, i),
-            "spawn" => self.spawn(st, i),
-            "kill" => self.kill(st, i),
-            "" => fail("the step has no `executor`"),
-            other => fail(format!(
-                "unknown executor `{other}` (shell, spawn, kill, expand, branch, foreach, agent)"
+        let step = st.steps[i].t.clone();
+        match &step.executor {
+            Executor::Shell(shell) => self.shell(st, i, &shell.command, None, ended),
+            Executor::Branch(branch) => self.shell(st, i, &branch.condition, Some(branch), ended),
+            Executor::Expand(expand) => self.expand(st, i, expand, ended),
+            Executor::Foreach(foreach) => self.foreach(st, i, foreach, ended),
+            Executor::Agent(agent) => self.agent(st, i, agent),
+            Executor::Spawn(spawn) => self.spawn(st, i, spawn),
+            Executor::Kill(kill) => self.kill(st, i, kill),
+            Executor::Unknown { name } if name.is_empty() => fail("the step has no `executor`"),
+            Executor::Unknown { name } => fail(format!(
+                "unknown executor `{name}` (shell, spawn, kill, expand, branch, foreach, agent)"
             )),
         }
     }
 
-    fn text(&self, st: &State, i: usize, key: &str, shell: bool) -> Result<Option<String>, String> {
-        match st.steps[i].t.str(key) {
-            Some(t) => subst::render(t, &Cx::new(st, i), shell)
-                .map(Some)
-                .map_err(|e| format!("`{key}`: {e}")),
-            None => Ok(None),
-        }
-    }
-
-    /// A table of strings (`env`), substituted.
-    fn string_table(
-        &self,
-        st: &State,
+    /// A shell step's command, or a branch's condition, run. `branch`: the step is one.
+    fn shell(
+        &mut self,
+        st: &mut State,
         i: usize,
-        key: &str,
-    ) -> Result<Vec<(String, String)>, String> {
-        let Some(t) = st.steps[i].t.get(key).and_then(Node::as_table) else {
-            return Ok(Vec::new());
-        };
-        let cx = Cx::new(st, i);
-        t.entries
-            .iter()
-            .filter_map(|e| e.value.as_str().map(|v| (e.key.clone(), v)))
-            .map(|(k, v)| {
-                subst::render(v, &cx, false)
-                    .map(|v| (k.clone(), v))
-                    .map_err(|e| format!("`{key}.{k}`: {e}"))
-            })
-            .collect()
-    }
-
-    fn timeout(&self, st: &State, i: usize) -> Result<Option<std::time::Duration>, String> {
-        match st.steps[i].t.get("timeout") {
-            None => Ok(None),
-            Some(n) => match &n.kind {
-                Kind::Str(s) => super::duration::parse(s)
-                    .map(Some)
-                    .map_err(|e| format!("`timeout`: {e}")),
-                Kind::Int(s) if *s > 0 => Ok(Some(std::time::Duration::from_secs(*s as u64))),
-                _ => Err("`timeout` must be a duration such as \"30s\"".into()),
-            },
-        }
-    }
-
-    fn shell(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let branch = st.steps[i].t.executor == "branch";
+        command: &Command,
+        branch: Option<&Branch>,
+        ended: &mut Ended,
+    ) -> Disp {
         let id = st.steps[i].id.clone();
-        if !branch {
-            if let Some((s, o, e)) = self.replay(&id) {
-                return Disp::Now(s, o, e);
+        let replayed = match branch {
+            None => {
+                if let Some((s, o, e)) = self.replay(&id) {
+                    return Disp::Now(s, o, e);
+                }
+                None
             }
-        } else if let Some(c) = self.journal.get(&format!("{id}#condition")).cloned() {
+            Some(branch) => self
+                .journal
+                .get(&format!("{id}#condition"))
+                .cloned()
+                .map(|c| (branch, c)),
+        };
+        if let Some((branch, c)) = replayed {
             let outcome = match c["outcome"].as_str() {
                 Some("true") => "true",
                 Some("timeout") => "timeout",
@@ -152,28 +175,32 @@ impl Exec {
             };
             let outputs = c["outputs"].as_object().cloned().unwrap_or_default();
             let problem = c["problem"].as_str().map(str::to_string);
-            return self.branch_outcome(st, i, outcome, outputs, problem, ended);
+            return self.branch_outcome(st, i, branch, outcome, outputs, problem, ended);
         }
-        let key = if branch { "condition" } else { "command" };
+        let key = if branch.is_some() {
+            "condition"
+        } else {
+            "command"
+        };
         let prepared = (|| -> Result<shell::Command, String> {
-            let script = self.text(st, i, key, true)?;
+            let script = render(st, i, command.script.as_ref(), key, true)?;
             let script = match (script, branch) {
                 (Some(s), _) => s,
-                (None, false) => String::new(),
-                (None, true) => return Err("the branch has no `condition`".into()),
+                (None, None) => String::new(),
+                (None, Some(_)) => return Err("the branch has no `condition`".into()),
             };
-            let cwd = match self.text(st, i, "workdir", false)? {
+            let cwd = match render(st, i, command.workdir.as_ref(), "workdir", false)? {
                 Some(w) if !w.is_empty() => under(&self.project, &w),
                 _ => self.project.clone(),
             };
-            let env = self.step_env(self.string_table(st, i, "env")?, &id, None);
-            let captures = self.captures(st, i, branch)?;
+            let env = self.step_env(render_env(st, i, &command.env)?, &id, None);
+            let captures = captures(st, i, &command.captures)?;
             Ok(shell::Command {
                 script,
                 cwd,
                 env,
                 env_remove: self.withhold_env.clone(),
-                timeout: self.timeout(st, i)?,
+                timeout: timeout(command.timeout.as_ref())?,
                 captures,
             })
         })();
@@ -227,46 +254,21 @@ impl Exec {
         env
     }
 
-    fn captures(&self, st: &State, i: usize, branch: bool) -> Result<Vec<shell::Capture>, String> {
-        let t = &st.steps[i].t;
-        let table = t
-            .get("shell_outputs")
-            .or_else(|| if branch { None } else { t.get("outputs") })
-            .and_then(Node::as_table);
-        let Some(table) = table else {
-            return Ok(Vec::new());
-        };
-        let cx = Cx::new(st, i);
-        let mut out = Vec::new();
-        for e in &table.entries {
-            let Some(d) = e.value.as_table() else {
-                continue;
-            };
-            let source = d.get("source").and_then(Node::as_str).unwrap_or("stdout");
-            let source = subst::render(source, &cx, false)
-                .map_err(|er| format!("output `{}` source: {er}", e.key))?;
-            out.push(shell::Capture {
-                name: e.key.clone(),
-                source,
-                json: d.get("type").and_then(Node::as_str) == Some("json"),
-            });
-        }
-        Ok(out)
-    }
-
     pub(super) fn complete(&mut self, st: &mut State, i: usize, fin: Fin, ended: &mut Ended) {
         if st.steps[i].status != Status::Running {
             return;
         }
         match fin {
             Fin::Shell(ran) => {
-                if st.steps[i].t.executor == "branch" {
+                let step = st.steps[i].t.clone();
+                if let Executor::Branch(branch) = &step.executor {
                     let id = st.steps[i].id.clone();
                     self.land_fact(
                         format!("{id}#condition"),
                         json!({"outcome": ran.outcome, "outputs": ran.outputs, "problem": ran.problem}),
                     );
-                    match self.branch_outcome(st, i, ran.outcome, ran.outputs, ran.problem, ended) {
+                    let (outcome, outputs, problem) = (ran.outcome, ran.outputs, ran.problem);
+                    match self.branch_outcome(st, i, branch, outcome, outputs, problem, ended) {
                         Disp::Now(s, o, e) => st.end(i, s, o, e, ended),
                         Disp::Joining | Disp::Later(_) => {}
                     }
@@ -315,7 +317,7 @@ impl Exec {
                 Err(e) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
             },
             Fin::Injected(Ok(())) => {
-                if st.steps[i].t.str("mode") == Some("fire_forget") {
+                if st.steps[i].agent().is_some_and(Agent::fire_forget) {
                     st.end(i, Status::Done, Map::new(), None, ended);
                 }
             }
@@ -339,25 +341,29 @@ impl Exec {
     }
 
     fn continues(&self, st: &State, i: usize) -> bool {
-        st.steps[i].t.str("on_error") == Some("continue")
+        st.steps[i].on_error() == Some("continue")
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn branch_outcome(
         &mut self,
         st: &mut State,
         i: usize,
+        branch: &Branch,
         outcome: &str,
         mut outputs: Map<String, Value>,
         problem: Option<String>,
         ended: &mut Ended,
     ) -> Disp {
-        let t = st.steps[i].t.clone();
-        let key = match outcome {
-            "true" => "on_true",
-            "timeout" if t.get("on_timeout").is_some() => "on_timeout",
-            _ => "on_false",
+        let (key, target) = match outcome {
+            "true" => ("on_true", &branch.on_true),
+            "timeout" if branch.on_timeout.is_some() => ("on_timeout", &branch.on_timeout),
+            _ => ("on_false", &branch.on_false),
         };
-        let Some(target) = t.get(key).and_then(Node::as_table) else {
+        let target = target
+            .as_ref()
+            .filter(|t| !matches!(t, BranchTarget::NotATable));
+        let Some(target) = target else {
             if outcome == "true" {
                 return Disp::Now(Status::Done, outputs, None);
             }
@@ -401,41 +407,40 @@ impl Exec {
         &mut self,
         st: &mut State,
         i: usize,
-        target: &Table,
+        target: &BranchTarget,
         key: &str,
         ended: &mut Ended,
     ) -> Result<usize, Refused> {
         let prefix = format!("{}.", st.steps[i].id);
-        if let Some(tref) = target.get("template").and_then(Node::as_str) {
-            let (tmpl, scope) = self.instance(st, i, tref, target.get("variables"), None)?;
-            let steps = tmpl.steps.clone();
-            return self.insert_children(
-                st,
-                i,
-                &steps,
-                scope,
-                tmpl.src.clone(),
-                prefix,
-                true,
-                None,
-                ended,
-            );
-        }
-        let Some(items) = target.get("inline").and_then(Node::as_array) else {
-            return Ok(0);
+        let inline = match target {
+            BranchTarget::Template {
+                template,
+                variables,
+                ..
+            } => {
+                let (tmpl, scope) =
+                    self.instance(st, i, &template.text, variables.as_ref(), None)?;
+                let steps = tmpl.steps.clone();
+                return self.insert_children(
+                    st,
+                    i,
+                    &steps,
+                    scope,
+                    tmpl.src.clone(),
+                    prefix,
+                    true,
+                    None,
+                    ended,
+                );
+            }
+            BranchTarget::Inline { steps, .. } => steps,
+            BranchTarget::Nothing { .. } | BranchTarget::NotATable => return Ok(0),
         };
-        let mut diags = Vec::new();
         let mut steps = Vec::new();
-        for (k, item) in items.iter().enumerate() {
-            match pipewright_meow::ast::step(item, k, "inline step", &mut diags) {
-                Some(s) => steps.push(Arc::new(TStep::from_ast(&s))),
-                None => {
-                    return Err(format!(
-                        "`{key}` inline step {k}: {}",
-                        diags.first().map_or("not a step", |d| d.message.as_str())
-                    )
-                    .into())
-                }
+        for (k, step) in inline.iter().enumerate() {
+            match step {
+                Ok(s) => steps.push(Arc::new(TStep::from_ast(s))),
+                Err(why) => return Err(format!("`{key}` inline step {k}: {why}").into()),
             }
         }
         let scope = st.steps[i].scope.clone();
@@ -470,7 +475,7 @@ impl Exec {
                 kind: Some(recovery::TEMPLATE_NOT_FOUND),
             })?;
         let mut given = match variables {
-            Some(v) => match subst::typed_value(&node_json(v), &cx)
+            Some(v) => match subst::typed_value(&v.to_json(), &cx)
                 .map_err(|e| format!("`variables`: {e}"))?
             {
                 Value::Object(m) => m,
@@ -584,13 +589,12 @@ impl Exec {
         Ok(())
     }
 
-    fn expand(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let t = st.steps[i].t.clone();
-        let Some(tref) = t.str("template") else {
+    fn expand(&mut self, st: &mut State, i: usize, expand: &Expand, ended: &mut Ended) -> Disp {
+        let Some(reference) = &expand.template else {
             return fail("the expand step has no `template`");
         };
         let res = self
-            .instance(st, i, tref, t.get("variables"), None)
+            .instance(st, i, &reference.text, expand.variables.as_ref(), None)
             .and_then(|(tmpl, scope)| {
                 let prefix = format!("{}.", st.steps[i].id);
                 let steps = tmpl.steps.clone();
@@ -615,18 +619,17 @@ impl Exec {
         }
     }
 
-    fn items(&mut self, st: &State, i: usize) -> Result<Vec<Value>, String> {
+    fn items(&mut self, st: &State, i: usize, foreach: &Foreach) -> Result<Vec<Value>, String> {
         let id = &st.steps[i].id;
         if let Some(Value::Array(a)) = self.journal.get(&format!("{id}#items")) {
             return Ok(a.clone());
         }
-        let t = &st.steps[i].t;
-        let v = match (t.str("items"), t.str("items_file")) {
+        let v = match (&foreach.items, &foreach.items_file) {
             (Some(_), Some(_)) => return Err("give `items` or `items_file`, not both".into()),
             (None, None) => return Err("the foreach has neither `items` nor `items_file`".into()),
             (Some(items), None) => {
-                let v =
-                    subst::typed(items, &Cx::new(st, i)).map_err(|e| format!("`items`: {e}"))?;
+                let v = subst::typed(&items.text, &Cx::new(st, i))
+                    .map_err(|e| format!("`items`: {e}"))?;
                 match v {
                     Value::String(s) => serde_json::from_str(&s).map_err(|e| {
                         format!("`items` must be a JSON array: {e} (got {})", preview(&s))
@@ -635,7 +638,7 @@ impl Exec {
                 }
             }
             (None, Some(f)) => {
-                let f = subst::render(f, &Cx::new(st, i), false)
+                let f = subst::render(&f.text, &Cx::new(st, i), false)
                     .map_err(|e| format!("`items_file`: {e}"))?;
                 let p = under(&self.project, &f);
                 let text = std::fs::read_to_string(&p)
@@ -653,43 +656,44 @@ impl Exec {
         }
     }
 
-    fn foreach(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let t = st.steps[i].t.clone();
-        let items = match self.items(st, i) {
+    fn foreach(&mut self, st: &mut State, i: usize, foreach: &Foreach, ended: &mut Ended) -> Disp {
+        let items = match self.items(st, i, foreach) {
             Ok(a) => a,
             Err(e) => return fail(e),
         };
         let id = st.steps[i].id.clone();
         self.land_fact(format!("{id}#items"), Value::Array(items.clone()));
-        let Some(item_var) = t.str("item_var").map(str::to_string) else {
+        let Some(item_var) = foreach.item_var.as_ref().map(|t| t.text.clone()) else {
             return fail("the foreach has no `item_var`");
         };
-        let index_var = t.str("index_var").map(str::to_string);
-        let Some(tref) = t.str("template") else {
+        let index_var = foreach.index_var.as_ref().map(|t| t.text.clone());
+        let Some(reference) = &foreach.template else {
             return fail("the foreach has no `template`");
         };
-        let flag = |key: &str, default: bool| -> Result<bool, String> {
-            match t.get(key).map(|n| &n.kind) {
+        let flag = |key: &str, flag: &Option<Flag>, default: bool| -> Result<bool, String> {
+            match flag {
                 None => Ok(default),
-                Some(Kind::Bool(b)) => Ok(*b),
-                Some(Kind::Str(s)) => {
-                    let s = subst::render(s, &Cx::new(st, i), false)?;
+                Some(Flag::Bool(b)) => Ok(*b),
+                Some(Flag::Text(s)) => {
+                    let s = subst::render(&s.text, &Cx::new(st, i), false)?;
                     match s.trim().to_ascii_lowercase().as_str() {
                         "true" | "1" | "yes" => Ok(true),
                         "false" | "0" | "no" => Ok(false),
                         _ => Err(format!("`{key}` must be true or false, got `{s}`")),
                     }
                 }
-                Some(_) => Err(format!("`{key}` must be true or false")),
+                Some(Flag::Other(_)) => Err(format!("`{key}` must be true or false")),
             }
         };
-        let (parallel, join) = match (flag("parallel", true), flag("join", true)) {
+        let parallel = flag("parallel", &foreach.parallel, true);
+        let join = flag("join", &foreach.join, true);
+        let (parallel, join) = match (parallel, join) {
             (Ok(p), Ok(j)) => (p, j),
             (Err(e), _) | (_, Err(e)) => return fail(e),
         };
-        let max = match t.get("max_concurrent").map(|n| &n.kind) {
-            Some(Kind::Int(n)) if *n > 0 => Some(*n as usize),
-            Some(Kind::Str(s)) => subst::render(s, &Cx::new(st, i), false)
+        let max = match &foreach.max_concurrent {
+            Some(MaxConcurrent::Count(n)) if *n > 0 => Some(*n as usize),
+            Some(MaxConcurrent::Text(s)) => subst::render(&s.text, &Cx::new(st, i), false)
                 .ok()
                 .and_then(|s| s.trim().parse::<usize>().ok())
                 .filter(|n| *n > 0),
@@ -702,7 +706,7 @@ impl Exec {
         if let (Some(max), true) = (max, parallel) {
             self.fe.insert(
                 i,
-                Foreach {
+                ForeachThrottle {
                     max,
                     left: Default::default(),
                     active: Default::default(),
@@ -718,7 +722,14 @@ impl Exec {
             if let Some(iv) = &index_var {
                 extra.insert(iv.clone(), Value::from(k));
             }
-            let (tmpl, scope) = match self.instance(st, i, tref, t.get("variables"), Some(&extra)) {
+            let instance = self.instance(
+                st,
+                i,
+                &reference.text,
+                foreach.variables.as_ref(),
+                Some(&extra),
+            );
+            let (tmpl, scope) = match instance {
                 Ok(x) => x,
                 Err(r) => {
                     self.note_refusal(st, i, &r);
@@ -748,13 +759,7 @@ impl Exec {
                         {
                             return s.clone();
                         }
-                        let mut c = TStep {
-                            id: s.id.clone(),
-                            executor: s.executor.clone(),
-                            needs: s.needs.clone(),
-                            table: s.table.clone(),
-                            span: s.span,
-                        };
+                        let mut c = TStep::clone(s);
                         // Absolute ids: `rewrite` keeps needs that name no template step.
                         c.needs.extend(prev.iter().cloned());
                         Arc::new(c)
@@ -800,27 +805,24 @@ impl Exec {
         fail(msg)
     }
 
-    fn agent(&mut self, st: &mut State, i: usize) -> Disp {
+    fn agent(&mut self, st: &mut State, i: usize, agent: &Agent) -> Disp {
         let id = st.steps[i].id.clone();
         if let Some((s, o, e)) = self.replay(&id) {
             return Disp::Now(s, o, e);
         }
-        let t = st.steps[i].t.clone();
         let prepared = (|| -> Result<(String, String, Option<std::time::Duration>), String> {
-            let agent = self
-                .text(st, i, "agent", false)?
+            let name = render(st, i, agent.agent.as_ref(), "agent", false)?
                 .ok_or("the agent step has no `agent`")?;
-            let prompt = self
-                .text(st, i, "prompt", false)?
+            let prompt = render(st, i, agent.prompt.as_ref(), "prompt", false)?
                 .ok_or("the agent step has no `prompt`")?;
-            Ok((agent, prompt, self.timeout(st, i)?))
+            Ok((name, prompt, timeout(agent.timeout.as_ref())?))
         })();
         let (agent_name, prompt, timeout) = match prepared {
             Ok(x) => x,
             Err(e) => return fail(e),
         };
-        let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
-        let fire_forget = t.str("mode") == Some("fire_forget");
+        let decl = agent.outputs.clone();
+        let fire_forget = agent.fire_forget();
         if fire_forget && !decl.is_empty() {
             return fail("a `fire_forget` agent step cannot declare outputs");
         }
@@ -859,7 +861,7 @@ impl Exec {
         i: usize,
         agent_name: String,
         prompt: String,
-        decl: Vec<agent::OutDecl>,
+        decl: Vec<pipewright_meow::executor::OutputDecl>,
         fire_forget: bool,
         timeout: Option<std::time::Duration>,
     ) -> Disp {
@@ -932,12 +934,11 @@ impl Exec {
     }
 
     /// Offline, an agent is a name and a working directory: spawning records them.
-    fn spawn(&mut self, st: &mut State, i: usize) -> Disp {
+    fn spawn(&mut self, st: &mut State, i: usize, spawn: &Spawn) -> Disp {
         let prepared = (|| -> Result<(String, std::path::PathBuf), String> {
-            let agent = self
-                .text(st, i, "agent", false)?
+            let agent = render(st, i, spawn.agent.as_ref(), "agent", false)?
                 .ok_or("the spawn step has no `agent`")?;
-            let workdir = match self.text(st, i, "workdir", false)? {
+            let workdir = match render(st, i, spawn.workdir.as_ref(), "workdir", false)? {
                 Some(w) if !w.is_empty() => under(&self.project, &w),
                 _ => self.project.clone(),
             };
@@ -945,7 +946,7 @@ impl Exec {
         })();
         if self.tmux {
             return match prepared {
-                Ok((agent, workdir)) => self.spawn_in_tmux(st, i, agent, workdir),
+                Ok((agent, workdir)) => self.spawn_in_tmux(st, i, spawn, agent, workdir),
                 Err(e) => fail(e),
             };
         }
@@ -974,31 +975,39 @@ impl Exec {
         &mut self,
         st: &State,
         i: usize,
+        spawn: &Spawn,
         agent: String,
         workdir: std::path::PathBuf,
     ) -> Disp {
         let prepared = (|| -> Result<_, String> {
-            let name = match self.text(st, i, "adapter", false)? {
+            let name = match render(st, i, spawn.adapter.as_ref(), "adapter", false)? {
                 Some(a) if !a.is_empty() => a,
                 _ => "claude".to_string(),
             };
             let adapter = super::tmux::Adapter::find(&name, &self.project)?;
-            let mut env = self.string_table(st, i, "env")?;
+            let mut env = render_env(st, i, &spawn.env)?;
             env.retain(|(k, _)| !k.starts_with("MEOW_"));
             let mut env = self.step_env(env, &st.steps[i].id, Some(&agent));
             // An agent works on many steps: which one is running is the orchestrator's to say.
             env.retain(|(k, _)| k != "MEOW_STEP");
-            let args = match st.steps[i].t.get("spawn_args").map(|n| &n.kind) {
-                Some(Kind::Str(_)) => self.text(st, i, "spawn_args", false)?.unwrap_or_default(),
-                Some(Kind::Array(a)) => a
+            let args = match &spawn.spawn_args {
+                Some(SpawnArgs::Text(t)) => {
+                    render(st, i, Some(t), "spawn_args", false)?.unwrap_or_default()
+                }
+                Some(SpawnArgs::List(a)) => a
                     .iter()
-                    .filter_map(Node::as_str)
-                    .map(|x| subst::render(x, &Cx::new(st, i), true))
+                    .map(|x| subst::render(&x.text, &Cx::new(st, i), true))
                     .collect::<Result<Vec<_>, _>>()?
                     .join(" "),
-                _ => String::new(),
+                None => String::new(),
             };
-            let resume = self.text(st, i, "resume_session", false)?;
+            let resume = render(
+                st,
+                i,
+                spawn.resume_session.as_ref(),
+                "resume_session",
+                false,
+            )?;
             Ok((adapter, env, args, resume))
         })();
         let (adapter, env, args, resume) = match prepared {
@@ -1025,16 +1034,12 @@ impl Exec {
         }))
     }
 
-    fn kill(&mut self, st: &mut State, i: usize) -> Disp {
-        match self.text(st, i, "agent", false) {
+    fn kill(&mut self, st: &mut State, i: usize, kill: &Kill) -> Disp {
+        match render(st, i, kill.agent.as_ref(), "agent", false) {
             Ok(Some(agent)) => {
                 let info = self.agents.remove(&agent);
                 if let Some((session, adapter)) = info.and_then(|a| a.session) {
-                    let graceful = st.steps[i]
-                        .t
-                        .get("graceful")
-                        .and_then(Node::as_bool)
-                        .unwrap_or(true);
+                    let graceful = kill.graceful;
                     return Disp::Later(Box::pin(async move {
                         (
                             i,
@@ -1050,6 +1055,63 @@ impl Exec {
             Err(e) => fail(e),
         }
     }
+}
+
+/// A text field substituted for step `i`; `key` names it in errors.
+fn render(
+    st: &State,
+    i: usize,
+    field: Option<&Text>,
+    key: &str,
+    shell: bool,
+) -> Result<Option<String>, String> {
+    match field {
+        Some(t) => subst::render(&t.text, &Cx::new(st, i), shell)
+            .map(Some)
+            .map_err(|e| format!("`{key}`: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The variables `env` sets, substituted.
+fn render_env(st: &State, i: usize, env: &Env) -> Result<Vec<(String, String)>, String> {
+    let cx = Cx::new(st, i);
+    env.vars()
+        .map(|(k, v)| {
+            subst::render(v, &cx, false)
+                .map(|v| (k.to_string(), v))
+                .map_err(|e| format!("`env.{k}`: {e}"))
+        })
+        .collect()
+}
+
+fn timeout(t: Option<&Timeout>) -> Result<Option<std::time::Duration>, String> {
+    match t {
+        None => Ok(None),
+        Some(Timeout::Text(s)) => super::duration::parse(&s.text)
+            .map(Some)
+            .map_err(|e| format!("`timeout`: {e}")),
+        Some(Timeout::Seconds(s)) => Ok(Some(std::time::Duration::from_secs(*s))),
+        Some(Timeout::Invalid) => Err("`timeout` must be a duration such as \"30s\"".into()),
+    }
+}
+
+/// The outputs a command captures, their sources substituted.
+fn captures(st: &State, i: usize, captures: &[Capture]) -> Result<Vec<shell::Capture>, String> {
+    let cx = Cx::new(st, i);
+    captures
+        .iter()
+        .map(|c| {
+            let source = c.source.as_ref().map_or("stdout", |s| s.text.as_str());
+            let source = subst::render(source, &cx, false)
+                .map_err(|er| format!("output `{}` source: {er}", c.name))?;
+            Ok(shell::Capture {
+                name: c.name.clone(),
+                source,
+                json: c.json,
+            })
+        })
+        .collect()
 }
 
 fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Vec<String> {

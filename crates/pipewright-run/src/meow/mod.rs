@@ -36,6 +36,7 @@ use crate::failure::RunError;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
 use pipewright_ir::Program;
+use pipewright_meow::Executor;
 use pipewright_syntax::{SourceMap, Span};
 use serde_json::{json, Map, Value};
 use state::{Ended, RStep, Scope, State, Status};
@@ -323,12 +324,12 @@ pub(crate) async fn run(
     }
     let status = ex.drive(&mut st, ended, channel).await;
     let cleanup = match status {
-        RunStatus::Ok => "cleanup_on_success",
-        RunStatus::Cancelled => "cleanup_on_stop",
-        _ => "cleanup_on_failure",
+        RunStatus::Ok => &root.cleanup.on_success,
+        RunStatus::Cancelled => &root.cleanup.on_stop,
+        _ => &root.cleanup.on_failure,
     };
-    if let Some(script) = root.cleanup(cleanup) {
-        ex.cleanup(&script).await;
+    if let Some(script) = cleanup {
+        ex.cleanup(&script.text).await;
     }
     // A run that ended stops its agents; a cancelled one leaves them for a resume.
     if status != RunStatus::Cancelled {
@@ -371,11 +372,9 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
         };
         // Inline branch steps and foreach templates bind their own names: only the fields
         // this step's own executor reads are checked here.
-        for key in dispatch::substituted_fields(&t.executor) {
+        for (key, value) in dispatch::substituted_fields(&t.executor) {
             let mut texts = Vec::new();
-            if let Some(n) = t.table.get(key) {
-                collect_strings(n, &mut texts);
-            }
+            collect_strings(&value, &mut texts);
             for text in texts {
                 for (_, _, inner) in subst::refs(&text) {
                     let r = subst::parse(inner);
@@ -404,15 +403,11 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
     }
 }
 
-fn collect_strings(n: &pipewright_meow::tree::Node, out: &mut Vec<String>) {
-    use pipewright_meow::tree::Kind;
-    match &n.kind {
-        Kind::Str(s) => out.push(s.clone()),
-        Kind::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
-        Kind::Table(t) => t
-            .entries
-            .iter()
-            .for_each(|e| collect_strings(&e.value, out)),
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
         _ => {}
     }
 }
@@ -428,7 +423,7 @@ pub(crate) struct AgentInfo {
 
 /// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
 /// back until one of them ends.
-struct Foreach {
+struct ForeachThrottle {
     max: usize,
     /// Steps of each iteration not yet ended (expansions inside it included).
     left: HashMap<usize, usize>,
@@ -462,7 +457,7 @@ pub(crate) struct Exec {
     /// The same, by step.
     busy_step: HashMap<usize, String>,
     held_agent: HashMap<String, VecDeque<usize>>,
-    fe: HashMap<usize, Foreach>,
+    fe: HashMap<usize, ForeachThrottle>,
     store_failed: Option<String>,
     /// The run's variables as given (cleanup scripts see them as environment variables).
     given: Map<String, Value>,
@@ -677,10 +672,10 @@ impl Exec {
     /// has `max_concurrent` iterations running. `true`: held.
     fn hold(&mut self, st: &mut State, i: usize) -> bool {
         let s = &st.steps[i];
-        if s.is_agent() && s.t.str("mode") != Some("fire_forget") {
-            if let Some(agent) = s.t.str("agent") {
-                let agent = subst::render(agent, &state::Cx::new(st, i), false)
-                    .unwrap_or_else(|_| agent.to_string());
+        if let Some(a) = s.agent().filter(|a| !a.fire_forget()) {
+            if let Some(agent) = &a.agent {
+                let agent = subst::render(&agent.text, &state::Cx::new(st, i), false)
+                    .unwrap_or_else(|_| agent.text.clone());
                 if self.busy.contains_key(&agent) {
                     self.held_agent.entry(agent).or_default().push_back(i);
                     return true;
@@ -840,8 +835,10 @@ impl Exec {
             landed: Landed::Value(v),
         }));
         // A tmux agent's answer cannot be asked for again for free: it commits at once too.
-        let now = matches!(s.t.executor.as_str(), "shell" | "spawn" | "kill" | "branch")
-            || (self.tmux && s.is_agent());
+        let now = matches!(
+            s.t.executor,
+            Executor::Shell(_) | Executor::Spawn(_) | Executor::Kill(_) | Executor::Branch(_)
+        ) || (self.tmux && s.is_agent());
         if let Err(e) = rec.stage(writes, done, now) {
             self.store_failed.get_or_insert(e);
         }
@@ -990,15 +987,6 @@ impl Exec {
 }
 
 /// The executor as events name a step's kind.
-fn kind_name(executor: &str) -> &'static str {
-    match executor {
-        "shell" => "shell",
-        "spawn" => "spawn",
-        "kill" => "kill",
-        "expand" => "expand",
-        "branch" => "branch",
-        "foreach" => "foreach",
-        "agent" => "agent",
-        _ => "step",
-    }
+fn kind_name(executor: &Executor) -> &'static str {
+    executor.keyword().unwrap_or("step")
 }

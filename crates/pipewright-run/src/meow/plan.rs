@@ -59,19 +59,18 @@ pub(crate) fn plan(
         .map(|t| {
             let mut s = PlanStep {
                 key: t.id.clone(),
-                kind: t.executor.clone(),
+                kind: t.executor.name().to_string(),
                 line: line_of(sources, t.span),
-                title: format!("[{}]", t.executor),
+                title: format!("[{}]", t.executor.name()),
                 ..PlanStep::default()
             };
             if !t.needs.is_empty() {
                 s.field("needs", t.needs.join(", "));
             }
-            for key in super::dispatch::substituted_fields(&t.executor) {
-                let Some(n) = t.table.get(key) else { continue };
-                let shell = matches!(*key, "command" | "condition");
+            for (key, value) in super::dispatch::substituted_fields(&t.executor) {
+                let shell = matches!(key, "command" | "condition");
                 let r = |text: &str| render(text, &vars, &missing, &t.id, shell);
-                let shown = match n.to_json() {
+                let shown = match value {
                     Value::String(text) => r(&text),
                     other => rendered_json(other, &r).to_string(),
                 };

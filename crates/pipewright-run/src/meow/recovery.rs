@@ -8,6 +8,8 @@
 use super::state::{Cx, Ended, Scope, State, Status};
 use super::{subst, Exec};
 use crate::codes;
+use pipewright_meow::ast::Text;
+use pipewright_meow::Executor;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -166,25 +168,25 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
         }
         None => (String::new(), super::duration::show(Default::default())),
     };
-    let field = |key: &str| -> String {
-        match s.t.str(key) {
-            Some(t) => subst::render(t, &Cx::new(st, i), false).unwrap_or_else(|_| t.to_string()),
+    let field = |t: &Option<Text>| -> String {
+        match t {
+            Some(t) => {
+                subst::render(&t.text, &Cx::new(st, i), false).unwrap_or_else(|_| t.text.clone())
+            }
             None => String::new(),
         }
     };
-    let agent = match s.t.executor.as_str() {
-        "agent" | "spawn" | "kill" => field("agent"),
-        _ => String::new(),
-    };
-    let prompt = match s.t.executor.as_str() {
-        "agent" => field("prompt"),
-        _ => String::new(),
+    let (agent, prompt) = match &s.t.executor {
+        Executor::Agent(a) => (field(&a.agent), field(&a.prompt)),
+        Executor::Spawn(spawn) => (field(&spawn.agent), String::new()),
+        Executor::Kill(kill) => (field(&kill.agent), String::new()),
+        _ => (String::new(), String::new()),
     };
     json!({
         "id": s.id,
-        "executor": s.t.executor,
+        "executor": s.t.executor.name(),
         "error_type": error_type(
-            &s.t.executor,
+            s.t.executor.name(),
             code,
             child_failed,
             st.error_types.get(&i).copied(),

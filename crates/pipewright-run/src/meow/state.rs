@@ -5,6 +5,8 @@
 
 use super::subst::{self, Lookup};
 use super::template::{Src, TStep};
+use pipewright_meow::executor::Agent;
+use pipewright_meow::Executor;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -85,14 +87,22 @@ pub struct RStep {
 
 impl RStep {
     pub fn is_agent(&self) -> bool {
-        self.t.executor == "agent"
+        self.agent().is_some()
+    }
+
+    /// The fields of an agent step.
+    pub fn agent(&self) -> Option<&Agent> {
+        match &self.t.executor {
+            Executor::Agent(a) => Some(a),
+            _ => None,
+        }
     }
 
     /// Its `on_error`; kill steps have none (they are idempotent, as `check` says).
     pub fn on_error(&self) -> Option<&str> {
-        match self.t.executor.as_str() {
-            "kill" => None,
-            _ => self.t.str("on_error"),
+        match self.t.executor {
+            Executor::Kill(_) => None,
+            _ => self.t.on_error.as_ref().map(|t| t.text.as_str()),
         }
     }
 
@@ -277,7 +287,7 @@ impl State {
                     work.push((p, st, outs, err));
                 } else if ps.open == 0 && ps.status == Status::Running {
                     let (st, err) = if ps.child_failed {
-                        let what = if ps.t.executor == "foreach" {
+                        let what = if matches!(ps.t.executor, Executor::Foreach(_)) {
                             "one or more iterations failed"
                         } else {
                             "a step of the chosen branch failed"

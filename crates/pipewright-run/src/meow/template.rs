@@ -2,9 +2,10 @@
 //! variable declarations, and the references between them resolved by the same rules `check`
 //! uses (`pipewright_meow::refs`).
 
-use pipewright_meow::ast::{Module, Workflow};
+use pipewright_meow::ast::{Cleanup, Module, Text, Workflow};
 use pipewright_meow::refs::{Library as Refs, Problem, Target};
-use pipewright_meow::tree::{Node, Table};
+use pipewright_meow::tree::Node;
+use pipewright_meow::Executor;
 use pipewright_syntax::Span;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -18,29 +19,22 @@ pub struct Src {
 }
 
 /// A step as written, shared by every expansion of its workflow.
+#[derive(Clone)]
 pub struct TStep {
     pub id: String,
-    pub executor: String,
+    pub executor: Executor,
+    pub on_error: Option<Text>,
     pub needs: Vec<String>,
-    pub table: Table,
     pub span: Span,
 }
 
 impl TStep {
-    pub fn str(&self, key: &str) -> Option<&str> {
-        self.table.get(key).and_then(Node::as_str)
-    }
-
-    pub fn get(&self, key: &str) -> Option<&Node> {
-        self.table.get(key)
-    }
-
     pub fn from_ast(s: &pipewright_meow::ast::Step) -> TStep {
         TStep {
             id: s.id.text.clone(),
-            executor: s.executor.name().to_string(),
+            executor: s.executor.clone(),
+            on_error: s.on_error.clone(),
             needs: s.needs.iter().map(|n| n.text.clone()).collect(),
-            table: s.table.clone(),
             span: s.span,
         }
     }
@@ -59,6 +53,7 @@ pub struct Template {
     pub src: Arc<Src>,
     pub steps: Vec<Arc<TStep>>,
     pub vars: Vec<VarSpec>,
+    pub cleanup: Cleanup,
     pub span: Span,
 }
 
@@ -78,29 +73,13 @@ impl Template {
                     name: v.name.clone(),
                     required: v.required,
                     default: v.default.as_ref().map(Node::to_json),
-                    ty: w
-                        .table
-                        .get("variables")
-                        .and_then(Node::as_table)
-                        .and_then(|t| t.get(&v.name))
-                        .and_then(Node::as_table)
-                        .and_then(|t| t.get("type"))
-                        .and_then(Node::as_str)
-                        .map(str::to_string),
+                    ty: v.ty.as_ref().map(|t| t.text.clone()),
                 })
                 .collect(),
+            cleanup: w.cleanup.clone(),
             span: w.key_span,
             src,
         }
-    }
-
-    pub fn cleanup(&self, key: &str) -> Option<String> {
-        self.src
-            .module
-            .workflow(&self.name)
-            .and_then(|w| w.table.get(key))
-            .and_then(Node::as_str)
-            .map(str::to_string)
     }
 
     /// The variables of one instance: `given` checked against the declarations, coerced by
