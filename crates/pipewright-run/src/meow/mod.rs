@@ -39,12 +39,12 @@ use pipewright_ir::Program;
 use pipewright_meow::Executor;
 use pipewright_syntax::{SourceMap, Span};
 use serde_json::{json, Map, Value};
-use state::{Ended, RStep, Scope, State, Status};
+use state::{Ended, RunStep, Scope, State, Status};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use template::{Library, Src, Template};
+use template::{Library, ModuleFile, Template};
 
 /// `[meow]` limits of pipewright.toml.
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +142,7 @@ fn root_template(
     let path = source_path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&file.name));
-    let src = Arc::new(Src {
+    let src = Arc::new(ModuleFile {
         module: Arc::new(module),
         path,
     });
@@ -270,7 +270,7 @@ pub(crate) async fn run(
         (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
         _ => None,
     };
-    let mut ex = Exec {
+    let mut exec = Exec {
         run_id: run_id.clone(),
         workflow: name.clone(),
         backend: opts.backend,
@@ -289,10 +289,10 @@ pub(crate) async fn run(
         busy: HashMap::new(),
         busy_step: HashMap::new(),
         held_agent: HashMap::new(),
-        fe: HashMap::new(),
+        throttles: HashMap::new(),
         store_failed: None,
         given,
-        sock: channel.as_ref().map(|c| c.path().to_path_buf()),
+        socket: channel.as_ref().map(|c| c.path().to_path_buf()),
         meow_bin,
         root_span: root.span,
         sources_has: sources.files().map(|f| f.id).collect(),
@@ -302,8 +302,8 @@ pub(crate) async fn run(
         watchers: HashMap::new(),
         side: Default::default(),
     };
-    ex.tmux = ex.backend.name() == "command";
-    if ex.tmux && ex.sock.is_none() {
+    exec.tmux = exec.backend.name() == "command";
+    if exec.tmux && exec.socket.is_none() {
         return Err(
             "agents in tmux report over the orchestrator channel, which this run does not open"
                 .into(),
@@ -311,7 +311,7 @@ pub(crate) async fn run(
     }
     let mut ended = Ended::default();
     for t in &root.steps {
-        let s = ex.new_step(
+        let s = exec.new_step(
             t.clone(),
             scope.clone(),
             root.src.clone(),
@@ -322,24 +322,24 @@ pub(crate) async fn run(
         );
         st.insert(s, &mut ended)?;
     }
-    let status = ex.drive(&mut st, ended, channel).await;
+    let status = exec.drive(&mut st, ended, channel).await;
     let cleanup = match status {
         RunStatus::Ok => &root.cleanup.on_success,
         RunStatus::Cancelled => &root.cleanup.on_stop,
         _ => &root.cleanup.on_failure,
     };
     if let Some(script) = cleanup {
-        ex.cleanup(&script.text).await;
+        exec.cleanup(&script.text).await;
     }
     // A run that ended stops its agents; a cancelled one leaves them for a resume.
     if status != RunStatus::Cancelled {
-        for (_, a) in ex.agents.drain() {
+        for (_, a) in exec.agents.drain() {
             if let Some((session, adapter)) = a.session {
                 let _ = tmux::kill(Some(&adapter), &session, true).await;
             }
         }
     }
-    Ok(ex.finish(&st, status, &root))
+    Ok(exec.finish(&st, status, &root))
 }
 
 /// The variables of every top-level step's fields resolve (step outputs are read later).
@@ -457,11 +457,13 @@ pub(crate) struct Exec {
     /// The same, by step.
     busy_step: HashMap<usize, String>,
     held_agent: HashMap<String, VecDeque<usize>>,
-    fe: HashMap<usize, ForeachThrottle>,
+    /// The foreach steps with `max_concurrent`, by step.
+    throttles: HashMap<usize, ForeachThrottle>,
     store_failed: Option<String>,
     /// The run's variables as given (cleanup scripts see them as environment variables).
     given: Map<String, Value>,
-    sock: Option<PathBuf>,
+    /// Where the orchestrator channel listens.
+    socket: Option<PathBuf>,
     /// A directory holding `meow` (the pipewright executable under the reference's command
     /// name), put first on the PATH of shell steps and agent sessions.
     meow_bin: Option<MeowPath>,
@@ -481,11 +483,11 @@ pub(crate) struct Exec {
 }
 
 /// How a dispatched step goes on.
-pub(crate) enum Disp {
+pub(crate) enum Dispatched {
     /// Ended at once.
     Now(Status, Map<String, Value>, Option<String>),
     /// Runs on; its completion arrives later.
-    Later(dispatch::Fut),
+    Later(dispatch::InFlight),
     /// Waits for the steps it expanded into.
     Joining,
 }
@@ -494,18 +496,18 @@ impl Exec {
     #[allow(clippy::too_many_arguments)]
     fn new_step(
         &self,
-        t: Arc<template::TStep>,
+        template: Arc<template::TemplateStep>,
         scope: Arc<Scope>,
-        src: Arc<Src>,
+        src: Arc<ModuleFile>,
         prefix: String,
         parent: Option<usize>,
         foreach: Option<(usize, usize)>,
         depth: u32,
-    ) -> RStep {
-        RStep {
-            id: format!("{prefix}{}", t.id),
-            needs: t.needs.clone(),
-            t,
+    ) -> RunStep {
+        RunStep {
+            id: format!("{prefix}{}", template.id),
+            needs: template.needs.clone(),
+            template,
             scope,
             src,
             prefix,
@@ -535,7 +537,7 @@ impl Exec {
         mut channel: Option<channel::Channel>,
     ) -> RunStatus {
         use futures_util::stream::{FuturesUnordered, StreamExt};
-        let mut inflight: FuturesUnordered<dispatch::Fut> = FuturesUnordered::new();
+        let mut inflight: FuturesUnordered<dispatch::InFlight> = FuturesUnordered::new();
         let mut msgs = channel.as_mut().map(|c| c.take_receiver());
         loop {
             self.after(st, &mut ended);
@@ -551,9 +553,9 @@ impl Exec {
                 }
                 let _ = agent_kind;
                 match self.dispatch(st, i, &mut ended) {
-                    Disp::Now(s, o, e) => st.end(i, s, o, e, &mut ended),
-                    Disp::Later(f) => inflight.push(f),
-                    Disp::Joining => {}
+                    Dispatched::Now(s, o, e) => st.end(i, s, o, e, &mut ended),
+                    Dispatched::Later(f) => inflight.push(f),
+                    Dispatched::Joining => {}
                 }
                 self.after(st, &mut ended);
             }
@@ -674,7 +676,7 @@ impl Exec {
         let s = &st.steps[i];
         if let Some(a) = s.agent().filter(|a| !a.fire_forget()) {
             if let Some(agent) = &a.agent {
-                let agent = subst::render(&agent.text, &state::Cx::new(st, i), false)
+                let agent = subst::render(&agent.text, &state::StepValues::new(st, i), false)
                     .unwrap_or_else(|_| agent.text.clone());
                 if self.busy.contains_key(&agent) {
                     self.held_agent.entry(agent).or_default().push_back(i);
@@ -682,15 +684,15 @@ impl Exec {
                 }
             }
         }
-        let mut f = s.foreach;
-        while let Some((fi, it)) = f {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if !fe.active.contains(&it) && fe.active.len() >= fe.max {
-                    fe.held.push_back(i);
+        let mut within = s.foreach;
+        while let Some((foreach, iteration)) = within {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if !throttle.active.contains(&iteration) && throttle.active.len() >= throttle.max {
+                    throttle.held.push_back(i);
                     return true;
                 }
             }
-            f = st.steps[fi].foreach;
+            within = st.steps[foreach].foreach;
         }
         false
     }
@@ -713,14 +715,14 @@ impl Exec {
         let s = &st.steps[i];
         // A recovering step's iteration goes on until its recovery ends.
         let over = s.status.terminal();
-        if let (Some((fi, it)), true) = (s.foreach, over) {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if let Some(c) = fe.left.get_mut(&it) {
-                    *c = c.saturating_sub(1);
-                    if *c == 0 {
-                        fe.left.remove(&it);
-                        fe.active.remove(&it);
-                        for n in fe.held.drain(..) {
+        if let (Some((foreach, iteration)), true) = (s.foreach, over) {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if let Some(left) = throttle.left.get_mut(&iteration) {
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        throttle.left.remove(&iteration);
+                        throttle.active.remove(&iteration);
+                        for n in throttle.held.drain(..) {
                             let agent_kind = st.steps[n].is_agent();
                             st.ready.insert((agent_kind, n));
                         }
@@ -757,14 +759,14 @@ impl Exec {
         if let Some(a) = agent {
             self.set_busy(a, i);
         }
-        let mut f = st.steps[i].foreach;
-        while let Some((fi, it)) = f {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if fe.left.contains_key(&it) {
-                    fe.active.insert(it);
+        let mut within = st.steps[i].foreach;
+        while let Some((foreach, iteration)) = within {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if throttle.left.contains_key(&iteration) {
+                    throttle.active.insert(iteration);
                 }
             }
-            f = st.steps[fi].foreach;
+            within = st.steps[foreach].foreach;
         }
         let e = self.event(st, i, EventKind::Started);
         if let Some(rec) = &self.recorder {
@@ -780,7 +782,7 @@ impl Exec {
         Event {
             kind,
             key: s.id.clone(),
-            step_kind: kind_name(&s.t.executor),
+            step_kind: kind_name(&s.template.executor),
             workflow: self.workflow.clone(),
             at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             elapsed_ms: s.started.map(|t| t.elapsed().as_secs_f64() * 1000.0),
@@ -836,7 +838,7 @@ impl Exec {
         }));
         // A tmux agent's answer cannot be asked for again for free: it commits at once too.
         let now = matches!(
-            s.t.executor,
+            s.template.executor,
             Executor::Shell(_) | Executor::Spawn(_) | Executor::Kill(_) | Executor::Branch(_)
         ) || (self.tmux && s.is_agent());
         if let Err(e) = rec.stage(writes, done, now) {
@@ -934,8 +936,8 @@ impl Exec {
                 .or_else(|| (0..st.steps.len()).find(failed));
             if let Some(i) = cause {
                 let s = &st.steps[i];
-                let span = if self.sources_has.contains(&s.t.span.file) {
-                    s.t.span
+                let span = if self.sources_has.contains(&s.template.span.file) {
+                    s.template.span
                 } else {
                     self.root_span
                 };
@@ -943,7 +945,7 @@ impl Exec {
                 o.error = Some(RunError::new(
                     code,
                     &s.id,
-                    kind_name(&s.t.executor),
+                    kind_name(&s.template.executor),
                     span,
                     format!(
                         "step `{}` failed: {}",

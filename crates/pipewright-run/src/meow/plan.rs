@@ -90,9 +90,9 @@ pub(crate) fn plan(
 
 /// The steps with each after the steps it needs (declaration order otherwise); a step in a
 /// cycle, which `check` refuses, comes last.
-fn order(t: &Template) -> Vec<&super::template::TStep> {
-    let mut out: Vec<&super::template::TStep> = Vec::new();
-    let mut left: Vec<&super::template::TStep> = t.steps.iter().map(|s| &**s).collect();
+fn order(t: &Template) -> Vec<&super::template::TemplateStep> {
+    let mut out: Vec<&super::template::TemplateStep> = Vec::new();
+    let mut left: Vec<&super::template::TemplateStep> = t.steps.iter().map(|s| &**s).collect();
     while !left.is_empty() {
         let ready = left.iter().position(|s| {
             s.needs

@@ -5,7 +5,7 @@
 //! they run, otherwise it fails and skips them as any failure does. Recoveries nest at most
 //! `max_recovery_depth` deep (PW0832).
 
-use super::state::{Cx, Ended, Scope, State, Status};
+use super::state::{Ended, Scope, State, Status, StepValues};
 use super::{subst, Exec};
 use crate::codes;
 use pipewright_meow::ast::Text;
@@ -87,7 +87,7 @@ impl Exec {
                 v
             }
         };
-        let reference = subst::render(reference, &Cx::new(st, i), false)
+        let reference = subst::render(reference, &StepValues::new(st, i), false)
             .map_err(|e| refused(format!("`on_error`: {e}")))?;
         let src = st.steps[i].src.clone();
         let tmpl = self.lib.resolve(&reference, &src).map_err(refused)?;
@@ -170,13 +170,12 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
     };
     let field = |t: &Option<Text>| -> String {
         match t {
-            Some(t) => {
-                subst::render(&t.text, &Cx::new(st, i), false).unwrap_or_else(|_| t.text.clone())
-            }
+            Some(t) => subst::render(&t.text, &StepValues::new(st, i), false)
+                .unwrap_or_else(|_| t.text.clone()),
             None => String::new(),
         }
     };
-    let (agent, prompt) = match &s.t.executor {
+    let (agent, prompt) = match &s.template.executor {
         Executor::Agent(a) => (field(&a.agent), field(&a.prompt)),
         Executor::Spawn(spawn) => (field(&spawn.agent), String::new()),
         Executor::Kill(kill) => (field(&kill.agent), String::new()),
@@ -184,9 +183,9 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
     };
     json!({
         "id": s.id,
-        "executor": s.t.executor.name(),
+        "executor": s.template.executor.name(),
         "error_type": error_type(
-            s.t.executor.name(),
+            s.template.executor.name(),
             code,
             child_failed,
             st.error_types.get(&i).copied(),

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The file a step came from: its own `.name` references resolve in it.
-pub struct Src {
+pub struct ModuleFile {
     pub module: Arc<Module>,
     pub path: PathBuf,
 }
 
 /// A step as written, shared by every expansion of its workflow.
 #[derive(Clone)]
-pub struct TStep {
+pub struct TemplateStep {
     pub id: String,
     pub executor: Executor,
     pub on_error: Option<Text>,
@@ -28,9 +28,9 @@ pub struct TStep {
     pub span: Span,
 }
 
-impl TStep {
-    pub fn from_ast(s: &pipewright_meow::ast::Step) -> TStep {
-        TStep {
+impl TemplateStep {
+    pub fn from_ast(s: &pipewright_meow::ast::Step) -> TemplateStep {
+        TemplateStep {
             id: s.id.text.clone(),
             executor: s.executor.clone(),
             on_error: s.on_error.clone(),
@@ -50,21 +50,21 @@ pub struct VarSpec {
 /// A workflow ready to expand.
 pub struct Template {
     pub name: String,
-    pub src: Arc<Src>,
-    pub steps: Vec<Arc<TStep>>,
+    pub src: Arc<ModuleFile>,
+    pub steps: Vec<Arc<TemplateStep>>,
     pub vars: Vec<VarSpec>,
     pub cleanup: Cleanup,
     pub span: Span,
 }
 
 impl Template {
-    pub fn new(src: Arc<Src>, w: &Workflow) -> Template {
+    pub fn new(src: Arc<ModuleFile>, w: &Workflow) -> Template {
         Template {
             name: w.name.clone(),
             steps: w
                 .steps
                 .iter()
-                .map(|s| Arc::new(TStep::from_ast(s)))
+                .map(|s| Arc::new(TemplateStep::from_ast(s)))
                 .collect(),
             vars: w
                 .variables
@@ -218,15 +218,15 @@ fn coerce(v: &VarSpec, x: Value) -> Result<Value, String> {
 pub struct Library {
     refs: Refs,
     cache: HashMap<(PathBuf, String), Arc<Template>>,
-    srcs: HashMap<PathBuf, Arc<Src>>,
+    srcs: HashMap<PathBuf, Arc<ModuleFile>>,
 }
 
 impl Library {
-    pub fn register(&mut self, src: Arc<Src>) {
+    pub fn register(&mut self, src: Arc<ModuleFile>) {
         self.srcs.insert(src.path.clone(), src);
     }
 
-    pub fn template(&mut self, src: &Arc<Src>, name: &str) -> Option<Arc<Template>> {
+    pub fn template(&mut self, src: &Arc<ModuleFile>, name: &str) -> Option<Arc<Template>> {
         let key = (src.path.clone(), name.to_string());
         if let Some(t) = self.cache.get(&key) {
             return Some(t.clone());
@@ -238,7 +238,11 @@ impl Library {
     }
 
     /// The workflow `reference` names, written in a step from `from`.
-    pub fn resolve(&mut self, reference: &str, from: &Arc<Src>) -> Result<Arc<Template>, String> {
+    pub fn resolve(
+        &mut self,
+        reference: &str,
+        from: &Arc<ModuleFile>,
+    ) -> Result<Arc<Template>, String> {
         let target = self
             .refs
             .resolve(reference, &from.path, &from.module)
@@ -255,7 +259,7 @@ impl Library {
                 let src = self
                     .srcs
                     .entry(path.clone())
-                    .or_insert_with(|| Arc::new(Src { module, path }))
+                    .or_insert_with(|| Arc::new(ModuleFile { module, path }))
                     .clone();
                 self.template(&src, &workflow)
                     .ok_or_else(|| format!("template `{reference}`: no workflow `{workflow}`"))
