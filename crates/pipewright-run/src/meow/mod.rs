@@ -136,6 +136,7 @@ fn root_template(
     let file = sources
         .get(wf.file)
         .ok_or("the MEOW module is not among the loaded sources")?;
+    // The IR carries no MEOW AST, so the checked file is loaded again (one parse).
     let mut diags = Vec::new();
     let module = pipewright_meow::load_module(wf.file, &file.text, &mut diags)
         .ok_or("the MEOW module does not load")?;
