@@ -2,6 +2,7 @@
 //! module-shape problems (notes §1.1–§1.2); the step rules live in `steps`.
 
 use crate::codes;
+use crate::executor::Executor;
 use crate::tree::{Kind, Node, Table};
 use pipewright_syntax::{Diagnostic, Span};
 
@@ -9,6 +10,16 @@ use pipewright_syntax::{Diagnostic, Span};
 pub struct Text {
     pub text: String,
     pub span: Span,
+}
+
+impl Text {
+    /// A string value with its span; `None` for a value of another type.
+    pub fn of(n: &Node) -> Option<Text> {
+        n.as_str().map(|s| Text {
+            text: s.to_string(),
+            span: n.span,
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -24,6 +35,15 @@ pub struct Workflow {
     pub table: Table,
     pub variables: Vec<VarDecl>,
     pub steps: Vec<Step>,
+    pub cleanup: Cleanup,
+}
+
+/// The scripts run when a run of the workflow ends: done, failed or stopped.
+#[derive(Debug, Clone, Default)]
+pub struct Cleanup {
+    pub on_success: Option<Text>,
+    pub on_failure: Option<Text>,
+    pub on_stop: Option<Text>,
 }
 
 #[derive(Debug)]
@@ -32,30 +52,24 @@ pub struct VarDecl {
     pub span: Span,
     pub required: bool,
     pub default: Option<Node>,
+    /// `type`, as written (only some types coerce a value).
+    pub ty: Option<Text>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Step {
     pub id: Text,
     /// The whole step table (its header, or the inline table).
     pub span: Span,
-    pub executor: Option<Text>,
+    /// The `executor` value as written, when it is a string.
+    pub executor_text: Option<Text>,
+    /// The executor with the fields it reads.
+    pub executor: Executor,
     pub needs: Vec<Text>,
+    /// Every executor but `kill` reads it (and `check` follows a recovery template it names
+    /// on any step).
+    pub on_error: Option<Text>,
     pub table: Table,
-}
-
-impl Step {
-    pub fn executor(&self) -> &str {
-        self.executor.as_ref().map_or("", |e| e.text.as_str())
-    }
-
-    pub fn str(&self, key: &str) -> Option<Text> {
-        let n = self.table.get(key)?;
-        n.as_str().map(|s| Text {
-            text: s.to_string(),
-            span: n.span,
-        })
-    }
 }
 
 impl Workflow {
@@ -244,12 +258,18 @@ fn workflow(key: &str, key_span: Span, table: &Table, diags: &mut Vec<Diagnostic
             None => diags.push(wrong_type(n, "steps", "an array of tables", true)),
         },
     }
+    let script = |key: &str| table.get(key).and_then(Text::of);
     Workflow {
         name,
         key_span,
         table: table.clone(),
         variables,
         steps,
+        cleanup: Cleanup {
+            on_success: script("cleanup_on_success"),
+            on_failure: script("cleanup_on_failure"),
+            on_stop: script("cleanup_on_stop"),
+        },
     }
 }
 
@@ -309,6 +329,7 @@ fn variables(t: &Table, diags: &mut Vec<Diagnostic>) -> Vec<VarDecl> {
             span: e.key_span,
             required,
             default: decl.get("default").cloned(),
+            ty: decl.get("type").and_then(Text::of),
         });
     }
     out
@@ -357,12 +378,9 @@ pub fn step(item: &Node, index: usize, what: &str, diags: &mut Vec<Diagnostic>) 
             return None;
         }
     };
-    let executor = table.get("executor").and_then(|n| {
-        n.as_str().map(|s| Text {
-            text: s.to_string(),
-            span: n.span,
-        })
-    });
+    let executor_text = table.get("executor").and_then(Text::of);
+    let executor = Executor::read(executor_text.as_ref().map_or("", |e| &e.text), table);
+    let on_error = table.get("on_error").and_then(Text::of);
     let mut needs = Vec::new();
     if let Some(n) = table.get("needs") {
         match n.as_array() {
@@ -383,8 +401,10 @@ pub fn step(item: &Node, index: usize, what: &str, diags: &mut Vec<Diagnostic>) 
     Some(Step {
         id,
         span: item.span,
+        executor_text,
         executor,
         needs,
+        on_error,
         table: table.clone(),
     })
 }

@@ -3,6 +3,7 @@
 
 use crate::ast::{Module, Step, Text, Workflow};
 use crate::codes;
+use crate::executor::{BranchTarget, Executor, Expand, Foreach, Spawn};
 use crate::refs::{Library, Problem, Target};
 use crate::steps;
 use crate::tree::{Kind, Node, Table};
@@ -40,49 +41,55 @@ impl Expansion<'_> {
 
 pub fn expansions(step: &Step) -> Vec<Expansion<'_>> {
     let mut out = Vec::new();
-    match step.executor() {
-        "expand" | "foreach" => {
-            if let Some(t) = step.str("template") {
+    match &step.executor {
+        Executor::Expand(Expand {
+            template,
+            variables,
+        })
+        | Executor::Foreach(Foreach {
+            template,
+            variables,
+            ..
+        }) => {
+            if let Some(t) = template {
                 out.push(Expansion {
                     step,
-                    template: t,
-                    variables: step.table.get("variables").and_then(Node::as_table),
+                    template: t.clone(),
+                    variables: variables.as_ref().and_then(Node::as_table),
                     outcome: None,
                 });
             }
         }
-        "branch" => {
-            for key in ["on_true", "on_false", "on_timeout"] {
-                let Some(t) = step.table.get(key).and_then(Node::as_table) else {
-                    continue;
-                };
-                let Some(n) = t.get("template") else { continue };
-                let Some(s) = n.as_str() else { continue };
-                out.push(Expansion {
-                    step,
-                    template: Text {
-                        text: s.to_string(),
-                        span: n.span,
-                    },
-                    variables: t.get("variables").and_then(Node::as_table),
-                    outcome: Some(key),
-                });
+        Executor::Branch(branch) => {
+            for (key, target) in branch.targets() {
+                if let Some(BranchTarget::Template {
+                    template,
+                    variables,
+                    ..
+                }) = target
+                {
+                    out.push(Expansion {
+                        step,
+                        template: template.clone(),
+                        variables: variables.as_ref().and_then(Node::as_table),
+                        outcome: Some(key),
+                    });
+                }
             }
         }
         _ => {}
     }
-    if let Some(n) = step.table.get("on_error") {
-        if let Some(s) = n.as_str().filter(|s| steps::on_error_template(s)) {
-            out.push(Expansion {
-                step,
-                template: Text {
-                    text: s.to_string(),
-                    span: n.span,
-                },
-                variables: None,
-                outcome: Some("on_error"),
-            });
-        }
+    if let Some(t) = step
+        .on_error
+        .as_ref()
+        .filter(|t| steps::on_error_template(&t.text))
+    {
+        out.push(Expansion {
+            step,
+            template: t.clone(),
+            variables: None,
+            outcome: Some("on_error"),
+        });
     }
     out
 }
@@ -109,11 +116,11 @@ pub fn module(cx: &mut Ctx) {
             for x in expansions(s) {
                 let target = resolve(cx, &x.template);
                 if let Some(Target::Local(name)) = &target {
-                    if s.executor() == "foreach" {
-                        let names = ["item_var", "index_var"]
-                            .iter()
-                            .filter_map(|k| s.str(k))
-                            .map(|t| t.text);
+                    if let Executor::Foreach(f) = &s.executor {
+                        let names = [&f.item_var, &f.index_var]
+                            .into_iter()
+                            .flatten()
+                            .map(|t| t.text.clone());
                         bound
                             .entry(module.workflow(name).map_or("", |w| w.name.as_str()))
                             .or_default()
@@ -365,7 +372,7 @@ fn need(cx: &mut Ctx, wf: &Workflow, ids: &[&str], n: &Text) {
     }
     if let Some((head, rest)) = n.text.split_once('.') {
         if let Some(h) = wf.step(head) {
-            match h.executor() {
+            match h.executor.name() {
                 "expand" => child_need(cx, h, rest, n),
                 ex => cx.diags.push(
                     Diagnostic::error(codes::NEEDS_PREFIX, n.span, format!("`{head}` is a `{ex}` step, so `{}` is not a step its expansion creates", n.text))
@@ -395,7 +402,10 @@ fn need(cx: &mut Ctx, wf: &Workflow, ids: &[&str], n: &Text) {
 
 /// `E.child`: `child` must be a step of the workflow `E` expands (when that can be known).
 fn child_need(cx: &mut Ctx, expand: &Step, rest: &str, n: &Text) {
-    let Some(t) = expand.str("template") else {
+    let Executor::Expand(Expand {
+        template: Some(t), ..
+    }) = &expand.executor
+    else {
         return;
     };
     let Ok(target) = cx.lib.resolve(&t.text, cx.path, cx.module) else {
@@ -549,45 +559,55 @@ fn agents(cx: &mut Ctx, wf: &Workflow, closure: &HashMap<String, BTreeSet<String
     let spawns: Vec<(&str, &str)> = wf
         .steps
         .iter()
-        .filter(|s| s.executor() == "spawn")
-        .filter_map(|s| {
-            s.table
-                .get("agent")
-                .and_then(Node::as_str)
-                .map(|a| (a, s.id.text.as_str()))
+        .filter_map(|s| match &s.executor {
+            Executor::Spawn(Spawn { agent: Some(a), .. }) => {
+                Some((a.text.as_str(), s.id.text.as_str()))
+            }
+            _ => None,
         })
         .collect();
     let root = cx.lib.root(cx.path.parent().unwrap_or(Path::new(".")));
     for s in &wf.steps {
-        if s.executor() == "spawn" {
-            if let Some(a) = s.str("adapter") {
-                let local = root
-                    .join(".meow")
-                    .join("adapters")
-                    .join(&a.text)
-                    .join("adapter.toml");
-                if !a.text.contains("{{")
-                    && !ADAPTERS.contains(&a.text.as_str())
-                    && !local.is_file()
-                {
-                    cx.diags.push(
-                        Diagnostic::warning(codes::UNKNOWN_ADAPTER, a.span, format!("adapter `{}` is neither built in nor in the project", a.text))
-                            .with_label("unknown adapter")
-                            .with_note(format!("built in: {}; project adapters live in .meow/adapters/<name>/adapter.toml", ADAPTERS.join(", ")))
-                            .with_optional_help(did_you_mean(&a.text, ADAPTERS).map(|c| format!("did you mean `{c}`?"))),
-                    );
-                }
+        if let Executor::Spawn(Spawn {
+            adapter: Some(a), ..
+        }) = &s.executor
+        {
+            let local = root
+                .join(".meow")
+                .join("adapters")
+                .join(&a.text)
+                .join("adapter.toml");
+            if !a.text.contains("{{") && !ADAPTERS.contains(&a.text.as_str()) && !local.is_file() {
+                cx.diags.push(
+                    Diagnostic::warning(
+                        codes::UNKNOWN_ADAPTER,
+                        a.span,
+                        format!(
+                            "adapter `{}` is neither built in nor in the project",
+                            a.text
+                        ),
+                    )
+                    .with_label("unknown adapter")
+                    .with_note(format!(
+                        "built in: {}; project adapters live in .meow/adapters/<name>/adapter.toml",
+                        ADAPTERS.join(", ")
+                    ))
+                    .with_optional_help(
+                        did_you_mean(&a.text, ADAPTERS).map(|c| format!("did you mean `{c}`?")),
+                    ),
+                );
             }
         }
-        let ex = s.executor();
-        if ex != "agent" && ex != "kill" {
-            continue;
-        }
+        let (agent, what) = match &s.executor {
+            Executor::Agent(a) => (&a.agent, "talks to"),
+            Executor::Kill(k) => (&k.agent, "kills"),
+            _ => continue,
+        };
         // Without any spawn, the workflow is a template run inside a caller's agent session.
         if spawns.is_empty() {
             continue;
         }
-        let Some(a) = s.str("agent") else { continue };
+        let Some(a) = agent else { continue };
         let deps = closure.get(&s.id.text);
         let before = spawns
             .iter()
@@ -595,7 +615,6 @@ fn agents(cx: &mut Ctx, wf: &Workflow, closure: &HashMap<String, BTreeSet<String
         if before {
             continue;
         }
-        let what = if ex == "kill" { "kills" } else { "talks to" };
         let mut d = Diagnostic::warning(
             codes::AGENT_NOT_SPAWNED,
             a.span,

@@ -6,6 +6,7 @@ pub mod ast;
 mod check;
 pub mod codes;
 pub mod dialect;
+pub mod executor;
 pub mod lower;
 pub mod refs;
 pub mod run;
@@ -17,6 +18,7 @@ pub mod tree;
 mod vars;
 
 pub use codes::CODES;
+pub use executor::Executor;
 pub use steps::on_error_template;
 
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
@@ -41,12 +43,23 @@ pub struct Session {
 
 impl Session {
     pub fn check(&mut self, file: FileId, path: &Path, text: &str) -> Vec<Diagnostic> {
+        self.check_and_load(file, path, text).0
+    }
+
+    /// The diagnostics of a file, and its module when it loads.
+    fn check_and_load(
+        &mut self,
+        file: FileId,
+        path: &Path,
+        text: &str,
+    ) -> (Vec<Diagnostic>, Option<ast::Module>) {
         let mut diags = Vec::new();
-        if let Some(module) = load(file, text, &mut diags) {
+        let module = load(file, text, &mut diags);
+        if let Some(module) = &module {
             let mut cx = check::Ctx {
                 path,
                 text,
-                module: &module,
+                module,
                 lib: &mut self.lib,
                 diags: &mut diags,
             };
@@ -54,7 +67,7 @@ impl Session {
         }
         pipewright_syntax::diagnostic::sort(&mut diags);
         diags.dedup();
-        diags
+        (diags, module)
     }
 }
 
@@ -83,13 +96,12 @@ pub fn lower_file(
     path: &Path,
     text: &str,
 ) -> Result<pipewright_ir::Program, Vec<Diagnostic>> {
-    let diags = check_source(file, path, text);
-    if diags.iter().any(Diagnostic::is_error) {
-        return Err(diags);
-    }
-    let mut sink = Vec::new();
-    match load(file, text, &mut sink) {
-        Some(module) => Ok(lower::program(&module, file)),
-        None => Err(sink),
+    let (diags, module) = Session::default().check_and_load(file, path, text);
+    match module {
+        Some(module) if !diags.iter().any(Diagnostic::is_error) => {
+            Ok(lower::program(&module, file))
+        }
+        // A module that does not load has said why with an error.
+        _ => Err(diags),
     }
 }

@@ -3,7 +3,8 @@
 //! to the workflow they instantiate; a branch is a match whose cases are its outcomes; a step
 //! whose `on_error` names a template links to it as its recovery.
 
-use crate::ast::{Module, Step, Workflow};
+use crate::ast::{Module, Step, Text, Workflow};
+use crate::executor::{BranchTarget, Executor};
 use crate::tree::Node as TNode;
 use pipewright_ir::expr::{Expr, Lang};
 use pipewright_ir::{
@@ -87,11 +88,14 @@ fn workflow(w: &Workflow, file: FileId, ids: &HashMap<&str, usize>) -> pipewrigh
     }
 }
 
-fn text(n: Option<&TNode>, fallback: Span) -> Expr {
-    let (src, span) = n
-        .and_then(|n| n.as_str().map(|s| (s.to_string(), n.span)))
-        .unwrap_or((String::new(), fallback));
+fn text(t: Option<&Text>, fallback: Span) -> Expr {
+    let (src, span) = t.map_or((String::new(), fallback), |t| (t.text.clone(), t.span));
     Expr::text(Lang::MeowTemplate, src, span, ScalarStyle::Plain)
+}
+
+/// A field's text, "" when it is absent.
+fn or_empty(t: &Option<Text>) -> String {
+    t.as_ref().map_or_else(String::new, |t| t.text.clone())
 }
 
 fn call(target: &str, span: Span, ids: &HashMap<&str, usize>) -> CallRef {
@@ -107,76 +111,69 @@ fn call(target: &str, span: Span, ids: &HashMap<&str, usize>) -> CallRef {
 }
 
 fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
-    let get = |k: &str| {
-        s.table
-            .get(k)
-            .and_then(TNode::as_str)
-            .unwrap_or("")
-            .to_string()
+    let expand = |template: &Option<Text>, variables: &Option<TNode>, foreach: bool| {
+        let span = template.as_ref().map_or(s.span, |t| t.span);
+        let mut c = call(&or_empty(template), span, ids);
+        c.pass = passed(variables.as_ref());
+        NodeKind::Expand { call: c, foreach }
     };
-    let kind = match s.executor() {
-        "shell" => NodeKind::Shell {
-            command: ArgValue::Literal(Value::Str(get("command"))),
+    let kind = match &s.executor {
+        Executor::Shell(shell) => NodeKind::Shell {
+            command: ArgValue::Literal(Value::Str(or_empty(&shell.command.script))),
             schema: None,
             on_error: None,
         },
-        "agent" => NodeKind::Agent {
-            prompt: text(s.table.get("prompt"), s.span),
-            identity: Some(get("agent")),
+        Executor::Agent(agent) => NodeKind::Agent {
+            prompt: text(agent.prompt.as_ref(), s.span),
+            identity: Some(or_empty(&agent.agent)),
             capabilities: None,
             schema: None,
             model: None,
         },
-        "spawn" => NodeKind::Spawn {
-            agent: get("agent"),
+        Executor::Spawn(spawn) => NodeKind::Spawn {
+            agent: or_empty(&spawn.agent),
         },
-        "kill" => NodeKind::Kill {
-            target: get("agent"),
+        Executor::Kill(kill) => NodeKind::Kill {
+            target: or_empty(&kill.agent),
         },
-        "expand" | "foreach" => {
-            let span = s.table.get("template").map_or(s.span, |n| n.span);
-            let mut c = call(&get("template"), span, ids);
-            c.pass = passed(s.table.get("variables"));
-            NodeKind::Expand {
-                call: c,
-                foreach: s.executor() == "foreach",
-            }
-        }
-        "branch" => {
-            let cases = ["on_true", "on_false", "on_timeout"]
-                .iter()
-                .filter_map(|k| {
-                    let e = s.table.entry(k)?;
-                    let t = e.value.as_table()?;
-                    let target = match t.get("template").and_then(TNode::as_str) {
-                        Some(tpl) => {
-                            let mut c = call(tpl, e.value.span, ids);
-                            c.pass = passed(t.get("variables"));
+        Executor::Expand(e) => expand(&e.template, &e.variables, false),
+        Executor::Foreach(f) => expand(&f.template, &f.variables, true),
+        Executor::Branch(branch) => {
+            let cases = branch
+                .targets()
+                .into_iter()
+                .filter_map(|(key, target)| {
+                    let target = match target? {
+                        BranchTarget::Template {
+                            span,
+                            template,
+                            variables,
+                        } => {
+                            let mut c = call(&template.text, *span, ids);
+                            c.pass = passed(variables.as_ref());
                             c
                         }
-                        None => {
-                            let n = t
-                                .get("inline")
-                                .and_then(TNode::as_array)
-                                .map_or(0, <[TNode]>::len);
-                            call(&format!("inline ({n} steps)"), e.value.span, ids)
+                        BranchTarget::Inline { span, steps } => {
+                            call(&format!("inline ({} steps)", steps.len()), *span, ids)
                         }
+                        BranchTarget::Nothing { span } => call("inline (0 steps)", *span, ids),
+                        BranchTarget::NotATable => return None,
                     };
                     Some(Case {
-                        label: k.trim_start_matches("on_").to_string(),
+                        label: key.trim_start_matches("on_").to_string(),
                         selectable: true,
                         target,
                     })
                 })
                 .collect();
             NodeKind::Match {
-                on: text(s.table.get("condition"), s.span),
+                on: text(branch.condition.script.as_ref(), s.span),
                 cases,
                 default: None,
             }
         }
-        other => NodeKind::Exit {
-            outcome: Some(format!("unknown executor {other}")),
+        Executor::Unknown { name } => NodeKind::Exit {
+            outcome: Some(format!("unknown executor {name}")),
         },
     };
     Node {
@@ -186,12 +183,11 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         kind_word: matches!(kind, NodeKind::Match { .. }).then_some("branch"),
         kind,
         span: s.span,
-        kind_span: s.executor.as_ref().map_or(s.id.span, |e| e.span),
+        kind_span: s.executor_text.as_ref().map_or(s.id.span, |e| e.span),
         output: None,
         condition: None,
-        recovery: s.table.get("on_error").and_then(|n| {
-            let t = n.as_str().filter(|t| crate::steps::on_error_template(t))?;
-            Some(call(t, n.span, ids))
+        recovery: s.on_error.as_ref().and_then(|t| {
+            crate::steps::on_error_template(&t.text).then(|| call(&t.text, t.span, ids))
         }),
     }
 }

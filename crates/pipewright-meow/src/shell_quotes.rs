@@ -3,12 +3,12 @@
 //! escaping (PW0633). Only what decides that is lexed: quotes, backslashes, `$(…)` (which opens
 //! a fresh context inside double quotes), comments and heredoc bodies (whose quotes are text).
 
-use crate::ast::Step;
+use crate::ast::{Step, Text};
 use crate::check::Ctx;
 use crate::codes;
+use crate::executor::Executor;
 use crate::steps;
 use crate::toml_string::Mapped;
-use crate::tree::Node;
 use crate::vars;
 use pipewright_syntax::fix::Fix;
 use pipewright_syntax::{Diagnostic, Span};
@@ -293,9 +293,9 @@ pub fn check(cx: &mut Ctx, step: &Step) {
     let inlines = steps::inline_steps_of(step);
     let scripts = std::iter::once(step)
         .chain(&inlines)
-        .filter_map(|s| match s.executor() {
-            "shell" => s.table.get("command"),
-            "branch" => s.table.get("condition"),
+        .filter_map(|s| match &s.executor {
+            Executor::Shell(shell) => shell.command.script.as_ref(),
+            Executor::Branch(branch) => branch.condition.script.as_ref(),
             _ => None,
         });
     for n in scripts {
@@ -303,8 +303,8 @@ pub fn check(cx: &mut Ctx, step: &Step) {
     }
 }
 
-fn script(cx: &mut Ctx, n: &Node) {
-    let Some(value) = n.as_str() else { return };
+fn script(cx: &mut Ctx, n: &Text) {
+    let value = n.text.as_str();
     let refs: Vec<(usize, usize)> = vars::references_in(value)
         .iter()
         .map(|r| (r.at, r.at + r.inner.len() + 4))
@@ -372,7 +372,7 @@ fn script(cx: &mut Ctx, n: &Node) {
 
 /// The edits of one placeholder as one replacement of the source between the first and the
 /// last, written the way the TOML string writes quotes: the fix for `--fix` and quick fixes.
-fn source_edit(text: &str, n: &Node, m: &Mapped, edits: &[Edit]) -> Option<(Span, String)> {
+fn source_edit(text: &str, n: &Text, m: &Mapped, edits: &[Edit]) -> Option<(Span, String)> {
     let from = edits.iter().map(|e| e.at).min()?;
     let to = edits.iter().map(|e| e.end).max()?;
     let (a, b) = (*m.starts.get(from)?, *m.starts.get(to)?);

@@ -118,7 +118,7 @@ pub(crate) fn expected(key: &str) -> Option<Expected> {
 }
 
 pub fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
-    let ex = match &step.executor {
+    let ex = match &step.executor_text {
         Some(e) if EXECUTORS.contains(&e.text.as_str()) => e.text.as_str(),
         Some(e) => {
             diags.push(unknown_executor(e.span, &e.text));
@@ -352,7 +352,7 @@ fn duration(step: &Step, error: bool, diags: &mut Vec<Diagnostic>) {
 }
 
 fn captures(step: &Step, diags: &mut Vec<Diagnostic>) {
-    let key = if step.table.get("shell_outputs").is_some() || step.executor() == "branch" {
+    let key = if step.table.get("shell_outputs").is_some() || step.executor.name() == "branch" {
         "shell_outputs"
     } else {
         "outputs"
@@ -694,9 +694,9 @@ pub fn inline_steps_of(step: &Step) -> Vec<Step> {
 }
 
 fn check_inline(s: &Step, diags: &mut Vec<Diagnostic>) {
-    match s.executor() {
+    match s.executor.name() {
         "shell" | "agent" => {}
-        "" if s.executor.is_none() => {
+        "" if s.executor_text.is_none() => {
             diags.push(
                 Diagnostic::error(
                     codes::INLINE_STEP,
@@ -708,7 +708,7 @@ fn check_inline(s: &Step, diags: &mut Vec<Diagnostic>) {
             );
         }
         ex if EXECUTORS.contains(&ex) => {
-            let span = s.executor.as_ref().map_or(s.id.span, |e| e.span);
+            let span = s.executor_text.as_ref().map_or(s.id.span, |e| e.span);
             diags.push(
                 Diagnostic::error(codes::INLINE_STEP, span, format!("an inline `{ex}` step never runs"))
                     .with_label("only shell and agent work inline")
@@ -717,7 +717,7 @@ fn check_inline(s: &Step, diags: &mut Vec<Diagnostic>) {
             );
         }
         ex => {
-            let span = s.executor.as_ref().map_or(s.id.span, |e| e.span);
+            let span = s.executor_text.as_ref().map_or(s.id.span, |e| e.span);
             diags.push(unknown_executor(span, ex));
         }
     }

@@ -4,6 +4,7 @@
 use crate::ast::{moved_cleanup, Step, Workflow};
 use crate::check::{strings, Ctx, Expansion};
 use crate::codes;
+use crate::executor::Executor;
 use crate::steps;
 use crate::tree::{Kind, Node};
 use pipewright_syntax::suggest::did_you_mean;
@@ -45,16 +46,10 @@ impl Scope<'_> {
         if self.extra.iter().any(|e| e == name) || self.given.is_some_and(|g| g.contains(name)) {
             return None;
         }
-        let ty = self
-            .wf
-            .table
-            .get("variables")
-            .and_then(Node::as_table)
-            .and_then(|t| t.get(name))
-            .and_then(Node::as_table)
-            .and_then(|t| t.get("type"))
-            .and_then(Node::as_str);
-        if matches!(ty, Some("json" | "object")) {
+        if matches!(
+            v.ty.as_ref().map(|t| t.text.as_str()),
+            Some("json" | "object")
+        ) {
             return None;
         }
         Some(default)
@@ -83,11 +78,12 @@ pub fn passed(cx: &mut Ctx, x: &Expansion, caller: &Workflow, wf: &Workflow, sam
     if x.is_recovery() {
         given.extend(caller.variables.iter().map(|v| v.name.as_str()));
     }
-    if x.step.executor() == "foreach" {
+    if let Executor::Foreach(f) = &x.step.executor {
         given.extend(
-            ["item_var", "index_var"]
-                .iter()
-                .filter_map(|k| x.step.table.get(k).and_then(Node::as_str)),
+            [&f.item_var, &f.index_var]
+                .into_iter()
+                .flatten()
+                .map(|t| t.text.as_str()),
         );
     }
     if let Some(vars) = x.variables {
@@ -200,14 +196,14 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
     // (spec, foreach: "can reference `item_var` and `index_var`").
     let mut per_item = Vec::new();
     for e in &step.table.entries {
-        if step.executor() == "foreach" && (e.key == "variables" || e.key == "template") {
+        if step.executor.name() == "foreach" && (e.key == "variables" || e.key == "template") {
             strings(&e.value, &mut per_item);
             continue;
         }
         if NOT_SUBSTITUTED.contains(&e.key.as_str()) {
             continue;
         }
-        if step.executor() == "branch" && e.key.starts_with("on_") {
+        if step.executor.name() == "branch" && e.key.starts_with("on_") {
             // Inline steps are checked below; only a template target's variables are baked.
             if let Some(t) = e.value.as_table() {
                 if let Some(v) = t.get("variables") {
@@ -227,7 +223,7 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
             }
             continue;
         }
-        if e.key == "outputs" && step.executor() == "agent" {
+        if e.key == "outputs" && step.executor.name() == "agent" {
             continue;
         }
         strings(&e.value, &mut nodes);
@@ -237,12 +233,14 @@ pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
     }
     if !per_item.is_empty() {
         let mut extra = scope.extra.to_vec();
-        extra.extend(
-            ["item_var", "index_var"]
-                .iter()
-                .filter_map(|k| step.table.get(k).and_then(Node::as_str))
-                .map(str::to_string),
-        );
+        if let Executor::Foreach(f) = &step.executor {
+            extra.extend(
+                [&f.item_var, &f.index_var]
+                    .into_iter()
+                    .flatten()
+                    .map(|t| t.text.clone()),
+            );
+        }
         let inner = Scope {
             extra: &extra,
             ..*scope
@@ -361,24 +359,23 @@ fn variable_ref(cx: &mut Ctx, scope: &Scope, segs: &[&str], span: Span) {
         return;
     }
     // A foreach of this workflow binds the name, but not here.
-    let binder = scope
-        .wf
-        .steps
-        .iter()
-        .filter(|s| s.executor() == "foreach")
-        .find_map(|s| {
-            ["item_var", "index_var"]
-                .into_iter()
-                .find(|k| s.table.get(k).and_then(Node::as_str) == Some(root))
-                .map(|k| (s, k))
-        });
-    if let Some((f, key)) = binder {
+    let binder = scope.wf.steps.iter().find_map(|s| {
+        let Executor::Foreach(f) = &s.executor else {
+            return None;
+        };
+        [("item_var", &f.item_var), ("index_var", &f.index_var)]
+            .into_iter()
+            .find(|(_, name)| name.as_ref().is_some_and(|n| n.text == root))
+            .map(|(key, _)| (s, f, key))
+    });
+    if let Some((s, f, key)) = binder {
         let target = f
-            .str("template")
+            .template
+            .as_ref()
             .map_or_else(String::new, |t| format!(" (`{}`)", t.text));
         cx.diags.push(
-            d.with_secondary(f.id.span, format!("`{root}` is the `{key}` of this foreach"))
-                .with_help(format!("`{root}` is bound only in the `variables` and `template` of foreach `{}` and in the workflow it expands{target}; use it there, or pass what this step needs through `variables`", f.id.text)),
+            d.with_secondary(s.id.span, format!("`{root}` is the `{key}` of this foreach"))
+                .with_help(format!("`{root}` is bound only in the `variables` and `template` of foreach `{}` and in the workflow it expands{target}; use it there, or pass what this step needs through `variables`", s.id.text)),
         );
         return;
     }
@@ -480,7 +477,9 @@ fn output_ref(
     let head = target.split('.').next().unwrap_or(target);
     let into_expansion = known.is_none()
         && target.contains('.')
-        && wf.step(head).is_some_and(|h| h.executor() == "expand");
+        && wf
+            .step(head)
+            .is_some_and(|h| matches!(h.executor, Executor::Expand(_)));
     if known.is_none() && !into_expansion {
         let ids = wf.steps.iter().map(|s| s.id.text.as_str());
         cx.diags.push(
@@ -507,9 +506,10 @@ fn output_ref(
         );
     }
     let Some(src) = known else { return };
-    let declared: Option<Vec<&str>> = match src.executor() {
+    let declared: Option<Vec<&str>> = match src.executor.name() {
         "shell" | "branch" => {
-            let key = if src.executor() == "shell" && src.table.get("shell_outputs").is_none() {
+            let key = if src.executor.name() == "shell" && src.table.get("shell_outputs").is_none()
+            {
                 "outputs"
             } else {
                 "shell_outputs"
@@ -539,7 +539,10 @@ fn output_ref(
         )
         .with_label("undeclared output");
         cx.diags.push(if declared.is_empty() {
-            d.with_note(format!("a `{}` step records no outputs", src.executor()))
+            d.with_note(format!(
+                "a `{}` step records no outputs",
+                src.executor.name()
+            ))
         } else {
             d.with_note(format!("it declares: {}", declared.join(", ")))
                 .with_optional_help(

@@ -2,48 +2,15 @@
 //! validation (notes §4.6), and the offline path where the run's backend answers instead of
 //! an agent in tmux.
 
-use crate::tree::{Node, Table};
+use crate::executor::OutputDecl;
 use pipewright_runtime::backend::{AgentBackend, AgentRequest};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A declared output: `name = { required, type, description }`.
-#[derive(Clone)]
-pub struct OutDecl {
-    pub name: String,
-    pub required: bool,
-    pub ty: String,
-    pub description: String,
-}
-
-pub fn declared(outputs: Option<&Table>) -> Vec<OutDecl> {
-    let Some(t) = outputs else { return Vec::new() };
-    t.entries
-        .iter()
-        .filter_map(|e| {
-            let d = e.value.as_table()?;
-            Some(OutDecl {
-                name: e.key.clone(),
-                required: d.get("required").and_then(Node::as_bool).unwrap_or(false),
-                ty: d
-                    .get("type")
-                    .and_then(Node::as_str)
-                    .unwrap_or("string")
-                    .to_string(),
-                description: d
-                    .get("description")
-                    .and_then(Node::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            })
-        })
-        .collect()
-}
-
 /// The text sent: the prompt, then what to report and how.
-pub fn full_prompt(prompt: &str, decl: &[OutDecl], fire_forget: bool) -> String {
+pub fn full_prompt(prompt: &str, decl: &[OutputDecl], fire_forget: bool) -> String {
     if fire_forget {
         return prompt.to_string();
     }
@@ -67,7 +34,7 @@ pub fn full_prompt(prompt: &str, decl: &[OutDecl], fire_forget: bool) -> String 
 /// Checks reported outputs against the declarations and gives them their declared types
 /// (`number` `"42"` becomes 42); undeclared outputs are kept as they are.
 pub fn validate(
-    decl: &[OutDecl],
+    decl: &[OutputDecl],
     mut outs: Map<String, Value>,
     workdir: &Path,
 ) -> Result<Map<String, Value>, Vec<String>> {
@@ -136,7 +103,7 @@ pub fn validate(
 
 /// The JSON Schema an offline backend answers with. A `file_path` answer is `.` (the agent's
 /// working directory), the one path sure to exist.
-fn shape(decl: &[OutDecl]) -> Value {
+fn shape(decl: &[OutputDecl]) -> Value {
     let mut props = Map::new();
     for d in decl {
         let s = match d.ty.as_str() {
@@ -159,7 +126,7 @@ pub struct Ask {
     pub agent: String,
     pub prompt: String,
     pub identity: String,
-    pub decl: Vec<OutDecl>,
+    pub decl: Vec<OutputDecl>,
     pub workdir: PathBuf,
     pub timeout: Option<Duration>,
 }
@@ -238,8 +205,8 @@ fn retry_prompt(prompt: &str, why: &str, attempt: usize) -> String {
 mod tests {
     use super::*;
 
-    fn d(name: &str, ty: &str, required: bool) -> OutDecl {
-        OutDecl {
+    fn d(name: &str, ty: &str, required: bool) -> OutputDecl {
+        OutputDecl {
             name: name.into(),
             required,
             ty: ty.into(),

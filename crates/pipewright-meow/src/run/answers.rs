@@ -12,7 +12,6 @@ use super::channel::{Query, Request};
 use super::state::{Ended, State, Status};
 use super::tmux::{self, SessionId};
 use super::Exec;
-use crate::tree::Node;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -143,8 +142,9 @@ impl Exec {
                 ));
             }
         }
-        let t = st.steps[i].t.clone();
-        let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
+        let decl = st.steps[i]
+            .agent()
+            .map_or_else(Vec::new, |a| a.outputs.clone());
         let info = name.and_then(|n| self.agents.get(&n));
         let workdir = info.map_or_else(|| self.project.clone(), |a| a.workdir.clone());
         let session = info.and_then(|a| a.session.clone());
@@ -209,7 +209,10 @@ impl Exec {
             None => prime(None, None, None),
             Some(i) => {
                 let s = &st.steps[i];
-                let mode = s.t.str("mode").unwrap_or("autonomous");
+                let mode = s
+                    .agent()
+                    .and_then(|a| a.mode.as_ref())
+                    .map_or("autonomous", |m| m.text.as_str());
                 prime(
                     Some((&s.id, mode)),
                     self.side.prompts.get(&i).map(String::as_str),

@@ -4,11 +4,17 @@
 use super::agent;
 use super::recovery;
 use super::shell;
-use super::state::{Cx, Ended, State, Status};
+use super::state::{Ended, State, Status, StepValues};
 use super::subst;
-use super::template::{under, Src, TStep, Template};
-use super::{AgentInfo, Disp, Exec, Foreach};
-use crate::tree::{Kind, Node, Table};
+use super::template::{under, ModuleFile, Template, TemplateStep};
+use super::{AgentInfo, Dispatched, Exec, ForeachThrottle};
+use crate::ast::Text;
+use crate::executor::{
+    Agent, Branch, BranchTarget, Capture, Command, Env, Expand, Flag, Foreach, Kill, MaxConcurrent,
+    Spawn, SpawnArgs, Timeout,
+};
+use crate::tree::Node;
+use crate::Executor;
 use pipewright_runtime::codes;
 use serde_json::{json, Map, Value};
 use std::collections::{HashSet, VecDeque};
@@ -17,10 +23,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub type Fut = Pin<Box<dyn Future<Output = (usize, Fin)> + Send>>;
+pub type InFlight = Pin<Box<dyn Future<Output = (usize, Completion)> + Send>>;
 
 /// A step's completion.
-pub enum Fin {
+pub enum Completion {
     Shell(shell::Ran),
     /// Outputs, or the error type and message.
     Agent(Result<Map<String, Value>, (&'static str, String)>),
@@ -35,18 +41,76 @@ pub enum Fin {
     Killed(Result<(), String>),
 }
 
-/// The fields of each executor that take `{{…}}` substitution when the step runs.
-pub fn substituted_fields(executor: &str) -> &'static [&'static str] {
-    match executor {
-        "shell" => &["command", "workdir", "env"],
-        "branch" => &["condition", "workdir", "env"],
-        "spawn" => &["agent", "adapter", "workdir", "env", "spawn_args"],
-        "kill" => &["agent"],
-        "expand" => &["template", "variables"],
-        "foreach" => &["items", "template", "parallel", "max_concurrent"],
-        "agent" => &["agent", "prompt"],
-        _ => &[],
-    }
+/// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
+/// written: those it has.
+pub fn substituted_fields(executor: &Executor) -> Vec<(&'static str, Value)> {
+    let text = |field: &Option<Text>| {
+        field
+            .as_ref()
+            .map(|field| Value::String(field.text.clone()))
+    };
+    let env = |env: &Env| env.written.as_ref().map(Node::to_json);
+    let command = |script: &'static str, command: &Command| {
+        vec![
+            (script, text(&command.script)),
+            ("workdir", text(&command.workdir)),
+            ("env", env(&command.env)),
+        ]
+    };
+    let fields = match executor {
+        Executor::Shell(shell) => command("command", &shell.command),
+        Executor::Branch(branch) => command("condition", &branch.condition),
+        Executor::Spawn(spawn) => vec![
+            ("agent", text(&spawn.agent)),
+            ("adapter", text(&spawn.adapter)),
+            ("workdir", text(&spawn.workdir)),
+            ("env", env(&spawn.env)),
+            (
+                "spawn_args",
+                spawn.spawn_args.as_ref().map(|args| match args {
+                    SpawnArgs::Text(one) => Value::String(one.text.clone()),
+                    SpawnArgs::List(list) => list
+                        .iter()
+                        .map(|arg| Value::String(arg.text.clone()))
+                        .collect(),
+                }),
+            ),
+        ],
+        Executor::Kill(kill) => vec![("agent", text(&kill.agent))],
+        Executor::Expand(expand) => vec![
+            ("template", text(&expand.template)),
+            ("variables", expand.variables.as_ref().map(Node::to_json)),
+        ],
+        Executor::Foreach(foreach) => vec![
+            ("items", text(&foreach.items)),
+            ("template", text(&foreach.template)),
+            (
+                "parallel",
+                foreach.parallel.as_ref().map(|parallel| match parallel {
+                    Flag::Bool(value) => Value::Bool(*value),
+                    Flag::Text(text) => Value::String(text.text.clone()),
+                    Flag::Other(written) => written.to_json(),
+                }),
+            ),
+            (
+                "max_concurrent",
+                foreach.max_concurrent.as_ref().map(|max| match max {
+                    MaxConcurrent::Count(count) => Value::from(*count),
+                    MaxConcurrent::Text(text) => Value::String(text.text.clone()),
+                    MaxConcurrent::Other(written) => written.to_json(),
+                }),
+            ),
+        ],
+        Executor::Agent(agent) => vec![
+            ("agent", text(&agent.agent)),
+            ("prompt", text(&agent.prompt)),
+        ],
+        Executor::Unknown { .. } => Vec::new(),
+    };
+    fields
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|value| (key, value)))
+        .collect()
 }
 
 /// Why an expansion could not insert its steps.
@@ -67,118 +131,91 @@ impl From<String> for Refused {
     }
 }
 
-fn fail(msg: impl Into<String>) -> Disp {
-    Disp::Now(Status::Failed, Map::new(), Some(msg.into()))
-}
-
-fn node_json(n: &Node) -> Value {
-    n.to_json()
+fn fail(why: impl Into<String>) -> Dispatched {
+    Dispatched::Now(Status::Failed, Map::new(), Some(why.into()))
 }
 
 impl Exec {
-    pub(super) fn dispatch(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
+    pub(super) fn dispatch(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Dispatched {
         self.start(st, i, None);
-        let ex = st.steps[i].t.executor.clone();
-        match ex.as_str() {
-            "shell" | "branch" => self.shell(st, i, ended),
-            "expand" => self.expand(st, i, ended),
-            "foreach" => self.foreach(st, i, ended),
-            "agent" => self.agent(st, i),
-            "spawn" => self.spawn(st, i),
-            "kill" => self.kill(st, i),
-            "" => fail("the step has no `executor`"),
-            other => fail(format!(
-                "unknown executor `{other}` (shell, spawn, kill, expand, branch, foreach, agent)"
+        let step = st.steps[i].template.clone();
+        match &step.executor {
+            Executor::Shell(shell) => self.shell(st, i, &shell.command, None, ended),
+            Executor::Branch(branch) => self.shell(st, i, &branch.condition, Some(branch), ended),
+            Executor::Expand(expand) => self.expand(st, i, expand, ended),
+            Executor::Foreach(foreach) => self.foreach(st, i, foreach, ended),
+            Executor::Agent(agent) => self.agent(st, i, agent),
+            Executor::Spawn(spawn) => self.spawn(st, i, spawn),
+            Executor::Kill(kill) => self.kill(st, i, kill),
+            Executor::Unknown { name } if name.is_empty() => fail("the step has no `executor`"),
+            Executor::Unknown { name } => fail(format!(
+                "unknown executor `{name}` (shell, spawn, kill, expand, branch, foreach, agent)"
             )),
         }
     }
 
-    fn text(&self, st: &State, i: usize, key: &str, shell: bool) -> Result<Option<String>, String> {
-        match st.steps[i].t.str(key) {
-            Some(t) => subst::render(t, &Cx::new(st, i), shell)
-                .map(Some)
-                .map_err(|e| format!("`{key}`: {e}")),
-            None => Ok(None),
-        }
-    }
-
-    /// A table of strings (`env`), substituted.
-    fn string_table(
-        &self,
-        st: &State,
+    /// A shell step's command, or a branch's condition, run. `branch`: the step is one.
+    fn shell(
+        &mut self,
+        st: &mut State,
         i: usize,
-        key: &str,
-    ) -> Result<Vec<(String, String)>, String> {
-        let Some(t) = st.steps[i].t.get(key).and_then(Node::as_table) else {
-            return Ok(Vec::new());
-        };
-        let cx = Cx::new(st, i);
-        t.entries
-            .iter()
-            .filter_map(|e| e.value.as_str().map(|v| (e.key.clone(), v)))
-            .map(|(k, v)| {
-                subst::render(v, &cx, false)
-                    .map(|v| (k.clone(), v))
-                    .map_err(|e| format!("`{key}.{k}`: {e}"))
-            })
-            .collect()
-    }
-
-    fn timeout(&self, st: &State, i: usize) -> Result<Option<std::time::Duration>, String> {
-        match st.steps[i].t.get("timeout") {
-            None => Ok(None),
-            Some(n) => match &n.kind {
-                Kind::Str(s) => super::duration::parse(s)
-                    .map(Some)
-                    .map_err(|e| format!("`timeout`: {e}")),
-                Kind::Int(s) if *s > 0 => Ok(Some(std::time::Duration::from_secs(*s as u64))),
-                _ => Err("`timeout` must be a duration such as \"30s\"".into()),
-            },
-        }
-    }
-
-    fn shell(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let branch = st.steps[i].t.executor == "branch";
+        command: &Command,
+        branch: Option<&Branch>,
+        ended: &mut Ended,
+    ) -> Dispatched {
         let id = st.steps[i].id.clone();
-        if !branch {
-            if let Some((s, o, e)) = self.replay(&id) {
-                return Disp::Now(s, o, e);
+        let replayed = match branch {
+            None => {
+                if let Some((status, outputs, error)) = self.replay(&id) {
+                    return Dispatched::Now(status, outputs, error);
+                }
+                None
             }
-        } else if let Some(c) = self.journal.get(&format!("{id}#condition")).cloned() {
-            let outcome = match c["outcome"].as_str() {
+            Some(branch) => self
+                .journal
+                .get(&format!("{id}#condition"))
+                .cloned()
+                .map(|landed| (branch, landed)),
+        };
+        if let Some((branch, landed)) = replayed {
+            let outcome = match landed["outcome"].as_str() {
                 Some("true") => "true",
                 Some("timeout") => "timeout",
                 _ => "false",
             };
-            let outputs = c["outputs"].as_object().cloned().unwrap_or_default();
-            let problem = c["problem"].as_str().map(str::to_string);
-            return self.branch_outcome(st, i, outcome, outputs, problem, ended);
+            let outputs = landed["outputs"].as_object().cloned().unwrap_or_default();
+            let problem = landed["problem"].as_str().map(str::to_string);
+            return self.branch_outcome(st, i, branch, outcome, outputs, problem, ended);
         }
-        let key = if branch { "condition" } else { "command" };
+        let key = if branch.is_some() {
+            "condition"
+        } else {
+            "command"
+        };
         let prepared = (|| -> Result<shell::Command, String> {
-            let script = self.text(st, i, key, true)?;
+            let script = render(st, i, command.script.as_ref(), key, true)?;
             let script = match (script, branch) {
-                (Some(s), _) => s,
-                (None, false) => String::new(),
-                (None, true) => return Err("the branch has no `condition`".into()),
+                (Some(script), _) => script,
+                (None, None) => String::new(),
+                (None, Some(_)) => return Err("the branch has no `condition`".into()),
             };
-            let cwd = match self.text(st, i, "workdir", false)? {
-                Some(w) if !w.is_empty() => under(&self.project, &w),
+            let cwd = match render(st, i, command.workdir.as_ref(), "workdir", false)? {
+                Some(workdir) if !workdir.is_empty() => under(&self.project, &workdir),
                 _ => self.project.clone(),
             };
-            let env = self.step_env(self.string_table(st, i, "env")?, &id, None);
-            let captures = self.captures(st, i, branch)?;
+            let env = self.step_env(render_env(st, i, &command.env)?, &id, None);
+            let captures = captures(st, i, &command.captures)?;
             Ok(shell::Command {
                 script,
                 cwd,
                 env,
                 env_remove: self.withhold_env.clone(),
-                timeout: self.timeout(st, i)?,
+                timeout: timeout(command.timeout.as_ref())?,
                 captures,
             })
         })();
-        let cmd = match prepared {
-            Ok(c) => c,
+        let command = match prepared {
+            Ok(command) => command,
             Err(e) => return fail(e),
         };
         if let Some(rec) = &self.recorder {
@@ -187,9 +224,9 @@ impl Exec {
                 return fail(format!("the run could not be recorded: {e}"));
             }
         }
-        Disp::Later(Box::pin(
-            async move { (i, Fin::Shell(shell::run(cmd).await)) },
-        ))
+        Dispatched::Later(Box::pin(async move {
+            (i, Completion::Shell(shell::run(command).await))
+        }))
     }
 
     /// The environment the orchestrator gives every command and agent.
@@ -198,11 +235,11 @@ impl Exec {
             ("MEOW_WORKFLOW".to_string(), self.run_id.clone()),
             ("MEOW_STEP".to_string(), step.to_string()),
         ];
-        if let Some(a) = agent {
-            env.push(("MEOW_AGENT".into(), a.to_string()));
+        if let Some(agent) = agent {
+            env.push(("MEOW_AGENT".into(), agent.to_string()));
         }
-        if let Some(s) = &self.sock {
-            env.push(("MEOW_ORCH_SOCK".into(), s.display().to_string()));
+        if let Some(socket) = &self.socket {
+            env.push(("MEOW_ORCH_SOCK".into(), socket.display().to_string()));
         }
         env
     }
@@ -219,7 +256,7 @@ impl Exec {
         let Some(bin) = &self.meow_bin else {
             return env;
         };
-        let path = match env.iter().rposition(|(k, _)| k == "PATH") {
+        let path = match env.iter().rposition(|(name, _)| name == "PATH") {
             Some(at) => bin.before(&env.remove(at).1),
             None => bin.inherited.clone(),
         };
@@ -227,48 +264,31 @@ impl Exec {
         env
     }
 
-    fn captures(&self, st: &State, i: usize, branch: bool) -> Result<Vec<shell::Capture>, String> {
-        let t = &st.steps[i].t;
-        let table = t
-            .get("shell_outputs")
-            .or_else(|| if branch { None } else { t.get("outputs") })
-            .and_then(Node::as_table);
-        let Some(table) = table else {
-            return Ok(Vec::new());
-        };
-        let cx = Cx::new(st, i);
-        let mut out = Vec::new();
-        for e in &table.entries {
-            let Some(d) = e.value.as_table() else {
-                continue;
-            };
-            let source = d.get("source").and_then(Node::as_str).unwrap_or("stdout");
-            let source = subst::render(source, &cx, false)
-                .map_err(|er| format!("output `{}` source: {er}", e.key))?;
-            out.push(shell::Capture {
-                name: e.key.clone(),
-                source,
-                json: d.get("type").and_then(Node::as_str) == Some("json"),
-            });
-        }
-        Ok(out)
-    }
-
-    pub(super) fn complete(&mut self, st: &mut State, i: usize, fin: Fin, ended: &mut Ended) {
+    pub(super) fn complete(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        completion: Completion,
+        ended: &mut Ended,
+    ) {
         if st.steps[i].status != Status::Running {
             return;
         }
-        match fin {
-            Fin::Shell(ran) => {
-                if st.steps[i].t.executor == "branch" {
+        match completion {
+            Completion::Shell(ran) => {
+                let step = st.steps[i].template.clone();
+                if let Executor::Branch(branch) = &step.executor {
                     let id = st.steps[i].id.clone();
                     self.land_fact(
                         format!("{id}#condition"),
                         json!({"outcome": ran.outcome, "outputs": ran.outputs, "problem": ran.problem}),
                     );
-                    match self.branch_outcome(st, i, ran.outcome, ran.outputs, ran.problem, ended) {
-                        Disp::Now(s, o, e) => st.end(i, s, o, e, ended),
-                        Disp::Joining | Disp::Later(_) => {}
+                    let (outcome, outputs, problem) = (ran.outcome, ran.outputs, ran.problem);
+                    match self.branch_outcome(st, i, branch, outcome, outputs, problem, ended) {
+                        Dispatched::Now(status, outputs, error) => {
+                            st.end(i, status, outputs, error, ended)
+                        }
+                        Dispatched::Joining | Dispatched::Later(_) => {}
                     }
                     return;
                 }
@@ -293,104 +313,108 @@ impl Exec {
                     st.fail(i, kind, outputs, why, ended);
                 }
             }
-            Fin::Agent(Ok(outs)) => st.end(i, Status::Done, outs, None, ended),
-            Fin::Agent(Err((kind, e))) => st.fail(i, kind, Map::new(), e, ended),
-            Fin::Spawned { agent, info } => match info {
+            Completion::Agent(Ok(outputs)) => st.end(i, Status::Done, outputs, None, ended),
+            Completion::Agent(Err((kind, e))) => st.fail(i, kind, Map::new(), e, ended),
+            Completion::Spawned { agent, info } => match info {
                 Ok(info) => {
-                    let mut out = Map::new();
-                    out.insert("agent".into(), Value::String(agent.clone()));
-                    out.insert(
+                    let mut outputs = Map::new();
+                    outputs.insert("agent".into(), Value::String(agent.clone()));
+                    outputs.insert(
                         "workdir".into(),
                         Value::String(info.workdir.display().to_string()),
                     );
-                    if let Some((s, _)) = &info.session {
-                        out.insert("session".into(), Value::String(s.clone()));
+                    if let Some((session, _)) = &info.session {
+                        outputs.insert("session".into(), Value::String(session.clone()));
                     }
                     if let Some(id) = self.spawned(&agent, &info.session_id) {
-                        out.insert("session_id".into(), Value::String(id));
+                        outputs.insert("session_id".into(), Value::String(id));
                     }
                     self.agents.insert(agent, info);
-                    st.end(i, Status::Done, out, None, ended);
+                    st.end(i, Status::Done, outputs, None, ended);
                 }
                 Err(e) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
             },
-            Fin::Injected(Ok(())) => {
-                if st.steps[i].t.str("mode") == Some("fire_forget") {
+            Completion::Injected(Ok(())) => {
+                if st.steps[i].agent().is_some_and(Agent::fire_forget) {
                     st.end(i, Status::Done, Map::new(), None, ended);
                 }
             }
-            Fin::Injected(Err((kind, e))) => {
+            Completion::Injected(Err((kind, e))) => {
                 self.waiting.remove(&i);
                 self.watchers.remove(&i);
-                self.deadlines.retain(|(_, k)| *k != i);
+                self.deadlines.retain(|(_, step)| *step != i);
                 st.fail(i, kind, Map::new(), e, ended);
             }
-            Fin::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
-            Fin::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
+            Completion::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            Completion::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
         }
     }
 
     /// Keeps what a refusal says of step `i`'s failure: its code, and its error type.
-    fn note_refusal(&mut self, st: &mut State, i: usize, r: &Refused) {
-        self.codes.insert(i, r.code);
-        if let Some(kind) = r.kind {
+    fn note_refusal(&mut self, st: &mut State, i: usize, refusal: &Refused) {
+        self.codes.insert(i, refusal.code);
+        if let Some(kind) = refusal.kind {
             st.error_types.insert(i, kind);
         }
     }
 
     fn continues(&self, st: &State, i: usize) -> bool {
-        st.steps[i].t.str("on_error") == Some("continue")
+        st.steps[i].on_error() == Some("continue")
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn branch_outcome(
         &mut self,
         st: &mut State,
         i: usize,
+        branch: &Branch,
         outcome: &str,
         mut outputs: Map<String, Value>,
         problem: Option<String>,
         ended: &mut Ended,
-    ) -> Disp {
-        let t = st.steps[i].t.clone();
-        let key = match outcome {
-            "true" => "on_true",
-            "timeout" if t.get("on_timeout").is_some() => "on_timeout",
-            _ => "on_false",
+    ) -> Dispatched {
+        let (key, target) = match outcome {
+            "true" => ("on_true", &branch.on_true),
+            "timeout" if branch.on_timeout.is_some() => ("on_timeout", &branch.on_timeout),
+            _ => ("on_false", &branch.on_false),
         };
-        let Some(target) = t.get(key).and_then(Node::as_table) else {
+        let target = target
+            .as_ref()
+            .filter(|target| !matches!(target, BranchTarget::NotATable));
+        let Some(target) = target else {
             if outcome == "true" {
-                return Disp::Now(Status::Done, outputs, None);
+                return Dispatched::Now(Status::Done, outputs, None);
             }
             if self.continues(st, i) {
-                if let Some(p) = problem {
-                    outputs.insert("error".into(), Value::String(p));
+                if let Some(problem) = problem {
+                    outputs.insert("error".into(), Value::String(problem));
                 }
-                return Disp::Now(Status::Done, outputs, None);
+                return Dispatched::Now(Status::Done, outputs, None);
             }
             let why = match outcome {
                 "timeout" => "the condition timed out",
                 _ => "the condition was false",
             };
-            return Disp::Now(
+            return Dispatched::Now(
                 Status::Failed,
                 outputs,
                 Some(format!(
                     "{why} and the branch has no `{key}` (write `{key} = {{ inline = [] }}` to make it a normal outcome){}",
-                    problem.map(|p| format!(": {p}")).unwrap_or_default()
+                    problem.map(|problem| format!(": {problem}")).unwrap_or_default()
                 )),
             );
         };
         match self.expand_target(st, i, target, key, ended) {
-            Err(r) => {
-                self.note_refusal(st, i, &r);
-                Disp::Now(Status::Failed, outputs, Some(r.message))
+            Err(refusal) => {
+                self.note_refusal(st, i, &refusal);
+                Dispatched::Now(Status::Failed, outputs, Some(refusal.message))
             }
-            Ok(0) => Disp::Now(Status::Done, outputs, None),
+            Ok(0) => Dispatched::Now(Status::Done, outputs, None),
             Ok(_) => {
                 if st.steps[i].status == Status::Running {
                     st.steps[i].outputs = outputs;
                 }
-                Disp::Joining
+                Dispatched::Joining
             }
         }
     }
@@ -401,41 +425,40 @@ impl Exec {
         &mut self,
         st: &mut State,
         i: usize,
-        target: &Table,
+        target: &BranchTarget,
         key: &str,
         ended: &mut Ended,
     ) -> Result<usize, Refused> {
         let prefix = format!("{}.", st.steps[i].id);
-        if let Some(tref) = target.get("template").and_then(Node::as_str) {
-            let (tmpl, scope) = self.instance(st, i, tref, target.get("variables"), None)?;
-            let steps = tmpl.steps.clone();
-            return self.insert_children(
-                st,
-                i,
-                &steps,
-                scope,
-                tmpl.src.clone(),
-                prefix,
-                true,
-                None,
-                ended,
-            );
-        }
-        let Some(items) = target.get("inline").and_then(Node::as_array) else {
-            return Ok(0);
+        let inline = match target {
+            BranchTarget::Template {
+                template,
+                variables,
+                ..
+            } => {
+                let (workflow, scope) =
+                    self.instance(st, i, &template.text, variables.as_ref(), None)?;
+                let steps = workflow.steps.clone();
+                return self.insert_children(
+                    st,
+                    i,
+                    &steps,
+                    scope,
+                    workflow.src.clone(),
+                    prefix,
+                    true,
+                    None,
+                    ended,
+                );
+            }
+            BranchTarget::Inline { steps, .. } => steps,
+            BranchTarget::Nothing { .. } | BranchTarget::NotATable => return Ok(0),
         };
-        let mut diags = Vec::new();
         let mut steps = Vec::new();
-        for (k, item) in items.iter().enumerate() {
-            match crate::ast::step(item, k, "inline step", &mut diags) {
-                Some(s) => steps.push(Arc::new(TStep::from_ast(&s))),
-                None => {
-                    return Err(format!(
-                        "`{key}` inline step {k}: {}",
-                        diags.first().map_or("not a step", |d| d.message.as_str())
-                    )
-                    .into())
-                }
+        for (index, step) in inline.iter().enumerate() {
+            match step {
+                Ok(step) => steps.push(Arc::new(TemplateStep::from_ast(step))),
+                Err(why) => return Err(format!("`{key}` inline step {index}: {why}").into()),
             }
         }
         let scope = st.steps[i].scope.clone();
@@ -452,16 +475,16 @@ impl Exec {
         variables: Option<&Node>,
         extra: Option<&Map<String, Value>>,
     ) -> Result<(Arc<Template>, Arc<super::state::Scope>), Refused> {
-        let cx = Cx {
-            st,
-            i,
+        let values = StepValues {
+            state: st,
+            step: i,
             extra,
             depth: 0,
         };
         let reference =
-            subst::render(reference, &cx, false).map_err(|e| format!("`template`: {e}"))?;
+            subst::render(reference, &values, false).map_err(|e| format!("`template`: {e}"))?;
         let src = st.steps[i].src.clone();
-        let tmpl = self
+        let workflow = self
             .lib
             .resolve(&reference, &src)
             .map_err(|message| Refused {
@@ -470,10 +493,10 @@ impl Exec {
                 kind: Some(recovery::TEMPLATE_NOT_FOUND),
             })?;
         let mut given = match variables {
-            Some(v) => match subst::typed_value(&node_json(v), &cx)
+            Some(variables) => match subst::typed_value(&variables.to_json(), &values)
                 .map_err(|e| format!("`variables`: {e}"))?
             {
-                Value::Object(m) => m,
+                Value::Object(given) => given,
                 _ => return Err("`variables` must be a table".to_string().into()),
             },
             None => Map::new(),
@@ -481,20 +504,21 @@ impl Exec {
         // A foreach gives each iteration its item and index: a template that declares them
         // (as `meow validate` wants of a template that uses them) has them given, so
         // `required` holds and a declared type applies.
-        for (k, v) in extra.into_iter().flatten() {
-            if tmpl.vars.iter().any(|d| d.name == *k) {
-                given.insert(k.clone(), v.clone());
+        for (name, value) in extra.into_iter().flatten() {
+            if workflow.vars.iter().any(|decl| decl.name == *name) {
+                given.insert(name.clone(), value.clone());
             }
         }
-        let mut vars = tmpl
+        let mut vars = workflow
             .bind(given, false)
             .map_err(|e| format!("expanding `{reference}`: {e}"))?;
         // What a recovery expands still describes the failure it recovers from.
         let failed = super::recovery::FAILED_STEP;
-        if let Some(f) = st.steps[i].scope.vars.get(failed) {
-            vars.entry(failed.to_string()).or_insert_with(|| f.clone());
+        if let Some(failure) = st.steps[i].scope.vars.get(failed) {
+            vars.entry(failed.to_string())
+                .or_insert_with(|| failure.clone());
         }
-        Ok((tmpl, Arc::new(super::state::Scope { vars })))
+        Ok((workflow, Arc::new(super::state::Scope { vars })))
     }
 
     /// Inserts an expansion's steps under `prefix`. A need naming one of these steps (or a
@@ -505,9 +529,9 @@ impl Exec {
         &mut self,
         st: &mut State,
         parent: usize,
-        steps: &[Arc<TStep>],
+        steps: &[Arc<TemplateStep>],
         scope: Arc<super::state::Scope>,
-        src: Arc<Src>,
+        src: Arc<ModuleFile>,
         prefix: String,
         join: bool,
         foreach: Option<(usize, usize)>,
@@ -518,36 +542,36 @@ impl Exec {
         // A recovery's steps run one recovery deeper than the step that failed.
         let recovery =
             st.steps[parent].recovery + u32::from(st.steps[parent].status == Status::Recovering);
-        let ids: HashSet<&str> = steps.iter().map(|s| s.id.as_str()).collect();
-        let fe = foreach.or(st.steps[parent].foreach);
+        let ids: HashSet<&str> = steps.iter().map(|step| step.id.as_str()).collect();
+        let iteration = foreach.or(st.steps[parent].foreach);
         if join {
             st.steps[parent].open += steps.len();
         }
         let mut made = 0;
-        for t in steps {
-            let mut s = self.new_step(
-                t.clone(),
+        for template in steps {
+            let mut step = self.new_step(
+                template.clone(),
                 scope.clone(),
                 src.clone(),
                 prefix.clone(),
                 join.then_some(parent),
-                fe,
+                iteration,
                 depth,
             );
-            s.needs = rewrite(&t.needs, &ids, &prefix);
-            s.recovery = recovery;
-            if let Some((fi, it)) = fe {
-                if let Some(f) = self.fe.get_mut(&fi) {
-                    *f.left.entry(it).or_insert(0) += 1;
+            step.needs = rewrite(&template.needs, &ids, &prefix);
+            step.recovery = recovery;
+            if let Some((foreach, iteration)) = iteration {
+                if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                    *throttle.left.entry(iteration).or_insert(0) += 1;
                 }
             }
-            match st.insert(s, ended) {
-                Ok(k) => st.steps[parent].children.push(k),
+            match st.insert(step, ended) {
+                Ok(child) => st.steps[parent].children.push(child),
                 Err(e) => {
                     if join {
                         let left = steps.len() - made;
-                        let p = &mut st.steps[parent];
-                        p.open = p.open.saturating_sub(left);
+                        let parent = &mut st.steps[parent];
+                        parent.open = parent.open.saturating_sub(left);
                     }
                     return Err(e.into());
                 }
@@ -584,68 +608,72 @@ impl Exec {
         Ok(())
     }
 
-    fn expand(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let t = st.steps[i].t.clone();
-        let Some(tref) = t.str("template") else {
+    fn expand(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        expand: &Expand,
+        ended: &mut Ended,
+    ) -> Dispatched {
+        let Some(reference) = &expand.template else {
             return fail("the expand step has no `template`");
         };
-        let res = self
-            .instance(st, i, tref, t.get("variables"), None)
-            .and_then(|(tmpl, scope)| {
+        let inserted = self
+            .instance(st, i, &reference.text, expand.variables.as_ref(), None)
+            .and_then(|(workflow, scope)| {
                 let prefix = format!("{}.", st.steps[i].id);
-                let steps = tmpl.steps.clone();
+                let steps = workflow.steps.clone();
                 self.insert_children(
                     st,
                     i,
                     &steps,
                     scope,
-                    tmpl.src.clone(),
+                    workflow.src.clone(),
                     prefix,
                     false,
                     None,
                     ended,
                 )
             });
-        match res {
-            Ok(_) => Disp::Now(Status::Done, Map::new(), None),
-            Err(r) => {
-                self.note_refusal(st, i, &r);
-                fail(r.message)
+        match inserted {
+            Ok(_) => Dispatched::Now(Status::Done, Map::new(), None),
+            Err(refusal) => {
+                self.note_refusal(st, i, &refusal);
+                fail(refusal.message)
             }
         }
     }
 
-    fn items(&mut self, st: &State, i: usize) -> Result<Vec<Value>, String> {
+    fn items(&mut self, st: &State, i: usize, foreach: &Foreach) -> Result<Vec<Value>, String> {
         let id = &st.steps[i].id;
-        if let Some(Value::Array(a)) = self.journal.get(&format!("{id}#items")) {
-            return Ok(a.clone());
+        if let Some(Value::Array(landed)) = self.journal.get(&format!("{id}#items")) {
+            return Ok(landed.clone());
         }
-        let t = &st.steps[i].t;
-        let v = match (t.str("items"), t.str("items_file")) {
+        let items = match (&foreach.items, &foreach.items_file) {
             (Some(_), Some(_)) => return Err("give `items` or `items_file`, not both".into()),
             (None, None) => return Err("the foreach has neither `items` nor `items_file`".into()),
             (Some(items), None) => {
-                let v =
-                    subst::typed(items, &Cx::new(st, i)).map_err(|e| format!("`items`: {e}"))?;
-                match v {
-                    Value::String(s) => serde_json::from_str(&s).map_err(|e| {
-                        format!("`items` must be a JSON array: {e} (got {})", preview(&s))
+                let items = subst::typed(&items.text, &StepValues::new(st, i))
+                    .map_err(|e| format!("`items`: {e}"))?;
+                match items {
+                    Value::String(text) => serde_json::from_str(&text).map_err(|e| {
+                        format!("`items` must be a JSON array: {e} (got {})", preview(&text))
                     })?,
                     other => other,
                 }
             }
-            (None, Some(f)) => {
-                let f = subst::render(f, &Cx::new(st, i), false)
+            (None, Some(file)) => {
+                let file = subst::render(&file.text, &StepValues::new(st, i), false)
                     .map_err(|e| format!("`items_file`: {e}"))?;
-                let p = under(&self.project, &f);
-                let text = std::fs::read_to_string(&p)
-                    .map_err(|e| format!("cannot read `items_file` {}: {e}", p.display()))?;
+                let path = under(&self.project, &file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read `items_file` {}: {e}", path.display()))?;
                 serde_json::from_str(&text)
-                    .map_err(|e| format!("`items_file` {} is not JSON: {e}", p.display()))?
+                    .map_err(|e| format!("`items_file` {} is not JSON: {e}", path.display()))?
             }
         };
-        match v {
-            Value::Array(a) => Ok(a),
+        match items {
+            Value::Array(items) => Ok(items),
             other => Err(format!(
                 "the items must be a JSON array, got {}",
                 preview(&other.to_string())
@@ -653,56 +681,65 @@ impl Exec {
         }
     }
 
-    fn foreach(&mut self, st: &mut State, i: usize, ended: &mut Ended) -> Disp {
-        let t = st.steps[i].t.clone();
-        let items = match self.items(st, i) {
-            Ok(a) => a,
+    fn foreach(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        foreach: &Foreach,
+        ended: &mut Ended,
+    ) -> Dispatched {
+        let items = match self.items(st, i, foreach) {
+            Ok(items) => items,
             Err(e) => return fail(e),
         };
         let id = st.steps[i].id.clone();
         self.land_fact(format!("{id}#items"), Value::Array(items.clone()));
-        let Some(item_var) = t.str("item_var").map(str::to_string) else {
+        let Some(item_var) = foreach.item_var.as_ref().map(|name| name.text.clone()) else {
             return fail("the foreach has no `item_var`");
         };
-        let index_var = t.str("index_var").map(str::to_string);
-        let Some(tref) = t.str("template") else {
+        let index_var = foreach.index_var.as_ref().map(|name| name.text.clone());
+        let Some(reference) = &foreach.template else {
             return fail("the foreach has no `template`");
         };
-        let flag = |key: &str, default: bool| -> Result<bool, String> {
-            match t.get(key).map(|n| &n.kind) {
+        let flag = |key: &str, flag: &Option<Flag>, default: bool| -> Result<bool, String> {
+            match flag {
                 None => Ok(default),
-                Some(Kind::Bool(b)) => Ok(*b),
-                Some(Kind::Str(s)) => {
-                    let s = subst::render(s, &Cx::new(st, i), false)?;
-                    match s.trim().to_ascii_lowercase().as_str() {
+                Some(Flag::Bool(value)) => Ok(*value),
+                Some(Flag::Text(text)) => {
+                    let text = subst::render(&text.text, &StepValues::new(st, i), false)?;
+                    match text.trim().to_ascii_lowercase().as_str() {
                         "true" | "1" | "yes" => Ok(true),
                         "false" | "0" | "no" => Ok(false),
-                        _ => Err(format!("`{key}` must be true or false, got `{s}`")),
+                        _ => Err(format!("`{key}` must be true or false, got `{text}`")),
                     }
                 }
-                Some(_) => Err(format!("`{key}` must be true or false")),
+                Some(Flag::Other(_)) => Err(format!("`{key}` must be true or false")),
             }
         };
-        let (parallel, join) = match (flag("parallel", true), flag("join", true)) {
-            (Ok(p), Ok(j)) => (p, j),
+        let parallel = flag("parallel", &foreach.parallel, true);
+        let join = flag("join", &foreach.join, true);
+        let (parallel, join) = match (parallel, join) {
+            (Ok(parallel), Ok(join)) => (parallel, join),
             (Err(e), _) | (_, Err(e)) => return fail(e),
         };
-        let max = match t.get("max_concurrent").map(|n| &n.kind) {
-            Some(Kind::Int(n)) if *n > 0 => Some(*n as usize),
-            Some(Kind::Str(s)) => subst::render(s, &Cx::new(st, i), false)
-                .ok()
-                .and_then(|s| s.trim().parse::<usize>().ok())
-                .filter(|n| *n > 0),
+        let max = match &foreach.max_concurrent {
+            Some(MaxConcurrent::Count(n)) if *n > 0 => Some(*n as usize),
+            Some(MaxConcurrent::Text(text)) => {
+                subst::render(&text.text, &StepValues::new(st, i), false)
+                    .ok()
+                    .and_then(|text| text.trim().parse::<usize>().ok())
+                    .filter(|n| *n > 0)
+            }
             _ => None,
         };
-        if let Err(r) = self.room(st, i, 0) {
-            self.note_refusal(st, i, &r);
-            return fail(r.message);
+        if let Err(refusal) = self.room(st, i, 0) {
+            self.note_refusal(st, i, &refusal);
+            return fail(refusal.message);
         }
         if let (Some(max), true) = (max, parallel) {
-            self.fe.insert(
+            self.throttles.insert(
                 i,
-                Foreach {
+                ForeachThrottle {
                     max,
                     left: Default::default(),
                     active: Default::default(),
@@ -711,18 +748,25 @@ impl Exec {
             );
         }
         let mut total = 0;
-        let mut prev: Vec<String> = Vec::new();
-        for (k, item) in items.iter().enumerate() {
+        let mut previous: Vec<String> = Vec::new();
+        for (index, item) in items.iter().enumerate() {
             let mut extra = Map::new();
             extra.insert(item_var.clone(), item.clone());
-            if let Some(iv) = &index_var {
-                extra.insert(iv.clone(), Value::from(k));
+            if let Some(index_var) = &index_var {
+                extra.insert(index_var.clone(), Value::from(index));
             }
-            let (tmpl, scope) = match self.instance(st, i, tref, t.get("variables"), Some(&extra)) {
-                Ok(x) => x,
-                Err(r) => {
-                    self.note_refusal(st, i, &r);
-                    return self.foreach_failed(st, i, total, r.message);
+            let instance = self.instance(
+                st,
+                i,
+                &reference.text,
+                foreach.variables.as_ref(),
+                Some(&extra),
+            );
+            let (workflow, scope) = match instance {
+                Ok(instance) => instance,
+                Err(refusal) => {
+                    self.note_refusal(st, i, &refusal);
+                    return self.foreach_failed(st, i, total, refusal.message);
                 }
             };
             let mut vars = scope.vars.clone();
@@ -730,97 +774,96 @@ impl Exec {
             vars.extend(
                 extra
                     .into_iter()
-                    .filter(|(k, _)| !tmpl.vars.iter().any(|d| d.name == *k)),
+                    .filter(|(name, _)| !workflow.vars.iter().any(|decl| decl.name == *name)),
             );
             let scope = Arc::new(super::state::Scope { vars });
-            let prefix = format!("{id}.{k}.");
-            let ids: HashSet<&str> = tmpl.steps.iter().map(|s| s.id.as_str()).collect();
+            let prefix = format!("{id}.{index}.");
+            let ids: HashSet<&str> = workflow.steps.iter().map(|step| step.id.as_str()).collect();
             // Sequential: the steps an iteration starts with wait for the whole previous one.
-            let steps: Vec<Arc<TStep>> = if parallel || prev.is_empty() {
-                tmpl.steps.clone()
+            let steps: Vec<Arc<TemplateStep>> = if parallel || previous.is_empty() {
+                workflow.steps.clone()
             } else {
-                tmpl.steps
+                workflow
+                    .steps
                     .iter()
-                    .map(|s| {
-                        if s.needs
+                    .map(|step| {
+                        if step
+                            .needs
                             .iter()
-                            .any(|n| ids.contains(n.split('.').next().unwrap_or("")))
+                            .any(|need| ids.contains(need.split('.').next().unwrap_or("")))
                         {
-                            return s.clone();
+                            return step.clone();
                         }
-                        let mut c = TStep {
-                            id: s.id.clone(),
-                            executor: s.executor.clone(),
-                            needs: s.needs.clone(),
-                            table: s.table.clone(),
-                            span: s.span,
-                        };
+                        let mut chained = TemplateStep::clone(step);
                         // Absolute ids: `rewrite` keeps needs that name no template step.
-                        c.needs.extend(prev.iter().cloned());
-                        Arc::new(c)
+                        chained.needs.extend(previous.iter().cloned());
+                        Arc::new(chained)
                     })
                     .collect()
             };
-            prev = tmpl
+            previous = workflow
                 .steps
                 .iter()
-                .map(|s| format!("{prefix}{}", s.id))
+                .map(|step| format!("{prefix}{}", step.id))
                 .collect();
             match self.insert_children(
                 st,
                 i,
                 &steps,
                 scope,
-                tmpl.src.clone(),
+                workflow.src.clone(),
                 prefix,
                 join,
-                Some((i, k)),
+                Some((i, index)),
                 ended,
             ) {
-                Ok(n) => total += n,
-                Err(r) => {
-                    self.note_refusal(st, i, &r);
-                    return self.foreach_failed(st, i, total, r.message);
+                Ok(made) => total += made,
+                Err(refusal) => {
+                    self.note_refusal(st, i, &refusal);
+                    return self.foreach_failed(st, i, total, refusal.message);
                 }
             }
         }
         if join && total > 0 && st.steps[i].status == Status::Running {
-            Disp::Joining
+            Dispatched::Joining
         } else if join && st.steps[i].status.terminal() {
             // Every child ended while being inserted (all skipped): the join already ended.
-            Disp::Joining
+            Dispatched::Joining
         } else {
-            Disp::Now(Status::Done, Map::new(), None)
+            Dispatched::Now(Status::Done, Map::new(), None)
         }
     }
 
-    fn foreach_failed(&mut self, st: &mut State, i: usize, _made: usize, msg: String) -> Disp {
+    fn foreach_failed(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        _made: usize,
+        why: String,
+    ) -> Dispatched {
         // Iterations already inserted run on; the foreach itself fails.
         st.steps[i].open = 0;
-        fail(msg)
+        fail(why)
     }
 
-    fn agent(&mut self, st: &mut State, i: usize) -> Disp {
+    fn agent(&mut self, st: &mut State, i: usize, agent: &Agent) -> Dispatched {
         let id = st.steps[i].id.clone();
-        if let Some((s, o, e)) = self.replay(&id) {
-            return Disp::Now(s, o, e);
+        if let Some((status, outputs, error)) = self.replay(&id) {
+            return Dispatched::Now(status, outputs, error);
         }
-        let t = st.steps[i].t.clone();
         let prepared = (|| -> Result<(String, String, Option<std::time::Duration>), String> {
-            let agent = self
-                .text(st, i, "agent", false)?
+            let name = render(st, i, agent.agent.as_ref(), "agent", false)?
                 .ok_or("the agent step has no `agent`")?;
-            let prompt = self
-                .text(st, i, "prompt", false)?
+            let prompt = render(st, i, agent.prompt.as_ref(), "prompt", false)?
                 .ok_or("the agent step has no `prompt`")?;
-            Ok((agent, prompt, self.timeout(st, i)?))
+            Ok((name, prompt, timeout(agent.timeout.as_ref())?))
         })();
         let (agent_name, prompt, timeout) = match prepared {
-            Ok(x) => x,
+            Ok(prepared) => prepared,
             Err(e) => return fail(e),
         };
-        let decl = agent::declared(t.get("outputs").and_then(Node::as_table));
-        let fire_forget = t.str("mode") == Some("fire_forget");
+        let decl = agent.outputs.clone();
+        let fire_forget = agent.fire_forget();
         if fire_forget && !decl.is_empty() {
             return fail("a `fire_forget` agent step cannot declare outputs");
         }
@@ -828,13 +871,13 @@ impl Exec {
             return self.agent_in_tmux(st, i, agent_name, prompt, decl, fire_forget, timeout);
         }
         if fire_forget {
-            return Disp::Now(Status::Done, Map::new(), None);
+            return Dispatched::Now(Status::Done, Map::new(), None);
         }
         self.set_busy(agent_name.clone(), i);
         let workdir = self
             .agents
             .get(&agent_name)
-            .map_or_else(|| self.project.clone(), |a| a.workdir.clone());
+            .map_or_else(|| self.project.clone(), |info| info.workdir.clone());
         let ask = agent::Ask {
             backend: self.backend.clone(),
             run_id: self.run_id.clone(),
@@ -847,9 +890,9 @@ impl Exec {
             workdir,
             timeout,
         };
-        Disp::Later(Box::pin(
-            async move { (i, Fin::Agent(agent::ask(ask).await)) },
-        ))
+        Dispatched::Later(Box::pin(async move {
+            (i, Completion::Agent(agent::ask(ask).await))
+        }))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -859,11 +902,14 @@ impl Exec {
         i: usize,
         agent_name: String,
         prompt: String,
-        decl: Vec<agent::OutDecl>,
+        decl: Vec<crate::executor::OutputDecl>,
         fire_forget: bool,
         timeout: Option<std::time::Duration>,
-    ) -> Disp {
-        let Some((session, adapter)) = self.agents.get(&agent_name).and_then(|a| a.session.clone())
+    ) -> Dispatched {
+        let Some((session, adapter)) = self
+            .agents
+            .get(&agent_name)
+            .and_then(|info| info.session.clone())
         else {
             st.error_types.insert(i, recovery::AGENT_NOT_FOUND);
             return fail(format!(
@@ -873,8 +919,8 @@ impl Exec {
         if !fire_forget {
             self.set_busy(agent_name, i);
             self.waiting.insert(i);
-            if let Some(t) = timeout {
-                self.deadlines.insert((Instant::now() + t, i));
+            if let Some(timeout) = timeout {
+                self.deadlines.insert((Instant::now() + timeout, i));
             }
         }
         let text = agent::full_prompt(&prompt, &decl, fire_forget);
@@ -883,23 +929,26 @@ impl Exec {
             self.watchers.insert(i, done.clone());
             self.prompted(i, &text);
         }
-        Disp::Later(Box::pin(async move {
+        Dispatched::Later(Box::pin(async move {
             // The prompt cannot reach a session that is gone (killed, or its agent quit
             // between steps): the agent is not found, it did not crash during this step.
             if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
-                return (i, Fin::Injected(Err((super::recovery::AGENT_NOT_FOUND, e))));
+                return (
+                    i,
+                    Completion::Injected(Err((super::recovery::AGENT_NOT_FOUND, e))),
+                );
             }
             if fire_forget {
-                return (i, Fin::Injected(Ok(())));
+                return (i, Completion::Injected(Ok(())));
             }
             // Until the step ends, a session that dies fails it instead of leaving the run
             // waiting for a report that cannot come.
             loop {
                 tokio::select! {
-                    _ = done.notified() => return (i, Fin::Injected(Ok(()))),
+                    _ = done.notified() => return (i, Completion::Injected(Ok(()))),
                     _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {
                         if !super::tmux::alive(&session).await {
-                            return (i, Fin::Injected(Err((
+                            return (i, Completion::Injected(Err((
                                 super::recovery::AGENT_CRASHED,
                                 "the agent's session ended before the agent reported".into(),
                             ))));
@@ -915,12 +964,12 @@ impl Exec {
         if !self.waiting.remove(&i) || st.steps[i].status != Status::Running {
             return;
         }
-        if let Some(w) = self.watchers.remove(&i) {
-            w.notify_one();
+        if let Some(watcher) = self.watchers.remove(&i) {
+            watcher.notify_one();
         }
         let took = st.steps[i]
             .started
-            .map(|t| super::duration::show(t.elapsed()))
+            .map(|started| super::duration::show(started.elapsed()))
             .unwrap_or_default();
         st.fail(
             i,
@@ -932,26 +981,25 @@ impl Exec {
     }
 
     /// Offline, an agent is a name and a working directory: spawning records them.
-    fn spawn(&mut self, st: &mut State, i: usize) -> Disp {
+    fn spawn(&mut self, st: &mut State, i: usize, spawn: &Spawn) -> Dispatched {
         let prepared = (|| -> Result<(String, std::path::PathBuf), String> {
-            let agent = self
-                .text(st, i, "agent", false)?
+            let agent = render(st, i, spawn.agent.as_ref(), "agent", false)?
                 .ok_or("the spawn step has no `agent`")?;
-            let workdir = match self.text(st, i, "workdir", false)? {
-                Some(w) if !w.is_empty() => under(&self.project, &w),
+            let workdir = match render(st, i, spawn.workdir.as_ref(), "workdir", false)? {
+                Some(workdir) if !workdir.is_empty() => under(&self.project, &workdir),
                 _ => self.project.clone(),
             };
             Ok((agent, workdir))
         })();
         if self.tmux {
             return match prepared {
-                Ok((agent, workdir)) => self.spawn_in_tmux(st, i, agent, workdir),
+                Ok((agent, workdir)) => self.spawn_in_tmux(st, i, spawn, agent, workdir),
                 Err(e) => fail(e),
             };
         }
         match prepared {
             Ok((agent, workdir)) => {
-                let out = json!({"agent": agent, "workdir": workdir.display().to_string()});
+                let outputs = json!({"agent": agent, "workdir": workdir.display().to_string()});
                 self.agents.insert(
                     agent,
                     AgentInfo {
@@ -960,9 +1008,9 @@ impl Exec {
                         session_id: Default::default(),
                     },
                 );
-                Disp::Now(
+                Dispatched::Now(
                     Status::Done,
-                    out.as_object().cloned().unwrap_or_default(),
+                    outputs.as_object().cloned().unwrap_or_default(),
                     None,
                 )
             }
@@ -974,35 +1022,43 @@ impl Exec {
         &mut self,
         st: &State,
         i: usize,
+        spawn: &Spawn,
         agent: String,
         workdir: std::path::PathBuf,
-    ) -> Disp {
+    ) -> Dispatched {
         let prepared = (|| -> Result<_, String> {
-            let name = match self.text(st, i, "adapter", false)? {
-                Some(a) if !a.is_empty() => a,
+            let name = match render(st, i, spawn.adapter.as_ref(), "adapter", false)? {
+                Some(adapter) if !adapter.is_empty() => adapter,
                 _ => "claude".to_string(),
             };
             let adapter = super::tmux::Adapter::find(&name, &self.project)?;
-            let mut env = self.string_table(st, i, "env")?;
-            env.retain(|(k, _)| !k.starts_with("MEOW_"));
+            let mut env = render_env(st, i, &spawn.env)?;
+            env.retain(|(name, _)| !name.starts_with("MEOW_"));
             let mut env = self.step_env(env, &st.steps[i].id, Some(&agent));
             // An agent works on many steps: which one is running is the orchestrator's to say.
-            env.retain(|(k, _)| k != "MEOW_STEP");
-            let args = match st.steps[i].t.get("spawn_args").map(|n| &n.kind) {
-                Some(Kind::Str(_)) => self.text(st, i, "spawn_args", false)?.unwrap_or_default(),
-                Some(Kind::Array(a)) => a
+            env.retain(|(name, _)| name != "MEOW_STEP");
+            let args = match &spawn.spawn_args {
+                Some(SpawnArgs::Text(text)) => {
+                    render(st, i, Some(text), "spawn_args", false)?.unwrap_or_default()
+                }
+                Some(SpawnArgs::List(list)) => list
                     .iter()
-                    .filter_map(Node::as_str)
-                    .map(|x| subst::render(x, &Cx::new(st, i), true))
+                    .map(|arg| subst::render(&arg.text, &StepValues::new(st, i), true))
                     .collect::<Result<Vec<_>, _>>()?
                     .join(" "),
-                _ => String::new(),
+                None => String::new(),
             };
-            let resume = self.text(st, i, "resume_session", false)?;
+            let resume = render(
+                st,
+                i,
+                spawn.resume_session.as_ref(),
+                "resume_session",
+                false,
+            )?;
             Ok((adapter, env, args, resume))
         })();
         let (adapter, env, args, resume) = match prepared {
-            Ok(x) => x,
+            Ok(prepared) => prepared,
             Err(e) => return fail(e),
         };
         if let Err(e) = std::fs::create_dir_all(&workdir) {
@@ -1012,39 +1068,35 @@ impl Exec {
             ));
         }
         let session = super::tmux::session_name(&self.run_id, &agent);
-        Disp::Later(Box::pin(async move {
-            let res =
+        Dispatched::Later(Box::pin(async move {
+            let spawned =
                 super::tmux::spawn(&adapter, &session, &workdir, &env, &args, resume.as_deref())
                     .await;
-            let info = res.map(|session_id| AgentInfo {
+            let info = spawned.map(|session_id| AgentInfo {
                 workdir,
                 session: Some((session, adapter)),
                 session_id,
             });
-            (i, Fin::Spawned { agent, info })
+            (i, Completion::Spawned { agent, info })
         }))
     }
 
-    fn kill(&mut self, st: &mut State, i: usize) -> Disp {
-        match self.text(st, i, "agent", false) {
+    fn kill(&mut self, st: &mut State, i: usize, kill: &Kill) -> Dispatched {
+        match render(st, i, kill.agent.as_ref(), "agent", false) {
             Ok(Some(agent)) => {
                 let info = self.agents.remove(&agent);
-                if let Some((session, adapter)) = info.and_then(|a| a.session) {
-                    let graceful = st.steps[i]
-                        .t
-                        .get("graceful")
-                        .and_then(Node::as_bool)
-                        .unwrap_or(true);
-                    return Disp::Later(Box::pin(async move {
+                if let Some((session, adapter)) = info.and_then(|info| info.session) {
+                    let graceful = kill.graceful;
+                    return Dispatched::Later(Box::pin(async move {
                         (
                             i,
-                            Fin::Killed(
+                            Completion::Killed(
                                 super::tmux::kill(Some(&adapter), &session, graceful).await,
                             ),
                         )
                     }));
                 }
-                Disp::Now(Status::Done, Map::new(), None)
+                Dispatched::Now(Status::Done, Map::new(), None)
             }
             Ok(None) => fail("the kill step has no `agent`"),
             Err(e) => fail(e),
@@ -1052,25 +1104,85 @@ impl Exec {
     }
 }
 
+/// A text field substituted for step `i`; `key` names it in errors.
+fn render(
+    st: &State,
+    i: usize,
+    field: Option<&Text>,
+    key: &str,
+    shell: bool,
+) -> Result<Option<String>, String> {
+    match field {
+        Some(field) => subst::render(&field.text, &StepValues::new(st, i), shell)
+            .map(Some)
+            .map_err(|e| format!("`{key}`: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The variables `env` sets, substituted.
+fn render_env(st: &State, i: usize, env: &Env) -> Result<Vec<(String, String)>, String> {
+    let values = StepValues::new(st, i);
+    env.vars()
+        .map(|(name, value)| {
+            subst::render(value, &values, false)
+                .map(|value| (name.to_string(), value))
+                .map_err(|e| format!("`env.{name}`: {e}"))
+        })
+        .collect()
+}
+
+fn timeout(timeout: Option<&Timeout>) -> Result<Option<std::time::Duration>, String> {
+    match timeout {
+        None => Ok(None),
+        Some(Timeout::Text(text)) => super::duration::parse(&text.text)
+            .map(Some)
+            .map_err(|e| format!("`timeout`: {e}")),
+        Some(Timeout::Seconds(secs)) => Ok(Some(std::time::Duration::from_secs(*secs))),
+        Some(Timeout::Invalid) => Err("`timeout` must be a duration such as \"30s\"".into()),
+    }
+}
+
+/// The outputs a command captures, their sources substituted.
+fn captures(st: &State, i: usize, captures: &[Capture]) -> Result<Vec<shell::Capture>, String> {
+    let values = StepValues::new(st, i);
+    captures
+        .iter()
+        .map(|capture| {
+            let source = capture
+                .source
+                .as_ref()
+                .map_or("stdout", |source| source.text.as_str());
+            let source = subst::render(source, &values, false)
+                .map_err(|e| format!("output `{}` source: {e}", capture.name))?;
+            Ok(shell::Capture {
+                name: capture.name.clone(),
+                source,
+                json: capture.json,
+            })
+        })
+        .collect()
+}
+
 fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Vec<String> {
     needs
         .iter()
-        .map(|n| {
-            let head = n.split('.').next().unwrap_or(n);
-            if ids.contains(n.as_str()) || ids.contains(head) {
-                format!("{prefix}{n}")
+        .map(|need| {
+            let head = need.split('.').next().unwrap_or(need);
+            if ids.contains(need.as_str()) || ids.contains(head) {
+                format!("{prefix}{need}")
             } else {
-                n.clone()
+                need.clone()
             }
         })
         .collect()
 }
 
-fn preview(s: &str) -> String {
-    let t: String = s.chars().take(60).collect();
-    if t.len() < s.len() {
-        format!("`{t}…`")
+fn preview(text: &str) -> String {
+    let head: String = text.chars().take(60).collect();
+    if head.len() < text.len() {
+        format!("`{head}…`")
     } else {
-        format!("`{t}`")
+        format!("`{head}`")
     }
 }

@@ -29,6 +29,7 @@ mod tmux;
 pub use duration::parse as parse_duration;
 pub use plan::plan;
 
+use crate::Executor;
 use pipewright_ir::Program;
 use pipewright_runtime::backend::AgentBackend;
 use pipewright_runtime::cancel::CancelToken;
@@ -39,12 +40,12 @@ use pipewright_runtime::session::{Recorder, RunOptions};
 use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
 use pipewright_syntax::{SourceMap, Span};
 use serde_json::{json, Map, Value};
-use state::{Ended, RStep, Scope, State, Status};
+use state::{Ended, RunStep, Scope, State, Status};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use template::{Library, Src, Template};
+use template::{Library, ModuleFile, Template};
 
 /// `[meow]` limits of pipewright.toml.
 #[derive(Debug, Clone, Copy)]
@@ -148,13 +149,14 @@ fn root_template(
     let file = sources
         .get(wf.file)
         .ok_or("the MEOW module is not among the loaded sources")?;
+    // The IR carries no MEOW AST, so the checked file is loaded again (one parse).
     let mut diags = Vec::new();
     let module = crate::load_module(wf.file, &file.text, &mut diags)
         .ok_or("the MEOW module does not load")?;
     let path = source_path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&file.name));
-    let src = Arc::new(Src {
+    let src = Arc::new(ModuleFile {
         module: Arc::new(module),
         path,
     });
@@ -280,7 +282,7 @@ pub async fn run(
         (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
         _ => None,
     };
-    let mut ex = Exec {
+    let mut exec = Exec {
         run_id: run_id.clone(),
         workflow: name.clone(),
         backend: opts.backend,
@@ -299,10 +301,10 @@ pub async fn run(
         busy: HashMap::new(),
         busy_step: HashMap::new(),
         held_agent: HashMap::new(),
-        fe: HashMap::new(),
+        throttles: HashMap::new(),
         store_failed: None,
         given,
-        sock: channel.as_ref().map(|c| c.path().to_path_buf()),
+        socket: channel.as_ref().map(|c| c.path().to_path_buf()),
         meow_bin,
         root_span: root.span,
         sources_has: sources.files().map(|f| f.id).collect(),
@@ -312,8 +314,8 @@ pub async fn run(
         watchers: HashMap::new(),
         side: Default::default(),
     };
-    ex.tmux = ex.backend.name() == "command";
-    if ex.tmux && ex.sock.is_none() {
+    exec.tmux = exec.backend.name() == "command";
+    if exec.tmux && exec.socket.is_none() {
         return Err(
             "agents in tmux report over the orchestrator channel, which this run does not open"
                 .into(),
@@ -321,7 +323,7 @@ pub async fn run(
     }
     let mut ended = Ended::default();
     for t in &root.steps {
-        let s = ex.new_step(
+        let s = exec.new_step(
             t.clone(),
             scope.clone(),
             root.src.clone(),
@@ -332,24 +334,24 @@ pub async fn run(
         );
         st.insert(s, &mut ended)?;
     }
-    let status = ex.drive(&mut st, ended, channel).await;
+    let status = exec.drive(&mut st, ended, channel).await;
     let cleanup = match status {
-        RunStatus::Ok => "cleanup_on_success",
-        RunStatus::Cancelled => "cleanup_on_stop",
-        _ => "cleanup_on_failure",
+        RunStatus::Ok => &root.cleanup.on_success,
+        RunStatus::Cancelled => &root.cleanup.on_stop,
+        _ => &root.cleanup.on_failure,
     };
-    if let Some(script) = root.cleanup(cleanup) {
-        ex.cleanup(&script).await;
+    if let Some(script) = cleanup {
+        exec.cleanup(&script.text).await;
     }
     // A run that ended stops its agents; a cancelled one leaves them for a resume.
     if status != RunStatus::Cancelled {
-        for (_, a) in ex.agents.drain() {
+        for (_, a) in exec.agents.drain() {
             if let Some((session, adapter)) = a.session {
                 let _ = tmux::kill(Some(&adapter), &session, true).await;
             }
         }
     }
-    Ok(ex.finish(&st, status, &root))
+    Ok(exec.finish(&st, status, &root))
 }
 
 /// The variables of every top-level step's fields resolve (step outputs are read later).
@@ -382,11 +384,9 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
         };
         // Inline branch steps and foreach templates bind their own names: only the fields
         // this step's own executor reads are checked here.
-        for key in dispatch::substituted_fields(&t.executor) {
+        for (key, value) in dispatch::substituted_fields(&t.executor) {
             let mut texts = Vec::new();
-            if let Some(n) = t.table.get(key) {
-                collect_strings(n, &mut texts);
-            }
+            collect_strings(&value, &mut texts);
             for text in texts {
                 for (_, _, inner) in subst::refs(&text) {
                     let r = subst::parse(inner);
@@ -415,15 +415,11 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
     }
 }
 
-fn collect_strings(n: &crate::tree::Node, out: &mut Vec<String>) {
-    use crate::tree::Kind;
-    match &n.kind {
-        Kind::Str(s) => out.push(s.clone()),
-        Kind::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
-        Kind::Table(t) => t
-            .entries
-            .iter()
-            .for_each(|e| collect_strings(&e.value, out)),
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
         _ => {}
     }
 }
@@ -439,7 +435,7 @@ pub(crate) struct AgentInfo {
 
 /// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
 /// back until one of them ends.
-struct Foreach {
+struct ForeachThrottle {
     max: usize,
     /// Steps of each iteration not yet ended (expansions inside it included).
     left: HashMap<usize, usize>,
@@ -473,11 +469,13 @@ pub(crate) struct Exec {
     /// The same, by step.
     busy_step: HashMap<usize, String>,
     held_agent: HashMap<String, VecDeque<usize>>,
-    fe: HashMap<usize, Foreach>,
+    /// The foreach steps with `max_concurrent`, by step.
+    throttles: HashMap<usize, ForeachThrottle>,
     store_failed: Option<String>,
     /// The run's variables as given (cleanup scripts see them as environment variables).
     given: Map<String, Value>,
-    sock: Option<PathBuf>,
+    /// Where the orchestrator channel listens.
+    socket: Option<PathBuf>,
     /// A directory holding `meow` (the pipewright executable under the reference's command
     /// name), put first on the PATH of shell steps and agent sessions.
     meow_bin: Option<MeowPath>,
@@ -497,11 +495,11 @@ pub(crate) struct Exec {
 }
 
 /// How a dispatched step goes on.
-pub(crate) enum Disp {
+pub(crate) enum Dispatched {
     /// Ended at once.
     Now(Status, Map<String, Value>, Option<String>),
     /// Runs on; its completion arrives later.
-    Later(dispatch::Fut),
+    Later(dispatch::InFlight),
     /// Waits for the steps it expanded into.
     Joining,
 }
@@ -510,18 +508,18 @@ impl Exec {
     #[allow(clippy::too_many_arguments)]
     fn new_step(
         &self,
-        t: Arc<template::TStep>,
+        template: Arc<template::TemplateStep>,
         scope: Arc<Scope>,
-        src: Arc<Src>,
+        src: Arc<ModuleFile>,
         prefix: String,
         parent: Option<usize>,
         foreach: Option<(usize, usize)>,
         depth: u32,
-    ) -> RStep {
-        RStep {
-            id: format!("{prefix}{}", t.id),
-            needs: t.needs.clone(),
-            t,
+    ) -> RunStep {
+        RunStep {
+            id: format!("{prefix}{}", template.id),
+            needs: template.needs.clone(),
+            template,
             scope,
             src,
             prefix,
@@ -551,7 +549,7 @@ impl Exec {
         mut channel: Option<channel::Channel>,
     ) -> RunStatus {
         use futures_util::stream::{FuturesUnordered, StreamExt};
-        let mut inflight: FuturesUnordered<dispatch::Fut> = FuturesUnordered::new();
+        let mut inflight: FuturesUnordered<dispatch::InFlight> = FuturesUnordered::new();
         let mut msgs = channel.as_mut().map(|c| c.take_receiver());
         loop {
             self.after(st, &mut ended);
@@ -567,9 +565,9 @@ impl Exec {
                 }
                 let _ = agent_kind;
                 match self.dispatch(st, i, &mut ended) {
-                    Disp::Now(s, o, e) => st.end(i, s, o, e, &mut ended),
-                    Disp::Later(f) => inflight.push(f),
-                    Disp::Joining => {}
+                    Dispatched::Now(s, o, e) => st.end(i, s, o, e, &mut ended),
+                    Dispatched::Later(f) => inflight.push(f),
+                    Dispatched::Joining => {}
                 }
                 self.after(st, &mut ended);
             }
@@ -688,25 +686,25 @@ impl Exec {
     /// has `max_concurrent` iterations running. `true`: held.
     fn hold(&mut self, st: &mut State, i: usize) -> bool {
         let s = &st.steps[i];
-        if s.is_agent() && s.t.str("mode") != Some("fire_forget") {
-            if let Some(agent) = s.t.str("agent") {
-                let agent = subst::render(agent, &state::Cx::new(st, i), false)
-                    .unwrap_or_else(|_| agent.to_string());
+        if let Some(a) = s.agent().filter(|a| !a.fire_forget()) {
+            if let Some(agent) = &a.agent {
+                let agent = subst::render(&agent.text, &state::StepValues::new(st, i), false)
+                    .unwrap_or_else(|_| agent.text.clone());
                 if self.busy.contains_key(&agent) {
                     self.held_agent.entry(agent).or_default().push_back(i);
                     return true;
                 }
             }
         }
-        let mut f = s.foreach;
-        while let Some((fi, it)) = f {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if !fe.active.contains(&it) && fe.active.len() >= fe.max {
-                    fe.held.push_back(i);
+        let mut within = s.foreach;
+        while let Some((foreach, iteration)) = within {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if !throttle.active.contains(&iteration) && throttle.active.len() >= throttle.max {
+                    throttle.held.push_back(i);
                     return true;
                 }
             }
-            f = st.steps[fi].foreach;
+            within = st.steps[foreach].foreach;
         }
         false
     }
@@ -729,14 +727,14 @@ impl Exec {
         let s = &st.steps[i];
         // A recovering step's iteration goes on until its recovery ends.
         let over = s.status.terminal();
-        if let (Some((fi, it)), true) = (s.foreach, over) {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if let Some(c) = fe.left.get_mut(&it) {
-                    *c = c.saturating_sub(1);
-                    if *c == 0 {
-                        fe.left.remove(&it);
-                        fe.active.remove(&it);
-                        for n in fe.held.drain(..) {
+        if let (Some((foreach, iteration)), true) = (s.foreach, over) {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if let Some(left) = throttle.left.get_mut(&iteration) {
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        throttle.left.remove(&iteration);
+                        throttle.active.remove(&iteration);
+                        for n in throttle.held.drain(..) {
                             let agent_kind = st.steps[n].is_agent();
                             st.ready.insert((agent_kind, n));
                         }
@@ -773,14 +771,14 @@ impl Exec {
         if let Some(a) = agent {
             self.set_busy(a, i);
         }
-        let mut f = st.steps[i].foreach;
-        while let Some((fi, it)) = f {
-            if let Some(fe) = self.fe.get_mut(&fi) {
-                if fe.left.contains_key(&it) {
-                    fe.active.insert(it);
+        let mut within = st.steps[i].foreach;
+        while let Some((foreach, iteration)) = within {
+            if let Some(throttle) = self.throttles.get_mut(&foreach) {
+                if throttle.left.contains_key(&iteration) {
+                    throttle.active.insert(iteration);
                 }
             }
-            f = st.steps[fi].foreach;
+            within = st.steps[foreach].foreach;
         }
         let e = self.event(st, i, EventKind::Started);
         if let Some(rec) = &self.recorder {
@@ -796,7 +794,7 @@ impl Exec {
         Event {
             kind,
             key: s.id.clone(),
-            step_kind: kind_name(&s.t.executor),
+            step_kind: kind_name(&s.template.executor),
             workflow: self.workflow.clone(),
             at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             elapsed_ms: s.started.map(|t| t.elapsed().as_secs_f64() * 1000.0),
@@ -851,8 +849,10 @@ impl Exec {
             landed: Landed::Value(v),
         }));
         // A tmux agent's answer cannot be asked for again for free: it commits at once too.
-        let now = matches!(s.t.executor.as_str(), "shell" | "spawn" | "kill" | "branch")
-            || (self.tmux && s.is_agent());
+        let now = matches!(
+            s.template.executor,
+            Executor::Shell(_) | Executor::Spawn(_) | Executor::Kill(_) | Executor::Branch(_)
+        ) || (self.tmux && s.is_agent());
         if let Err(e) = rec.stage(writes, done, now) {
             self.store_failed.get_or_insert(e);
         }
@@ -948,8 +948,8 @@ impl Exec {
                 .or_else(|| (0..st.steps.len()).find(failed));
             if let Some(i) = cause {
                 let s = &st.steps[i];
-                let span = if self.sources_has.contains(&s.t.span.file) {
-                    s.t.span
+                let span = if self.sources_has.contains(&s.template.span.file) {
+                    s.template.span
                 } else {
                     self.root_span
                 };
@@ -957,7 +957,7 @@ impl Exec {
                 o.error = Some(RunError::new(
                     code,
                     &s.id,
-                    kind_name(&s.t.executor),
+                    kind_name(&s.template.executor),
                     span,
                     format!(
                         "step `{}` failed: {}",
@@ -1001,15 +1001,6 @@ impl Exec {
 }
 
 /// The executor as events name a step's kind.
-fn kind_name(executor: &str) -> &'static str {
-    match executor {
-        "shell" => "shell",
-        "spawn" => "spawn",
-        "kill" => "kill",
-        "expand" => "expand",
-        "branch" => "branch",
-        "foreach" => "foreach",
-        "agent" => "agent",
-        _ => "step",
-    }
+fn kind_name(executor: &Executor) -> &'static str {
+    executor.keyword().unwrap_or("step")
 }

@@ -59,19 +59,18 @@ pub fn plan(
         .map(|t| {
             let mut s = PlanStep {
                 key: t.id.clone(),
-                kind: t.executor.clone(),
+                kind: t.executor.name().to_string(),
                 line: line_of(sources, t.span),
-                title: format!("[{}]", t.executor),
+                title: format!("[{}]", t.executor.name()),
                 ..PlanStep::default()
             };
             if !t.needs.is_empty() {
                 s.field("needs", t.needs.join(", "));
             }
-            for key in super::dispatch::substituted_fields(&t.executor) {
-                let Some(n) = t.table.get(key) else { continue };
-                let shell = matches!(*key, "command" | "condition");
+            for (key, value) in super::dispatch::substituted_fields(&t.executor) {
+                let shell = matches!(key, "command" | "condition");
                 let r = |text: &str| render(text, &vars, &missing, &t.id, shell);
-                let shown = match n.to_json() {
+                let shown = match value {
                     Value::String(text) => r(&text),
                     other => rendered_json(other, &r).to_string(),
                 };
@@ -91,9 +90,9 @@ pub fn plan(
 
 /// The steps with each after the steps it needs (declaration order otherwise); a step in a
 /// cycle, which `check` refuses, comes last.
-fn order(t: &Template) -> Vec<&super::template::TStep> {
-    let mut out: Vec<&super::template::TStep> = Vec::new();
-    let mut left: Vec<&super::template::TStep> = t.steps.iter().map(|s| &**s).collect();
+fn order(t: &Template) -> Vec<&super::template::TemplateStep> {
+    let mut out: Vec<&super::template::TemplateStep> = Vec::new();
+    let mut left: Vec<&super::template::TemplateStep> = t.steps.iter().map(|s| &**s).collect();
     while !left.is_empty() {
         let ready = left.iter().position(|s| {
             s.needs

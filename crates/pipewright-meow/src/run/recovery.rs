@@ -5,8 +5,10 @@
 //! they run, otherwise it fails and skips them as any failure does. Recoveries nest at most
 //! `max_recovery_depth` deep (PW0832).
 
-use super::state::{Cx, Ended, Scope, State, Status};
+use super::state::{Ended, Scope, State, Status, StepValues};
 use super::{subst, Exec};
+use crate::ast::Text;
+use crate::Executor;
 use pipewright_runtime::codes;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -85,7 +87,7 @@ impl Exec {
                 v
             }
         };
-        let reference = subst::render(reference, &Cx::new(st, i), false)
+        let reference = subst::render(reference, &StepValues::new(st, i), false)
             .map_err(|e| refused(format!("`on_error`: {e}")))?;
         let src = st.steps[i].src.clone();
         let tmpl = self.lib.resolve(&reference, &src).map_err(refused)?;
@@ -167,25 +169,24 @@ fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> 
         }
         None => (String::new(), super::duration::show(Default::default())),
     };
-    let field = |key: &str| -> String {
-        match s.t.str(key) {
-            Some(t) => subst::render(t, &Cx::new(st, i), false).unwrap_or_else(|_| t.to_string()),
+    let field = |t: &Option<Text>| -> String {
+        match t {
+            Some(t) => subst::render(&t.text, &StepValues::new(st, i), false)
+                .unwrap_or_else(|_| t.text.clone()),
             None => String::new(),
         }
     };
-    let agent = match s.t.executor.as_str() {
-        "agent" | "spawn" | "kill" => field("agent"),
-        _ => String::new(),
-    };
-    let prompt = match s.t.executor.as_str() {
-        "agent" => field("prompt"),
-        _ => String::new(),
+    let (agent, prompt) = match &s.template.executor {
+        Executor::Agent(a) => (field(&a.agent), field(&a.prompt)),
+        Executor::Spawn(spawn) => (field(&spawn.agent), String::new()),
+        Executor::Kill(kill) => (field(&kill.agent), String::new()),
+        _ => (String::new(), String::new()),
     };
     json!({
         "id": s.id,
-        "executor": s.t.executor,
+        "executor": s.template.executor.name(),
         "error_type": error_type(
-            &s.t.executor,
+            s.template.executor.name(),
             code,
             child_failed,
             st.error_types.get(&i).copied(),

@@ -4,7 +4,9 @@
 //! waits under that id until an expansion creates it.
 
 use super::subst::{self, Lookup};
-use super::template::{Src, TStep};
+use super::template::{ModuleFile, TemplateStep};
+use crate::executor::Agent;
+use crate::Executor;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -53,11 +55,11 @@ pub struct Scope {
     pub vars: Map<String, Value>,
 }
 
-pub struct RStep {
+pub struct RunStep {
     pub id: String,
-    pub t: Arc<TStep>,
+    pub template: Arc<TemplateStep>,
     pub scope: Arc<Scope>,
-    pub src: Arc<Src>,
+    pub src: Arc<ModuleFile>,
     /// `E.`, `F.3.`: what the ids of this step's siblings start with.
     pub prefix: String,
     pub needs: Vec<String>,
@@ -83,16 +85,24 @@ pub struct RStep {
     pub started: Option<std::time::Instant>,
 }
 
-impl RStep {
+impl RunStep {
     pub fn is_agent(&self) -> bool {
-        self.t.executor == "agent"
+        self.agent().is_some()
+    }
+
+    /// The fields of an agent step.
+    pub fn agent(&self) -> Option<&Agent> {
+        match &self.template.executor {
+            Executor::Agent(a) => Some(a),
+            _ => None,
+        }
     }
 
     /// Its `on_error`; kill steps have none (they are idempotent, as `check` says).
     pub fn on_error(&self) -> Option<&str> {
-        match self.t.executor.as_str() {
-            "kill" => None,
-            _ => self.t.str("on_error"),
+        match self.template.executor {
+            Executor::Kill(_) => None,
+            _ => self.template.on_error.as_ref().map(|t| t.text.as_str()),
         }
     }
 
@@ -104,7 +114,7 @@ impl RStep {
 
 #[derive(Default)]
 pub struct State {
-    pub steps: Vec<RStep>,
+    pub steps: Vec<RunStep>,
     pub index: HashMap<String, usize>,
     /// Needs naming steps that do not exist yet: the id, and who waits for it.
     pub awaiting: HashMap<String, Vec<usize>>,
@@ -129,7 +139,7 @@ pub struct Ended {
 
 impl State {
     /// Adds a step and links its needs; `Err` when its id is taken.
-    pub fn insert(&mut self, mut s: RStep, ended: &mut Ended) -> Result<usize, String> {
+    pub fn insert(&mut self, mut s: RunStep, ended: &mut Ended) -> Result<usize, String> {
         if self.index.contains_key(&s.id) {
             return Err(format!("two steps would have the id `{}`", s.id));
         }
@@ -276,7 +286,7 @@ impl State {
                     work.push((p, st, outs, err));
                 } else if ps.open == 0 && ps.status == Status::Running {
                     let (st, err) = if ps.child_failed {
-                        let what = if ps.t.executor == "foreach" {
+                        let what = if matches!(ps.template.executor, Executor::Foreach(_)) {
                             "one or more iterations failed"
                         } else {
                             "a step of the chosen branch failed"
@@ -384,28 +394,30 @@ fn glob(p: &str, s: &str) -> bool {
 
 /// Values as step `i` sees them: its scope's variables, the builtins, and the outputs of the
 /// steps it can name (its siblings first, then outwards).
-pub struct Cx<'a> {
-    pub st: &'a State,
-    pub i: usize,
+pub struct StepValues<'a> {
+    pub state: &'a State,
+    /// The step's index.
+    pub step: usize,
     /// Bindings over the scope (a foreach's item while its variables are evaluated).
     pub extra: Option<&'a Map<String, Value>>,
+    /// How deep in variables whose values hold references the lookup is.
     pub depth: u8,
 }
 
-impl Cx<'_> {
-    pub fn new(st: &State, i: usize) -> Cx<'_> {
-        Cx {
-            st,
-            i,
+impl StepValues<'_> {
+    pub fn new(state: &State, step: usize) -> StepValues<'_> {
+        StepValues {
+            state,
+            step,
             extra: None,
             depth: 0,
         }
     }
 }
 
-impl Lookup for Cx<'_> {
+impl Lookup for StepValues<'_> {
     fn var(&self, name: &str) -> Option<Value> {
-        let s = &self.st.steps[self.i];
+        let s = &self.state.steps[self.step];
         let found = self
             .extra
             .and_then(|e| e.get(name))
@@ -415,9 +427,9 @@ impl Lookup for Cx<'_> {
             // A value holding references (a default such as "{{b}}-A") is expanded too.
             if let Value::String(t) = &v {
                 if self.depth < 10 && t.contains("{{") {
-                    let inner = Cx {
-                        st: self.st,
-                        i: self.i,
+                    let inner = StepValues {
+                        state: self.state,
+                        step: self.step,
                         extra: self.extra,
                         depth: self.depth + 1,
                     };
@@ -428,8 +440,8 @@ impl Lookup for Cx<'_> {
         }
         let now = || pipewright_runtime::store::utc_parts(pipewright_runtime::store::now_ms());
         Some(Value::String(match name {
-            "workflow_id" => self.st.run_id.clone(),
-            "step_id" => s.t.id.clone(),
+            "workflow_id" => self.state.run_id.clone(),
+            "step_id" => s.template.id.clone(),
             "__step_prefix__" => s.prefix.clone(),
             "timestamp" => {
                 let (y, mo, d, h, mi, se) = now();
@@ -448,7 +460,7 @@ impl Lookup for Cx<'_> {
     }
 
     fn outputs(&self, step: &str) -> Result<Value, String> {
-        let me = &self.st.steps[self.i].id;
+        let me = &self.state.steps[self.step].id;
         // The nearest scope first: `a.0.b` reading `setup` tries `a.0.setup`, `a.setup`,
         // then `setup`.
         let mut cands = Vec::new();
@@ -459,8 +471,8 @@ impl Lookup for Cx<'_> {
         }
         cands.push(step.to_string());
         for c in &cands {
-            if let Some(&k) = self.st.index.get(c) {
-                let s = &self.st.steps[k];
+            if let Some(&k) = self.state.index.get(c) {
+                let s = &self.state.steps[k];
                 return match s.status {
                     Status::Done => Ok(Value::Object(s.outputs.clone())),
                     Status::Recovered => Err(format!(

@@ -221,8 +221,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    struct Cx;
-    impl Lookup for Cx {
+    struct Fixed;
+    impl Lookup for Fixed {
         fn var(&self, name: &str) -> Option<Value> {
             match name {
                 "who" => Some(json!("Ada Lovelace")),
@@ -263,29 +263,35 @@ mod tests {
 
     #[test]
     fn rendering_quotes_in_shell_contexts_only() {
-        assert_eq!(render("hi {{who}}", &Cx, false).unwrap(), "hi Ada Lovelace");
         assert_eq!(
-            render("echo {{who}}", &Cx, true).unwrap(),
+            render("hi {{who}}", &Fixed, false).unwrap(),
+            "hi Ada Lovelace"
+        );
+        assert_eq!(
+            render("echo {{who}}", &Fixed, true).unwrap(),
             "echo 'Ada Lovelace'"
         );
-        assert_eq!(render("echo {{n}}", &Cx, true).unwrap(), "echo 7");
+        assert_eq!(render("echo {{n}}", &Fixed, true).unwrap(), "echo 7");
         assert_eq!(
-            render("{{task}} {{task.b.1}}", &Cx, false).unwrap(),
+            render("{{task}} {{task.b.1}}", &Fixed, false).unwrap(),
             r#"{"a":"x","b":[1,2]} 2"#
         );
-        assert_eq!(render("{{a.b.outputs.path}}", &Cx, true).unwrap(), "/tmp/x");
+        assert_eq!(
+            render("{{a.b.outputs.path}}", &Fixed, true).unwrap(),
+            "/tmp/x"
+        );
         assert_eq!(quote("it's"), r"'it'\''s'");
     }
 
     #[test]
     fn unresolved_references_are_errors() {
-        assert!(render("{{nope}}", &Cx, false)
+        assert!(render("{{nope}}", &Fixed, false)
             .unwrap_err()
             .contains("undefined variable `nope`"));
-        assert!(render("{{a.b.outputs.size}}", &Cx, false)
+        assert!(render("{{a.b.outputs.size}}", &Fixed, false)
             .unwrap_err()
             .contains("has no output `size`"));
-        assert!(render("{{task.b.5}}", &Cx, false)
+        assert!(render("{{task.b.5}}", &Fixed, false)
             .unwrap_err()
             .contains("out of range"));
     }
@@ -293,9 +299,9 @@ mod tests {
     #[test]
     fn a_lone_reference_keeps_its_type() {
         assert_eq!(
-            typed(" {{task}} ", &Cx).unwrap(),
+            typed(" {{task}} ", &Fixed).unwrap(),
             json!({"b": [1, 2], "a": "x"})
         );
-        assert_eq!(typed("n={{n}}", &Cx).unwrap(), json!("n=7"));
+        assert_eq!(typed("n={{n}}", &Fixed).unwrap(), json!("n=7"));
     }
 }

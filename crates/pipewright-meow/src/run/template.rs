@@ -2,9 +2,10 @@
 //! variable declarations, and the references between them resolved by the same rules `check`
 //! uses (`crate::refs`).
 
-use crate::ast::{Module, Workflow};
+use crate::ast::{Cleanup, Module, Text, Workflow};
 use crate::refs::{Library as Refs, Problem, Target};
-use crate::tree::{Node, Table};
+use crate::tree::Node;
+use crate::Executor;
 use pipewright_syntax::Span;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -12,35 +13,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The file a step came from: its own `.name` references resolve in it.
-pub struct Src {
+pub struct ModuleFile {
     pub module: Arc<Module>,
     pub path: PathBuf,
 }
 
 /// A step as written, shared by every expansion of its workflow.
-pub struct TStep {
+#[derive(Clone)]
+pub struct TemplateStep {
     pub id: String,
-    pub executor: String,
+    pub executor: Executor,
+    pub on_error: Option<Text>,
     pub needs: Vec<String>,
-    pub table: Table,
     pub span: Span,
 }
 
-impl TStep {
-    pub fn str(&self, key: &str) -> Option<&str> {
-        self.table.get(key).and_then(Node::as_str)
-    }
-
-    pub fn get(&self, key: &str) -> Option<&Node> {
-        self.table.get(key)
-    }
-
-    pub fn from_ast(s: &crate::ast::Step) -> TStep {
-        TStep {
+impl TemplateStep {
+    pub fn from_ast(s: &crate::ast::Step) -> TemplateStep {
+        TemplateStep {
             id: s.id.text.clone(),
-            executor: s.executor().to_string(),
+            executor: s.executor.clone(),
+            on_error: s.on_error.clone(),
             needs: s.needs.iter().map(|n| n.text.clone()).collect(),
-            table: s.table.clone(),
             span: s.span,
         }
     }
@@ -56,20 +50,21 @@ pub struct VarSpec {
 /// A workflow ready to expand.
 pub struct Template {
     pub name: String,
-    pub src: Arc<Src>,
-    pub steps: Vec<Arc<TStep>>,
+    pub src: Arc<ModuleFile>,
+    pub steps: Vec<Arc<TemplateStep>>,
     pub vars: Vec<VarSpec>,
+    pub cleanup: Cleanup,
     pub span: Span,
 }
 
 impl Template {
-    pub fn new(src: Arc<Src>, w: &Workflow) -> Template {
+    pub fn new(src: Arc<ModuleFile>, w: &Workflow) -> Template {
         Template {
             name: w.name.clone(),
             steps: w
                 .steps
                 .iter()
-                .map(|s| Arc::new(TStep::from_ast(s)))
+                .map(|s| Arc::new(TemplateStep::from_ast(s)))
                 .collect(),
             vars: w
                 .variables
@@ -78,29 +73,13 @@ impl Template {
                     name: v.name.clone(),
                     required: v.required,
                     default: v.default.as_ref().map(Node::to_json),
-                    ty: w
-                        .table
-                        .get("variables")
-                        .and_then(Node::as_table)
-                        .and_then(|t| t.get(&v.name))
-                        .and_then(Node::as_table)
-                        .and_then(|t| t.get("type"))
-                        .and_then(Node::as_str)
-                        .map(str::to_string),
+                    ty: v.ty.as_ref().map(|t| t.text.clone()),
                 })
                 .collect(),
+            cleanup: w.cleanup.clone(),
             span: w.key_span,
             src,
         }
-    }
-
-    pub fn cleanup(&self, key: &str) -> Option<String> {
-        self.src
-            .module
-            .workflow(&self.name)
-            .and_then(|w| w.table.get(key))
-            .and_then(Node::as_str)
-            .map(str::to_string)
     }
 
     /// The variables of one instance: `given` checked against the declarations, coerced by
@@ -239,15 +218,15 @@ fn coerce(v: &VarSpec, x: Value) -> Result<Value, String> {
 pub struct Library {
     refs: Refs,
     cache: HashMap<(PathBuf, String), Arc<Template>>,
-    srcs: HashMap<PathBuf, Arc<Src>>,
+    srcs: HashMap<PathBuf, Arc<ModuleFile>>,
 }
 
 impl Library {
-    pub fn register(&mut self, src: Arc<Src>) {
+    pub fn register(&mut self, src: Arc<ModuleFile>) {
         self.srcs.insert(src.path.clone(), src);
     }
 
-    pub fn template(&mut self, src: &Arc<Src>, name: &str) -> Option<Arc<Template>> {
+    pub fn template(&mut self, src: &Arc<ModuleFile>, name: &str) -> Option<Arc<Template>> {
         let key = (src.path.clone(), name.to_string());
         if let Some(t) = self.cache.get(&key) {
             return Some(t.clone());
@@ -259,7 +238,11 @@ impl Library {
     }
 
     /// The workflow `reference` names, written in a step from `from`.
-    pub fn resolve(&mut self, reference: &str, from: &Arc<Src>) -> Result<Arc<Template>, String> {
+    pub fn resolve(
+        &mut self,
+        reference: &str,
+        from: &Arc<ModuleFile>,
+    ) -> Result<Arc<Template>, String> {
         let target = self
             .refs
             .resolve(reference, &from.path, &from.module)
@@ -276,7 +259,7 @@ impl Library {
                 let src = self
                     .srcs
                     .entry(path.clone())
-                    .or_insert_with(|| Arc::new(Src { module, path }))
+                    .or_insert_with(|| Arc::new(ModuleFile { module, path }))
                     .clone();
                 self.template(&src, &workflow)
                     .ok_or_else(|| format!("template `{reference}`: no workflow `{workflow}`"))
