@@ -4,12 +4,14 @@
 //! and `run`. The CLI and the language server iterate the registry (`pipewright-registry`, one
 //! file listing the dialect crates) and never name a dialect.
 
+pub mod command;
 pub mod near_miss;
 pub mod project;
 pub mod runtime;
 pub mod source;
 pub mod suppress;
 
+pub use command::{CommandContext, DialectCommand, ProjectRuns};
 pub use near_miss::NearMiss;
 pub use runtime::{
     BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
@@ -84,6 +86,10 @@ pub trait Dialect: Sync {
     /// How the dialect's workflows run; `None` until it can. Only asked when [`Verb::Run`] is
     /// supported.
     fn runtime(&self) -> Option<&dyn Runtime> {
+        None
+    }
+    /// A command of the dialect's own under `pipewright` (MEOW's `meow …`).
+    fn command(&self) -> Option<&dyn DialectCommand> {
         None
     }
     /// A checker for the files of one `check` run. Only asked when [`Verb::Check`] is

@@ -87,6 +87,10 @@ impl Dialect for Meow {
         Some(self)
     }
 
+    fn command(&self) -> Option<&dyn pipewright_dialect::DialectCommand> {
+        Some(&crate::run::command::Meow)
+    }
+
     fn lower(
         &self,
         path: &Path,

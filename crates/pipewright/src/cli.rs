@@ -2,7 +2,7 @@
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use pipewright_dialect::{FlagValue, FlagValues, RunFlag, Runtime};
+use pipewright_dialect::{DialectCommand, FlagValue, FlagValues, RunFlag, Runtime};
 use std::path::PathBuf;
 
 /// `pipewright --version`: the crate version and the commit it was built from (build.rs).
@@ -49,8 +49,6 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Serve the Language Server Protocol over standard input and output (for editors).
     Lsp,
-    /// Talk to the orchestrator of a running MEOW workflow (from its agents and conditions).
-    Meow(crate::commands::meow::MeowArgs),
 }
 
 #[derive(Args)]
@@ -269,14 +267,29 @@ pub fn runtimes() -> impl Iterator<Item = &'static dyn Runtime> {
         .filter_map(|d| d.runtime())
 }
 
-/// The command line with every dialect's own `run` flags declared.
+/// The dialects' own commands (MEOW's `meow`).
+pub fn dialect_commands() -> impl Iterator<Item = &'static dyn DialectCommand> {
+    pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|d| d.command())
+}
+
+/// The command line with every dialect's own `run` flags and commands declared.
 pub fn command() -> clap::Command {
-    Cli::command().mut_subcommand("run", |mut run| {
+    let root = Cli::command().mut_subcommand("run", |mut run| {
         for flag in runtimes().flat_map(|r| r.flags()) {
             run = run.arg(flag_arg(flag));
         }
         run
-    })
+    });
+    dialect_commands().fold(root, |root, c| root.subcommand(c.command()))
+}
+
+/// What the command line asks for.
+pub enum Parsed {
+    Builtin(Cli),
+    /// A dialect's own command, with its arguments.
+    Dialect(&'static dyn DialectCommand, clap::ArgMatches),
 }
 
 fn flag_arg(f: &RunFlag) -> Arg {
@@ -293,8 +306,13 @@ fn flag_arg(f: &RunFlag) -> Arg {
 }
 
 /// Parses the command line (exits with clap's message on a usage error).
-pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
+pub fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
     let matches = command().get_matches_from(args);
+    if let Some((name, m)) = matches.subcommand() {
+        if let Some(c) = dialect_commands().find(|c| c.command().get_name() == name) {
+            return Parsed::Dialect(c, m.clone());
+        }
+    }
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let (Command::Run(run), Some(m)) = (&mut cli.command, matches.subcommand_matches("run")) {
         for flag in runtimes().flat_map(|r| r.flags()) {
@@ -310,7 +328,7 @@ pub fn parse(args: Vec<std::ffi::OsString>) -> Cli {
             }
         }
     }
-    cli
+    Parsed::Builtin(cli)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -47,24 +47,31 @@ fn tune_allocator() {
     }
 }
 
-/// The command line; called `meow` (the link a MEOW run puts on its steps' PATH), the
-/// reference's `meow done …` is `pipewright meow done …`.
+/// The command line; called by a dialect command's program name (`meow`, the link a MEOW run
+/// puts on its steps' PATH), the executable is that command: `meow done …` is `pipewright meow
+/// done …`.
 fn arguments() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let called_meow = args
+    let called = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
-        .is_some_and(|n| n == "meow");
-    if called_meow {
+        .and_then(|n| cli::dialect_commands().find(|c| c.program_name().is_some_and(|p| n == p)));
+    if let Some(c) = called {
         args[0] = "pipewright".into();
-        args.insert(1, "meow".into());
+        args.insert(1, c.command().get_name().to_string().into());
     }
     args
 }
 
 /// Parses the command line and runs the command; the process exit code.
 pub fn main() -> ExitCode {
-    let cli = cli::parse(arguments());
+    let cli = match cli::parse(arguments()) {
+        cli::Parsed::Builtin(cli) => cli,
+        cli::Parsed::Dialect(command, matches) => {
+            let code = commands::dialect_command(command, &matches);
+            return exit(code);
+        }
+    };
     if matches!(cli.command, cli::Command::Check(_) | cli::Command::Fmt(_)) {
         // Only the one-pass commands: `run` frees and allocates in a loop, where purging at
         // once would cost system calls for nothing.
@@ -80,7 +87,6 @@ pub fn main() -> ExitCode {
         cli::Command::Runs(args) => commands::runs::run(&args),
         cli::Command::Schema(args) => commands::schema::run(&args),
         cli::Command::Lsp => commands::lsp::run(),
-        cli::Command::Meow(args) => commands::meow::run(&args),
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
@@ -96,6 +102,11 @@ pub fn main() -> ExitCode {
             },
         ),
     };
+    exit(code)
+}
+
+/// The exit code, or 2 when output was lost (see `output::write`).
+fn exit(code: u8) -> ExitCode {
     if output::write_failed() {
         return ExitCode::from(2);
     }

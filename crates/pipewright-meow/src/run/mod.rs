@@ -16,6 +16,7 @@ mod agent;
 mod answers;
 pub mod approval;
 pub mod channel;
+pub mod command;
 mod dispatch;
 mod duration;
 mod plan;

@@ -6,7 +6,6 @@ pub mod fmt;
 pub mod graph;
 pub mod load;
 pub mod lsp;
-pub mod meow;
 pub mod run;
 pub mod runs;
 pub mod schema;
@@ -23,4 +22,25 @@ pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtim
         errln!("error: cannot start the runtime: {e}");
         2
     })
+}
+
+/// A dialect's own command (MEOW's `meow`), with what it needs of the project.
+pub fn dialect_command(
+    command: &dyn pipewright_dialect::DialectCommand,
+    matches: &clap::ArgMatches,
+) -> u8 {
+    let project_runs = || {
+        let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+        let store = runs::store_path(&cwd, &cwd)?;
+        Ok(pipewright_dialect::ProjectRuns {
+            runs_dir: runs::runs_dir(&store),
+            store,
+        })
+    };
+    let cx = pipewright_dialect::CommandContext {
+        project_runs: &project_runs,
+        out: &|a| crate::output::write(false, a),
+        err: &|a| crate::output::write(true, a),
+    };
+    command.run(matches, &cx)
 }

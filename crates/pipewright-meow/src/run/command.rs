@@ -7,7 +7,8 @@
 //! unchanged outside an orchestrator; a human's `approve`/`reject` fails there instead, since
 //! nothing was decided.
 
-use clap::{Args, Subcommand};
+use clap::{Args, FromArgMatches, Subcommand};
+use pipewright_dialect::{CommandContext, DialectCommand, ProjectRuns};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 
@@ -179,8 +180,9 @@ fn env(name: &str) -> Option<String> {
 
 fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, String> {
     match t {
-        Some(t) => pipewright_meow::run::parse_duration(t)
-            .map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))),
+        Some(t) => {
+            super::parse_duration(t).map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+        }
         None => Ok(default),
     }
 }
@@ -202,7 +204,13 @@ fn decision_run(c: &MeowCommand) -> Option<&str> {
     }
 }
 
-pub fn run(args: &MeowArgs) -> u8 {
+fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
+    macro_rules! outln {
+        ($($t:tt)*) => { (cx.out)(format_args!("{}\n", format_args!($($t)*))) };
+    }
+    macro_rules! errln {
+        ($($t:tt)*) => { (cx.err)(format_args!("{}\n", format_args!($($t)*))) };
+    }
     let human = matches!(
         args.command,
         MeowCommand::Approve { .. } | MeowCommand::Reject { .. }
@@ -216,7 +224,7 @@ pub fn run(args: &MeowArgs) -> u8 {
         (None, None) => None,
     };
     let sock = match (run, env("MEOW_ORCH_SOCK")) {
-        (Some(id), _) => match run_socket(id) {
+        (Some(id), _) => match run_socket(id, cx) {
             Ok(s) => s,
             Err(e) => {
                 errln!("error: {e}");
@@ -239,11 +247,17 @@ pub fn run(args: &MeowArgs) -> u8 {
             return 2;
         }
     };
-    let runtime = match super::tokio_runtime(false) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
-        Err(code) => return code,
+        Err(e) => {
+            errln!("error: cannot start the runtime: {e}");
+            return 2;
+        }
     };
-    let answer = match runtime.block_on(pipewright_meow::run::channel::ask(&sock, &req)) {
+    let answer = match runtime.block_on(super::channel::ask(&sock, &req)) {
         Ok(a) => a,
         Err(e) => {
             errln!("error: {e}");
@@ -328,11 +342,10 @@ pub fn run(args: &MeowArgs) -> u8 {
 
 /// The orchestrator socket of run `id`, in the project's store's run directories (the same
 /// place `run` put it, whichever directory of the project this is called from).
-fn run_socket(id: &str) -> Result<PathBuf, String> {
+fn run_socket(id: &str, cx: &CommandContext<'_>) -> Result<PathBuf, String> {
     pipewright_runtime::store::check_run_id(id)?;
-    let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
-    let store = super::runs::store_path(&cwd, &cwd)?;
-    let sock = pipewright_meow::run::channel::socket_path(&super::runs::runs_dir(&store).join(id));
+    let ProjectRuns { store, runs_dir } = (cx.project_runs)()?;
+    let sock = super::channel::socket_path(&runs_dir.join(id));
     if !sock.exists() {
         return Err(format!(
             "run {id} is not running in this project: no orchestrator socket at {} (the run store is {}; `pipewright runs` lists the runs)",
@@ -414,4 +427,30 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
                    "timeout_ms": timeout_ms(timeout, Some(24 * 3600 * 1000))?})
         }
     })
+}
+
+/// `pipewright meow …`, and the executable called `meow` (the link a MEOW run puts on its
+/// steps' PATH): the reference's `meow done …`.
+pub struct Meow;
+
+impl DialectCommand for Meow {
+    fn command(&self) -> clap::Command {
+        MeowArgs::augment_args(clap::Command::new("meow").about(
+            "Talk to the orchestrator of a running MEOW workflow (from its agents and conditions)",
+        ))
+    }
+
+    fn run(&self, matches: &clap::ArgMatches, cx: &CommandContext<'_>) -> u8 {
+        match MeowArgs::from_arg_matches(matches) {
+            Ok(args) => run(&args, cx),
+            Err(e) => {
+                (cx.err)(format_args!("{e}"));
+                2
+            }
+        }
+    }
+
+    fn program_name(&self) -> Option<&'static str> {
+        Some("meow")
+    }
 }
