@@ -4,6 +4,7 @@
 //! or `\`. Numbers the two read differently (`010`, `0o17`, `1e3`) are respelled so that both
 //! read the same number.
 
+use pipewright_yaml::yaml11::{self, Plain, Radix};
 use pipewright_yaml::{Scalar, ScalarStyle, ScalarValue};
 
 /// Whether `v` can be written as a plain scalar, read back as the string `v` by this loader, and
@@ -114,225 +115,16 @@ fn needs_escape(c: char) -> bool {
 /// (the recipe runner; the pipeline runtime turns them off); with it `y`/`n`, the other YAML
 /// 1.1 booleans, count too, although PyYAML itself does not implement them.
 pub fn yaml11_non_string(v: &str, bool_words: bool) -> bool {
-    let b = v.as_bytes();
-    match b.first() {
-        None => true,
-        Some(b'0'..=b'9' | b'+' | b'-' | b'.') => {
-            int11(b).is_some() || float11(b) || timestamp11(b)
-        }
-        Some(_) => {
-            matches!(
-                v,
-                "~" | "null"
-                    | "Null"
-                    | "NULL"
-                    | "true"
-                    | "True"
-                    | "TRUE"
-                    | "false"
-                    | "False"
-                    | "FALSE"
-                    | "<<"
-                    | "="
-            ) || (bool_words
-                && matches!(
-                    v,
-                    "yes"
-                        | "Yes"
-                        | "YES"
-                        | "no"
-                        | "No"
-                        | "NO"
-                        | "on"
-                        | "On"
-                        | "ON"
-                        | "off"
-                        | "Off"
-                        | "OFF"
-                        | "y"
-                        | "Y"
-                        | "n"
-                        | "N"
-                ))
-        }
+    match yaml11::resolve(v) {
+        Plain::Str => bool_words && matches!(v, "y" | "Y" | "n" | "N"),
+        Plain::Bool(_) if yaml11::is_bool_word(v) => bool_words,
+        _ => true,
     }
 }
 
 /// Whether PyYAML reads the plain scalar `v` as a boolean that YAML 1.2 reads as a string:
 /// `yes`/`no`/`on`/`off` in PyYAML's three casings (its resolver has no `y`/`n`).
-pub fn pyyaml_bool_word(v: &str) -> bool {
-    yaml11_non_string(v, true)
-        && !yaml11_non_string(v, false)
-        && !matches!(v, "y" | "Y" | "n" | "N")
-}
-
-/// A cursor over ASCII bytes for the hand-written forms of PyYAML's resolver patterns.
-struct Cur<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Cur<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-    fn eat(&mut self, f: impl Fn(u8) -> bool) -> bool {
-        let ok = self.peek().is_some_and(f);
-        self.i += usize::from(ok);
-        ok
-    }
-    fn eat_all(&mut self, f: impl Fn(u8) -> bool) -> usize {
-        let from = self.i;
-        while self.eat(&f) {}
-        self.i - from
-    }
-    fn sign(&mut self) {
-        self.eat(|c| c == b'+' || c == b'-');
-    }
-    fn done(&self) -> bool {
-        self.i == self.b.len()
-    }
-    /// `(:[0-5]?[0-9])+`, the sexagesimal groups; greedy is exact here (a one-digit group
-    /// followed by a digit could not be followed by what must come next either).
-    fn sexagesimal(&mut self) -> bool {
-        let mut groups = 0;
-        while self.peek() == Some(b':') {
-            let d = |k: usize| self.b.get(self.i + k).copied().filter(u8::is_ascii_digit);
-            match (d(1), d(2)) {
-                (Some(x), Some(_)) if x <= b'5' => self.i += 3,
-                (Some(_), _) => self.i += 2,
-                _ => return false,
-            }
-            groups += 1;
-        }
-        groups > 0
-    }
-}
-
-fn digit(c: u8) -> bool {
-    c.is_ascii_digit()
-}
-
-fn digit_(c: u8) -> bool {
-    c.is_ascii_digit() || c == b'_'
-}
-
-/// How PyYAML reads an integer: `Some(radix)` of the form it matches (2, 8, 10, 16, or 60 for
-/// sexagesimal), `None` when the text is not an integer to it.
-fn int11(b: &[u8]) -> Option<u32> {
-    let mut c = Cur { b, i: 0 };
-    c.sign();
-    let body = &b[c.i..];
-    let all =
-        |from: usize, f: fn(u8) -> bool| body.len() > from && body[from..].iter().all(|&x| f(x));
-    if body.starts_with(b"0b") {
-        return all(2, |x| x == b'0' || x == b'1' || x == b'_').then_some(2);
-    }
-    if body.starts_with(b"0x") {
-        return all(2, |x| x.is_ascii_hexdigit() || x == b'_').then_some(16);
-    }
-    if body == b"0" {
-        return Some(10);
-    }
-    if body.first() == Some(&b'0') {
-        return all(1, |x| matches!(x, b'0'..=b'7' | b'_')).then_some(8);
-    }
-    if !c.eat(|x| matches!(x, b'1'..=b'9')) {
-        return None;
-    }
-    c.eat_all(digit_);
-    if c.done() {
-        return Some(10);
-    }
-    (c.sexagesimal() && c.done()).then_some(60)
-}
-
-/// Whether PyYAML reads the text as a float.
-fn float11(b: &[u8]) -> bool {
-    if matches!(b, b".nan" | b".NaN" | b".NAN" | b".inf" | b".Inf" | b".INF") {
-        return true;
-    }
-    let exponent = |c: &mut Cur| {
-        if c.eat(|x| x == b'e' || x == b'E') {
-            c.eat(|x| x == b'+' || x == b'-') && c.eat_all(digit) > 0
-        } else {
-            true
-        }
-    };
-    // `\.[0-9][0-9_]*([eE][-+][0-9]+)?`: no sign before a leading dot.
-    let mut c = Cur { b, i: 0 };
-    if c.eat(|x| x == b'.') {
-        return c.eat(digit) && {
-            c.eat_all(digit_);
-            exponent(&mut c) && c.done()
-        };
-    }
-    c.sign();
-    let body = &b[c.i..];
-    if matches!(body, b".inf" | b".Inf" | b".INF") {
-        return true;
-    }
-    if !c.eat(digit) {
-        return false;
-    }
-    c.eat_all(digit_);
-    if c.eat(|x| x == b'.') {
-        c.eat_all(digit_);
-        return exponent(&mut c) && c.done();
-    }
-    // `[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*`
-    c.sexagesimal() && c.eat(|x| x == b'.') && {
-        c.eat_all(digit_);
-        c.done()
-    }
-}
-
-/// Whether PyYAML reads the text as a date or timestamp (`2001-12-14`,
-/// `2001-12-14t21:59:43.10-05:00`, `2001-12-14 21:59:43.10 -5`).
-fn timestamp11(b: &[u8]) -> bool {
-    let mut c = Cur { b, i: 0 };
-    let n = |c: &mut Cur, min: usize, max: usize| {
-        let from = c.i;
-        while c.i - from < max && c.eat(digit) {}
-        c.i - from >= min
-    };
-    if !(n(&mut c, 4, 4) && c.eat(|x| x == b'-') && n(&mut c, 1, 2) && c.eat(|x| x == b'-')) {
-        return false;
-    }
-    let day = c.i;
-    if !n(&mut c, 1, 2) {
-        return false;
-    }
-    if c.done() {
-        // The date alone needs two-digit month and day.
-        return c.i - day == 2 && b[5..7].iter().all(u8::is_ascii_digit);
-    }
-    let blanks = |c: &mut Cur| c.eat_all(|x| x == b' ' || x == b'\t');
-    if !(c.eat(|x| x == b'T' || x == b't') || blanks(&mut c) > 0) {
-        return false;
-    }
-    if !(n(&mut c, 1, 2)
-        && c.eat(|x| x == b':')
-        && n(&mut c, 2, 2)
-        && c.eat(|x| x == b':')
-        && n(&mut c, 2, 2))
-    {
-        return false;
-    }
-    if c.eat(|x| x == b'.') {
-        c.eat_all(digit);
-    }
-    blanks(&mut c);
-    if c.done() {
-        return true;
-    }
-    if c.eat(|x| x == b'Z') {
-        return c.done();
-    }
-    c.eat(|x| x == b'+' || x == b'-')
-        && n(&mut c, 1, 2)
-        && (c.done() || (c.eat(|x| x == b':') && n(&mut c, 2, 2) && c.done()))
-}
+pub use pipewright_yaml::yaml11::is_bool_word as pyyaml_bool_word;
 
 /// Whether PyYAML reads the plain, untagged scalar `sc` (as written in a formatted file) as a
 /// different value than YAML 1.2 does: the verifier's check that the printer quoted and
@@ -360,13 +152,12 @@ pub fn yaml11_number(text: &str, value: &ScalarValue) -> Option<String> {
             let same = body.starts_with("0x") || body == "0" || !body.starts_with('0');
             (!same).then(|| i.to_string())
         }
-        ScalarValue::Float(_) if float11(text.as_bytes()) => None,
         ScalarValue::Float(_) => {
-            let b = text.as_bytes();
-            if int11(b) == Some(10) {
-                return None;
+            match yaml11::resolve(text) {
+                Plain::Float | Plain::Int(Radix::Decimal) => return None,
+                _ => {}
             }
-            let (sign, rest) = match b.first() {
+            let (sign, rest) = match text.as_bytes().first() {
                 Some(b'+' | b'-') => text.split_at(1),
                 _ => ("", text),
             };

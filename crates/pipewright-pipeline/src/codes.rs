@@ -1,201 +1,49 @@
 //! The codes of the pipeline dialect (`PW02xx` documents and steps, `PW03xx` schemas).
 
-use pipewright_syntax::CodeInfo;
+pipewright_syntax::codes! {
+    pub const CODES;
 
-pub const CODES: &[CodeInfo] = &[
-    CodeInfo {
-        code: "PW0200",
-        title: "a document is neither a pipeline nor a schema",
-        explanation: include_str!("../explain/PW0200.md"),
-    },
-    CodeInfo {
-        code: "PW0201",
-        title: "a pipeline file declares no pipeline",
-        explanation: include_str!("../explain/PW0201.md"),
-    },
-    CodeInfo {
-        code: "PW0202",
-        title: "two pipelines in the file set share a name",
-        explanation: include_str!("../explain/PW0202.md"),
-    },
-    CodeInfo {
-        code: "PW0203",
-        title: "unknown key",
-        explanation: include_str!("../explain/PW0203.md"),
-    },
-    CodeInfo {
-        code: "PW0204",
-        title: "a required key is missing",
-        explanation: include_str!("../explain/PW0204.md"),
-    },
-    CodeInfo {
-        code: "PW0205",
-        title: "a value has the wrong type",
-        explanation: include_str!("../explain/PW0205.md"),
-    },
-    CodeInfo {
-        code: "PW0206",
-        title: "a step is not a single-key mapping",
-        explanation: include_str!("../explain/PW0206.md"),
-    },
-    CodeInfo {
-        code: "PW0207",
-        title: "unknown step kind",
-        explanation: include_str!("../explain/PW0207.md"),
-    },
-    CodeInfo {
-        code: "PW0208",
-        title: "a key that the runtime does not support",
-        explanation: include_str!("../explain/PW0208.md"),
-    },
-    CodeInfo {
-        code: "PW0209",
-        title: "a pipeline name contains `.`",
-        explanation: include_str!("../explain/PW0209.md"),
-    },
-    CodeInfo {
-        code: "PW0210",
-        title: "an expression is not a string",
-        explanation: include_str!("../explain/PW0210.md"),
-    },
-    CodeInfo {
-        code: "PW0211",
-        title: "`!expr` in the wrong place",
-        explanation: include_str!("../explain/PW0211.md"),
-    },
-    CodeInfo {
-        code: "PW0212",
-        title: "an invalid `on_error` policy",
-        explanation: include_str!("../explain/PW0212.md"),
-    },
-    CodeInfo {
-        code: "PW0213",
-        title: "both `over` and `items`",
-        explanation: include_str!("../explain/PW0213.md"),
-    },
-    CodeInfo {
-        code: "PW0214",
-        title: "a count that must be a positive integer",
-        explanation: include_str!("../explain/PW0214.md"),
-    },
-    CodeInfo {
-        code: "PW0215",
-        title: "a reserved or hazardous parallel branch name",
-        explanation: include_str!("../explain/PW0215.md"),
-    },
-    CodeInfo {
-        code: "PW0216",
-        title: "an empty list where at least one entry is required",
-        explanation: include_str!("../explain/PW0216.md"),
-    },
-    CodeInfo {
-        code: "PW0217",
-        title: "malformed `capabilities`",
-        explanation: include_str!("../explain/PW0217.md"),
-    },
-    CodeInfo {
-        code: "PW0218",
-        title: "an empty `output` name: the result is never stored",
-        explanation: include_str!("../explain/PW0218.md"),
-    },
-    CodeInfo {
-        code: "PW0250",
-        title: "a `schema:` reference names no schema",
-        explanation: include_str!("../explain/PW0250.md"),
-    },
-    CodeInfo {
-        code: "PW0251",
-        title: "a call or match target names no pipeline",
-        explanation: include_str!("../explain/PW0251.md"),
-    },
-    CodeInfo {
-        code: "PW0252",
-        title: "recursion in the call graph",
-        explanation: include_str!("../explain/PW0252.md"),
-    },
-    CodeInfo {
-        code: "PW0253",
-        title: "a named store is read before it is written",
-        explanation: include_str!("../explain/PW0253.md"),
-    },
-    CodeInfo {
-        code: "PW0254",
-        title: "a called pipeline reads a store its caller does not pass",
-        explanation: include_str!("../explain/PW0254.md"),
-    },
-    CodeInfo {
-        code: "PW0255",
-        title: "`item` or `acc` outside the step that binds it",
-        explanation: include_str!("../explain/PW0255.md"),
-    },
-    CodeInfo {
-        code: "PW0256",
-        title: "unknown tool",
-        explanation: include_str!("../explain/PW0256.md"),
-    },
-    CodeInfo {
-        code: "PW0257",
-        title: "a capability names no known tool",
-        explanation: include_str!("../explain/PW0257.md"),
-    },
-    CodeInfo {
-        code: "PW0258",
-        title: "an inline pipeline runs an agent under another identity",
-        explanation: include_str!("../explain/PW0258.md"),
-    },
-    CodeInfo {
-        code: "PW0259",
-        title: "a match label that can never be selected",
-        explanation: include_str!("../explain/PW0259.md"),
-    },
-    CodeInfo {
-        code: "PW0261",
-        title: "an unknown name in an expression",
-        explanation: include_str!("../explain/PW0261.md"),
-    },
-    CodeInfo {
-        code: "PW0262",
-        title: "a tool that pipelines may not use",
-        explanation: include_str!("../explain/PW0262.md"),
-    },
-    CodeInfo {
-        code: "PW0263",
-        title: "a shell command string splices in a value without quoting it",
-        explanation: include_str!("../explain/PW0263.md"),
-    },
-    CodeInfo {
-        code: "PW0300",
-        title: "an invalid field type",
-        explanation: include_str!("../explain/PW0300.md"),
-    },
-    CodeInfo {
-        code: "PW0301",
-        title: "an attribute that has no meaning for the field's type",
-        explanation: include_str!("../explain/PW0301.md"),
-    },
-    CodeInfo {
-        code: "PW0302",
-        title: "number bounds that no value satisfies",
-        explanation: include_str!("../explain/PW0302.md"),
-    },
-    CodeInfo {
-        code: "PW0303",
-        title: "an enum without values",
-        explanation: include_str!("../explain/PW0303.md"),
-    },
-    CodeInfo {
-        code: "PW0304",
-        title: "an untyped list or a list of lists",
-        explanation: include_str!("../explain/PW0304.md"),
-    },
-    CodeInfo {
-        code: "PW0305",
-        title: "two schemas share a name",
-        explanation: include_str!("../explain/PW0305.md"),
-    },
-    CodeInfo {
-        code: "PW0306",
-        title: "recursive schema",
-        explanation: include_str!("../explain/PW0306.md"),
-    },
-];
+    pub const NOT_A_PIPELINE = "PW0200": "a document is neither a pipeline nor a schema";
+    pub const NO_PIPELINE = "PW0201": "a pipeline file declares no pipeline";
+    pub const DUPLICATE_PIPELINE = "PW0202": "two pipelines in the file set share a name";
+    pub const UNKNOWN_KEY = "PW0203": "unknown key";
+    pub const MISSING_KEY = "PW0204": "a required key is missing";
+    pub const WRONG_TYPE = "PW0205": "a value has the wrong type";
+    pub const STEP_NOT_SINGLE_KEY = "PW0206": "a step is not a single-key mapping";
+    pub const UNKNOWN_STEP_KIND = "PW0207": "unknown step kind";
+    pub const UNSUPPORTED_KEY = "PW0208": "a key that the runtime does not support";
+    pub const DOT_IN_NAME = "PW0209": "a pipeline name contains `.`";
+    pub const EXPR_NOT_STRING = "PW0210": "an expression is not a string";
+    pub const MISPLACED_EXPR = "PW0211": "`!expr` in the wrong place";
+    pub const BAD_ON_ERROR = "PW0212": "an invalid `on_error` policy";
+    pub const OVER_AND_ITEMS = "PW0213": "both `over` and `items`";
+    pub const NOT_POSITIVE = "PW0214": "a count that must be a positive integer";
+    pub const BAD_BRANCH_NAME = "PW0215": "a reserved or hazardous parallel branch name";
+    pub const EMPTY_LIST = "PW0216": "an empty list where at least one entry is required";
+    pub const BAD_CAPABILITIES = "PW0217": "malformed `capabilities`";
+    pub const EMPTY_OUTPUT_NAME = "PW0218": "an empty `output` name: the result is never stored";
+    pub const UNKNOWN_SCHEMA = "PW0250": "a `schema:` reference names no schema";
+    pub const UNKNOWN_TARGET = "PW0251": "a call or match target names no pipeline";
+    pub const RECURSION = "PW0252": "recursion in the call graph";
+    pub const READ_BEFORE_WRITE = "PW0253": "a named store is read before it is written";
+    pub const STORE_NOT_PASSED = "PW0254":
+        "a called pipeline reads a store its caller does not pass";
+    pub const OUT_OF_SCOPE = "PW0255": "`item` or `acc` outside the step that binds it";
+    pub const UNKNOWN_TOOL = "PW0256": "unknown tool";
+    pub const CAPABILITY_UNKNOWN_TOOL = "PW0257": "a capability names no known tool";
+    pub const INLINE_AGENT_IDENTITY = "PW0258":
+        "an inline pipeline runs an agent under another identity";
+    pub const UNREACHABLE_LABEL = "PW0259": "a match label that can never be selected";
+    pub const UNKNOWN_NAME = "PW0261": "an unknown name in an expression";
+    pub const FORBIDDEN_TOOL = "PW0262": "a tool that pipelines may not use";
+    pub const UNQUOTED_SPLICE = "PW0263":
+        "a shell command string splices in a value without quoting it";
+    pub const BAD_FIELD_TYPE = "PW0300": "an invalid field type";
+    pub const MEANINGLESS_ATTRIBUTE = "PW0301":
+        "an attribute that has no meaning for the field's type";
+    pub const UNSATISFIABLE_BOUNDS = "PW0302": "number bounds that no value satisfies";
+    pub const EMPTY_ENUM = "PW0303": "an enum without values";
+    pub const BAD_LIST_TYPE = "PW0304": "an untyped list or a list of lists";
+    pub const DUPLICATE_SCHEMA = "PW0305": "two schemas share a name";
+    pub const RECURSIVE_SCHEMA = "PW0306": "recursive schema";
+}

@@ -49,7 +49,7 @@ pub fn load_documents(
     if out.pipelines.is_empty() && any_docs && !diags.iter().any(|d| d.is_error()) {
         let span = first_root.unwrap_or(pipewright_syntax::Span::new(file, 0..0));
         diags.push(
-            Diagnostic::error("PW0201", span, "this file declares no pipeline")
+            Diagnostic::error(codes::NO_PIPELINE, span, "this file declares no pipeline")
                 .with_label("only schema documents here")
                 .with_help("add a `---`-separated document with `pipeline: NAME` and `steps:`"),
         );

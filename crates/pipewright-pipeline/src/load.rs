@@ -2,6 +2,7 @@
 //! EBNF plus the reference parser's rules) instead of stopping at the first.
 
 use crate::ast::*;
+use crate::codes;
 use crate::schema_load::load_schema;
 use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::{Diagnostic, FileId, Span};
@@ -46,7 +47,7 @@ pub fn load_file(
         let Some(mut root) = doc.root else { continue };
         let Some(entries) = root.as_map() else {
             l.diags.push(
-                Diagnostic::error("PW0200", root.span, format!("a pipeline file's document must be a mapping, found {}", root.describe()))
+                Diagnostic::error(codes::NOT_A_PIPELINE, root.span, format!("a pipeline file's document must be a mapping, found {}", root.describe()))
                     .with_label("expected `pipeline:` or `schema:` here")
                     .with_help("each `---`-separated document is either `pipeline: NAME` with `steps:`, or `schema: NAME` with `fields:`"),
             );
@@ -65,13 +66,13 @@ pub fn load_file(
             .find_map(|k| root.entry(k))
         {
             l.diags.push(
-                Diagnostic::error("PW0208", e.key.span, format!("`{}` is not supported", e.key.key_text().unwrap_or("")))
+                Diagnostic::error(codes::UNSUPPORTED_KEY, e.key.span, format!("`{}` is not supported", e.key.key_text().unwrap_or("")))
                     .with_label("not part of the pipeline grammar the runtime implements")
                     .with_help("a document needs `pipeline: NAME`; pipeline inputs are passed at launch (`pipewright run --input`) and read as `ctx.NAME`"),
             );
         } else {
             let keys: Vec<&str> = entries.iter().filter_map(|e| e.key.key_text()).collect();
-            let mut d = Diagnostic::error("PW0200", root.span.sub(0..first_line_len(l.source, root.span)), "this document is neither a pipeline nor a schema")
+            let mut d = Diagnostic::error(codes::NOT_A_PIPELINE, root.span.sub(0..first_line_len(l.source, root.span)), "this document is neither a pipeline nor a schema")
                 .with_label(format!("found keys {}", keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")))
                 .with_help("a document needs a top-level `pipeline: NAME` (with `steps:`) or `schema: NAME` (with `fields:`)");
             if let Some(k) = keys
@@ -111,7 +112,7 @@ impl Loader<'_> {
         if name.text.contains('.') {
             self.diags.push(
                 Diagnostic::error(
-                    "PW0209",
+                    codes::DOT_IN_NAME,
                     name.span,
                     format!("pipeline name `{}` contains `.`", name.text),
                 )
@@ -169,7 +170,7 @@ impl Loader<'_> {
         if items.is_empty() {
             self.diags.push(
                 Diagnostic::error(
-                    "PW0216",
+                    codes::EMPTY_LIST,
                     key.span.to(span),
                     "a pipeline needs at least one step",
                 )
@@ -195,7 +196,7 @@ impl Loader<'_> {
                     .filter(|en| en.key.key_text().is_some_and(|k| STEP_KINDS.contains(&k)))
                     .collect();
                 let mut d = Diagnostic::error(
-                    "PW0206",
+                    codes::STEP_NOT_SINGLE_KEY,
                     node.span.sub(0..first_line_len(self.source, node.span)),
                     format!("a {role} must be a mapping with exactly one key, its kind"),
                 )
@@ -217,7 +218,7 @@ impl Loader<'_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "PW0206",
+                        codes::STEP_NOT_SINGLE_KEY,
                         node.span,
                         format!(
                             "a {role} must be a mapping naming its kind, found {}",
@@ -234,7 +235,7 @@ impl Loader<'_> {
         let kind_name = key.key_text().unwrap_or("");
         if !STEP_KINDS.contains(&kind_name) {
             let mut d = Diagnostic::error(
-                "PW0207",
+                codes::UNKNOWN_STEP_KIND,
                 key.span,
                 format!("unknown step kind `{kind_name}`"),
             )
@@ -250,7 +251,7 @@ impl Loader<'_> {
         let Some(b) = body.as_map() else {
             self.diags.push(
                 Diagnostic::error(
-                    "PW0205",
+                    codes::WRONG_TYPE,
                     body.span,
                     format!(
                         "the body of a `{kind_name}` step must be a mapping, found {}",
@@ -283,14 +284,18 @@ impl Loader<'_> {
             }
             if unsupported.contains(&k) {
                 self.diags.push(
-                    Diagnostic::error("PW0208", e.key.span, format!("`{k}` is not supported in {what}"))
+                    Diagnostic::error(codes::UNSUPPORTED_KEY, e.key.span, format!("`{k}` is not supported in {what}"))
                         .with_label("not part of the grammar the runtime implements")
                         .with_help("pipeline inputs are passed at launch and read as `ctx.NAME`; defaults are written with `get(ctx, 'NAME', default)`"),
                 );
                 continue;
             }
-            let d = Diagnostic::error("PW0203", e.key.span, format!("unknown key `{k}` in {what}"))
-                .with_label("unknown key");
+            let d = Diagnostic::error(
+                codes::UNKNOWN_KEY,
+                e.key.span,
+                format!("unknown key `{k}` in {what}"),
+            )
+            .with_label("unknown key");
             let help = help_for_unknown(k, allowed.iter().copied());
             self.diags.push(d.with_optional_help(help));
         }
@@ -298,7 +303,7 @@ impl Loader<'_> {
 
     pub(crate) fn missing(&mut self, at: Span, key: &str, what: &str, help: &str) {
         self.diags.push(
-            Diagnostic::error("PW0204", at, format!("{what} needs `{key}`"))
+            Diagnostic::error(codes::MISSING_KEY, at, format!("{what} needs `{key}`"))
                 .with_label(format!("`{key}` is missing here"))
                 .with_help(help.to_string()),
         );
@@ -307,7 +312,7 @@ impl Loader<'_> {
     pub(crate) fn wrong_type(&mut self, node: &Node, what: &str, expected: &str) {
         self.diags.push(
             Diagnostic::error(
-                "PW0205",
+                codes::WRONG_TYPE,
                 node.span,
                 format!("{what} must be {expected}, found {}", node.describe()),
             )
@@ -325,14 +330,18 @@ impl Loader<'_> {
             }),
             Some(_) => {
                 self.diags.push(
-                    Diagnostic::error("PW0205", node.span, format!("{what} must not be empty"))
-                        .with_label("empty name"),
+                    Diagnostic::error(
+                        codes::WRONG_TYPE,
+                        node.span,
+                        format!("{what} must not be empty"),
+                    )
+                    .with_label("empty name"),
                 );
                 None
             }
             None => {
                 let mut d = Diagnostic::error(
-                    "PW0205",
+                    codes::WRONG_TYPE,
                     node.span,
                     format!("{what} must be a name string, found {}", node.describe()),
                 )
@@ -350,7 +359,7 @@ impl Loader<'_> {
     pub(crate) fn reject_tag(&mut self, node: &Node) {
         if let Some(t) = &node.tag {
             let d = if t.is_local("expr") {
-                Diagnostic::error("PW0211", node.span, "`!expr` is only allowed as the whole value of a tool argument or shell command")
+                Diagnostic::error(codes::MISPLACED_EXPR, node.span, "`!expr` is only allowed as the whole value of a tool argument or shell command")
                     .with_label("`!expr` not allowed here")
                     .with_help("this value is already an expression or a name; remove the tag")
             } else {
@@ -397,7 +406,7 @@ impl Loader<'_> {
             .unwrap_or_default();
         let d = if t.is_local("expr") {
             Diagnostic::error(
-                "PW0211",
+                codes::MISPLACED_EXPR,
                 at,
                 format!("`!expr` on {what}, which is already an expression"),
             )
@@ -456,7 +465,7 @@ impl Loader<'_> {
             let quoted = format!("\"{}\"", s.text);
             self.diags.push(
                 Diagnostic::error(
-                    "PW0210",
+                    codes::EXPR_NOT_STRING,
                     node.span,
                     format!(
                         "{what} must be an expression string, found {}",
@@ -496,7 +505,7 @@ impl Loader<'_> {
             _ => {
                 self.diags.push(
                     Diagnostic::error(
-                        "PW0214",
+                        codes::NOT_POSITIVE,
                         node.span,
                         format!("{what} must be a positive integer, found {}", show(node)),
                     )
@@ -522,7 +531,7 @@ impl Loader<'_> {
         match kind {
             Some(OnErrorKind::Retry(0)) => {
                 self.diags.push(
-                    Diagnostic::warning("PW0212", node.span, "`retry(0)` never retries")
+                    Diagnostic::warning(codes::BAD_ON_ERROR, node.span, "`retry(0)` never retries")
                         .with_label("zero retries")
                         .with_help("use `abort` for one attempt, or `retry(N)` with N ≥ 1"),
                 );
@@ -537,7 +546,7 @@ impl Loader<'_> {
             }),
             None => {
                 let mut d = Diagnostic::error(
-                    "PW0212",
+                    codes::BAD_ON_ERROR,
                     node.span,
                     format!("invalid {what}: {}", show(node)),
                 )
@@ -566,7 +575,7 @@ impl Loader<'_> {
         node.walk(|n| {
             if let Some(t) = &n.tag {
                 let d = if t.is_local("expr") {
-                    Diagnostic::error("PW0211", n.span, format!("`!expr` nested inside {what}"))
+                    Diagnostic::error(codes::MISPLACED_EXPR, n.span, format!("`!expr` nested inside {what}"))
                         .with_label("`!expr` must be the whole value of an argument")
                         .with_help("build the whole value as one expression, e.g. `!expr \"{key: ctx.x}\"` or `!expr \"[ctx.a, ctx.b]\"`")
                 } else {

@@ -258,6 +258,7 @@ pub fn json_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codes;
     use pipewright_syntax::FileId;
 
     /// The codes and `needs `KEY`` messages loading a one-step pipeline reports.
@@ -267,7 +268,7 @@ mod tests {
         crate::load_source(FileId(0), &src, &mut diags);
         diags
             .iter()
-            .filter(|d| d.code == "PW0204")
+            .filter(|d| d.code == codes::MISSING_KEY)
             .filter_map(|d| {
                 let m = &d.message;
                 let start = m.find("needs `")? + 7;

@@ -1,6 +1,7 @@
 //! `schema:` documents.
 
 use crate::ast::*;
+use crate::codes;
 use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::Diagnostic;
 use pipewright_yaml::{Node, NodeKind, ScalarValue};
@@ -66,7 +67,7 @@ fn field_map(l: &mut crate::load::Loader, node: &Node, what: &str) -> Option<Vec
     let Some(m) = node.as_map().filter(|m| !m.is_empty()) else {
         l.diags.push(
             Diagnostic::error(
-                "PW0300",
+                codes::BAD_FIELD_TYPE,
                 node.span,
                 format!("{what} must be a non-empty mapping of field names to types"),
             )
@@ -103,7 +104,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
     l.reject_tag(node);
     let Some(m) = node.as_map() else {
         let mut d = Diagnostic::error(
-            "PW0300",
+            codes::BAD_FIELD_TYPE,
             node.span,
             format!("the type of field `{field}` must be a mapping like `{{type: string}}`"),
         )
@@ -132,7 +133,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             let k = e.key.key_text().unwrap_or("");
             if !allowed.contains(&k) {
                 let d = Diagnostic::warning(
-                    "PW0301",
+                    codes::MEANINGLESS_ATTRIBUTE,
                     e.key.span,
                     format!("`{k}` has no meaning for a `{ty}` field"),
                 )
@@ -161,7 +162,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             if let (Some(lo), Some(hi)) = (minimum, maximum) {
                 if lo > hi {
                     let d = Diagnostic::error(
-                        "PW0302",
+                        codes::UNSATISFIABLE_BOUNDS,
                         node.get("minimum").map_or(node.span, |n| n.span),
                         format!("`minimum` ({lo}) exceeds `maximum` ({hi})"),
                     )
@@ -182,7 +183,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             _ => {
                 l.diags.push(
                     Diagnostic::error(
-                        "PW0303",
+                        codes::EMPTY_ENUM,
                         node.get("values").map_or(t.span, |v| v.span),
                         format!("enum field `{field}` needs a non-empty `values` list"),
                     )
@@ -196,7 +197,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             let Some(of) = node.get("of") else {
                 l.diags.push(
                     Diagnostic::error(
-                        "PW0304",
+                        codes::BAD_LIST_TYPE,
                         t.span,
                         format!("list field `{field}` needs `of:` (lists are typed)"),
                     )
@@ -208,7 +209,7 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             let inner = field_type(l, of, field)?;
             if matches!(inner.kind, FieldKind::List(_)) {
                 l.diags.push(
-                    Diagnostic::error("PW0304", of.span, format!("list field `{field}` is a list of lists"))
+                    Diagnostic::error(codes::BAD_LIST_TYPE, of.span, format!("list field `{field}` is a list of lists"))
                         .with_label("lists of lists are not allowed")
                         .with_help("wrap the inner list in an object: `{type: list, of: {type: object, fields: {items: {type: list, of: …}}}}`"),
                 );
@@ -241,9 +242,12 @@ fn field_type(l: &mut crate::load::Loader, node: &Node, field: &str) -> Option<F
             }
         },
         other => {
-            let mut d =
-                Diagnostic::error("PW0300", t.span, format!("unknown field type `{other}`"))
-                    .with_label("not a field type");
+            let mut d = Diagnostic::error(
+                codes::BAD_FIELD_TYPE,
+                t.span,
+                format!("unknown field type `{other}`"),
+            )
+            .with_label("not a field type");
             let alias = match other {
                 "integer" | "int" | "float" => Some("number"),
                 "boolean" => Some("bool"),

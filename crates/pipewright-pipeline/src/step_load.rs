@@ -1,6 +1,7 @@
 //! The body of each step kind.
 
 use crate::ast::*;
+use crate::codes;
 use crate::load::Loader;
 use pipewright_syntax::{Diagnostic, Span};
 use pipewright_yaml::{Entry, Node, ScalarValue};
@@ -84,7 +85,7 @@ pub(crate) fn step_body(
         Some(o) if kind != "fold" && o.tag.is_none() && o.as_str() == Some("") => {
             l.diags.push(
                 Diagnostic::warning(
-                    "PW0218",
+                    codes::EMPTY_OUTPUT_NAME,
                     o.span,
                     "`output: \"\"` names no store: the result is never written",
                 )
@@ -320,7 +321,7 @@ fn arg_value(l: &mut Loader, node: &Node, what: &str) -> Option<ArgValue> {
             let Some(sc) = node.as_scalar() else {
                 l.diags.push(
                     Diagnostic::error(
-                        "PW0211",
+                        codes::MISPLACED_EXPR,
                         node.span,
                         format!("`!expr` on {} in {what}", node.describe()),
                     )
@@ -375,7 +376,7 @@ fn capabilities(l: &mut Loader, node: &Node) -> Option<Vec<Name>> {
     let Some(tools) = tools else {
         l.diags.push(
             Diagnostic::error(
-                "PW0217",
+                codes::BAD_CAPABILITIES,
                 node.span,
                 "`capabilities` must be `{tools: [NAME, …]}`",
             )
@@ -389,7 +390,7 @@ fn capabilities(l: &mut Loader, node: &Node) -> Option<Vec<Name>> {
             if e.key.key_text() != Some("tools") {
                 l.diags.push(
                     Diagnostic::warning(
-                        "PW0217",
+                        codes::BAD_CAPABILITIES,
                         e.key.span,
                         format!(
                             "`capabilities.{}` is ignored",
@@ -484,7 +485,7 @@ fn match_cases(l: &mut Loader, node: &Node) -> Vec<MatchCase> {
     let Some(m) = node.as_map().filter(|m| !m.is_empty()) else {
         l.diags.push(
             Diagnostic::error(
-                "PW0216",
+                codes::EMPTY_LIST,
                 node.span,
                 format!(
                     "`cases` must be a non-empty mapping, found {}",
@@ -526,7 +527,7 @@ fn list_source(l: &mut Loader, body: &Node, kind: &str) -> Option<ListSource> {
         (Some(o), Some(i)) => {
             l.diags.push(
                 Diagnostic::error(
-                    "PW0213",
+                    codes::OVER_AND_ITEMS,
                     i.key.span,
                     format!("a `{kind}` step takes `over` or `items`, not both"),
                 )
@@ -562,7 +563,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
     let Some(m) = node.as_map().filter(|m| !m.is_empty()) else {
         l.diags.push(
             Diagnostic::error(
-                "PW0216",
+                codes::EMPTY_LIST,
                 node.span,
                 format!(
                     "`branches` must be a non-empty mapping, found {}",
@@ -579,7 +580,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
             if &*name.text == "__branch_errors__" {
                 l.diags.push(
                     Diagnostic::error(
-                        "PW0215",
+                        codes::BAD_BRANCH_NAME,
                         name.span,
                         "the branch name `__branch_errors__` is reserved",
                     )
@@ -591,7 +592,7 @@ fn branches(l: &mut Loader, node: &Node) -> Vec<Branch> {
             } else if &*name.text == "collect" || name.text.contains('.') {
                 l.diags.push(
                     Diagnostic::warning(
-                        "PW0215",
+                        codes::BAD_BRANCH_NAME,
                         name.span,
                         format!("branch name `{}` collides with run-store keys", name.text),
                     )

@@ -7,6 +7,8 @@
 //! reference would die with an uncaught TypeError/AttributeError (a number where it slices or
 //! sanitizes a string, a step that is not a mapping, …) this returns an error instead.
 
+use crate::runtime::{is_py_space, py_strip};
+use pipewright_yaml::yaml11::{self, Plain};
 use pipewright_yaml::{Entry, Node, NodeKind, ScalarStyle};
 use sha2::{Digest, Sha256};
 
@@ -265,238 +267,33 @@ fn check_constructible(root: &Node) -> Result<(), String> {
     err.map_or(Ok(()), Err)
 }
 
-/// The boolean PyYAML's `safe_load` reads in the untagged plain scalar `t`, if any: `yes`, `no`,
-/// `on`, `off`, `true` and `false` in lower, capitalised or upper case (`y`/`n` and mixed cases
-/// such as `yES` are strings to it). The recipe runner reads recipes this way.
-pub fn pyyaml_bool(t: &str) -> Option<bool> {
-    match resolve_plain(t) {
-        Py::Bool(b) => Some(b),
-        _ => None,
-    }
-}
-
-/// PyYAML's implicit resolvers (YAML 1.1) for an untagged plain scalar.
+/// The Python value PyYAML's implicit resolvers (YAML 1.1) give an untagged plain scalar. The
+/// merge key `<<` is drawn as the string it reads as to YAML 1.2, and a plain `=` never gets
+/// here (see [`check_constructible`]).
 fn resolve_plain(t: &str) -> Py<'_> {
-    match t {
-        "" | "~" | "null" | "Null" | "NULL" => return Py::None,
-        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-            return Py::Bool(true)
+    match yaml11::resolve(t) {
+        Plain::Null => Py::None,
+        Plain::Bool(b) => Py::Bool(b),
+        Plain::Float => {
+            let mantissa = t.split(['e', 'E']).next().unwrap_or(t);
+            let special = t.contains(['i', 'I', 'n', 'N']);
+            Py::Float(special || mantissa.contains(|c: char| ('1'..='9').contains(&c)))
         }
-        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
-            return Py::Bool(false)
+        Plain::Int(_) => {
+            let body = t.trim_start_matches(['-', '+']);
+            let digits = body
+                .strip_prefix("0b")
+                .or_else(|| body.strip_prefix("0x"))
+                .unwrap_or(body);
+            Py::Int(digits.chars().any(|c| !matches!(c, '0' | '_' | ':')))
         }
-        _ => {}
+        Plain::Date => Py::Date("date"),
+        Plain::DateTime => Py::Date("datetime"),
+        Plain::Merge | Plain::Value | Plain::Str => Py::Str(t),
     }
-    if is_float(t) {
-        let mantissa = t.split(['e', 'E']).next().unwrap_or(t);
-        let special = t.contains(['i', 'I', 'n', 'N']);
-        return Py::Float(special || mantissa.contains(|c: char| ('1'..='9').contains(&c)));
-    }
-    if is_int(t) {
-        let body = t.trim_start_matches(['-', '+']);
-        let digits = body
-            .strip_prefix("0b")
-            .or_else(|| body.strip_prefix("0x"))
-            .unwrap_or(body);
-        return Py::Int(digits.chars().any(|c| !matches!(c, '0' | '_' | ':')));
-    }
-    if let Some(kind) = timestamp(t) {
-        return Py::Date(kind);
-    }
-    Py::Str(t)
-}
-
-/// A cursor for hand-written forms of PyYAML's resolver regexes.
-struct Cur<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Cur<'_> {
-    fn new(t: &str) -> Cur<'_> {
-        Cur {
-            b: t.as_bytes(),
-            i: 0,
-        }
-    }
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-    fn eat(&mut self, f: impl Fn(u8) -> bool) -> bool {
-        match self.peek() {
-            Some(c) if f(c) => {
-                self.i += 1;
-                true
-            }
-            _ => false,
-        }
-    }
-    /// Eats as many as match; how many.
-    fn many(&mut self, f: impl Fn(u8) -> bool) -> usize {
-        let start = self.i;
-        while self.eat(&f) {}
-        self.i - start
-    }
-    fn lit(&mut self, s: &str) -> bool {
-        if self.b[self.i..].starts_with(s.as_bytes()) {
-            self.i += s.len();
-            true
-        } else {
-            false
-        }
-    }
-    /// Eats as many as match (`x*` in the middle of a pattern).
-    fn rest(&mut self, f: impl Fn(u8) -> bool) -> bool {
-        self.many(f);
-        true
-    }
-    fn end(&self) -> bool {
-        self.i == self.b.len()
-    }
-    fn sign(&mut self) {
-        self.eat(|c| c == b'-' || c == b'+');
-    }
-    /// `(:[0-5]?[0-9])+`
-    fn sexagesimal(&mut self) -> bool {
-        let mut n = 0;
-        loop {
-            let save = self.i;
-            if !self.eat(|c| c == b':') {
-                break;
-            }
-            let d1 = self.eat(|c| c.is_ascii_digit());
-            let d2 = self.eat(|c| c.is_ascii_digit());
-            let ok = match (d1, d2) {
-                (true, true) => (b'0'..=b'5').contains(&self.b[self.i - 2]),
-                (true, false) => true,
-                _ => false,
-            };
-            if !ok {
-                self.i = save;
-                break;
-            }
-            n += 1;
-        }
-        n > 0
-    }
-}
-
-fn digit_(c: u8) -> bool {
-    c.is_ascii_digit() || c == b'_'
-}
-
-/// `[-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+ |
-/// [-+]?[1-9][0-9_]*(:[0-5]?[0-9])+`
-fn is_int(t: &str) -> bool {
-    let forms: [fn(&mut Cur) -> bool; 5] = [
-        |c| c.lit("0b") && c.many(|b| matches!(b, b'0' | b'1' | b'_')) > 0,
-        |c| c.lit("0") && c.many(|b| matches!(b, b'0'..=b'7' | b'_')) > 0,
-        |c| c.lit("0") || (c.eat(|b| (b'1'..=b'9').contains(&b)) && c.rest(digit_)),
-        |c| c.lit("0x") && c.many(|b| b.is_ascii_hexdigit() || b == b'_') > 0,
-        |c| c.eat(|b| (b'1'..=b'9').contains(&b)) && c.rest(digit_) && c.sexagesimal(),
-    ];
-    forms.iter().any(|form| {
-        let mut c = Cur::new(t);
-        c.sign();
-        form(&mut c) && c.end()
-    })
-}
-
-/// `[-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)? | \.[0-9][0-9_]*([eE][-+][0-9]+)? |
-/// [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]* | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN)`
-fn is_float(t: &str) -> bool {
-    fn exponent(c: &mut Cur) -> bool {
-        let save = c.i;
-        if c.eat(|b| b == b'e' || b == b'E') {
-            if c.eat(|b| b == b'-' || b == b'+') && c.many(|b| b.is_ascii_digit()) > 0 {
-                return true;
-            }
-            c.i = save;
-        }
-        true
-    }
-    let forms: [fn(&mut Cur) -> bool; 5] = [
-        |c| {
-            c.sign();
-            c.eat(|b| b.is_ascii_digit())
-                && c.rest(digit_)
-                && c.lit(".")
-                && c.rest(digit_)
-                && exponent(c)
-        },
-        |c| c.lit(".") && c.eat(|b| b.is_ascii_digit()) && c.rest(digit_) && exponent(c),
-        |c| {
-            c.sign();
-            c.eat(|b| b.is_ascii_digit())
-                && c.rest(digit_)
-                && c.sexagesimal()
-                && c.lit(".")
-                && c.rest(digit_)
-        },
-        |c| {
-            c.sign();
-            c.lit(".inf") || c.lit(".Inf") || c.lit(".INF")
-        },
-        |c| c.lit(".nan") || c.lit(".NaN") || c.lit(".NAN"),
-    ];
-    forms.iter().any(|form| {
-        let mut c = Cur::new(t);
-        form(&mut c) && c.end()
-    })
-}
-
-/// PyYAML's timestamp resolver: `"date"` for `YYYY-MM-DD`, `"datetime"` for the long form.
-fn timestamp(t: &str) -> Option<&'static str> {
-    let mut c = Cur::new(t);
-    let dig = |b: u8| b.is_ascii_digit();
-    if c.many(dig) != 4 || !c.lit("-") {
-        return None;
-    }
-    let m = c.many(dig);
-    if !c.lit("-") {
-        return None;
-    }
-    let d = c.many(dig);
-    if c.end() {
-        return (m == 2 && d == 2).then_some("date");
-    }
-    if !(1..=2).contains(&m) || !(1..=2).contains(&d) {
-        return None;
-    }
-    if !c.eat(|b| b == b'T' || b == b't') && c.many(|b| b == b' ' || b == b'\t') == 0 {
-        return None;
-    }
-    let h = c.many(dig);
-    if !(1..=2).contains(&h) || !c.lit(":") || c.many(dig) != 2 || !c.lit(":") || c.many(dig) != 2 {
-        return None;
-    }
-    if c.lit(".") {
-        c.many(dig);
-    }
-    c.many(|b| b == b' ' || b == b'\t');
-    if c.lit("Z") {
-    } else if c.eat(|b| b == b'-' || b == b'+') {
-        if !(1..=2).contains(&c.many(dig)) {
-            return None;
-        }
-        if c.lit(":") && c.many(dig) != 2 {
-            return None;
-        }
-    }
-    c.end().then_some("datetime")
 }
 
 // ── Python string helpers ────────────────────────────────────────────────────────────────────
-
-/// `str.isspace`, which is also what `\s` matches in Python's `re`: Rust's White_Space plus the
-/// four information separators U+001C..U+001F.
-fn py_isspace(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(py_isspace)
-}
 
 fn in_ranges(table: &[(char, char)], c: char) -> bool {
     table
@@ -598,7 +395,7 @@ fn sanitize(raw: &str) -> String {
     let mut s: String = raw
         .chars()
         .map(|c| {
-            if c == '-' || c == '.' || py_isspace(c) {
+            if c == '-' || c == '.' || is_py_space(c) {
                 '_'
             } else {
                 c

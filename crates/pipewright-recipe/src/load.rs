@@ -831,7 +831,10 @@ fn yaml11_bool(n: &Node) -> Option<bool> {
         return None;
     }
     match s.resolve() {
-        ScalarValue::Str(t) => crate::dot::pyyaml_bool(t),
+        ScalarValue::Str(t) => match pipewright_yaml::yaml11::resolve(t) {
+            pipewright_yaml::yaml11::Plain::Bool(b) => Some(b),
+            _ => None,
+        },
         _ => None,
     }
 }

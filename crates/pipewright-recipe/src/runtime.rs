@@ -31,7 +31,7 @@ pub use context::{
 pub use extract::{extract_json, loads, process_result, raw_decode};
 pub use foreach::{check_foreach_len, resolve_foreach, ForeachError};
 pub use output::{available_outputs, final_output, truncate_output, FinalOutput, TRUNCATE_CHARS};
-pub use py::{py_float, py_repr, py_str, py_strip, py_type_name};
+pub use py::{is_py_space, py_float, py_repr, py_str, py_strip, py_type_name};
 pub use render::{render, render_value_text, resolve, substitute_context, RenderError};
 pub use while_loop::{AfterBody, WhileLoop, WhileStop};
 

@@ -1,7 +1,8 @@
 //! Stable diagnostic codes and their long explanations.
 //!
-//! Each crate that emits diagnostics owns a `CODES` table of [`CodeInfo`]; the CLI gathers them
-//! for `pipewright explain` and tests assert that every emitted code is documented.
+//! Each crate that emits diagnostics declares its codes with [`codes!`](crate::codes!), which
+//! gives each a const to emit it by and a table of [`CodeInfo`]; the CLI gathers the tables for
+//! `pipewright explain`, `--list`, SARIF rules and the language server.
 
 /// The documentation of one diagnostic code.
 #[derive(Debug, Clone, Copy)]
@@ -14,34 +15,121 @@ pub struct CodeInfo {
     pub explanation: &'static str,
 }
 
-/// Codes of the file loader and YAML layer shared by every YAML dialect (`PW00xx`).
-pub const GENERAL: &[CodeInfo] = &[
-    CodeInfo {
-        code: "PW0001",
-        title: "the file is not valid YAML, JSON or TOML",
-        explanation: include_str!("../explain/PW0001.md"),
-    },
-    CodeInfo {
-        code: "PW0002",
-        title: "the file's dialect could not be recognised",
-        explanation: include_str!("../explain/PW0002.md"),
-    },
-    CodeInfo {
-        code: "PW0003",
-        title: "nesting is too deep",
-        explanation: include_str!("../explain/PW0003.md"),
-    },
-    CodeInfo {
-        code: "PW0004",
-        title: "a YAML feature pipewright does not accept (unknown tag, alias, non-scalar key)",
-        explanation: include_str!("../explain/PW0004.md"),
-    },
-    CodeInfo {
-        code: "PW0005",
-        title: "duplicate mapping key",
-        explanation: include_str!("../explain/PW0005.md"),
-    },
-];
+/// Declares a crate's diagnostic codes in one place: for each code a `&str` const named for what
+/// it reports, and its [`CodeInfo`] in a table, in the order written. The explanation is the
+/// calling crate's `explain/CODE.md`, so a code without one does not compile; neither does a
+/// table with a malformed or repeated code.
+///
+/// ```
+/// pipewright_syntax::codes! {
+///     /// Every code this crate emits.
+///     pub const CODES;
+///
+///     /// Doc comments and attributes go on the const.
+///     pub const INVALID_SYNTAX = "PW0001": "the file is not valid YAML, JSON or TOML";
+/// }
+/// # fn main() {
+/// assert_eq!(INVALID_SYNTAX, "PW0001");
+/// assert_eq!(CODES[0].title, "the file is not valid YAML, JSON or TOML");
+/// # }
+/// ```
+#[macro_export]
+macro_rules! codes {
+    (
+        $(#[$table_attr:meta])*
+        $table_vis:vis const $table:ident;
+        $(
+            $(#[$attr:meta])*
+            $vis:vis const $name:ident = $code:literal : $title:literal;
+        )*
+    ) => {
+        $(
+            $(#[$attr])*
+            $vis const $name: &str = $code;
+        )*
+
+        $(#[$table_attr])*
+        $table_vis const $table: &[$crate::CodeInfo] = &[
+            $(
+                $crate::CodeInfo {
+                    code: $code,
+                    title: $title,
+                    explanation: ::core::include_str!(::core::concat!(
+                        ::core::env!("CARGO_MANIFEST_DIR"),
+                        "/explain/",
+                        $code,
+                        ".md"
+                    )),
+                },
+            )*
+        ];
+
+        const _: () = $crate::codes::check_table($table);
+    };
+}
+
+/// The compile-time check of a [`codes!`] table: every code is `PW` and four digits and none is
+/// declared twice.
+///
+/// ```compile_fail
+/// pipewright_syntax::codes! {
+///     pub const CODES;
+///     pub const ONE = "PW0001": "one";
+///     pub const AGAIN = "PW0001": "the same code again";
+/// }
+/// # fn main() {}
+/// ```
+#[doc(hidden)]
+pub const fn check_table(codes: &[CodeInfo]) {
+    let mut i = 0;
+    while i < codes.len() {
+        let code = codes[i].code.as_bytes();
+        let well_formed = code.len() == 6
+            && code[0] == b'P'
+            && code[1] == b'W'
+            && code[2].is_ascii_digit()
+            && code[3].is_ascii_digit()
+            && code[4].is_ascii_digit()
+            && code[5].is_ascii_digit();
+        if !well_formed {
+            panic!("a diagnostic code is `PW` and four digits");
+        }
+        let mut j = 0;
+        while j < i {
+            if same_bytes(codes[j].code.as_bytes(), code) {
+                panic!("a diagnostic code is declared twice");
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+codes! {
+    /// Codes of the file loader and YAML layer shared by every YAML dialect (`PW00xx`).
+    pub const GENERAL;
+
+    pub const INVALID_SYNTAX = "PW0001": "the file is not valid YAML, JSON or TOML";
+    pub const UNKNOWN_DIALECT = "PW0002": "the file's dialect could not be recognised";
+    pub const TOO_DEEP = "PW0003": "nesting is too deep";
+    pub const UNSUPPORTED_YAML = "PW0004":
+        "a YAML feature pipewright does not accept (unknown tag, alias, non-scalar key)";
+    pub const DUPLICATE_KEY = "PW0005": "duplicate mapping key";
+}
 
 /// Looks a code up in a set of tables.
 pub fn find<'a>(tables: &[&'a [CodeInfo]], code: &str) -> Option<&'a CodeInfo> {
@@ -50,41 +138,6 @@ pub fn find<'a>(tables: &[&'a [CodeInfo]], code: &str) -> Option<&'a CodeInfo> {
         .iter()
         .flat_map(|t| t.iter())
         .find(|c| c.code == code)
-}
-
-/// The codes `PW` + `range` + two digits written in the `.rs` files under `src_dir` (a dialect
-/// crate's sources, subdirectories included): its tests compare them with its code table, so
-/// no emitted code goes undocumented and no documented code is dead.
-pub fn codes_in_sources(
-    src_dir: &std::path::Path,
-    range: &str,
-) -> std::collections::BTreeSet<String> {
-    let prefix = format!("PW{range}");
-    let mut found = std::collections::BTreeSet::new();
-    let mut dirs = vec![src_dir.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let b = text.as_bytes();
-            for i in 0..b.len().saturating_sub(6) {
-                if b[i..].starts_with(prefix.as_bytes())
-                    && b[i + 4].is_ascii_digit()
-                    && b[i + 5].is_ascii_digit()
-                {
-                    found.insert(text[i..i + 6].to_string());
-                }
-            }
-        }
-    }
-    found
 }
 
 /// What is wrong with a table's explanations: each must open with `# CODE: ` and hold a

@@ -19,7 +19,7 @@ use pipewright_syntax::{Diagnostic, FileId, Span};
 /// The fast path cannot vouch for this input; use the reference path.
 struct Unsupported;
 
-type R<T> = Result<T, Unsupported>;
+type FastResult<T> = Result<T, Unsupported>;
 
 /// The greatest nesting the fast path follows; it bounds its recursion (a few frames per
 /// level), so it stays well below the default limit of 128 that the reference path enforces
@@ -38,11 +38,11 @@ pub(crate) fn load(
     if u32::try_from(text.len()).is_err() || !plausible(text.as_bytes()) {
         return None;
     }
-    let mut p = P {
-        t: text,
-        s: text.as_bytes(),
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
         pos: 0,
-        ls: 0,
+        line_start: 0,
         file,
         diags: Vec::new(),
         depth: 0,
@@ -53,27 +53,31 @@ pub(crate) fn load(
         strict_closer: false,
         flow_plain_seen: false,
     };
-    let docs = p.documents().ok()?;
-    Some((docs, p.diags))
+    let docs = parser.documents().ok()?;
+    Some((docs, parser.diags))
 }
 
 /// Whole-input rejections: tabs, NULs, lone carriage returns and byte order marks after the
 /// first character all need the reference path.
-fn plausible(s: &[u8]) -> bool {
-    let body = s.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(s);
+fn plausible(bytes: &[u8]) -> bool {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Eight bytes at a time, skipping words with none of the interesting bytes.
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let has = |w: u64, b: u8| {
-        let x = w ^ (LO * u64::from(b));
-        x.wrapping_sub(LO) & !x & HI != 0
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let has_byte = |word: u64, byte: u8| {
+        let x = word ^ (LOW_BITS * u64::from(byte));
+        x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS != 0
     };
     let mut i = 0;
     while i + 8 <= body.len() {
         let mut word = [0u8; 8];
         word.copy_from_slice(&body[i..i + 8]);
-        let w = u64::from_le_bytes(word);
-        if has(w, b'\t') || has(w, 0) || has(w, b'\r') || has(w, 0xEF) {
+        let chunk = u64::from_le_bytes(word);
+        if has_byte(chunk, b'\t')
+            || has_byte(chunk, 0)
+            || has_byte(chunk, b'\r')
+            || has_byte(chunk, 0xEF)
+        {
             break;
         }
         i += 8;
@@ -107,7 +111,7 @@ fn is_flow(b: u8) -> bool {
 
 /// Where a node appears, which decides what may start there.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Ctx {
+enum Context {
     /// First content of a line (or after `---` on its own line).
     NewLine,
     /// After `- ` on the same line: compact collections may start here.
@@ -122,12 +126,12 @@ enum Plain {
     Value(Node),
 }
 
-struct P<'a> {
-    t: &'a str,
-    s: &'a [u8],
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
     pos: usize,
     /// Start of the line that holds `pos`.
-    ls: usize,
+    line_start: usize,
     file: FileId,
     diags: Vec<Diagnostic>,
     depth: usize,
@@ -147,54 +151,54 @@ struct P<'a> {
     flow_plain_seen: bool,
 }
 
-impl P<'_> {
-    fn at(&self, i: usize) -> u8 {
-        self.s.get(i).copied().unwrap_or(0)
+impl Parser<'_> {
+    fn byte_at(&self, at: usize) -> u8 {
+        self.bytes.get(at).copied().unwrap_or(0)
     }
 
     fn eof(&self) -> bool {
-        self.pos >= self.s.len()
+        self.pos >= self.bytes.len()
     }
 
-    fn col(&self, p: usize) -> isize {
+    fn column(&self, at: usize) -> isize {
         // Only asked about positions on the current line; widths fit (checked in `load`).
-        (p - self.ls) as isize
+        (at - self.line_start) as isize
     }
 
-    fn span(&self, a: usize, b: usize) -> Span {
-        Span::new(self.file, a..b)
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start..end)
     }
 
     /// Steps over the line break at `pos`.
     fn newline(&mut self) {
-        if self.at(self.pos) == b'\r' && self.at(self.pos + 1) == b'\n' {
+        if self.byte_at(self.pos) == b'\r' && self.byte_at(self.pos + 1) == b'\n' {
             self.pos += 2;
         } else {
             self.pos += 1;
         }
-        self.ls = self.pos;
+        self.line_start = self.pos;
     }
 
     fn skip_spaces(&mut self) {
-        while self.at(self.pos) == b' ' {
+        while self.byte_at(self.pos) == b' ' {
             self.pos += 1;
         }
     }
 
     fn skip_comment(&mut self) {
-        while !self.eof() && !is_break(self.s[self.pos]) {
+        while !self.eof() && !is_break(self.bytes[self.pos]) {
             self.pos += 1;
         }
     }
 
     /// Skips blanks, comments and line breaks up to the next content (or the end).
-    fn skip_to_content(&mut self) -> R<()> {
+    fn skip_to_content(&mut self) -> FastResult<()> {
         loop {
             self.skip_spaces();
-            match self.at(self.pos) {
+            match self.byte_at(self.pos) {
                 b'#' => {
                     // A comment must be separated from a preceding token.
-                    if self.pos > self.ls && self.s[self.pos - 1] != b' ' {
+                    if self.pos > self.line_start && self.bytes[self.pos - 1] != b' ' {
                         return Err(Unsupported);
                     }
                     self.skip_comment();
@@ -207,26 +211,28 @@ impl P<'_> {
 
     /// `pos` is the first non-blank of its line.
     fn first_on_line(&self) -> bool {
-        self.s[self.ls..self.pos].iter().all(|&b| b == b' ')
+        self.bytes[self.line_start..self.pos]
+            .iter()
+            .all(|&b| b == b' ')
     }
 
-    fn is_doc_marker(&self, p: usize) -> bool {
-        p == self.ls
-            && (self.s[p..].starts_with(b"---") || self.s[p..].starts_with(b"..."))
-            && blank_or_breakz(self.at(p + 3))
+    fn is_doc_marker(&self, at: usize) -> bool {
+        at == self.line_start
+            && (self.bytes[at..].starts_with(b"---") || self.bytes[at..].starts_with(b"..."))
+            && blank_or_breakz(self.byte_at(at + 3))
     }
 
-    /// `---` or `...` at `p`, wherever the line starts.
-    fn is_doc_marker_at(&self, p: usize) -> bool {
-        (self.s[p..].starts_with(b"---") || self.s[p..].starts_with(b"..."))
-            && blank_or_breakz(self.at(p + 3))
+    /// `---` or `...` at byte `at`, wherever the line starts.
+    fn is_doc_marker_at(&self, at: usize) -> bool {
+        (self.bytes[at..].starts_with(b"---") || self.bytes[at..].starts_with(b"..."))
+            && blank_or_breakz(self.byte_at(at + 3))
     }
 
-    fn is_seq_entry(&self, p: usize) -> bool {
-        self.at(p) == b'-' && blank_or_breakz(self.at(p + 1))
+    fn is_seq_entry(&self, at: usize) -> bool {
+        self.byte_at(at) == b'-' && blank_or_breakz(self.byte_at(at + 1))
     }
 
-    fn enter(&mut self) -> R<()> {
+    fn enter(&mut self) -> FastResult<()> {
         if self.depth >= self.max_depth {
             return Err(Unsupported);
         }
@@ -234,24 +240,24 @@ impl P<'_> {
         Ok(())
     }
 
-    fn empty(&self, a: usize, b: usize, tag: Option<Tag>) -> Node {
+    fn empty(&self, start: usize, end: usize, tag: Option<Tag>) -> Node {
         Node {
             kind: NodeKind::Scalar(Scalar {
                 text: Box::default(),
                 style: ScalarStyle::Plain,
             }),
-            span: self.span(a, b),
+            span: self.span(start, end),
             tag: tag.map(Box::new),
             flow: false,
         }
     }
 
-    fn documents(&mut self) -> R<Vec<Document>> {
+    fn documents(&mut self) -> FastResult<Vec<Document>> {
         let mut docs = Vec::new();
-        if self.s.starts_with(b"\xEF\xBB\xBF") {
+        if self.bytes.starts_with(b"\xEF\xBB\xBF") {
             // saphyr does not count the byte order mark as a column.
             self.pos = 3;
-            self.ls = 3;
+            self.line_start = 3;
         }
         loop {
             self.skip_to_content()?;
@@ -262,10 +268,10 @@ impl P<'_> {
                 return Err(Unsupported);
             }
             let p = self.pos;
-            if self.at(p) == b'%' {
+            if self.byte_at(p) == b'%' {
                 return Err(Unsupported);
             }
-            if self.is_doc_marker(p) && self.at(p) == b'.' {
+            if self.is_doc_marker(p) && self.byte_at(p) == b'.' {
                 self.pos += 3;
                 self.skip_to_content()?;
                 if !self.eof() && !self.first_on_line() {
@@ -277,18 +283,18 @@ impl P<'_> {
                 self.pos += 3;
                 self.skip_to_content()?;
                 if self.eof() {
-                    self.empty(self.s.len(), self.s.len(), None)
+                    self.empty(self.bytes.len(), self.bytes.len(), None)
                 } else if self.is_doc_marker(self.pos) {
                     self.empty(self.pos, self.pos + 3, None)
-                } else if self.at(self.pos) == b'%' {
+                } else if self.byte_at(self.pos) == b'%' {
                     return Err(Unsupported);
                 } else if self.first_on_line() {
-                    self.node(-1, Ctx::NewLine)?
+                    self.node(-1, Context::NewLine)?
                 } else {
-                    self.node(-1, Ctx::Inline)?
+                    self.node(-1, Context::Inline)?
                 }
             } else {
-                self.node(-1, Ctx::NewLine)?
+                self.node(-1, Context::NewLine)?
             };
             // An implicit document starts at its first token, which for a block scalar is its
             // first content line.
@@ -313,30 +319,30 @@ impl P<'_> {
 
     /// A node in block context starting at `pos` (which is at content). `parent` is the indent
     /// of the enclosing block collection (-1 at the top).
-    fn node(&mut self, parent: isize, ctx: Ctx) -> R<Node> {
+    fn node(&mut self, parent: isize, ctx: Context) -> FastResult<Node> {
         let start = self.pos;
-        if self.at(start) == b'!' {
+        if self.byte_at(start) == b'!' {
             let tag = self.tag()?;
             let tag_end = self.pos;
             self.skip_spaces();
-            let c = self.at(self.pos);
+            let c = self.byte_at(self.pos);
             if c == b'#' || is_break(c) || c == 0 {
                 if c == b'#' && self.pos == tag_end {
                     return Err(Unsupported);
                 }
-                let (sp, sl) = (tag_end, self.ls);
+                let (saved_pos, saved_line_start) = (tag_end, self.line_start);
                 self.skip_to_content()?;
-                if !self.eof() && !self.is_doc_marker(self.pos) && self.col(self.pos) > parent {
+                if !self.eof() && !self.is_doc_marker(self.pos) && self.column(self.pos) > parent {
                     // The tagged node is on the lines below.
-                    let n = self.untagged(parent, Ctx::NewLine)?;
+                    let n = self.untagged(parent, Context::NewLine)?;
                     return Ok(self.tagged(n, start, tag));
                 }
-                (self.pos, self.ls) = (sp, sl);
+                (self.pos, self.line_start) = (saved_pos, saved_line_start);
                 return Ok(self.empty(start, tag_end, Some(tag)));
             }
             // A tag then content on the same line: a scalar or a flow collection only.
-            self.strict_closer = ctx != Ctx::Inline;
-            let n = self.untagged(parent, Ctx::Inline)?;
+            self.strict_closer = ctx != Context::Inline;
+            let n = self.untagged(parent, Context::Inline)?;
             return Ok(self.tagged(n, start, tag));
         }
         self.untagged(parent, ctx)
@@ -351,9 +357,9 @@ impl P<'_> {
         {
             // saphyr's span of a tagged quoted scalar runs to the end of its token, which
             // takes in the blanks and a comment after the closing quote.
-            let e = self.comma_token_end_from(self.pos);
+            let token_end = self.comma_token_end_from(self.pos);
             let end = start
-                + self.t[start..e]
+                + self.text[start..token_end]
                     .trim_end_matches([' ', '\t', '\r', '\n'])
                     .len();
             n.span = self.span(start, end);
@@ -382,31 +388,31 @@ impl P<'_> {
         }
     }
 
-    fn untagged(&mut self, parent: isize, ctx: Ctx) -> R<Node> {
+    fn untagged(&mut self, parent: isize, ctx: Context) -> FastResult<Node> {
         let start = self.pos;
-        let block_ok = ctx != Ctx::Inline;
-        match self.at(start) {
-            b'-' if blank_or_breakz(self.at(start + 1)) => {
+        let block_ok = ctx != Context::Inline;
+        match self.byte_at(start) {
+            b'-' if blank_or_breakz(self.byte_at(start + 1)) => {
                 if !block_ok {
                     return Err(Unsupported);
                 }
-                self.block_seq(self.col(start))
+                self.block_seq(self.column(start))
             }
             b'[' | b'{' => {
                 // A mapping value's flow collection may close at the mapping's own indent.
                 let strict = std::mem::take(&mut self.strict_closer);
-                self.closer_min = if ctx == Ctx::Inline && !strict {
+                self.closer_min = if ctx == Context::Inline && !strict {
                     parent
                 } else {
                     parent + 1
                 };
                 self.flow_plain_seen = false;
                 let n = self.flow_node(parent)?;
-                let mut e = self.pos;
-                while self.at(e) == b' ' {
-                    e += 1;
+                let mut after_blanks = self.pos;
+                while self.byte_at(after_blanks) == b' ' {
+                    after_blanks += 1;
                 }
-                if self.at(e) == b':' {
+                if self.byte_at(after_blanks) == b':' {
                     // A flow collection as a key.
                     return Err(Unsupported);
                 }
@@ -415,30 +421,30 @@ impl P<'_> {
             b'|' | b'>' => self.block_scalar(parent),
             b'"' | b'\'' => {
                 let (n, multiline) = self.quoted(parent)?;
-                let mut e = self.pos;
-                while self.at(e) == b' ' {
-                    e += 1;
+                let mut after_blanks = self.pos;
+                while self.byte_at(after_blanks) == b' ' {
+                    after_blanks += 1;
                 }
-                if self.at(e) == b':' {
+                if self.byte_at(after_blanks) == b':' {
                     if !block_ok
                         || multiline
-                        || !blank_or_breakz(self.at(e + 1))
-                        || e - start > MAX_KEY_LEN
+                        || !blank_or_breakz(self.byte_at(after_blanks + 1))
+                        || after_blanks - start > MAX_KEY_LEN
                     {
                         return Err(Unsupported);
                     }
-                    self.pos = e;
-                    let col = self.col(start);
+                    self.pos = after_blanks;
+                    let col = self.column(start);
                     return self.block_map(col, n);
                 }
                 Ok(n)
             }
-            b'?' | b':' if blank_or_breakz(self.at(start + 1)) => Err(Unsupported),
+            b'?' | b':' if blank_or_breakz(self.byte_at(start + 1)) => Err(Unsupported),
             b'&' | b'*' | b'%' | b'@' | b'`' | b',' | b']' | b'}' | b'#' | b'!' => Err(Unsupported),
             0 | b' ' | b'\n' | b'\r' => Err(Unsupported),
             _ => match self.plain_block(parent, block_ok)? {
                 Plain::Key(k) => {
-                    let col = self.col(start);
+                    let col = self.column(start);
                     self.block_map(col, k)
                 }
                 Plain::Value(n) => Ok(n),
@@ -447,18 +453,18 @@ impl P<'_> {
     }
 
     /// `!name` or `!!name`, followed by a blank or the end of the line.
-    fn tag(&mut self) -> R<Tag> {
+    fn tag(&mut self) -> FastResult<Tag> {
         self.pos += 1;
-        let secondary = self.at(self.pos) == b'!';
+        let secondary = self.byte_at(self.pos) == b'!';
         if secondary {
             self.pos += 1;
         }
         let from = self.pos;
-        while matches!(self.at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.')
+        while matches!(self.byte_at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.')
         {
             self.pos += 1;
         }
-        if self.pos == from || !blank_or_breakz(self.at(self.pos)) {
+        if self.pos == from || !blank_or_breakz(self.byte_at(self.pos)) {
             return Err(Unsupported);
         }
         Ok(Tag {
@@ -467,12 +473,12 @@ impl P<'_> {
             } else {
                 "!".to_string()
             },
-            suffix: self.t[from..self.pos].to_string(),
+            suffix: self.text[from..self.pos].to_string(),
         })
     }
 
     /// A block mapping whose first key has been read; `pos` is at that key's `:`.
-    fn block_map(&mut self, n: isize, first_key: Node) -> R<Node> {
+    fn block_map(&mut self, indent: isize, first_key: Node) -> FastResult<Node> {
         self.enter()?;
         let start = first_key.span.start as usize;
         let base = self.entries.len();
@@ -480,30 +486,30 @@ impl P<'_> {
         loop {
             let colon = self.pos;
             self.pos += 1;
-            let (sp, sl) = (self.pos, self.ls);
+            let (saved_pos, saved_line_start) = (self.pos, self.line_start);
             self.skip_spaces();
-            let c = self.at(self.pos);
+            let c = self.byte_at(self.pos);
             let value = if c == b'#' || is_break(c) || c == 0 {
                 self.skip_to_content()?;
                 if self.eof() || self.is_doc_marker(self.pos) {
-                    (self.pos, self.ls) = (sp, sl);
+                    (self.pos, self.line_start) = (saved_pos, saved_line_start);
                     self.empty(colon, colon, None)
                 } else {
-                    let col = self.col(self.pos);
-                    if col > n {
-                        self.node(n, Ctx::NewLine)?
-                    } else if col == n && self.is_seq_entry(self.pos) {
-                        self.indentless_seq(n)?
+                    let col = self.column(self.pos);
+                    if col > indent {
+                        self.node(indent, Context::NewLine)?
+                    } else if col == indent && self.is_seq_entry(self.pos) {
+                        self.indentless_seq(indent)?
                     } else {
-                        (self.pos, self.ls) = (sp, sl);
+                        (self.pos, self.line_start) = (saved_pos, saved_line_start);
                         self.empty(colon, colon, None)
                     }
                 }
             } else {
-                self.node(n, Ctx::Inline)?
+                self.node(indent, Context::Inline)?
             };
             self.entries.push(Entry { key, value });
-            if self.next_entry_at(n)?.is_none() {
+            if self.next_entry_at(indent)?.is_none() {
                 break;
             }
             key = self.block_key()?;
@@ -522,13 +528,13 @@ impl P<'_> {
         })
     }
 
-    /// After an entry of a block collection at column `n`: `Some(where the entry ended)` when
+    /// After an entry of a block collection at column `indent`: `Some(where the entry ended)` when
     /// another entry follows at that column (positioned on it). At the end of input, before a
     /// document marker or at a smaller indent the collection ends (`None`, positioned back
     /// before the skipped trivia except at the end of input); a deeper indent is not a shape
     /// the fast path follows.
-    fn next_entry_at(&mut self, n: isize) -> R<Option<(usize, usize)>> {
-        let (sp, sl) = (self.pos, self.ls);
+    fn next_entry_at(&mut self, indent: isize) -> FastResult<Option<(usize, usize)>> {
+        let (saved_pos, saved_line_start) = (self.pos, self.line_start);
         self.skip_to_content()?;
         if self.eof() {
             return Ok(None);
@@ -536,34 +542,34 @@ impl P<'_> {
         if !self.first_on_line() {
             return Err(Unsupported);
         }
-        let col = self.col(self.pos);
-        if self.is_doc_marker(self.pos) || col < n {
-            (self.pos, self.ls) = (sp, sl);
+        let col = self.column(self.pos);
+        if self.is_doc_marker(self.pos) || col < indent {
+            (self.pos, self.line_start) = (saved_pos, saved_line_start);
             return Ok(None);
         }
-        if col > n {
+        if col > indent {
             return Err(Unsupported);
         }
-        Ok(Some((sp, sl)))
+        Ok(Some((saved_pos, saved_line_start)))
     }
 
     /// The next key of a block mapping; leaves `pos` at its `:`.
-    fn block_key(&mut self) -> R<Node> {
+    fn block_key(&mut self) -> FastResult<Node> {
         let start = self.pos;
-        match self.at(start) {
+        match self.byte_at(start) {
             b'"' | b'\'' => {
                 let (k, multiline) = self.quoted(-1)?;
                 self.skip_spaces();
                 if multiline
-                    || self.at(self.pos) != b':'
-                    || !blank_or_breakz(self.at(self.pos + 1))
+                    || self.byte_at(self.pos) != b':'
+                    || !blank_or_breakz(self.byte_at(self.pos + 1))
                     || self.pos - start > MAX_KEY_LEN
                 {
                     return Err(Unsupported);
                 }
                 Ok(k)
             }
-            b'-' | b'?' | b':' if blank_or_breakz(self.at(start + 1)) => Err(Unsupported),
+            b'-' | b'?' | b':' if blank_or_breakz(self.byte_at(start + 1)) => Err(Unsupported),
             b'&' | b'*' | b'%' | b'@' | b'`' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'!'
             | b'|' | b'>' => Err(Unsupported),
             _ => match self.plain_block(-1, true)? {
@@ -573,11 +579,11 @@ impl P<'_> {
         }
     }
 
-    /// A block sequence whose first `-` is at `pos`, column `n`.
-    fn block_seq(&mut self, n: isize) -> R<Node> {
+    /// A block sequence whose first `-` is at `pos`, column `indent`.
+    fn block_seq(&mut self, indent: isize) -> FastResult<Node> {
         self.enter()?;
         let start = self.pos;
-        let (items, _) = self.seq_items(n, false)?;
+        let (items, _) = self.seq_items(indent, false)?;
         self.depth -= 1;
         let end = items.last().map_or(start, |i| i.span.end as usize);
         Ok(Node {
@@ -590,9 +596,9 @@ impl P<'_> {
 
     /// A sequence at the indent of its parent mapping's keys (`key:\n- a\n- b`). saphyr starts
     /// its span at the first entry's content.
-    fn indentless_seq(&mut self, n: isize) -> R<Node> {
+    fn indentless_seq(&mut self, indent: isize) -> FastResult<Node> {
         self.enter()?;
-        let (items, start) = self.seq_items(n, true)?;
+        let (items, start) = self.seq_items(indent, true)?;
         self.depth -= 1;
         let end = items.last().map_or(start, |i| i.span.end as usize);
         Ok(Node {
@@ -603,46 +609,46 @@ impl P<'_> {
         })
     }
 
-    fn seq_items(&mut self, n: isize, indentless: bool) -> R<(Vec<Node>, usize)> {
+    fn seq_items(&mut self, indent: isize, indentless: bool) -> FastResult<(Vec<Node>, usize)> {
         let base = self.items.len();
         let mut first_mark = self.pos;
         loop {
             // At `-`.
             self.pos += 1;
             self.skip_spaces();
-            let c = self.at(self.pos);
+            let c = self.byte_at(self.pos);
             let item = if c == b'#' || is_break(c) || c == 0 {
                 self.skip_comment();
                 let mark = self.pos;
                 if self.items.len() == base {
                     first_mark = mark;
                 }
-                let (sp, sl) = (self.pos, self.ls);
+                let (saved_pos, saved_line_start) = (self.pos, self.line_start);
                 self.skip_to_content()?;
-                if !self.eof() && !self.is_doc_marker(self.pos) && self.col(self.pos) > n {
-                    self.node(n, Ctx::NewLine)?
+                if !self.eof() && !self.is_doc_marker(self.pos) && self.column(self.pos) > indent {
+                    self.node(indent, Context::NewLine)?
                 } else {
-                    (self.pos, self.ls) = (sp, sl);
+                    (self.pos, self.line_start) = (saved_pos, saved_line_start);
                     self.empty(mark, mark, None)
                 }
             } else {
                 if self.items.len() == base {
                     first_mark = self.pos;
-                    if indentless && matches!(self.at(self.pos), b'[' | b'{') {
+                    if indentless && matches!(self.byte_at(self.pos), b'[' | b'{') {
                         // saphyr's builder would take this sequence for a flow one.
                         return Err(Unsupported);
                     }
                 }
-                self.node(n, Ctx::Entry)?
+                self.node(indent, Context::Entry)?
             };
             self.items.push(item);
-            let Some((sp, sl)) = self.next_entry_at(n)? else {
+            let Some((saved_pos, saved_line_start)) = self.next_entry_at(indent)? else {
                 break;
             };
             if !self.is_seq_entry(self.pos) {
                 if indentless {
                     // The parent mapping's next key.
-                    (self.pos, self.ls) = (sp, sl);
+                    (self.pos, self.line_start) = (saved_pos, saved_line_start);
                     break;
                 }
                 return Err(Unsupported);
@@ -654,26 +660,28 @@ impl P<'_> {
     /// One line of a plain scalar from `from`: the end of its content (trailing blanks
     /// dropped), and where and why it stopped.
     fn plain_line(&self, from: usize, flow: bool) -> (usize, usize, Stop) {
-        let s = self.s;
+        let bytes = self.bytes;
         let mut i = from;
         let mut last = from;
         loop {
-            let Some(&b) = s.get(i) else {
+            let Some(&b) = bytes.get(i) else {
                 return (last, i, Stop::Eof);
             };
             match b {
                 b'\n' | b'\r' => return (last, i, Stop::Break),
                 b' ' => {
                     i += 1;
-                    if self.at(i) == b'#' {
+                    if self.byte_at(i) == b'#' {
                         return (last, i, Stop::Comment);
                     }
-                    if flow && self.at(i) == b'-' && is_flow(self.at(i + 1)) {
+                    if flow && self.byte_at(i) == b'-' && is_flow(self.byte_at(i + 1)) {
                         // saphyr rejects `-` then a flow indicator after blanks in flow.
                         return (last, i, Stop::Bad);
                     }
                 }
-                b':' if blank_or_breakz(self.at(i + 1)) || (flow && is_flow(self.at(i + 1))) => {
+                b':' if blank_or_breakz(self.byte_at(i + 1))
+                    || (flow && is_flow(self.byte_at(i + 1))) =>
+                {
                     return (last, i, Stop::Colon)
                 }
                 b',' | b'[' | b']' | b'{' | b'}' if flow => return (last, i, Stop::Flow),
@@ -687,7 +695,7 @@ impl P<'_> {
 
     /// A plain scalar in block context (maybe several lines), or a plain key when it is
     /// followed by `: ` on its first line and `key_ok`.
-    fn plain_block(&mut self, parent: isize, key_ok: bool) -> R<Plain> {
+    fn plain_block(&mut self, parent: isize, key_ok: bool) -> FastResult<Plain> {
         let start = self.pos;
         let (mut end, mut stop_at, mut stop) = self.plain_line(start, false);
         if end == start {
@@ -700,7 +708,7 @@ impl P<'_> {
             self.pos = stop_at;
             return Ok(Plain::Key(Node {
                 kind: NodeKind::Scalar(Scalar {
-                    text: self.t[start..end].into(),
+                    text: self.text[start..end].into(),
                     style: ScalarStyle::Plain,
                 }),
                 span: self.span(start, end),
@@ -711,54 +719,56 @@ impl P<'_> {
         let mut owned: Option<String> = None;
         while stop == Stop::Break {
             // Look for a continuation line.
-            let mut q = stop_at;
+            let mut next = stop_at;
             let mut breaks = 0usize;
-            let mut line = self.ls;
+            let mut line = self.line_start;
             loop {
-                match self.at(q) {
+                match self.byte_at(next) {
                     b'\r' => {
-                        q += 2;
+                        next += 2;
                         breaks += 1;
-                        line = q;
+                        line = next;
                     }
                     b'\n' => {
-                        q += 1;
+                        next += 1;
                         breaks += 1;
-                        line = q;
+                        line = next;
                     }
-                    b' ' => q += 1,
+                    b' ' => next += 1,
                     _ => break,
                 }
             }
-            let col = (q - line) as isize;
-            let doc_marker = q == line
-                && (self.s[q..].starts_with(b"---") || self.s[q..].starts_with(b"..."))
-                && blank_or_breakz(self.at(q + 3));
-            if q >= self.s.len() || col <= parent || self.at(q) == b'#' || doc_marker {
+            let col = (next - line) as isize;
+            let doc_marker = next == line
+                && (self.bytes[next..].starts_with(b"---")
+                    || self.bytes[next..].starts_with(b"..."))
+                && blank_or_breakz(self.byte_at(next + 3));
+            if next >= self.bytes.len() || col <= parent || self.byte_at(next) == b'#' || doc_marker
+            {
                 break;
             }
-            let (e2, at2, stop2) = self.plain_line(q, false);
-            if stop2 == Stop::Colon || e2 == q {
+            let (end2, stop_at2, stop2) = self.plain_line(next, false);
+            if stop2 == Stop::Colon || end2 == next {
                 return Err(Unsupported);
             }
-            let o = owned.get_or_insert_with(|| self.t[start..end].to_string());
+            let joined = owned.get_or_insert_with(|| self.text[start..end].to_string());
             if breaks == 1 {
-                o.push(' ');
+                joined.push(' ');
             } else {
                 for _ in 1..breaks {
-                    o.push('\n');
+                    joined.push('\n');
                 }
             }
-            o.push_str(&self.t[q..e2]);
-            self.ls = line;
-            end = e2;
-            stop_at = at2;
+            joined.push_str(&self.text[next..end2]);
+            self.line_start = line;
+            end = end2;
+            stop_at = stop_at2;
             stop = stop2;
         }
         self.pos = end;
         Ok(Plain::Value(Node {
             kind: NodeKind::Scalar(Scalar {
-                text: owned.map_or_else(|| self.t[start..end].into(), String::into_boxed_str),
+                text: owned.map_or_else(|| self.text[start..end].into(), String::into_boxed_str),
                 style: ScalarStyle::Plain,
             }),
             span: self.span(start, end),
@@ -769,31 +779,31 @@ impl P<'_> {
 
     /// A single- or double-quoted scalar at `pos`; continuation lines must be indented past
     /// `parent`. Returns the node and whether it spans lines.
-    fn quoted(&mut self, parent: isize) -> R<(Node, bool)> {
+    fn quoted(&mut self, parent: isize) -> FastResult<(Node, bool)> {
         let start = self.pos;
-        let q = self.s[start];
-        let single = q == b'\'';
+        let quote = self.bytes[start];
+        let single = quote == b'\'';
         // Most quoted scalars are one line without escapes: their value is their body.
-        let mut e = start + 1;
-        while let Some(&b) = self.s.get(e) {
-            if b == q || b == b'\\' || is_break(b) {
+        let mut close = start + 1;
+        while let Some(&b) = self.bytes.get(close) {
+            if b == quote || b == b'\\' || is_break(b) {
                 break;
             }
-            e += 1;
+            close += 1;
         }
-        if self.at(e) == q && !(single && self.at(e + 1) == b'\'') {
-            self.pos = e + 1;
+        if self.byte_at(close) == quote && !(single && self.byte_at(close + 1) == b'\'') {
+            self.pos = close + 1;
             return Ok((
                 Node {
                     kind: NodeKind::Scalar(Scalar {
-                        text: self.t[start + 1..e].into(),
+                        text: self.text[start + 1..close].into(),
                         style: if single {
                             ScalarStyle::SingleQuoted
                         } else {
                             ScalarStyle::DoubleQuoted
                         },
                     }),
-                    span: self.span(start, e + 1),
+                    span: self.span(start, close + 1),
                     tag: None,
                     flow: false,
                 },
@@ -814,16 +824,16 @@ impl P<'_> {
             // Non-blank characters.
             loop {
                 let run = self.pos;
-                while let Some(&b) = self.s.get(self.pos) {
+                while let Some(&b) = self.bytes.get(self.pos) {
                     if matches!(b, b' ' | b'\n' | b'\r' | b'\'' | b'"' | b'\\') {
                         break;
                     }
                     self.pos += 1;
                 }
-                out.push_str(&self.t[run..self.pos]);
-                match self.at(self.pos) {
+                out.push_str(&self.text[run..self.pos]);
+                match self.byte_at(self.pos) {
                     b'\'' if single => {
-                        if self.at(self.pos + 1) == b'\'' {
+                        if self.byte_at(self.pos + 1) == b'\'' {
                             out.push('\'');
                             self.pos += 2;
                         } else {
@@ -832,7 +842,7 @@ impl P<'_> {
                     }
                     b'"' if !single => break,
                     b'\\' if !single => {
-                        if is_break(self.at(self.pos + 1)) {
+                        if is_break(self.byte_at(self.pos + 1)) {
                             self.pos += 1;
                             self.newline();
                             multiline = true;
@@ -842,14 +852,14 @@ impl P<'_> {
                         out.push(self.escape()?);
                     }
                     b'\'' | b'"' | b'\\' => {
-                        out.push(char::from(self.s[self.pos]));
+                        out.push(char::from(self.bytes[self.pos]));
                         self.pos += 1;
                     }
                     _ => break,
                 }
             }
-            let c = self.at(self.pos);
-            if c == q {
+            let c = self.byte_at(self.pos);
+            if c == quote {
                 self.pos += 1;
                 break;
             }
@@ -859,7 +869,7 @@ impl P<'_> {
             // Blanks and line breaks.
             let ws_from = self.pos;
             loop {
-                match self.at(self.pos) {
+                match self.byte_at(self.pos) {
                     b' ' => {
                         if !leading_blanks {
                             whitespaces += 1;
@@ -880,7 +890,7 @@ impl P<'_> {
                     _ => break,
                 }
             }
-            if leading_blanks && self.col(self.pos) <= parent {
+            if leading_blanks && self.column(self.pos) <= parent {
                 return Err(Unsupported);
             }
             if leading_blanks {
@@ -900,7 +910,7 @@ impl P<'_> {
                 }
                 trailing = 0;
             } else {
-                out.push_str(&self.t[ws_from..ws_from + whitespaces]);
+                out.push_str(&self.text[ws_from..ws_from + whitespaces]);
                 whitespaces = 0;
             }
         }
@@ -923,15 +933,15 @@ impl P<'_> {
     }
 
     /// The escape sequence at `pos` (a `\` inside a double-quoted scalar).
-    fn escape(&mut self) -> R<char> {
-        let e = self.at(self.pos + 1);
-        let len = match e {
+    fn escape(&mut self) -> FastResult<char> {
+        let letter = self.byte_at(self.pos + 1);
+        let len = match letter {
             b'x' => 2,
             b'u' => 4,
             b'U' => 8,
             _ => 0,
         };
-        let c = match e {
+        let c = match letter {
             b'0' => '\0',
             b'a' => '\x07',
             b'b' => '\x08',
@@ -951,15 +961,15 @@ impl P<'_> {
             b'P' => '\u{2029}',
             b'x' | b'u' | b'U' => {
                 let digits = self
-                    .s
+                    .bytes
                     .get(self.pos + 2..self.pos + 2 + len)
                     .ok_or(Unsupported)?;
-                let mut v = 0u32;
+                let mut code_point = 0u32;
                 for &d in digits {
-                    let h = char::from(d).to_digit(16).ok_or(Unsupported)?;
-                    v = (v << 4) | h;
+                    let nibble = char::from(d).to_digit(16).ok_or(Unsupported)?;
+                    code_point = (code_point << 4) | nibble;
                 }
-                char::from_u32(v).ok_or(Unsupported)?
+                char::from_u32(code_point).ok_or(Unsupported)?
             }
             _ => return Err(Unsupported),
         };
@@ -968,13 +978,13 @@ impl P<'_> {
     }
 
     /// `|` or `>` with its header at `pos`; `parent` is the enclosing block indent.
-    fn block_scalar(&mut self, parent: isize) -> R<Node> {
-        let literal = self.s[self.pos] == b'|';
+    fn block_scalar(&mut self, parent: isize) -> FastResult<Node> {
+        let literal = self.bytes[self.pos] == b'|';
         self.pos += 1;
         let mut chomp = 0i8; // -1 strip, 0 clip, 1 keep
         let mut increment = 0usize;
         for _ in 0..2 {
-            match self.at(self.pos) {
+            match self.byte_at(self.pos) {
                 b'-' if chomp == 0 => chomp = -1,
                 b'+' if chomp == 0 => chomp = 1,
                 d @ b'1'..=b'9' if increment == 0 => increment = usize::from(d - b'0'),
@@ -984,13 +994,13 @@ impl P<'_> {
         }
         let header_end = self.pos;
         self.skip_spaces();
-        if self.at(self.pos) == b'#' {
+        if self.byte_at(self.pos) == b'#' {
             if self.pos == header_end {
                 return Err(Unsupported);
             }
             self.skip_comment();
         }
-        if !is_break(self.at(self.pos)) {
+        if !is_break(self.byte_at(self.pos)) {
             return Err(Unsupported);
         }
         self.newline();
@@ -1003,17 +1013,17 @@ impl P<'_> {
             };
             // Leading empty lines, then the first content line must reach the indent.
             loop {
-                while self.col(self.pos) < i as isize && self.at(self.pos) == b' ' {
+                while self.column(self.pos) < i as isize && self.byte_at(self.pos) == b' ' {
                     self.pos += 1;
                 }
-                if is_break(self.at(self.pos)) {
+                if is_break(self.byte_at(self.pos)) {
                     trailing += 1;
                     self.newline();
                 } else {
                     break;
                 }
             }
-            if self.col(self.pos) != i as isize {
+            if self.column(self.pos) != i as isize {
                 return Err(Unsupported);
             }
             i
@@ -1021,8 +1031,8 @@ impl P<'_> {
             let mut max = 0usize;
             loop {
                 self.skip_spaces();
-                max = max.max(self.pos - self.ls);
-                if is_break(self.at(self.pos)) {
+                max = max.max(self.pos - self.line_start);
+                if is_break(self.byte_at(self.pos)) {
                     trailing += 1;
                     self.newline();
                 } else {
@@ -1030,7 +1040,7 @@ impl P<'_> {
                 }
             }
             let i = max.max(usize::try_from(parent + 1).unwrap_or(0));
-            if self.pos - self.ls != i {
+            if self.pos - self.line_start != i {
                 return Err(Unsupported);
             }
             i
@@ -1042,8 +1052,11 @@ impl P<'_> {
         let mut out = String::new();
         let mut leading_break = false;
         let mut leading_blank = false;
-        while self.col(self.pos) == indent as isize && !self.eof() && !is_break(self.s[self.pos]) {
-            let trailing_blank = self.s[self.pos] == b' ';
+        while self.column(self.pos) == indent as isize
+            && !self.eof()
+            && !is_break(self.bytes[self.pos])
+        {
+            let trailing_blank = self.bytes[self.pos] == b' ';
             if !literal && leading_break && !leading_blank && !trailing_blank {
                 if trailing == 0 {
                     out.push(' ');
@@ -1064,20 +1077,20 @@ impl P<'_> {
             trailing = 0;
             leading_blank = trailing_blank;
             let from = self.pos;
-            while !self.eof() && !is_break(self.s[self.pos]) {
+            while !self.eof() && !is_break(self.bytes[self.pos]) {
                 self.pos += 1;
             }
-            out.push_str(&self.t[from..self.pos]);
+            out.push_str(&self.text[from..self.pos]);
             if self.eof() {
                 break;
             }
             self.newline();
             leading_break = true;
             loop {
-                while self.col(self.pos) < indent as isize && self.at(self.pos) == b' ' {
+                while self.column(self.pos) < indent as isize && self.byte_at(self.pos) == b' ' {
                     self.pos += 1;
                 }
-                if is_break(self.at(self.pos)) {
+                if is_break(self.byte_at(self.pos)) {
                     trailing += 1;
                     self.newline();
                 } else {
@@ -1089,7 +1102,7 @@ impl P<'_> {
             if leading_break {
                 out.push('\n');
             }
-            if self.eof() && self.pos - self.ls >= indent.max(1) {
+            if self.eof() && self.pos - self.line_start >= indent.max(1) {
                 out.push('\n');
             }
         }
@@ -1098,7 +1111,7 @@ impl P<'_> {
                 out.push('\n');
             }
         }
-        let end = content_start + self.t[content_start..self.pos].trim_end().len();
+        let end = content_start + self.text[content_start..self.pos].trim_end().len();
         Ok(Node {
             kind: NodeKind::Scalar(Scalar {
                 text: out.into(),
@@ -1118,14 +1131,14 @@ impl P<'_> {
 
     /// Blanks, comments and line breaks inside a flow collection. Content on a new line must
     /// be indented past `parent`, except a closing bracket.
-    fn flow_ws(&mut self, parent: isize) -> R<()> {
-        let line = self.ls;
+    fn skip_flow_trivia(&mut self, parent: isize) -> FastResult<()> {
+        let line = self.line_start;
         self.skip_to_content()?;
-        if self.ls != line {
+        if self.line_start != line {
             if self.is_doc_marker(self.pos) {
                 return Err(Unsupported);
             }
-            let min = if matches!(self.at(self.pos), b']' | b'}') {
+            let min = if matches!(self.byte_at(self.pos), b']' | b'}') {
                 if self.flow_plain_seen {
                     self.closer_min
                 } else {
@@ -1134,7 +1147,7 @@ impl P<'_> {
             } else {
                 parent + 1
             };
-            if self.col(self.pos) < min {
+            if self.column(self.pos) < min {
                 return Err(Unsupported);
             }
         }
@@ -1142,26 +1155,26 @@ impl P<'_> {
     }
 
     /// A node inside a flow collection.
-    fn flow_node(&mut self, parent: isize) -> R<Node> {
+    fn flow_node(&mut self, parent: isize) -> FastResult<Node> {
         let start = self.pos;
-        match self.at(start) {
+        match self.byte_at(start) {
             b'[' => self.flow_seq(parent),
             b'{' => self.flow_map(parent),
             b'!' => {
                 let tag = self.tag()?;
                 let tag_end = self.pos;
                 self.skip_spaces();
-                match self.at(self.pos) {
+                match self.byte_at(self.pos) {
                     b',' | b']' | b'}' => Ok(self.empty(start, tag_end, Some(tag))),
                     b'!' => Err(Unsupported),
                     b'"' | b'\'' => {
                         let mut n = self.flow_node(parent)?;
                         // The token runs over blanks and a comment after the quote.
-                        let mut e = self.pos;
-                        while self.at(e) == b' ' {
-                            e += 1;
+                        let mut after_blanks = self.pos;
+                        while self.byte_at(after_blanks) == b' ' {
+                            after_blanks += 1;
                         }
-                        if self.at(e) == b'#' {
+                        if self.byte_at(after_blanks) == b'#' {
                             return Err(Unsupported);
                         }
                         n.span = self.span(start, n.span.end as usize);
@@ -1180,7 +1193,7 @@ impl P<'_> {
                 Err(Unsupported)
             }
             b'-' | b'?' | b':'
-                if blank_or_breakz(self.at(start + 1)) || is_flow(self.at(start + 1)) =>
+                if blank_or_breakz(self.byte_at(start + 1)) || is_flow(self.byte_at(start + 1)) =>
             {
                 Err(Unsupported)
             }
@@ -1192,31 +1205,32 @@ impl P<'_> {
                 }
                 if stop == Stop::Break {
                     // Would the scalar continue on the next line?
-                    let mut q = stop_at;
-                    let mut line = self.ls;
+                    let mut next = stop_at;
+                    let mut line = self.line_start;
                     loop {
-                        match self.at(q) {
+                        match self.byte_at(next) {
                             b'\r' => {
-                                q += 2;
-                                line = q;
+                                next += 2;
+                                line = next;
                             }
                             b'\n' => {
-                                q += 1;
-                                line = q;
+                                next += 1;
+                                line = next;
                             }
-                            b' ' => q += 1,
+                            b' ' => next += 1,
                             _ => break,
                         }
                     }
-                    let c = self.at(q);
+                    let c = self.byte_at(next);
                     let ends = c == 0
                         || c == b'#'
                         || is_flow(c)
                         || (c == b':'
-                            && (blank_or_breakz(self.at(q + 1)) || is_flow(self.at(q + 1))))
-                        || (q == line
-                            && (self.s[q..].starts_with(b"---")
-                                || self.s[q..].starts_with(b"...")));
+                            && (blank_or_breakz(self.byte_at(next + 1))
+                                || is_flow(self.byte_at(next + 1))))
+                        || (next == line
+                            && (self.bytes[next..].starts_with(b"---")
+                                || self.bytes[next..].starts_with(b"...")));
                     if !ends {
                         return Err(Unsupported);
                     }
@@ -1225,7 +1239,7 @@ impl P<'_> {
                 self.flow_plain_seen = true;
                 Ok(Node {
                     kind: NodeKind::Scalar(Scalar {
-                        text: self.t[start..end].into(),
+                        text: self.text[start..end].into(),
                         style: ScalarStyle::Plain,
                     }),
                     span: self.span(start, end),
@@ -1236,15 +1250,15 @@ impl P<'_> {
         }
     }
 
-    fn flow_seq(&mut self, parent: isize) -> R<Node> {
+    fn flow_seq(&mut self, parent: isize) -> FastResult<Node> {
         self.enter()?;
         let start = self.pos;
         self.pos += 1;
         let base = self.items.len();
         let mut need_sep = false;
         loop {
-            self.flow_ws(parent)?;
-            let c = self.at(self.pos);
+            self.skip_flow_trivia(parent)?;
+            let c = self.byte_at(self.pos);
             if c == b']' {
                 self.pos += 1;
                 break;
@@ -1259,11 +1273,11 @@ impl P<'_> {
             }
             let item_start = self.pos;
             let item = self.flow_node(parent)?;
-            let mut e = self.pos;
-            while self.at(e) == b' ' {
-                e += 1;
+            let mut after_blanks = self.pos;
+            while self.byte_at(after_blanks) == b' ' {
+                after_blanks += 1;
             }
-            if self.at(e) == b':' {
+            if self.byte_at(after_blanks) == b':' {
                 // A single-pair mapping, `[a: 1]`.
                 let quoted_key = matches!(
                     &item.kind,
@@ -1275,14 +1289,17 @@ impl P<'_> {
                 if !matches!(item.kind, NodeKind::Scalar(_))
                     || item.tag.is_some()
                     || quoted_key
-                    || !blank_or_breakz(self.at(e + 1))
-                    || self.at(item_start) == b'!'
+                    || !blank_or_breakz(self.byte_at(after_blanks + 1))
+                    || self.byte_at(item_start) == b'!'
                 {
                     return Err(Unsupported);
                 }
-                self.pos = e + 1;
+                self.pos = after_blanks + 1;
                 self.skip_spaces();
-                if matches!(self.at(self.pos), b',' | b']' | b'#' | b'\n' | b'\r' | 0) {
+                if matches!(
+                    self.byte_at(self.pos),
+                    b',' | b']' | b'#' | b'\n' | b'\r' | 0
+                ) {
                     return Err(Unsupported);
                 }
                 self.enter()?;
@@ -1294,7 +1311,7 @@ impl P<'_> {
                         style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
                         ..
                     })
-                ) && !matches!(self.at(self.pos), b',' | b']')
+                ) && !matches!(self.byte_at(self.pos), b',' | b']')
                 {
                     return Err(Unsupported);
                 }
@@ -1323,7 +1340,7 @@ impl P<'_> {
         })
     }
 
-    fn flow_map(&mut self, parent: isize) -> R<Node> {
+    fn flow_map(&mut self, parent: isize) -> FastResult<Node> {
         self.enter()?;
         let start = self.pos;
         self.pos += 1;
@@ -1333,8 +1350,8 @@ impl P<'_> {
         let mut comma_end: Option<usize> = None;
         let event_end;
         loop {
-            self.flow_ws(parent)?;
-            let c = self.at(self.pos);
+            self.skip_flow_trivia(parent)?;
+            let c = self.byte_at(self.pos);
             if c == b'}' {
                 event_end = comma_end.unwrap_or_else(|| self.comma_token_end_from(self.pos + 1));
                 self.pos += 1;
@@ -1358,24 +1375,25 @@ impl P<'_> {
                 return Err(Unsupported);
             }
             self.skip_spaces();
-            let value = match self.at(self.pos) {
+            let value = match self.byte_at(self.pos) {
                 b':' => {
-                    let nc = self.at(self.pos + 1);
-                    if !(blank_or_breakz(nc) || nc == b',' || nc == b'}') {
+                    let after_colon = self.byte_at(self.pos + 1);
+                    if !(blank_or_breakz(after_colon) || after_colon == b',' || after_colon == b'}')
+                    {
                         return Err(Unsupported);
                     }
                     let colon = self.pos;
                     self.pos += 1;
-                    self.flow_ws(parent)?;
-                    match self.at(self.pos) {
+                    self.skip_flow_trivia(parent)?;
+                    match self.byte_at(self.pos) {
                         b',' | b'}' => self.empty(colon, colon, None),
                         _ => self.flow_node(parent)?,
                     }
                 }
                 b',' | b'}' => {
-                    let e = self.comma_token_end_from(self.pos + 1);
+                    let token_end = self.comma_token_end_from(self.pos + 1);
                     let end = self.pos
-                        + self.t[self.pos..e]
+                        + self.text[self.pos..token_end]
                             .trim_end_matches([' ', '\t', '\r', '\n'])
                             .len();
                     self.empty(self.pos, end, None)
@@ -1406,16 +1424,16 @@ impl P<'_> {
         self.comma_token_end_from(self.pos)
     }
 
-    fn comma_token_end_from(&self, mut e: usize) -> usize {
-        while self.at(e) == b' ' {
-            e += 1;
+    fn comma_token_end_from(&self, mut end: usize) -> usize {
+        while self.byte_at(end) == b' ' {
+            end += 1;
         }
-        if self.at(e) == b'#' {
-            while e < self.s.len() && !is_break(self.s[e]) {
-                e += 1;
+        if self.byte_at(end) == b'#' {
+            while end < self.bytes.len() && !is_break(self.bytes[end]) {
+                end += 1;
             }
         }
-        e
+        end
     }
 }
 
@@ -1437,10 +1455,12 @@ fn duplicates(entries: &[Entry], diags: &mut Vec<Diagnostic>) {
         duplicate_diagnostics(entries, diags);
         return;
     }
-    for (i, en) in entries.iter().enumerate() {
-        let Some(k) = en.key.key_text() else { continue };
+    for (i, entry) in entries.iter().enumerate() {
+        let Some(k) = entry.key.key_text() else {
+            continue;
+        };
         if let Some(first) = entries[..i].iter().find(|e| e.key.key_text() == Some(k)) {
-            diags.push(duplicate_key(k, en.key.span, first.key.span));
+            diags.push(duplicate_key(k, entry.key.span, first.key.span));
         }
     }
 }

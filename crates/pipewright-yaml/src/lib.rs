@@ -8,6 +8,7 @@ mod load;
 mod node;
 mod offsets;
 mod scalar;
+pub mod yaml11;
 
 pub use load::{load, Document, Limits};
 

@@ -13,7 +13,7 @@ pub fn unsupported(file: FileId, d: &dyn Dialect, verb: Verb) -> Diagnostic {
         Verb::Run => "run",
     };
     Diagnostic::error(
-        "PW0007",
+        crate::commands::check::UNSUPPORTED_DIALECT,
         Span::new(file, 0..0),
         format!(
             "the {} dialect cannot be {what} by this version of pipewright",

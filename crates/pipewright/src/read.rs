@@ -3,23 +3,17 @@
 //! must not hide the results of every other file.
 
 use crate::discover::{self, Input};
-use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap, Span};
+use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-pub const CODES: &[CodeInfo] = &[
-    CodeInfo {
-        code: "PW0009",
-        title: "a file or directory that cannot be read",
-        explanation: include_str!("../explain/PW0009.md"),
-    },
-    CodeInfo {
-        code: "PW0011",
-        title: "an input larger than pipewright reads",
-        explanation: include_str!("../explain/PW0011.md"),
-    },
-];
+pipewright_syntax::codes! {
+    pub const CODES;
+
+    pub const UNREADABLE = "PW0009": "a file or directory that cannot be read";
+    pub const TOO_LARGE = "PW0011": "an input larger than pipewright reads";
+}
 
 /// The name a file is shown under: as given, with forward slashes; standard input is `<stdin>`.
 pub fn display_name(path: &Path) -> String {
@@ -73,7 +67,7 @@ pub fn decode(
             // became one U+FFFD (3 bytes), so the span marks the exact place.
             let end = (at + '\u{FFFD}'.len_utf8()).min(lossy.len());
             let d = Diagnostic::error(
-                "PW0009",
+                UNREADABLE,
                 Span::new(id, at..end),
                 "this file is not UTF-8 text",
             )
@@ -129,7 +123,7 @@ pub fn text(path: &Path) -> Result<String, String> {
 fn too_large(name: &str, sources: &mut SourceMap) -> Diagnostic {
     let file = sources.add(name.to_string(), "");
     Diagnostic::error(
-        "PW0011",
+        TOO_LARGE,
         Span::new(file, 0..0),
         format!(
             "`{name}` is larger than the {} MiB input limit",
@@ -146,7 +140,7 @@ fn too_large(name: &str, sources: &mut SourceMap) -> Diagnostic {
 pub fn failed(name: &str, why: &str, sources: &mut SourceMap) -> Diagnostic {
     let file = sources.add(name.to_string(), "");
     Diagnostic::error(
-        "PW0009",
+        UNREADABLE,
         Span::new(file, 0..0),
         format!("cannot read `{name}`: {why}"),
     )

@@ -7,6 +7,7 @@ use super::targets::Index;
 use super::CheckOptions;
 use crate::ast::*;
 use crate::catalogue::DENIED_TOOLS;
+use crate::codes;
 use pipewright_r1::{free_path_views, ObjectType, PathView, Type, TypeEnv};
 use pipewright_syntax::suggest::{did_you_mean, help_for_unknown};
 use pipewright_syntax::{Diagnostic, Span};
@@ -374,16 +375,19 @@ impl<'a> Walker<'a, '_> {
                             "inside a `fold` `do` step"
                         };
                         self.diags.push(
-                            Diagnostic::error("PW0255", span(), format!("`{}` is not in scope here", r.root))
+                            Diagnostic::error(codes::OUT_OF_SCOPE, span(), format!("`{}` is not in scope here", r.root))
                                 .with_label(format!("`{}` only exists {where_}", r.root))
                                 .with_help("a value from an enclosing loop must be passed explicitly (e.g. `pass: {cur: item}` on a call)"),
                         );
                     }
                 }
                 other => {
-                    let mut d =
-                        Diagnostic::error("PW0261", span(), format!("unknown name `{other}`"))
-                            .with_label("not in scope");
+                    let mut d = Diagnostic::error(
+                        codes::UNKNOWN_NAME,
+                        span(),
+                        format!("unknown name `{other}`"),
+                    )
+                    .with_label("not in scope");
                     if scope.store(other).is_some() || self.writes.contains_key(other) {
                         d = d.with_help(format!(
                             "named stores are read through `ctx`: write `ctx.{}`",
@@ -412,7 +416,7 @@ impl<'a> Walker<'a, '_> {
             return;
         }
         if let Some(&w) = self.writes.get(name) {
-            let d = Diagnostic::error("PW0253", span, format!("`ctx.{name}` is read before any step writes it"))
+            let d = Diagnostic::error(codes::READ_BEFORE_WRITE, span, format!("`ctx.{name}` is read before any step writes it"))
                 .with_label("read here")
                 .with_secondary(w, if w.start > span.start { "first written here, later" } else { "written here, in an isolated scope that does not reach this step" })
                 .with_help("move the read after the writing step, or read it safely with `get(ctx, 'NAME', default)`");
@@ -437,7 +441,7 @@ impl<'a> Walker<'a, '_> {
                 return;
             };
             let mut d = Diagnostic::error(
-                "PW0254",
+                codes::STORE_NOT_PASSED,
                 span,
                 format!("`ctx.{name}` is not passed to this pipeline"),
             )
@@ -499,7 +503,7 @@ impl<'a> Walker<'a, '_> {
             };
             self.diags.push(
                 Diagnostic::warning(
-                    "PW0259",
+                    codes::UNREACHABLE_LABEL,
                     c.label.span,
                     format!("match label `{}` can never be selected", c.label.text),
                 )
@@ -514,7 +518,7 @@ impl<'a> Walker<'a, '_> {
             };
             self.diags.push(
                 Diagnostic::warning(
-                    "PW0259",
+                    codes::UNREACHABLE_LABEL,
                     c.label.span,
                     format!("match label `{}` never matches a boolean", c.label.text),
                 )
@@ -528,7 +532,7 @@ impl<'a> Walker<'a, '_> {
         if let Some((_, why)) = DENIED_TOOLS.iter().find(|(t, _)| *t == &*name.text) {
             self.diags.push(
                 Diagnostic::error(
-                    "PW0262",
+                    codes::FORBIDDEN_TOOL,
                     name.span,
                     format!("tool `{}` may not be used from a pipeline", name.text),
                 )
@@ -543,7 +547,7 @@ impl<'a> Walker<'a, '_> {
                     "declare it under `[tools.NAME]` in pipewright.toml".to_string()
                 });
             self.diags.push(
-                Diagnostic::error("PW0256", name.span, format!("unknown tool `{}`", name.text))
+                Diagnostic::error(codes::UNKNOWN_TOOL, name.span, format!("unknown tool `{}`", name.text))
                     .with_label("not in the tool catalogue")
                     .with_help(help)
                     .with_note("the catalogue is pipewright's built-in tools, the reference runtime's host tools, and `[tools.*]` in pipewright.toml"),
@@ -556,7 +560,7 @@ impl<'a> Walker<'a, '_> {
             let help = help_for_unknown(&t.text, self.env.opts.tools.names());
             self.diags.push(
                 Diagnostic::error(
-                    "PW0257",
+                    codes::CAPABILITY_UNKNOWN_TOOL,
                     t.span,
                     format!("capability `{}` names no known tool", t.text),
                 )
@@ -572,7 +576,7 @@ impl<'a> Walker<'a, '_> {
         };
         if self.env.opts.invoker.as_deref() != Some(&*id.text) {
             let d = Diagnostic::error(
-                "PW0258",
+                codes::INLINE_AGENT_IDENTITY,
                 id.span,
                 format!("inline pipeline runs an agent as `{}`", id.text),
             );

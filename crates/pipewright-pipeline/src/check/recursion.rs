@@ -2,6 +2,7 @@
 
 use super::targets::Index;
 use crate::ast::{Program, StepKind};
+use crate::codes;
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use pipewright_syntax::{Diagnostic, Span};
 use rustc_hash::FxHashSet;
@@ -49,11 +50,11 @@ pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
         let all_unconditional = path.iter().all(|&(_, e)| !graph[e].1);
         let (span, _) = graph[first];
         let mut d = if all_unconditional {
-            Diagnostic::error("PW0252", span, format!("unbounded recursion: {}", chain.join(" -> ")))
+            Diagnostic::error(codes::RECURSION, span, format!("unbounded recursion: {}", chain.join(" -> ")))
                 .with_label("this call closes a cycle that every run would follow forever")
                 .with_help("pipelines have no call-depth limit; break the cycle or make it data-driven with a `match`")
         } else {
-            Diagnostic::warning("PW0252", span, format!("recursion through `match`: {}", chain.join(" -> ")))
+            Diagnostic::warning(codes::RECURSION, span, format!("recursion through `match`: {}", chain.join(" -> ")))
                 .with_label("this call closes a cycle")
                 .with_help("make sure some `match` case always ends it; at run time a recursion past `max_call_depth` (under [run], default 64) fails with PW0812")
         };

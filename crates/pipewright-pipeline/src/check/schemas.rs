@@ -1,6 +1,7 @@
 //! Schema documents: duplicates, unresolved refs, recursive refs.
 
 use crate::ast::{Field, FieldKind, PipelineFile, Schema};
+use crate::codes;
 use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::{Diagnostic, Span};
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ impl<'a> Registry<'a> {
             .or_else(|| Some(format!("declare it in this file: `schema: {name}` with `fields:` in a `---`-separated document")));
         Some(
             Diagnostic::error(
-                "PW0250",
+                codes::UNKNOWN_SCHEMA,
                 span,
                 format!("no schema named `{name}` in this file"),
             )
@@ -41,7 +42,7 @@ pub fn check_schemas<'a>(file: &'a PipelineFile, diags: &mut Vec<Diagnostic>) ->
         if let Some(first) = by_name.get(&*s.name.text) {
             diags.push(
                 Diagnostic::error(
-                    "PW0305",
+                    codes::DUPLICATE_SCHEMA,
                     s.name.span,
                     format!("duplicate schema `{}`", s.name.text),
                 )
@@ -109,7 +110,7 @@ fn cycles(file: &PipelineFile, reg: &Registry, diags: &mut Vec<Diagnostic>) {
         let Some(&(_, first_edge)) = path.first() else {
             continue;
         };
-        let mut d = Diagnostic::error("PW0306", graph[first_edge], format!("recursive schema: {}", chain.join(" -> ")))
+        let mut d = Diagnostic::error(codes::RECURSIVE_SCHEMA, graph[first_edge], format!("recursive schema: {}", chain.join(" -> ")))
             .with_label("this reference closes a cycle")
             .with_help("schemas must be finite: make the recursive field a `string` holding JSON, or break the cycle");
         for &(_, e) in path.iter().skip(1) {

@@ -3,6 +3,7 @@
 //! command. The list form runs without a shell; `shell_quote` makes a value one literal word.
 
 use crate::ast::Expr;
+use crate::codes;
 use pipewright_r1::{BinOp, Combinator, ExprKind};
 use pipewright_syntax::Diagnostic;
 
@@ -37,7 +38,7 @@ pub fn check_command(e: &Expr, source: &str, diags: &mut Vec<Diagnostic>) {
     };
     diags.push(
         Diagnostic::warning(
-            "PW0263",
+            codes::UNQUOTED_SPLICE,
             e.span_of(source, bad.span.range()),
             "a shell command string splices in a value without quoting it",
         )

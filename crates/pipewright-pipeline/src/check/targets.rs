@@ -1,6 +1,7 @@
 //! Name resolution for `call`/`match` targets across the file set, and who calls whom.
 
 use crate::ast::{CallTarget, Pipeline, Program, Step, StepKind};
+use crate::codes;
 use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::Diagnostic;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ impl<'a> Index<'a> {
                 if let Some(&first) = names.get(&*p.name.text) {
                     diags.push(
                         Diagnostic::error(
-                            "PW0202",
+                            codes::DUPLICATE_PIPELINE,
                             p.name.span,
                             format!("duplicate pipeline name `{}`", p.name.text),
                         )
@@ -91,7 +92,7 @@ impl<'a> Index<'a> {
             .collect();
         let help = help_for_unknown(&t.pipeline.text, names.iter().map(String::as_str));
         Some(
-            Diagnostic::error("PW0251", t.pipeline.span, format!("no pipeline named `{}`", t.pipeline.text))
+            Diagnostic::error(codes::UNKNOWN_TARGET, t.pipeline.span, format!("no pipeline named `{}`", t.pipeline.text))
                 .with_label("unknown call target")
                 .with_optional_help(help)
                 .with_note("targets resolve against the pipelines in the checked files and the `-I` search path"),

@@ -4,47 +4,22 @@ use crate::cli::{CheckArgs, Deny, Format};
 use crate::discover;
 use pipewright_dialect::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
-use pipewright_syntax::{diagnostic, CodeInfo, Diagnostic, FileId, SourceMap};
+use pipewright_syntax::{diagnostic, Diagnostic, FileId, SourceMap};
 use std::path::{Path, PathBuf};
 
-/// Codes the CLI itself emits.
-pub const CLI_CODES: &[CodeInfo] = &[
-    CodeInfo {
-        code: "PW0006",
-        title: "invalid JSON given on the command line",
-        explanation: include_str!("../../explain/PW0006.md"),
-    },
-    CodeInfo {
-        code: "PW0007",
-        title: "a dialect this version cannot check yet",
-        explanation: include_str!("../../explain/PW0007.md"),
-    },
-    CodeInfo {
-        code: "PW0010",
-        title: "a file that is almost a workflow (a misspelled top-level key)",
-        explanation: include_str!("../../explain/PW0010.md"),
-    },
-    CodeInfo {
-        code: "PW0190",
-        title: "an R1 expression failed while evaluating",
-        explanation: include_str!("../../explain/PW0190.md"),
-    },
-    CodeInfo {
-        code: "PW0008",
-        title: "invalid project config (pipewright.toml)",
-        explanation: include_str!("../../explain/PW0008.md"),
-    },
-    CodeInfo {
-        code: "PW0012",
-        title: "an inline suppression that suppresses nothing",
-        explanation: include_str!("../../explain/PW0012.md"),
-    },
-    CodeInfo {
-        code: "PW0013",
-        title: "an invalid inline suppression (unknown code or malformed comment)",
-        explanation: include_str!("../../explain/PW0013.md"),
-    },
-];
+pipewright_syntax::codes! {
+    /// Codes the CLI itself emits.
+    pub const CLI_CODES;
+
+    pub const INVALID_JSON_ARGUMENT = "PW0006": "invalid JSON given on the command line";
+    pub const UNSUPPORTED_DIALECT = "PW0007": "a dialect this version cannot check yet";
+    pub const NEAR_MISS = "PW0010": "a file that is almost a workflow (a misspelled top-level key)";
+    pub const EVAL_FAILED = "PW0190": "an R1 expression failed while evaluating";
+    pub const BAD_PROJECT_CONFIG = "PW0008": "invalid project config (pipewright.toml)";
+    pub const UNUSED_SUPPRESSION = "PW0012": "an inline suppression that suppresses nothing";
+    pub const INVALID_SUPPRESSION = "PW0013":
+        "an invalid inline suppression (unknown code or malformed comment)";
+}
 
 /// How many times `--fix` fixes and checks again: a fix can uncover the next (a renamed key's
 /// value is checked only once the key is known); the loop ends earlier once nothing applies.

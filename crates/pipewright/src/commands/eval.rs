@@ -116,8 +116,12 @@ fn evaluate(
 }
 
 fn eval_error(span: Span, message: &str) -> Diagnostic {
-    Diagnostic::error("PW0190", span, format!("evaluation failed: {message}"))
-        .with_label("while evaluating this")
+    Diagnostic::error(
+        super::check::EVAL_FAILED,
+        span,
+        format!("evaluation failed: {message}"),
+    )
+    .with_label("while evaluating this")
 }
 
 fn fail_usage(
@@ -127,7 +131,7 @@ fn fail_usage(
     message: &str,
 ) -> u8 {
     let d = Diagnostic::error(
-        "PW0006",
+        super::check::INVALID_JSON_ARGUMENT,
         Span::new(file, 0..text.len()),
         message.to_string(),
     )

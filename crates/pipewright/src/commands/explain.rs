@@ -32,3 +32,50 @@ pub fn run(args: &ExplainArgs) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// `explain`, SARIF rules and the language server look a code up by its name in all the
+    /// tables at once, and each table checks only itself when it compiles.
+    #[test]
+    fn every_code_is_declared_once_across_the_workspace_and_headed_by_itself() {
+        let mut seen = BTreeSet::new();
+        for c in crate::output::all_codes() {
+            assert!(seen.insert(c.code), "{} is declared twice", c.code);
+            assert!(
+                c.explanation.starts_with(&format!("# {}: ", c.code)),
+                "{}: the explanation must open with `# {}: `",
+                c.code,
+                c.code
+            );
+        }
+    }
+
+    /// An explanation that no table declares is never shown: its code was renamed or dropped.
+    #[test]
+    fn every_explanation_file_belongs_to_a_declared_code() {
+        let declared: BTreeSet<String> = crate::output::all_codes()
+            .iter()
+            .map(|c| c.code.to_string())
+            .collect();
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = BTreeSet::new();
+        for krate in std::fs::read_dir(&crates).into_iter().flatten().flatten() {
+            let explain = krate.path().join("explain");
+            for file in std::fs::read_dir(&explain).into_iter().flatten().flatten() {
+                let path = file.path();
+                if path.extension().is_some_and(|x| x == "md") {
+                    if let Some(stem) = path.file_stem() {
+                        files.insert(stem.to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        let orphans: Vec<&String> = files.difference(&declared).collect();
+        assert!(orphans.is_empty(), "explanations of no code: {orphans:?}");
+        assert_eq!(files.len(), declared.len());
+    }
+}
