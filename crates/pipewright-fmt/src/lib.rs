@@ -20,7 +20,7 @@ mod toml;
 pub mod trivia;
 pub mod verify;
 
-use pipewright_syntax::{CodeInfo, Diagnostic, FileId, Span};
+use pipewright_syntax::{Diagnostic, FileId, Span};
 use rules::DialectRules;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
@@ -59,18 +59,14 @@ pub struct Formatted {
     pub changed: bool,
 }
 
-pub const CODES: &[CodeInfo] = &[
-    CodeInfo {
-        code: "PW0900",
-        title: "the formatter could not produce a faithful result; the file was left untouched",
-        explanation: include_str!("../explain/PW0900.md"),
-    },
-    CodeInfo {
-        code: "PW0901",
-        title: "a YAML construct the formatter does not rewrite",
-        explanation: include_str!("../explain/PW0901.md"),
-    },
-];
+pipewright_syntax::codes! {
+    /// The formatter's codes.
+    pub const CODES;
+
+    pub const UNFAITHFUL = "PW0900":
+        "the formatter could not produce a faithful result; the file was left untouched";
+    pub const NOT_REWRITTEN = "PW0901": "a YAML construct the formatter does not rewrite";
+}
 
 /// The R1 canonical printer, in one place so the formatter and its verifier agree.
 pub(crate) fn canonical_expr(src: &str) -> Option<String> {
@@ -166,7 +162,7 @@ pub use diff::{unified_diff, write_unified_diff};
 
 pub(crate) fn internal_error(file: FileId, why: impl Into<String>) -> Diagnostic {
     Diagnostic::error(
-        "PW0900",
+        UNFAITHFUL,
         Span::new(file, 0..0),
         "the formatter could not rewrite this file faithfully",
     )
