@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use pipewright_run::store::{
-    self, Landed, NewRun, RunLock, RunRecord, RunSummary, SqliteStore, Store, Write,
+    self, Landed, NewRun, RunLock, RunRecord, RunSummary, SqliteStore, Store, StoreError, Write,
 };
 use pipewright_run::Caps;
 use serde_json::{json, Value as Json};
@@ -127,40 +127,40 @@ impl Store for FailingStore {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String> {
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, StoreError> {
         self.inner.lock_run(run_id)
     }
     fn is_owned(&self, run_id: &str) -> bool {
         self.inner.is_owned(run_id)
     }
-    fn create_run(&self, run: &NewRun) -> Result<(), String> {
+    fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
         self.inner.create_run(run)
     }
-    fn load_run(&self, run_id: &str) -> Result<RunRecord, String> {
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
         self.inner.load_run(run_id)
     }
-    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), String> {
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
         let hit = writes
             .iter()
             .any(|w| matches!(w, Write::Land(l) if l.key == self.fail_key));
         if hit && !self.failed.swap(true, Ordering::SeqCst) {
-            return Err(format!(
+            return Err(StoreError::Unusable(format!(
                 "the run store {}: database or disk is full",
                 self.describe()
-            ));
+            )));
         }
         self.inner.record(run_id, writes)
     }
-    fn list_runs(&self) -> Result<Vec<RunSummary>, String> {
+    fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         self.inner.list_runs()
     }
-    fn state(&self, run_id: &str) -> Result<Json, String> {
+    fn state(&self, run_id: &str) -> Result<Json, StoreError> {
         self.inner.state(run_id)
     }
-    fn events(&self, run_id: &str) -> Result<Vec<String>, String> {
+    fn events(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
         self.inner.events(run_id)
     }
-    fn remove(&self, run_id: &str) -> Result<(), String> {
+    fn remove(&self, run_id: &str) -> Result<(), StoreError> {
         self.inner.remove(run_id)
     }
 }
@@ -217,34 +217,36 @@ fn a_failed_final_write_fails_an_otherwise_good_run() {
         fn describe(&self) -> String {
             self.0.describe()
         }
-        fn lock_run(&self, id: &str) -> Result<Box<dyn RunLock>, String> {
+        fn lock_run(&self, id: &str) -> Result<Box<dyn RunLock>, StoreError> {
             self.0.lock_run(id)
         }
         fn is_owned(&self, id: &str) -> bool {
             self.0.is_owned(id)
         }
-        fn create_run(&self, r: &NewRun) -> Result<(), String> {
+        fn create_run(&self, r: &NewRun) -> Result<(), StoreError> {
             self.0.create_run(r)
         }
-        fn load_run(&self, id: &str) -> Result<RunRecord, String> {
+        fn load_run(&self, id: &str) -> Result<RunRecord, StoreError> {
             self.0.load_run(id)
         }
-        fn record(&self, id: &str, w: &[Write]) -> Result<(), String> {
+        fn record(&self, id: &str, w: &[Write]) -> Result<(), StoreError> {
             if w.iter().any(|w| matches!(w, Write::Finish(_))) {
-                return Err("the run store x.db: disk I/O error".into());
+                return Err(StoreError::Unusable(
+                    "the run store x.db: disk I/O error".into(),
+                ));
             }
             self.0.record(id, w)
         }
-        fn list_runs(&self) -> Result<Vec<RunSummary>, String> {
+        fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
             self.0.list_runs()
         }
-        fn state(&self, id: &str) -> Result<Json, String> {
+        fn state(&self, id: &str) -> Result<Json, StoreError> {
             self.0.state(id)
         }
-        fn events(&self, id: &str) -> Result<Vec<String>, String> {
+        fn events(&self, id: &str) -> Result<Vec<String>, StoreError> {
             self.0.events(id)
         }
-        fn remove(&self, id: &str) -> Result<(), String> {
+        fn remove(&self, id: &str) -> Result<(), StoreError> {
             self.0.remove(id)
         }
     }
@@ -271,7 +273,15 @@ fn a_run_has_one_owner_at_a_time() {
     let held = st.lock_run(&id).unwrap_or_else(|e| panic!("{e}"));
     assert!(store_at(d.path()).is_owned(&id));
     let second = store_at(d.path()).lock_run(&id);
-    let err = second.err().unwrap_or_default();
+    let Err(err) = second else {
+        panic!("a second owner was let in");
+    };
+    // Typed, so a caller (a durable engine, a retry) can tell a busy run from a broken store.
+    assert!(
+        matches!(&err, StoreError::Busy { run_id, by } if *run_id == id && by.contains(&std::process::id().to_string())),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains(&format!("run {id} is in progress in another process"))
             && err.contains(&format!("process {}", std::process::id())),
@@ -404,7 +414,7 @@ fn a_completion_is_reported_only_after_its_landing_committed() {
             let there = SqliteStore::open(&db_path(&self.dir))
                 .and_then(|st| {
                     let id = st.list_runs()?.first().map(|r| r.run_id.clone());
-                    st.load_run(&id.unwrap_or_default())
+                    Ok(st.load_run(&id.unwrap_or_default())?)
                 })
                 .is_ok_and(|r| r.landings.iter().any(|l| l.key == e.key));
             self.seen

@@ -319,6 +319,7 @@ fn writer_loop(
             (Some(e), true) => Err(e.clone()),
             _ => store
                 .record(run_id, &writes)
+                .map_err(String::from)
                 .and(earlier.map_or(Ok(()), Err)),
         };
         match &result {

@@ -224,6 +224,49 @@ pub struct RunSummary {
     pub updated_ms: i64,
 }
 
+/// What a "no run" message adds when the user typed the id.
+const RUNS_HINT: &str = " (`pipewright runs` lists the runs)";
+
+/// Why the run store refused. Each says what happened in words for the user, naming the store
+/// where it matters; callers that only report it take the message (`String::from`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Not the shape of a run id (what a path built from it could escape through).
+    #[error("`{0}` is not a run id")]
+    BadRunId(String),
+    /// The store holds no run by that id.
+    #[error("no run {run_id} in the run store {store}{hint}")]
+    NoRun {
+        run_id: String,
+        store: String,
+        /// Where to look instead, when the message should say it.
+        hint: &'static str,
+    },
+    /// Another live process owns the run.
+    #[error("run {run_id} is in progress in another process{by}; a run has one owner at a time, so wait for it to stop (or stop it) and resume again")]
+    Busy {
+        run_id: String,
+        /// ` (process PID)` when the owner wrote its pid.
+        by: String,
+    },
+    /// The store cannot be read or written (I/O, SQLite, damage, a newer schema, a lock file
+    /// that cannot be taken); the message says which and names the store.
+    #[error("{0}")]
+    Unusable(String),
+}
+
+impl From<StoreError> for String {
+    fn from(e: StoreError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<String> for StoreError {
+    fn from(message: String) -> StoreError {
+        StoreError::Unusable(message)
+    }
+}
+
 /// Ownership of a run; dropping it (or the death of the process) releases it.
 pub trait RunLock: Send + Sync {}
 
@@ -232,22 +275,22 @@ pub trait Store: Send + Sync {
     /// The store as diagnostics name it (the database path).
     fn describe(&self) -> String;
     /// Takes ownership of a run; refused while another live process owns it.
-    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String>;
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, StoreError>;
     /// Whether a live process owns the run now (a `running` run that nobody owns was
     /// interrupted: killed, or its machine went down).
     fn is_owned(&self, run_id: &str) -> bool;
-    fn create_run(&self, run: &NewRun) -> Result<(), String>;
-    fn load_run(&self, run_id: &str) -> Result<RunRecord, String>;
+    fn create_run(&self, run: &NewRun) -> Result<(), StoreError>;
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError>;
     /// Applies the writes in order, in one transaction: all of them or none.
-    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), String>;
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError>;
     /// Newest first.
-    fn list_runs(&self) -> Result<Vec<RunSummary>, String>;
+    fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError>;
     /// The run as one JSON document (`pipewright runs show`).
-    fn state(&self, run_id: &str) -> Result<Json, String>;
+    fn state(&self, run_id: &str) -> Result<Json, StoreError>;
     /// The run's events as JSON lines, in order.
-    fn events(&self, run_id: &str) -> Result<Vec<String>, String>;
+    fn events(&self, run_id: &str) -> Result<Vec<String>, StoreError>;
     /// Deletes a run and everything it recorded; refused while the run is owned.
-    fn remove(&self, run_id: &str) -> Result<(), String>;
+    fn remove(&self, run_id: &str) -> Result<(), StoreError>;
 }
 
 /// A new run id: a UUIDv7, 48 bits of milliseconds then 74 random bits, so ids sort by
@@ -258,12 +301,12 @@ pub fn new_run_id() -> String {
 
 /// Run ids name lock files: anything but hex digits and dashes is refused before it reaches
 /// a path.
-pub fn check_run_id(run_id: &str) -> Result<(), String> {
+pub fn check_run_id(run_id: &str) -> Result<(), StoreError> {
     if run_id.is_empty()
         || run_id.len() > 64
         || !run_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
     {
-        return Err(format!("`{run_id}` is not a run id"));
+        return Err(StoreError::BadRunId(run_id.to_string()));
     }
     Ok(())
 }
@@ -427,14 +470,22 @@ impl SqliteStore {
         &self.path
     }
 
-    fn err(&self, e: impl std::fmt::Display + 'static) -> String {
+    fn no_run(&self, run_id: &str, hint: &'static str) -> StoreError {
+        StoreError::NoRun {
+            run_id: run_id.to_string(),
+            store: self.path.display().to_string(),
+            hint,
+        }
+    }
+
+    fn err(&self, e: impl std::fmt::Display + 'static) -> StoreError {
         let damage = (&e as &dyn std::any::Any)
             .downcast_ref::<rusqlite::Error>()
             .is_some_and(is_damage);
         if damage {
-            return damaged(&self.path, &e);
+            return StoreError::Unusable(damaged(&self.path, &e));
         }
-        format!("the run store {}: {e}", self.path.display())
+        StoreError::Unusable(format!("the run store {}: {e}", self.path.display()))
     }
 
     fn lock_dir(&self) -> PathBuf {
@@ -498,17 +549,12 @@ impl SqliteStore {
     }
 
     /// The integer the other tables know a run by.
-    fn seq(&self, conn: &Connection, run_id: &str) -> Result<i64, String> {
+    fn seq(&self, conn: &Connection, run_id: &str) -> Result<i64, StoreError> {
         check_run_id(run_id)?;
         conn.prepare_cached("SELECT seq FROM runs WHERE id = ?1")
             .and_then(|mut s| s.query_row([run_id], |r| r.get(0)).optional())
             .map_err(|e| self.err(e))?
-            .ok_or_else(|| {
-                format!(
-                    "no run {run_id} in the run store {} (`pipewright runs` lists the runs)",
-                    self.path.display()
-                )
-            })
+            .ok_or_else(|| self.no_run(run_id, RUNS_HINT))
     }
 }
 
@@ -640,7 +686,7 @@ impl Drop for FileLock {
 /// An exclusive `flock` on a per-run file: the kernel releases it when the process dies,
 /// however it dies, so a kill -9 never leaves a run owned. The file holds the owner's pid for
 /// the refusal message.
-fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
+fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, StoreError> {
     use std::io::{Read, Seek, Write as _};
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -664,7 +710,7 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
             }
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(format!("cannot lock {}: {e}", path.display()));
+                return Err(format!("cannot lock {}: {e}", path.display()).into());
             }
             tries += 1;
             if tries < 50 {
@@ -678,9 +724,10 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, String> {
                 "" => String::new(),
                 pid => format!(" (process {pid})"),
             };
-            return Err(format!(
-                "run {run_id} is in progress in another process{by}; a run has one owner at a time, so wait for it to stop (or stop it) and resume again"
-            ));
+            return Err(StoreError::Busy {
+                run_id: run_id.to_string(),
+                by,
+            });
         }
     }
     let _ = f.set_len(0);
@@ -708,7 +755,7 @@ impl Store for SqliteStore {
         self.path.display().to_string()
     }
 
-    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, String> {
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, StoreError> {
         check_run_id(run_id)?;
         let dir = self.lock_dir();
         std::fs::create_dir_all(&dir)
@@ -722,10 +769,7 @@ impl Store for SqliteStore {
                 return Ok(Box::new(FileLock { path, _file: file }));
             }
         }
-        Err(format!(
-            "cannot lock {}: it keeps being replaced",
-            path.display()
-        ))
+        Err(format!("cannot lock {}: it keeps being replaced", path.display()).into())
     }
 
     fn is_owned(&self, run_id: &str) -> bool {
@@ -751,7 +795,7 @@ impl Store for SqliteStore {
         }
     }
 
-    fn create_run(&self, run: &NewRun) -> Result<(), String> {
+    fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
         let mut c = guard(&self.conn);
         let tx = c
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -770,7 +814,7 @@ impl Store for SqliteStore {
         tx.commit().map_err(|e| self.err(e))
     }
 
-    fn load_run(&self, run_id: &str) -> Result<RunRecord, String> {
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
         check_run_id(run_id)?;
         let c = guard(&self.conn);
         let row = c
@@ -792,10 +836,7 @@ impl Store for SqliteStore {
             .optional()
             .map_err(|e| self.err(e))?;
         let Some((status, file, workflow, source_hash, spawns, input, seq)) = row else {
-            return Err(format!(
-                "no run {run_id} in the run store {} (`pipewright runs` lists the runs)",
-                self.path.display()
-            ));
+            return Err(self.no_run(run_id, RUNS_HINT));
         };
         let input = match input {
             Some(t) => serde_json::from_str(&t)
@@ -846,7 +887,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), String> {
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
         if writes.is_empty() {
             return Ok(());
         }
@@ -872,7 +913,7 @@ impl Store for SqliteStore {
         tx.commit().map_err(|e| self.err(e))
     }
 
-    fn list_runs(&self) -> Result<Vec<RunSummary>, String> {
+    fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let c = guard(&self.conn);
         let mut stmt = c
             .prepare(
@@ -894,7 +935,7 @@ impl Store for SqliteStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
-    fn state(&self, run_id: &str) -> Result<Json, String> {
+    fn state(&self, run_id: &str) -> Result<Json, StoreError> {
         let rec = self.load_run(run_id)?;
         let c = guard(&self.conn);
         let (output, stores, error, cancelled_at, created, updated) = c
@@ -956,7 +997,7 @@ impl Store for SqliteStore {
         ))
     }
 
-    fn events(&self, run_id: &str) -> Result<Vec<String>, String> {
+    fn events(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
         let c = guard(&self.conn);
         let run = self.seq(&c, run_id)?;
         let created: i64 = c
@@ -982,7 +1023,7 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn remove(&self, run_id: &str) -> Result<(), String> {
+    fn remove(&self, run_id: &str) -> Result<(), StoreError> {
         let lock = self.lock_run(run_id)?;
         let n = {
             let c = guard(&self.conn);
@@ -991,10 +1032,7 @@ impl Store for SqliteStore {
         };
         drop(lock);
         if n == 0 {
-            return Err(format!(
-                "no run {run_id} in the run store {}",
-                self.path.display()
-            ));
+            return Err(self.no_run(run_id, ""));
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ async fn run_async(args: &RunArgs) -> u8 {
                 return 2;
             }
             let found = super::runs::store_path(&cwd, &cwd).and_then(|p| {
-                super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)
+                Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
             });
             match found {
                 Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),

@@ -117,17 +117,19 @@ pub fn run(args: &RunsArgs) -> u8 {
     };
     let result = match &args.action {
         None => list(&store, args.format),
-        Some(RunsAction::Show { id }) => store.state(id).map(|s| {
+        Some(RunsAction::Show { id }) => store.state(id).map_err(String::from).map(|s| {
             outln!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         }),
-        Some(RunsAction::Events { id }) => store.events(id).map(|lines| {
+        Some(RunsAction::Events { id }) => store.events(id).map_err(String::from).map(|lines| {
             for l in lines {
                 outln!("{l}");
             }
         }),
-        Some(RunsAction::Rm { id: Some(id), .. }) => store.remove(id).map(|()| {
-            errln!("removed run {id}");
-        }),
+        Some(RunsAction::Rm { id: Some(id), .. }) => {
+            store.remove(id).map_err(String::from).map(|()| {
+                errln!("removed run {id}");
+            })
+        }
         Some(RunsAction::Rm {
             id: None,
             older_than: Some(dur),
@@ -200,7 +202,7 @@ fn remove_older(store: &SqliteStore, dur: &str) -> Result<(), String> {
         // A run in progress is refused by `remove` (it is owned); the others still go.
         match store.remove(&r.run_id) {
             Ok(()) => removed += 1,
-            Err(e) => skipped.push(e),
+            Err(e) => skipped.push(e.to_string()),
         }
     }
     errln!(
