@@ -1,7 +1,7 @@
 //! CI integration: the pre-commit hooks run by pre-commit itself, the GitHub Action's shape
 //! (it cannot run here), and `--version`.
 
-use crate::common::{bin, tempdir};
+use crate::common::{bin, skip_slow_test, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -217,9 +217,13 @@ fn pre_commit_available() -> bool {
 
 /// Runs the hooks of this repository (at HEAD) with pre-commit in a scratch git repository,
 /// the way a user's `.pre-commit-config.yaml` names them: pre-commit clones this repository
-/// and builds the hooks (`language: rust`) itself.
+/// and builds the hooks (`language: rust`) itself. Slow (pre-commit builds the whole CLI with
+/// `cargo install`): runs with `PIPEWRIGHT_SLOW_TESTS=1`.
 #[test]
 fn pre_commit_runs_the_hooks_from_this_repository() {
+    if skip_slow_test() {
+        return;
+    }
     if !pre_commit_available() {
         assert!(
             std::env::var_os("CI").is_none(),

@@ -121,9 +121,12 @@ fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 }
 
 /// Neovim (headless, its built-in client) opens testdata/lsp/main.yaml with `pipewright lsp` as
-/// its server and reports what it received.
+/// its server and reports what it received. Slow: runs with `PIPEWRIGHT_SLOW_TESTS=1`.
 #[test]
 fn neovim_receives_diagnostics_a_hover_and_a_definition() {
+    if common::skip_slow_test() {
+        return;
+    }
     if !common::runs("nvim", "--version") {
         assert!(
             std::env::var_os("CI").is_none(),

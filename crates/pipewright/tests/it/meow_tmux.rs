@@ -1,6 +1,7 @@
 //! MEOW agents in real tmux sessions (`--backend command`) through a test adapter whose agent is
 //! testdata/meow/tmux/fake-agent.sh: it reads the injected prompt and answers with
-//! `pipewright meow done` over the run's socket. These tests need tmux and fail when it is
+//! `pipewright meow done` over the run's socket. These tests are slow: they run only with
+//! `PIPEWRIGHT_SLOW_TESTS=1` (as .ci/run runs them), and then need tmux and fail when it is
 //! missing (.ci/run installs it).
 
 use crate::common::*;
@@ -13,13 +14,17 @@ use std::time::Duration;
 struct Tmux(String);
 
 impl Tmux {
-    fn new(name: &str) -> Tmux {
+    /// `None` when the slow tests are off (`skip_slow_test`): the test then returns.
+    fn new(name: &str) -> Option<Tmux> {
+        if skip_slow_test() {
+            return None;
+        }
         let ok = Command::new("tmux")
             .arg("-V")
             .output()
             .is_ok_and(|o| o.status.success());
         assert!(ok, "these tests need tmux (apt-get install tmux)");
-        Tmux(format!("pwtest-{}-{name}", std::process::id()))
+        Some(Tmux(format!("pwtest-{}-{name}", std::process::id())))
     }
 
     fn cmd(&self) -> Command {
@@ -114,7 +119,9 @@ fn logged<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
 
 #[test]
 fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_session() {
-    let t = Tmux::new("agents");
+    let Some(t) = Tmux::new("agents") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["agents.meow.toml"]);
     let v = json(&o);
@@ -141,7 +148,9 @@ fn tmux_agents_report_outputs_a_refused_answer_is_fixed_and_kill_ends_the_sessio
 
 #[test]
 fn an_accepted_done_pauses_the_agent_with_its_adapters_pre_keys() {
-    let t = Tmux::new("pause");
+    let Some(t) = Tmux::new("pause") else {
+        return;
+    };
     let d = setup();
     // The fake adapter, with keys typed before each prompt and after each accepted answer.
     let fake = d.path().join(".meow/adapters/fake/adapter.toml");
@@ -166,7 +175,9 @@ fn an_accepted_done_pauses_the_agent_with_its_adapters_pre_keys() {
 
 #[test]
 fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
-    let t = Tmux::new("many");
+    let Some(t) = Tmux::new("many") else {
+        return;
+    };
     let d = setup();
     let mut child = start(&t, d.path(), &["many.meow.toml"]);
     let mut most = 0;
@@ -186,7 +197,9 @@ fn a_foreach_of_tmux_agents_runs_at_most_max_concurrent_at_once() {
 
 #[test]
 fn a_tmux_agent_that_never_answers_fails_at_its_timeout() {
-    let t = Tmux::new("hang");
+    let Some(t) = Tmux::new("hang") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["hang.meow.toml"]);
     let v = json(&o);
@@ -202,7 +215,9 @@ fn a_tmux_agent_that_never_answers_fails_at_its_timeout() {
 
 #[test]
 fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
-    let t = Tmux::new("resume");
+    let Some(t) = Tmux::new("resume") else {
+        return;
+    };
     let d = setup();
     let mut child = start(&t, d.path(), &["slow.meow.toml", "--var", &pw()]);
     wait_for(
@@ -240,7 +255,9 @@ fn resume_after_kill_9_reattaches_to_the_live_agent_and_finishes() {
 
 #[test]
 fn a_tmux_agent_whose_session_ends_fails_its_step_instead_of_hanging() {
-    let t = Tmux::new("dies");
+    let Some(t) = Tmux::new("dies") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["dies.meow.toml"]);
     let v = json(&o);
@@ -254,7 +271,9 @@ fn a_tmux_agent_whose_session_ends_fails_its_step_instead_of_hanging() {
 
 #[test]
 fn prime_repeats_the_prompt_and_why_done_was_refused_but_not_for_an_interactive_step() {
-    let t = Tmux::new("prime");
+    let Some(t) = Tmux::new("prime") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["prime.meow.toml", "--var", &pw()]);
     let v = json(&o);
@@ -308,7 +327,9 @@ fn prime_repeats_the_prompt_and_why_done_was_refused_but_not_for_an_interactive_
 
 #[test]
 fn a_checkpointed_session_id_resumes_the_agent_it_was_read_from() {
-    let t = Tmux::new("session");
+    let Some(t) = Tmux::new("session") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["prime.meow.toml", "--var", &pw()]);
     let v = json(&o);
@@ -332,7 +353,9 @@ fn a_checkpointed_session_id_resumes_the_agent_it_was_read_from() {
 
 #[test]
 fn an_agent_started_again_under_an_unknown_session_forgets_the_old_id() {
-    let t = Tmux::new("forget");
+    let Some(t) = Tmux::new("forget") else {
+        return;
+    };
     let d = setup();
     let fake = d.path().join(".meow/adapters/fake/adapter.toml");
     let plain = std::fs::read_to_string(&fake)
@@ -399,7 +422,9 @@ const WORK: &str = "Do the work.\nFAKE: --output who=$MEOW_AGENT";
 
 #[test]
 fn an_agent_that_dies_mid_step_is_recovered_as_agent_crashed_by_a_fresh_agent() {
-    let t = Tmux::new("crashed");
+    let Some(t) = Tmux::new("crashed") else {
+        return;
+    };
     let (seen, l) = recovered(&t, "main");
     assert_eq!(
         seen,
@@ -412,7 +437,9 @@ fn an_agent_that_dies_mid_step_is_recovered_as_agent_crashed_by_a_fresh_agent() 
 
 #[test]
 fn an_agent_step_past_its_timeout_is_recovered_as_timeout() {
-    let t = Tmux::new("timeout");
+    let Some(t) = Tmux::new("timeout") else {
+        return;
+    };
     let (seen, l) = recovered(&t, "slow");
     assert_eq!(
         seen,
@@ -423,7 +450,9 @@ fn an_agent_step_past_its_timeout_is_recovered_as_timeout() {
 
 #[test]
 fn an_agent_step_without_a_live_session_is_recovered_as_agent_not_found() {
-    let t = Tmux::new("notfound");
+    let Some(t) = Tmux::new("notfound") else {
+        return;
+    };
     // Spawned, then its session killed before the step typed the prompt.
     let (seen, l) = recovered(&t, "gone");
     assert_eq!(seen, format!("work|agent_not_found|w|{WORK}"), "{l}");
@@ -440,7 +469,9 @@ fn an_agent_step_without_a_live_session_is_recovered_as_agent_not_found() {
 
 #[test]
 fn an_agent_cannot_report_done_for_another_agents_step() {
-    let t = Tmux::new("assigned");
+    let Some(t) = Tmux::new("assigned") else {
+        return;
+    };
     let d = setup();
     let o = run(&t, d.path(), &["assigned.meow.toml", "--var", &pw()]);
     let v = json(&o);

@@ -21,6 +21,26 @@ pub fn runs(program: &str, arg: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The environment switch of the slow suites (MEOW agents in tmux, Neovim as an LSP client,
+/// pre-commit building the hooks): `PIPEWRIGHT_SLOW_TESTS=1` runs them. .ci/run sets it; a
+/// plain `cargo test` skips them and stays quick.
+pub const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
+
+/// Whether a slow test is to be skipped: yes, after one line on stderr saying so and how to run
+/// it, unless `PIPEWRIGHT_SLOW_TESTS=1`.
+pub fn skip_slow_test() -> bool {
+    if std::env::var_os(SLOW_TESTS).is_some_and(|v| v == "1") {
+        return false;
+    }
+    // libtest and nextest name a test's thread after the test.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("this slow test")
+        .to_string();
+    eprintln!("skipped {test} (a slow test): set {SLOW_TESTS}=1 to run it");
+    true
+}
+
 pub fn testdata(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata")
