@@ -1,7 +1,7 @@
 //! The YAML loader on arbitrary text: no panic, hang or stack overflow; wherever the fast path
 //! accepts the input its documents and diagnostics equal the saphyr reference path's exactly
-//! (tests/differential.rs holds the same on chosen inputs); every span lies inside the text on
-//! character boundaries; `map_scalar_range` stays inside its scalar.
+//! (tests/it/differential.rs holds the same on chosen inputs); every span lies inside the text
+//! on character boundaries; `map_scalar_range` stays inside its scalar.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

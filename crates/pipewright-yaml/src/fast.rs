@@ -5,7 +5,7 @@
 //! the input holds anything this parser does not handle with certainty (anchors, aliases,
 //! directives, complex keys, tabs, any syntax error, unusual indentation, ...) it returns
 //! `None` and `load` runs the reference path, so errors and rare constructs behave exactly as
-//! before. The differential tests (`tests/differential.rs`) hold both paths equal.
+//! before. The differential tests (`tests/it/differential.rs`) hold both paths equal.
 //!
 //! Nesting is parsed by recursion bounded by `Limits::max_depth`, capped at 64 (one level per
 //! open collection); deeper input goes to the iterative reference path, which reports

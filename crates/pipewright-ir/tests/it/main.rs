@@ -1,0 +1,4 @@
+//! The integration tests of pipewright-ir: one module per former `tests/*.rs` file, linked into
+//! one executable (one link instead of one per file; docs/ci.md, "Testing pipewright").
+
+mod export;

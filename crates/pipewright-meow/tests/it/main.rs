@@ -1,0 +1,6 @@
+//! The integration tests of pipewright-meow: one module per former `tests/*.rs` file, linked into
+//! one executable (one link instead of one per file; docs/ci.md, "Testing pipewright").
+
+mod corpus;
+mod robustness;
+mod testdata;

@@ -1,0 +1,7 @@
+//! The integration tests of pipewright-statemachine: one module per former `tests/*.rs` file, linked into
+//! one executable (one link instead of one per file; docs/ci.md, "Testing pipewright").
+
+mod fmt;
+mod lower;
+mod robustness;
+mod testdata;

@@ -1,0 +1,166 @@
+//! Helpers shared by the end-to-end tests of `fmt`, `graph` and `run`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pipewright"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// Whether `program ARG` runs and succeeds (an optional tool a test needs is installed).
+pub fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The environment switch of the slow suites (MEOW agents in tmux, Neovim as an LSP client,
+/// pre-commit building the hooks): `PIPEWRIGHT_SLOW_TESTS=1` runs them. .ci/run sets it; a
+/// plain `cargo test` skips them and stays quick.
+pub const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
+
+/// Whether a slow test is to be skipped: yes, after one line on stderr saying so and how to run
+/// it, unless `PIPEWRIGHT_SLOW_TESTS=1`.
+pub fn skip_slow_test() -> bool {
+    if std::env::var_os(SLOW_TESTS).is_some_and(|v| v == "1") {
+        return false;
+    }
+    // libtest and nextest name a test's thread after the test.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("this slow test")
+        .to_string();
+    eprintln!("skipped {test} (a slow test): set {SLOW_TESTS}=1 to run it");
+    true
+}
+
+pub fn testdata(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(sub)
+}
+
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
+}
+
+/// Copies `from` into `dir` (keeping the file name) and returns the name.
+pub fn copy_into(from: &Path, dir: &Path) -> String {
+    let name = from
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("{} has no file name", from.display()));
+    std::fs::copy(from, dir.join(&name)).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    name
+}
+
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
+}
+
+pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = bin()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"));
+    let mut input = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    input
+        .write_all(stdin)
+        .unwrap_or_else(|e| panic!("write stdin: {e}"));
+    drop(input);
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Both streams, for failure messages.
+pub fn text(o: &Output) -> String {
+    format!("--- stdout\n{}--- stderr\n{}", stdout(o), stderr(o))
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Polls `cond` every 10 ms until it holds; panics with `what` after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Starts `pipewright run ARGS --format json` in `dir` in the background.
+pub fn spawn_run(dir: &Path, args: &[&str]) -> std::process::Child {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    bin()
+        .current_dir(dir)
+        .args(&all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
+}
+
+/// Waits for a spawned run and collects its output.
+pub fn finish(child: std::process::Child) -> Output {
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
+
+/// Runs `pipewright meow ARGS…` outside any MEOW run (no `MEOW_ORCH_SOCK`, no `MEOW_AGENT`) and
+/// asserts that it did nothing: exit 0, no output (the reference's helpers are silent there).
+#[allow(dead_code)]
+pub fn assert_meow_is_a_silent_no_op(dir: &Path, args: &[&str]) {
+    let o = bin()
+        .current_dir(dir)
+        .env_remove("MEOW_ORCH_SOCK")
+        .env_remove("MEOW_AGENT")
+        .arg("meow")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+    assert!(
+        o.stdout.is_empty() && o.stderr.is_empty(),
+        "{args:?}: {}",
+        text(&o)
+    );
+}
