@@ -1,6 +1,6 @@
 //! The MEOW template dialect: TOML modules with workflow tables (`[main]`, `[[main.steps]]`).
 //! Checked and lowered by `pipewright-meow`, formatted by `pipewright-fmt`, run by
-//! `pipewright_run::meow`.
+//! its own runtime (`run/`).
 
 use pipewright_dialect::{
     Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,

@@ -1,6 +1,6 @@
 //! The state-machine recipe dialect: JSON with `initialStep` and `steps`. Checked, put in
 //! canonical key order and lowered for `graph` by `pipewright-statemachine`; laid out by
-//! `pipewright-fmt`'s JSON formatter; run by `pipewright-run`'s `statemachine` module.
+//! `pipewright-fmt`'s JSON formatter; run by its own runtime (`run/`).
 
 use pipewright_dialect::{
     Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,

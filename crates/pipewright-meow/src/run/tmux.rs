@@ -300,7 +300,19 @@ pub async fn spawn(
     }
     args.push(cmd);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    tmux_ok(&refs).await?;
+    // When the last session of the server ends (a foreach's agent killed) just as this one
+    // starts, the client reaches a server that is exiting: nothing was created, so try again
+    // (a new server starts) instead of failing the step.
+    let mut tries = 0;
+    loop {
+        match tmux_ok(&refs).await {
+            Err(e) if e.contains("server exited unexpectedly") && tries < 3 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            r => break r?,
+        }
+    }
     tokio::time::sleep(a.startup_delay).await;
     if !alive(session).await {
         return Err(format!(

@@ -4,3 +4,4 @@
 mod expr_tags_and_outputs;
 mod many_callers;
 mod robustness;
+mod run;

@@ -1,8 +1,9 @@
 //! 1,000 concurrent mock agent calls (`max_parallel: 1000`): wall time and peak memory
 //! (VmHWM from /proc/self/status). Prints one line; fails if the peak exceeds 100 MB.
 
-use pipewright_run::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture};
-use pipewright_run::{run, RunOptions};
+use pipewright_pipeline::run::run;
+use pipewright_runtime::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture};
+use pipewright_runtime::RunOptions;
 use pipewright_syntax::SourceMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

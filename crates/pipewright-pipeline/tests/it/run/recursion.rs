@@ -2,7 +2,7 @@
 //! diagnostic, and recursion the cap allows never overflows the native stack (it used to abort
 //! the process, exit 134, at n = 1600).
 
-use crate::common::*;
+use crate::run::common::*;
 use serde_json::json;
 
 /// Counts `n` down to 0 through a `match` (whose default calls back into `down`) and a `call`,

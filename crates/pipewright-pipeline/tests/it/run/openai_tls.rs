@@ -2,8 +2,8 @@
 //! generated here (rcgen), trusted by the client only through `ca_file`. Nothing leaves the
 //! machine.
 
-use crate::common::*;
-use pipewright_run::backend::openai::OpenAiBackend;
+use crate::run::common::*;
+use pipewright_runtime::backend::openai::OpenAiBackend;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,7 +105,7 @@ fn openai_backend_round_trips_over_tls_with_a_private_ca() {
     let mut o = opts(d.path());
     o.backend = Arc::new(backend(url, 0, Some(ca)));
     let out = rt
-        .block_on(pipewright_run::run(p, &s, o))
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
         .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["output"]["passed"], true, "{v}");
@@ -138,7 +138,7 @@ fn openai_backend_rejects_an_untrusted_certificate_quickly() {
     o.backend = Arc::new(backend(url, 3, None));
     let started = Instant::now();
     let out = rt
-        .block_on(pipewright_run::run(p, &s, o))
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
         .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["error"]["code"], "PW0803", "{v}");
@@ -176,7 +176,7 @@ fn openai_backend_reports_an_unreadable_ca_file() {
             Some(ca),
         ));
         let out = rt
-            .block_on(pipewright_run::run(p.clone(), &s, o))
+            .block_on(pipewright_pipeline::run::run(p.clone(), &s, o))
             .unwrap_or_else(|e| panic!("{e}"));
         let v = out.to_json(&s);
         let msg = v["error"]["message"].as_str().unwrap_or("");
@@ -206,7 +206,7 @@ fn openai_backend_times_out_a_stalled_tls_handshake() {
     o.backend = Arc::new(b);
     let started = Instant::now();
     let out = rt
-        .block_on(pipewright_run::run(p, &s, o))
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
         .unwrap_or_else(|e| panic!("{e}"));
     server.abort();
     let v = out.to_json(&s);

@@ -1,7 +1,7 @@
 //! A failed or cancelled run reports the stores and pipe as they were when it stopped, at
 //! whatever nesting level it stopped.
 
-use crate::common::*;
+use crate::run::common::*;
 use serde_json::json;
 use std::sync::Arc;
 

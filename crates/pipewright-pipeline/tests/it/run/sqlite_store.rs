@@ -1,11 +1,11 @@
 //! The SQLite run store through the interpreter: what a resume may and may not replay, the
 //! spawn budget across resumes, the owner lock, and a store that fails to write.
 
-use crate::common::*;
-use pipewright_run::store::{
+use crate::run::common::*;
+use pipewright_runtime::store::{
     self, Landed, NewRun, RunLock, RunRecord, RunSummary, SqliteStore, Store, StoreError, Write,
 };
-use pipewright_run::Caps;
+use pipewright_runtime::Caps;
 use serde_json::{json, Value as Json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ fn log_lines(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-fn resume(dir: &std::path::Path, id: &str) -> pipewright_run::RunOptions {
+fn resume(dir: &std::path::Path, id: &str) -> pipewright_runtime::RunOptions {
     let mut o = opts(dir);
     o.store = Some(store_at(dir));
     o.resume = Some(id.to_string());
@@ -299,7 +299,7 @@ fn a_run_has_one_owner_at_a_time() {
     o.store = Some(store_at(d.path()));
     o.resume = Some(id.clone());
     let (p, s) = load("pipeline: w\nsteps:\n  - transform: {value: \"1\"}\n");
-    let refused = rt().block_on(pipewright_run::run(p, &s, o));
+    let refused = rt().block_on(pipewright_pipeline::run::run(p, &s, o));
     assert!(
         refused
             .as_ref()
@@ -405,9 +405,9 @@ fn a_completion_is_reported_only_after_its_landing_committed() {
         dir: std::path::PathBuf,
         seen: std::sync::Mutex<Vec<(String, bool)>>,
     }
-    impl pipewright_run::EventSink for Check {
-        fn event(&self, e: &pipewright_run::Event) {
-            if e.kind != pipewright_run::EventKind::Completed {
+    impl pipewright_runtime::EventSink for Check {
+        fn event(&self, e: &pipewright_runtime::Event) {
+            if e.kind != pipewright_runtime::EventKind::Completed {
                 return;
             }
             let there = SqliteStore::open(&db_path(&self.dir))
@@ -487,7 +487,7 @@ fn a_failed_background_batch_stops_the_run_before_the_next_side_effect() {
 /// back are exactly what [`Event::to_json`] gives, field order included.
 #[test]
 fn stored_events_read_back_as_to_json() {
-    use pipewright_run::{Event, EventKind};
+    use pipewright_runtime::{Event, EventKind};
     for (elapsed, error) in [(None, None), (Some(1.5), Some("a \"quoted\", error"))] {
         let e = Event {
             kind: EventKind::Failed,

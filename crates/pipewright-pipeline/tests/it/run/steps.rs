@@ -1,4 +1,4 @@
-use crate::common::*;
+use crate::run::common::*;
 use serde_json::json;
 
 #[test]
@@ -158,7 +158,7 @@ fn tool_and_agent_schema_verification() {
 
 #[test]
 fn agent_prompt_renders_json_and_mock_names_the_step() {
-    use pipewright_run::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture};
+    use pipewright_runtime::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture};
     use std::sync::{Arc, Mutex};
     struct Rec(Mutex<Vec<AgentRequest>>);
     impl AgentBackend for Rec {
@@ -339,11 +339,13 @@ fn setup_errors_are_reported_before_running() {
     let (p, s) = load("pipeline: p\nsteps:\n  - transform: {value: \"1\"}\n");
     let mut o = opts(d.path());
     o.workflow = Some("nope".into());
-    let r = rt().block_on(pipewright_run::run(p.clone(), &s, o));
+    let r = rt().block_on(pipewright_pipeline::run::run(p.clone(), &s, o));
     assert!(r.is_err_and(|e| e.contains("no pipeline named `nope`")));
     let mut o = opts(d.path());
     o.input = json!([1]);
-    assert!(rt().block_on(pipewright_run::run(p, &s, o)).is_err());
+    assert!(rt()
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
+        .is_err());
 }
 
 #[test]
@@ -400,7 +402,7 @@ fn exit_statuses_and_signals_are_worded_not_debug_printed() {
         for (name, script) in [("fails", "echo bad >&2; exit 1"), ("killed", "kill -9 $$")] {
             o.tools.project.insert(
                 name.into(),
-                pipewright_run::tools::ProjectTool {
+                pipewright_runtime::tools::ProjectTool {
                     command: vec!["sh".into(), "-c".into(), script.into()],
                     timeout: std::time::Duration::from_secs(20),
                     withhold_env: Vec::new(),

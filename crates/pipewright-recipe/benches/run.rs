@@ -4,7 +4,8 @@
 //! run under 50 ms.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pipewright_run::{run, RunOptions};
+use pipewright_recipe::run::run;
+use pipewright_runtime::RunOptions;
 use pipewright_syntax::{FileId, SourceMap};
 use std::sync::Arc;
 
@@ -66,8 +67,8 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-                let store: Arc<dyn pipewright_run::store::Store> = Arc::new(
-                    pipewright_run::store::SqliteStore::open(&dir.path().join("runs.db"))
+                let store: Arc<dyn pipewright_runtime::store::Store> = Arc::new(
+                    pipewright_runtime::store::SqliteStore::open(&dir.path().join("runs.db"))
                         .unwrap_or_else(|e| panic!("{e}")),
                 );
                 let mut o = options();

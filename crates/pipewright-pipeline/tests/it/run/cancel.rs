@@ -2,9 +2,9 @@
 //! HTTP request that hangs and a long evaluation all end within moments, as cancelled, not
 //! landed, and not failed.
 
-use crate::common::*;
-use pipewright_run::backend::openai::OpenAiBackend;
-use pipewright_run::{CancelToken, EvalLimits};
+use crate::run::common::*;
+use pipewright_runtime::backend::openai::OpenAiBackend;
+use pipewright_runtime::{CancelToken, EvalLimits};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -119,7 +119,7 @@ fn a_cancel_stops_the_back_off_sleep_and_a_hanging_request() {
             *seen.lock().unwrap_or_else(|p| p.into_inner()) > 0
         });
         let out = rt
-            .block_on(pipewright_run::run(p, &s, o))
+            .block_on(pipewright_pipeline::run::run(p, &s, o))
             .unwrap_or_else(|e| panic!("{e}"));
         let took = joined(stopper).elapsed();
         assert!(took < Duration::from_secs(2), "hang={hang}: {took:?}");
@@ -162,7 +162,7 @@ fn a_cancel_stops_a_long_evaluation() {
 /// The command backend's agent program is killed with its process group, like a shell step.
 #[test]
 fn a_cancel_kills_the_command_backends_agent() {
-    use pipewright_run::backend::command::{CommandBackend, Profile};
+    use pipewright_runtime::backend::command::{CommandBackend, Profile};
     let d = tempdir();
     let agent = d.path().join("agent.sh");
     std::fs::write(

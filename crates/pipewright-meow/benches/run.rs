@@ -7,9 +7,10 @@
 //!
 //! Per step = total / steps. The target is under 50 µs of scheduler time a step (the foreach
 //! figure bounds it from above: it includes the mock backend's answers).
-//! Run: `cargo bench -p pipewright-run --bench meow`.
+//! Run: `cargo bench -p pipewright-meow --bench run`.
 
-use pipewright_run::{run, RunOptions};
+use pipewright_meow::run::run;
+use pipewright_runtime::RunOptions;
 use pipewright_syntax::{FileId, SourceMap};
 use std::path::Path;
 use std::sync::Arc;

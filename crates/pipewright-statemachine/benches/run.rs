@@ -5,9 +5,9 @@
 //! events. The recipe's load is included and amortised.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pipewright_run::backend::mock::MockBackend;
-use pipewright_run::statemachine::{self, session::Stateless};
-use pipewright_run::RunOptions;
+use pipewright_runtime::backend::mock::MockBackend;
+use pipewright_runtime::RunOptions;
+use pipewright_statemachine::run::{self, session::Stateless};
 use std::sync::Arc;
 
 const STEPS: u64 = 1000;
@@ -48,8 +48,8 @@ fn transitions(c: &mut Criterion) {
                 rt.block_on(async {
                     let mut o = RunOptions::new(dir.path().to_path_buf());
                     o.source_path = Some(path.clone());
-                    let sm = statemachine::Options::new(backend.clone(), dir.path().to_path_buf());
-                    let out = statemachine::run(program.clone(), &sources, o, sm)
+                    let sm = run::Options::new(backend.clone(), dir.path().to_path_buf());
+                    let out = run::run(program.clone(), &sources, o, sm)
                         .await
                         .expect("runs");
                     assert_eq!(out.exit_reason, "max-total-steps");

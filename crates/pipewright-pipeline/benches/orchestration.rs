@@ -2,7 +2,8 @@
 //! for_each over 10,000 items with a transform body, without and with the SQLite run store.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pipewright_run::{run, RunOptions};
+use pipewright_pipeline::run::run;
+use pipewright_runtime::RunOptions;
 use pipewright_syntax::SourceMap;
 use std::sync::Arc;
 
@@ -49,8 +50,8 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-                let store: Arc<dyn pipewright_run::store::Store> = Arc::new(
-                    pipewright_run::store::SqliteStore::open(&dir.path().join("runs.db"))
+                let store: Arc<dyn pipewright_runtime::store::Store> = Arc::new(
+                    pipewright_runtime::store::SqliteStore::open(&dir.path().join("runs.db"))
                         .unwrap_or_else(|e| panic!("{e}")),
                 );
                 let mut o = RunOptions::new(std::env::temp_dir());

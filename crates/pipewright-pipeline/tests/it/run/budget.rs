@@ -2,8 +2,8 @@
 //! allocation failed and the process aborted (exit 134). Now the step fails with a diagnostic
 //! at the expression.
 
-use crate::common::*;
-use pipewright_run::EvalLimits;
+use crate::run::common::*;
+use pipewright_runtime::EvalLimits;
 
 const DOUBLING: &str = "pipeline: p\nsteps:\n  - transform: {value: \"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48]\", output: xs}\n  - fold:\n      over: ctx.xs\n      init: \"'ab'\"\n      do: {transform: {value: \"acc + acc\"}}\n      output: doubled\n";
 
@@ -34,8 +34,8 @@ fn the_config_defaults_are_the_evaluators() {
     assert_eq!(
         EvalLimits::default(),
         EvalLimits {
-            max_steps: pipewright_run::config::DEFAULT_MAX_EVAL_STEPS,
-            max_bytes: pipewright_run::config::DEFAULT_MAX_EVAL_BYTES,
+            max_steps: pipewright_runtime::config::DEFAULT_MAX_EVAL_STEPS,
+            max_bytes: pipewright_runtime::config::DEFAULT_MAX_EVAL_BYTES,
         }
     );
 }

@@ -2,8 +2,8 @@
 //! process (this test executable, running one test): the variable is process-wide and would
 //! route the other tests' local servers through it.
 
-use crate::common::*;
-use pipewright_run::backend::openai::OpenAiBackend;
+use crate::run::common::*;
+use pipewright_runtime::backend::openai::OpenAiBackend;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;

@@ -1,7 +1,8 @@
 #![allow(dead_code)]
 
-use pipewright_run::store::{SqliteStore, Store};
-use pipewright_run::{run, RunOptions, RunOutcome};
+use pipewright_pipeline::run::run;
+use pipewright_runtime::store::{SqliteStore, Store};
+use pipewright_runtime::{RunOptions, RunOutcome};
 use pipewright_syntax::SourceMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,11 +113,11 @@ pub async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> Stri
 }
 
 /// Cancels the run when the step with this key starts.
-pub struct CancelAt(pub pipewright_run::CancelToken, pub &'static str);
+pub struct CancelAt(pub pipewright_runtime::CancelToken, pub &'static str);
 
-impl pipewright_run::EventSink for CancelAt {
-    fn event(&self, e: &pipewright_run::Event) {
-        if e.kind == pipewright_run::EventKind::Started && e.key == self.1 {
+impl pipewright_runtime::EventSink for CancelAt {
+    fn event(&self, e: &pipewright_runtime::Event) {
+        if e.kind == pipewright_runtime::EventKind::Started && e.key == self.1 {
             self.0.cancel();
         }
     }

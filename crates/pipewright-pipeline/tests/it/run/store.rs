@@ -1,5 +1,5 @@
-use crate::common::*;
-use pipewright_run::{CancelToken, Event, EventKind, EventSink};
+use crate::run::common::*;
+use pipewright_runtime::{CancelToken, Event, EventKind, EventSink};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

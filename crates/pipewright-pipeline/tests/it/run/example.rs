@@ -1,4 +1,4 @@
-use crate::common::*;
+use crate::run::common::*;
 
 #[test]
 fn hello_example_runs_offline_with_no_input() {

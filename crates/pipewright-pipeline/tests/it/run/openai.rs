@@ -1,5 +1,5 @@
-use crate::common::*;
-use pipewright_run::backend::openai::OpenAiBackend;
+use crate::run::common::*;
+use pipewright_runtime::backend::openai::OpenAiBackend;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,7 +68,7 @@ fn openai_backend_json_mode_and_back_off() {
     let mut o = opts(d.path());
     o.backend = Arc::new(backend(url, 3));
     let out = rt
-        .block_on(pipewright_run::run(p, &s, o))
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
         .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["output"]["passed"], true, "{v}");
@@ -90,7 +90,7 @@ fn openai_backend_gives_up_after_retries() {
     let mut o = opts(d.path());
     o.backend = Arc::new(backend(url, 1));
     let out = rt
-        .block_on(pipewright_run::run(p, &s, o))
+        .block_on(pipewright_pipeline::run::run(p, &s, o))
         .unwrap_or_else(|e| panic!("{e}"));
     let v = out.to_json(&s);
     assert_eq!(v["error"]["code"], "PW0803", "{v}");

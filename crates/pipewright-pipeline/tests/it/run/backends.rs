@@ -1,6 +1,6 @@
-use crate::common::*;
-use pipewright_run::backend::command::{CommandBackend, Profile};
-use pipewright_run::backend::script::ScriptBackend;
+use crate::run::common::*;
+use pipewright_runtime::backend::command::{CommandBackend, Profile};
+use pipewright_runtime::backend::script::ScriptBackend;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ fn script_backend_matches_step_and_prompt_with_sequences() {
 
 #[test]
 fn the_script_format_example_is_a_valid_script_and_is_the_one_documented() {
-    use pipewright_run::backend::script::EXAMPLE;
+    use pipewright_runtime::backend::script::EXAMPLE;
     if let Err(e) = ScriptBackend::from_text("example.yaml", EXAMPLE) {
         panic!("the example does not load: {e}");
     }
@@ -273,7 +273,7 @@ fn command_backend_gets_a_recipe_steps_model_and_mode() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
     let out = rt
-        .block_on(pipewright_run::run(program, &sources, o))
+        .block_on(pipewright_recipe::run::run(program, &sources, o))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         out.stores.to_json()["out"],

@@ -3,7 +3,7 @@
 //! directory, nor hang it.
 #![cfg(unix)]
 
-use pipewright_run::tools::files;
+use pipewright_runtime::tools::files;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
