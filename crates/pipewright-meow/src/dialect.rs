@@ -95,7 +95,11 @@ impl Dialect for Meow {
         _sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        crate::lower_file(file, path, text).map(|program| Lowered { program, dot: None })
+        crate::lower_file(file, path, text).map(|program| Lowered {
+            program,
+            dot: None,
+            ast: None,
+        })
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {

@@ -101,5 +101,6 @@ fn target<'a>(
         workflow,
         input,
         source_path,
+        ast: None,
     }
 }

@@ -102,7 +102,11 @@ impl Dialect for StateMachine {
         sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        crate::lower_file(sources, path, file, text).map(|program| Lowered { program, dot: None })
+        crate::lower_file(sources, path, file, text).map(|program| Lowered {
+            program,
+            dot: None,
+            ast: None,
+        })
     }
 }
 
