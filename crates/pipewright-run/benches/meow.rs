@@ -9,7 +9,7 @@
 //! figure bounds it from above: it includes the mock backend's answers).
 //! Run: `cargo bench -p pipewright-run --bench meow`.
 
-use pipewright_run::{run, RunOptions};
+use pipewright_run::{meow, RunOptions};
 use pipewright_syntax::{FileId, SourceMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -40,9 +40,10 @@ fn foreach(items: usize) -> String {
 fn time(text: &str, max_steps: usize, rt: &tokio::runtime::Runtime) -> (Duration, usize) {
     let mut sources = SourceMap::new();
     let file: FileId = sources.add("bench.meow.toml", text);
-    let program = pipewright_meow::lower_file(file, Path::new("bench.meow.toml"), text)
-        .unwrap_or_else(|d| panic!("{:?}", d.first().map(|d| &d.message)));
-    let program = Arc::new(program);
+    let (program, module) =
+        pipewright_meow::check_and_lower(file, Path::new("bench.meow.toml"), text)
+            .unwrap_or_else(|d| panic!("{:?}", d.first().map(|d| &d.message)));
+    let (program, module) = (Arc::new(program), Arc::new(module));
     let mut best = Duration::MAX;
     let mut steps = 0;
     for _ in 0..3 {
@@ -50,7 +51,7 @@ fn time(text: &str, max_steps: usize, rt: &tokio::runtime::Runtime) -> (Duration
         Arc::make_mut(&mut o.config).meow_max_steps = max_steps as u64;
         let t = Instant::now();
         let out = rt
-            .block_on(run(program.clone(), &sources, o))
+            .block_on(meow::run(program.clone(), module.clone(), &sources, o))
             .unwrap_or_else(|e| panic!("{e}"));
         best = best.min(t.elapsed());
         assert_eq!(out.status.name(), "ok");

@@ -15,10 +15,10 @@ pub use pipewright_meow::run as meow;
 pub use pipewright_recipe::run as recipe;
 pub use pipewright_statemachine::run as statemachine;
 
-use pipewright_dialect::{RunTarget, Runtime};
+use pipewright_dialect::{CheckedAst, Context, RunTarget, Runtime};
 use pipewright_ir::Program;
 use pipewright_syntax::SourceMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The runtime of the dialect the program was lowered from.
@@ -42,7 +42,12 @@ pub async fn run(
 ) -> Result<RunOutcome, String> {
     match program.workflows.first().map(|w| w.dialect) {
         Some("recipe") => pipewright_recipe::run::run(program, sources, opts).await,
-        Some("meow") => pipewright_meow::run::run(program, sources, opts).await,
+        Some("meow") => {
+            let module = checked_ast(&program, sources, opts.source_path.as_deref())
+                .and_then(|a| a.downcast().ok())
+                .ok_or("the MEOW module does not check")?;
+            pipewright_meow::run::run(program, module, sources, opts).await
+        }
         Some("state-machine") => {
             let backend = Arc::new(statemachine::session::Stateless(opts.backend.clone()));
             let sm = statemachine::Options::new(backend, opts.tools.workdir.clone());
@@ -65,7 +70,8 @@ pub mod plan {
         input: &serde_json::Value,
         source_path: Option<&std::path::Path>,
     ) -> Result<Plan, String> {
-        let target = super::target(program, sources, workflow, input, source_path);
+        let ast = super::checked_ast(program, sources, source_path);
+        let target = super::target(program, sources, workflow, input, source_path, ast.as_ref());
         let first = program.workflows.first().map_or("", |w| w.dialect);
         Ok(super::runtime_of(program)?
             .plan(target)?
@@ -83,7 +89,8 @@ pub mod prerun {
         input: &serde_json::Value,
         source_path: Option<&std::path::Path>,
     ) -> Result<(), String> {
-        let target = super::target(program, sources, workflow, input, source_path);
+        let ast = super::checked_ast(program, sources, source_path);
+        let target = super::target(program, sources, workflow, input, source_path, ast.as_ref());
         super::runtime_of(program)?.prerun(target)
     }
 }
@@ -94,6 +101,7 @@ fn target<'a>(
     workflow: Option<&'a str>,
     input: &'a serde_json::Value,
     source_path: Option<&'a Path>,
+    ast: Option<&'a CheckedAst>,
 ) -> RunTarget<'a> {
     RunTarget {
         program,
@@ -101,6 +109,24 @@ fn target<'a>(
         workflow,
         input,
         source_path,
-        ast: None,
+        ast,
     }
+}
+
+/// The checked AST a dialect's runtime runs, from lowering the program's file again: this
+/// crate's callers hold only the IR. `None` when the dialect gives none or the file does not
+/// check.
+fn checked_ast(
+    program: &Program,
+    sources: &SourceMap,
+    source_path: Option<&Path>,
+) -> Option<CheckedAst> {
+    let w = program.workflows.first()?;
+    let dialect = pipewright_registry::by_name(w.dialect)?;
+    let file = sources.get(w.file)?;
+    let path = source_path.map_or_else(|| PathBuf::from(&file.name), PathBuf::from);
+    // The files the lowering reads (includes) go into a copy: the caller's map is as it was.
+    let mut scratch = sources.clone();
+    let lowered = dialect.lower(&path, w.file, &file.text, &mut scratch, &Context::default());
+    lowered.ok()?.ast
 }
