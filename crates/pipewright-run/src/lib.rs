@@ -49,9 +49,14 @@ pub async fn run(
             pipewright_meow::run::run(program, module, sources, opts).await
         }
         Some("state-machine") => {
+            let ast = checked_ast(&program, sources, opts.source_path.as_deref());
+            let recipe = ast
+                .as_ref()
+                .and_then(|a| a.downcast_ref())
+                .ok_or("the recipe does not check")?;
             let backend = Arc::new(statemachine::session::Stateless(opts.backend.clone()));
             let sm = statemachine::Options::new(backend, opts.tools.workdir.clone());
-            statemachine::run(program, sources, opts, sm)
+            statemachine::run(program, recipe, sources, opts, sm)
                 .await
                 .map(|o| o.run)
                 .map_err(|r| r.message)
