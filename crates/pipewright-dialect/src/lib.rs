@@ -21,7 +21,9 @@ pub use source::Source;
 
 use pipewright_project::ProjectConfig;
 use pipewright_syntax::{CodeInfo, Diagnostic, FileId, SourceMap};
+use std::any::Any;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What a user asks of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +61,15 @@ pub struct Lowered {
     /// The dialect's own DOT, when its reference tool defines one that users compare against
     /// (recipes: `recipe_to_dot`); otherwise the IR's DOT export is used.
     pub dot: Option<String>,
+    /// What the dialect's runtime runs, when it runs more than the IR: the checked AST `lower`
+    /// built, handed to the runtime as it is (`RunTarget::ast`, `RunRequest::ast`) so that a
+    /// run does not parse the file again.
+    pub ast: Option<CheckedAst>,
 }
+
+/// A dialect's checked AST with its type erased: the dialect's runtime downcasts it to its own
+/// type (`Arc::downcast`); nothing else looks inside.
+pub type CheckedAst = Arc<dyn Any + Send + Sync>;
 
 pub trait Dialect: Sync {
     /// The name `--dialect` takes and messages use ("state-machine").

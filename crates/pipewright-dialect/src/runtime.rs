@@ -4,6 +4,7 @@
 //! declares the `run` flags and backends only its runs take; the CLI offers them on `run` and
 //! refuses them on other dialects' files.
 
+use crate::CheckedAst;
 use pipewright_ir::Program;
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::{AgentBackend, BoxFuture};
@@ -26,6 +27,8 @@ pub struct RunTarget<'a> {
     pub workflow: Option<&'a str>,
     pub input: &'a Value,
     pub source_path: Option<&'a Path>,
+    /// The file's checked AST, when its dialect's `lower` gives one (`Lowered::ast`).
+    pub ast: Option<&'a CheckedAst>,
 }
 
 /// A `run` flag only one dialect's runs take.
@@ -105,6 +108,8 @@ pub struct RunRequest {
     pub flags: FlagValues,
     /// The report is for a person: a runtime may print live lines on stderr.
     pub human: bool,
+    /// The file's checked AST, when its dialect's `lower` gives one (`Lowered::ast`).
+    pub ast: Option<CheckedAst>,
 }
 
 impl RunRequest {
@@ -116,6 +121,7 @@ impl RunRequest {
             open_store: None,
             flags: FlagValues::default(),
             human: false,
+            ast: None,
         }
     }
 

@@ -9,7 +9,7 @@
 //! figure bounds it from above: it includes the mock backend's answers).
 //! Run: `cargo bench -p pipewright-meow --bench run`.
 
-use pipewright_meow::run::run;
+use pipewright_meow::run as meow;
 use pipewright_runtime::RunOptions;
 use pipewright_syntax::{FileId, SourceMap};
 use std::path::Path;
@@ -41,9 +41,10 @@ fn foreach(items: usize) -> String {
 fn time(text: &str, max_steps: usize, rt: &tokio::runtime::Runtime) -> (Duration, usize) {
     let mut sources = SourceMap::new();
     let file: FileId = sources.add("bench.meow.toml", text);
-    let program = pipewright_meow::lower_file(file, Path::new("bench.meow.toml"), text)
-        .unwrap_or_else(|d| panic!("{:?}", d.first().map(|d| &d.message)));
-    let program = Arc::new(program);
+    let (program, module) =
+        pipewright_meow::check_and_lower(file, Path::new("bench.meow.toml"), text)
+            .unwrap_or_else(|d| panic!("{:?}", d.first().map(|d| &d.message)));
+    let (program, module) = (Arc::new(program), Arc::new(module));
     let mut best = Duration::MAX;
     let mut steps = 0;
     for _ in 0..3 {
@@ -51,7 +52,7 @@ fn time(text: &str, max_steps: usize, rt: &tokio::runtime::Runtime) -> (Duration
         Arc::make_mut(&mut o.config).meow_max_steps = max_steps as u64;
         let t = Instant::now();
         let out = rt
-            .block_on(run(program.clone(), &sources, o))
+            .block_on(meow::run(program.clone(), module.clone(), &sources, o))
             .unwrap_or_else(|e| panic!("{e}"));
         best = best.min(t.elapsed());
         assert_eq!(out.status.name(), "ok");

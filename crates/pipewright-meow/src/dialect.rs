@@ -3,7 +3,8 @@
 //! its own runtime (`run/`).
 
 use pipewright_dialect::{
-    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+    CheckedAst, Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
+    Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -99,7 +100,11 @@ impl Dialect for Meow {
         _sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        crate::lower_file(file, path, text).map(|program| Lowered { program, dot: None })
+        crate::check_and_lower(file, path, text).map(|(program, module)| Lowered {
+            program,
+            dot: None,
+            ast: Some(Arc::new(module)),
+        })
     }
 
     fn checker(&self, _ctx: &Context) -> Box<dyn Checker> {
@@ -128,11 +133,27 @@ impl Runtime for Meow {
     }
 
     fn prerun(&self, t: RunTarget<'_>) -> Result<(), String> {
-        crate::run::prerun(t.program, t.sources, t.workflow, t.input, t.source_path)
+        let module = checked(t.ast)?;
+        crate::run::prerun(
+            t.program,
+            module,
+            t.sources,
+            t.workflow,
+            t.input,
+            t.source_path,
+        )
     }
 
     fn plan(&self, t: RunTarget<'_>) -> Result<Plan, String> {
-        crate::run::plan(t.program, t.sources, t.workflow, t.input, t.source_path)
+        let module = checked(t.ast)?;
+        crate::run::plan(
+            t.program,
+            module,
+            t.sources,
+            t.workflow,
+            t.input,
+            t.source_path,
+        )
     }
 
     fn run<'a>(
@@ -142,16 +163,23 @@ impl Runtime for Meow {
         request: RunRequest,
     ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
         Box::pin(async move {
+            let module = checked(request.ast.as_ref())?;
             let opts = request.into_options(|name, opts| {
                 // MEOW agents under `--backend command` run in tmux through adapters:
                 // `[backend.command]` is not needed there.
                 (name == "command" && opts.config.command.is_none())
                     .then(|| pipewright_runtime::backend::tmux_agents(&opts.tools.workdir))
             })?;
-            let outcome = crate::run::run(program, sources, opts).await?;
+            let outcome = crate::run::run(program, module, sources, opts).await?;
             Ok(Box::new(outcome) as Box<dyn Report>)
         })
     }
+}
+
+/// The module `lower` checked, which the run executes (it is not parsed again).
+fn checked(ast: Option<&CheckedAst>) -> Result<Arc<crate::ast::Module>, String> {
+    ast.and_then(|a| Arc::clone(a).downcast().ok())
+        .ok_or_else(|| "the MEOW module was not checked before its run".to_string())
 }
 
 /// Each module is checked on its own as it is added; the templates the files reference are

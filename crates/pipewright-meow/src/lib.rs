@@ -71,11 +71,6 @@ impl Session {
     }
 }
 
-/// The module of a file (for `run`): `None` when it does not load, with why in `diags`.
-pub fn load_module(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {
-    load(file, text, diags)
-}
-
 fn load(file: FileId, text: &str, diags: &mut Vec<Diagnostic>) -> Option<ast::Module> {
     let root = match tree::parse(file, text) {
         Ok(r) => r,
@@ -96,10 +91,20 @@ pub fn lower_file(
     path: &Path,
     text: &str,
 ) -> Result<pipewright_ir::Program, Vec<Diagnostic>> {
+    check_and_lower(file, path, text).map(|(program, _)| program)
+}
+
+/// Checks one file and lowers it, keeping the checked module, which `run` executes. `Err`
+/// holds the diagnostics when it has errors.
+pub fn check_and_lower(
+    file: FileId,
+    path: &Path,
+    text: &str,
+) -> Result<(pipewright_ir::Program, ast::Module), Vec<Diagnostic>> {
     let (diags, module) = Session::default().check_and_load(file, path, text);
     match module {
         Some(module) if !diags.iter().any(Diagnostic::is_error) => {
-            Ok(lower::program(&module, file))
+            Ok((lower::program(&module, file), module))
         }
         // A module that does not load has said why with an error.
         _ => Err(diags),

@@ -139,6 +139,7 @@ impl Dialect for Pipeline {
         Ok(Lowered {
             program: crate::lower::pipeline(&program),
             dot: None,
+            ast: None,
         })
     }
 }

@@ -186,6 +186,7 @@ impl Recipe {
         Ok(Lowered {
             program: crate::lower::recipe(&recipe, file),
             dot: crate::dot::recipe_to_dot(root).ok(),
+            ast: None,
         })
     }
 }

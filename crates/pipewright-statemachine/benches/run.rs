@@ -2,7 +2,7 @@
 //! run store (target: under 50 µs): a two-step cycle runs until its `maxTotalSteps` guardrail
 //! (1,000 steps), so a run's time divided by 1,000 is the cost of one transition: the prompt
 //! with its outcome block, the mock's turn, extraction, the decision, the state update and the
-//! events. The recipe's load is included and amortised.
+//! events. The recipe is checked and lowered once, before the runs, as `pipewright run` does.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pipewright_runtime::backend::mock::MockBackend;
@@ -32,10 +32,10 @@ fn transitions(c: &mut Criterion) {
     std::fs::write(&path, &text).expect("write");
     let mut sources = pipewright_syntax::SourceMap::new();
     let file = sources.add(path.display().to_string(), text.as_str());
-    let program = Arc::new(
-        pipewright_statemachine::lower_file(&mut sources, &path, file, &text)
-            .unwrap_or_else(|d| panic!("the bench recipe checks: {d:?}")),
-    );
+    let (program, recipe) =
+        pipewright_statemachine::check_and_lower(&mut sources, &path, file, &text)
+            .unwrap_or_else(|d| panic!("the bench recipe checks: {d:?}"));
+    let program = Arc::new(program);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,7 +49,7 @@ fn transitions(c: &mut Criterion) {
                     let mut o = RunOptions::new(dir.path().to_path_buf());
                     o.source_path = Some(path.clone());
                     let sm = run::Options::new(backend.clone(), dir.path().to_path_buf());
-                    let out = run::run(program.clone(), &sources, o, sm)
+                    let out = run::run(program.clone(), &recipe, &sources, o, sm)
                         .await
                         .expect("runs");
                     assert_eq!(out.exit_reason, "max-total-steps");

@@ -3,7 +3,8 @@
 //! `pipewright-fmt`'s JSON formatter; run by its own runtime (`run/`).
 
 use pipewright_dialect::{
-    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+    CheckedAst, Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
+    Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -102,7 +103,11 @@ impl Dialect for StateMachine {
         sources: &mut SourceMap,
         _ctx: &Context,
     ) -> Result<Lowered, Vec<Diagnostic>> {
-        crate::lower_file(sources, path, file, text).map(|program| Lowered { program, dot: None })
+        crate::check_and_lower(sources, path, file, text).map(|(program, recipe)| Lowered {
+            program,
+            dot: None,
+            ast: Some(Arc::new(recipe)),
+        })
     }
 }
 
@@ -123,7 +128,7 @@ impl Runtime for StateMachine {
             .workflows
             .first()
             .ok_or("the file declares no workflow")?;
-        crate::run::plan::plan(w, t.sources, t.source_path)
+        crate::run::plan::plan(w, checked(t.ast)?, t.sources, t.source_path)
     }
 
     fn flags(&self) -> &'static [pipewright_dialect::RunFlag] {
@@ -146,6 +151,12 @@ impl Runtime for StateMachine {
     ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
         Box::pin(crate::run::request::run(program, sources, request))
     }
+}
+
+/// The recipe `lower` checked, which the run executes (it is not parsed again).
+pub(crate) fn checked(ast: Option<&CheckedAst>) -> Result<&crate::ast::Recipe, String> {
+    ast.and_then(|a| a.downcast_ref())
+        .ok_or_else(|| "the recipe was not checked before its run".to_string())
 }
 
 /// All recipes of a check run together: `restart-new-session` names recipes by id across

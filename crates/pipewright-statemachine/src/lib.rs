@@ -82,6 +82,17 @@ pub fn lower_file(
     file: FileId,
     text: &str,
 ) -> Result<pipewright_ir::Program, Vec<Diagnostic>> {
+    check_and_lower(sources, path, file, text).map(|(program, _)| program)
+}
+
+/// Checks one file and lowers it, keeping the checked recipe (its includes resolved), which
+/// `run` executes: the IR has no place for `maxStepVisits` or a step's own model tier.
+pub fn check_and_lower(
+    sources: &mut SourceMap,
+    path: &Path,
+    file: FileId,
+    text: &str,
+) -> Result<(pipewright_ir::Program, ast::Recipe), Vec<Diagnostic>> {
     let mut c = Checker::default();
     c.add(sources, path, file, text);
     let diags = c.finish();
@@ -90,7 +101,7 @@ pub fn lower_file(
     }
     let mut sink = Vec::new();
     match load(sources, path, file, text, &mut sink) {
-        Some(r) => Ok(lower::program(&r, path)),
+        Some(r) => Ok((lower::program(&r, path), r)),
         None => Err(sink),
     }
 }

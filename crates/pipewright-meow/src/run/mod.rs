@@ -30,6 +30,7 @@ mod tmux;
 pub use duration::parse as parse_duration;
 pub use plan::plan;
 
+use crate::ast::Module;
 use crate::Executor;
 use pipewright_ir::Program;
 use pipewright_runtime::backend::AgentBackend;
@@ -131,10 +132,11 @@ fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<
     Ok(bin)
 }
 
-/// The workflow `workflow` (default `main`) of the module `program` was lowered from: its
-/// name, the library it was loaded into, and its template.
+/// The workflow `workflow` (default `main`) of `module`, the checked module `program` was
+/// lowered from: its name, the library it was registered in, and its template.
 fn root_template(
     program: &Program,
+    module: Arc<Module>,
     sources: &SourceMap,
     workflow: Option<&str>,
     source_path: Option<&std::path::Path>,
@@ -150,17 +152,10 @@ fn root_template(
     let file = sources
         .get(wf.file)
         .ok_or("the MEOW module is not among the loaded sources")?;
-    // The IR carries no MEOW AST, so the checked file is loaded again (one parse).
-    let mut diags = Vec::new();
-    let module = crate::load_module(wf.file, &file.text, &mut diags)
-        .ok_or("the MEOW module does not load")?;
     let path = source_path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&file.name));
-    let src = Arc::new(ModuleFile {
-        module: Arc::new(module),
-        path,
-    });
+    let src = Arc::new(ModuleFile { module, path });
     let mut lib = Library::default();
     lib.register(src.clone());
     let root = lib
@@ -173,12 +168,13 @@ fn root_template(
 /// every top-level step's fields resolve.
 pub fn prerun(
     program: &Program,
+    module: Arc<Module>,
     sources: &SourceMap,
     workflow: Option<&str>,
     input: &Value,
     source_path: Option<&std::path::Path>,
 ) -> Result<(), String> {
-    let (_, _, root) = root_template(program, sources, workflow, source_path)?;
+    let (_, _, root) = root_template(program, module, sources, workflow, source_path)?;
     let given = match input {
         Value::Null => Map::new(),
         Value::Object(m) => m.clone(),
@@ -188,14 +184,17 @@ pub fn prerun(
     bake_check(&root, &Arc::new(Scope { vars }), "")
 }
 
-/// Runs the workflow `opts.workflow` (default `main`) of the module `program` was lowered from.
+/// Runs the workflow `opts.workflow` (default `main`) of `module`, the checked module
+/// `program` was lowered from.
 pub async fn run(
     program: Arc<Program>,
+    module: Arc<Module>,
     sources: &SourceMap,
     opts: RunOptions,
 ) -> Result<RunOutcome, String> {
     let (name, lib, root) = root_template(
         &program,
+        module,
         sources,
         opts.workflow.as_deref(),
         opts.source_path.as_deref(),

@@ -4,18 +4,21 @@
 
 use super::subst;
 use super::template::Template;
+use crate::ast::Module;
 use pipewright_runtime::plan::{line_of, Plan, PlanStep};
 use pipewright_runtime::prerun::Lack;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 pub fn plan(
     program: &pipewright_ir::Program,
+    module: Arc<Module>,
     sources: &pipewright_syntax::SourceMap,
     workflow: Option<&str>,
     input: &Value,
     source_path: Option<&std::path::Path>,
 ) -> Result<Plan, String> {
-    let (name, _, root) = super::root_template(program, sources, workflow, source_path)?;
+    let (name, _, root) = super::root_template(program, module, sources, workflow, source_path)?;
     let given = match input {
         Value::Null => Map::new(),
         Value::Object(m) => m.clone(),

@@ -15,6 +15,7 @@ use super::report::{Outcome, TraceEntry};
 use super::semantics::{self as sem, Decision, Limits, State};
 use super::session::{new_session_id, AgentResponse, SessionLock, Turn};
 use super::{Line, Options, TIERS};
+use crate::ast::Recipe;
 use pipewright_ir::Program;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::RunError;
@@ -141,9 +142,10 @@ struct Exec {
     state: Option<State>,
 }
 
-/// Runs the first workflow of `program`, a lowered state-machine recipe.
+/// Runs `recipe`, the checked state-machine recipe `program` was lowered from.
 pub async fn run(
     program: Arc<Program>,
+    recipe: &Recipe,
     sources: &SourceMap,
     opts: RunOptions,
     sm: Options,
@@ -152,7 +154,8 @@ pub async fn run(
         .workflows
         .first()
         .ok_or("the file declares no recipe".to_string())?;
-    let recipes = machine::load(sources, w.file, opts.source_path.as_deref()).map_err(config)?;
+    let recipes =
+        machine::load(recipe, sources, w.file, opts.source_path.as_deref()).map_err(config)?;
     if let Some(t) = sm.model.as_deref().filter(|t| !TIERS.contains(t)) {
         return Err(config(format!(
             "`--model {t}` is not a model tier (tiers: haiku, sonnet, opus)"

@@ -137,8 +137,9 @@ impl Machine {
 #[derive(Debug, Clone, Default)]
 pub struct Recipes {
     pub by_id: IndexMap<String, Machine>,
-    /// Step-name spans of the starting recipe (other recipes' files are not in the run's
-    /// source map).
+    /// Step-name spans of the starting recipe, an included step's in the file it comes from
+    /// (`lower` put that file in the run's source map; the files of the recipes a restart
+    /// starts are in none).
     pub spans: HashMap<String, Span>,
     pub root_span: Span,
 }
@@ -158,26 +159,27 @@ impl Recipes {
     }
 }
 
-/// Loads the recipe in `file` (already checked by the caller) and, through the sibling
-/// `*.json` files of its directory, every recipe its restarts reach. A reached recipe must
-/// check without errors: a run fails before its first step rather than at a restart.
-pub fn load(sources: &SourceMap, file: FileId, path: Option<&Path>) -> Result<Recipes, String> {
+/// The recipe `root`, checked from `file` (`crate::check_and_lower`), and, through the
+/// sibling `*.json` files of its directory, every recipe its restarts reach. Those are read
+/// here, when the run starts, and must check without errors: a run fails before its first step
+/// rather than at a restart.
+pub fn load(
+    root: &ast::Recipe,
+    sources: &SourceMap,
+    file: FileId,
+    path: Option<&Path>,
+) -> Result<Recipes, String> {
     let src = sources
         .get(file)
         .ok_or("the recipe's source is not loaded")?;
     let path = path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&src.name));
-    let mut scratch = sources.clone();
-    let mut diags = Vec::new();
-    let text = src.text.clone();
-    let root = crate::load(&mut scratch, &path, file, &text, &mut diags)
-        .ok_or_else(|| first_error(&diags, &path))?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let m = Machine::from_ast(&root, &stem);
+    let m = Machine::from_ast(root, &stem);
     let mut out = Recipes {
         root_span: root.span,
         spans: root
@@ -277,7 +279,9 @@ mod tests {
         std::fs::write(&path, text).map_err(|e| e.to_string())?;
         let mut sources = SourceMap::new();
         let file = sources.add(path.display().to_string(), text);
-        load(&sources, file, Some(&path))
+        let root = crate::load(&mut sources, &path, file, text, &mut Vec::new())
+            .ok_or("the recipe does not load")?;
+        load(&root, &sources, file, Some(&path))
     }
 
     #[test]
@@ -313,6 +317,30 @@ mod tests {
         let span = rs.span_of("r", "b");
         assert_eq!(&RECIPE[span.start as usize..span.end as usize], "\"b\"");
         assert_eq!(rs.span_of("elsewhere", "b"), rs.root_span);
+    }
+
+    #[test]
+    fn an_included_step_is_located_in_the_file_that_defines_it() {
+        let d = tempfile::tempdir().unwrap();
+        let shared = r#"{"b": {"prompt": "B", "outcomes": ["back", "other"],
+  "onOutcome": {"back": {"nextStep": "a"}, "other": {"action": "exit", "reason": "why"}}}}"#;
+        std::fs::write(d.path().join("shared.json"), shared).unwrap();
+        let text = r#"{"id": "r", "label": "R", "description": "d", "initialStep": "a",
+  "guardrails": {"maxStepVisits": 1, "maxTotalSteps": 9, "exitOnOther": true},
+  "steps": {"a": {"prompt": "A", "outcomes": ["go", "other"],
+    "onOutcome": {"go": {"nextStep": "b"}, "other": {"action": "exit", "reason": "why"}}},
+    "$include": ["shared.json"]}}"#;
+        let path = d.path().join("r.json");
+        std::fs::write(&path, text).unwrap();
+        let mut sources = SourceMap::new();
+        let file = sources.add(path.display().to_string(), text);
+        let (_, root) = crate::check_and_lower(&mut sources, &path, file, text).unwrap();
+        let rs = load(&root, &sources, file, Some(&path)).unwrap();
+        // The checked recipe's spans are in the run's source map, the included file's too.
+        let span = rs.span_of("r", "b");
+        let f = sources.get(span.file).unwrap();
+        assert!(f.name.ends_with("shared.json"), "{}", f.name);
+        assert_eq!(&shared[span.start as usize..span.end as usize], "\"b\"");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! guardrails, each step with its outcomes and transitions and its model tier; the JSON plan
 //! adds each prompt as it is sent (§2.2, with the outcome block).
 
+use crate::ast::Recipe;
 use crate::run::machine::{self, Machine, Transition};
 use crate::run::semantics::build_prompt;
 use pipewright_ir::Workflow;
@@ -9,8 +10,14 @@ use pipewright_runtime::plan::{Plan, PlanStep};
 use pipewright_syntax::SourceMap;
 use std::path::Path;
 
-pub fn plan(w: &Workflow, sources: &SourceMap, source_path: Option<&Path>) -> Result<Plan, String> {
-    let recipes = machine::load(sources, w.file, source_path)?;
+/// The plan of `recipe`, the checked recipe `w` was lowered from.
+pub fn plan(
+    w: &Workflow,
+    recipe: &Recipe,
+    sources: &SourceMap,
+    source_path: Option<&Path>,
+) -> Result<Plan, String> {
+    let recipes = machine::load(recipe, sources, w.file, source_path)?;
     let Some((id, m)) = recipes.by_id.first() else {
         return Err("the file declares no recipe".into());
     };
@@ -30,9 +37,12 @@ pub fn plan(w: &Workflow, sources: &SourceMap, source_path: Option<&Path>) -> Re
         .steps
         .values()
         .map(|s| {
+            // A step from an `$include` is written in another file: the plan, which names
+            // the recipe's, gives it no line.
             let line = recipes
                 .spans
                 .get(&s.name)
+                .filter(|sp| sp.file == w.file)
                 .map_or(0, |sp| pipewright_runtime::plan::line_of(sources, *sp));
             let initial = if s.name == m.initial {
                 " (initial)"

@@ -140,6 +140,8 @@ pub async fn run(
     sources: &SourceMap,
     mut req: RunRequest,
 ) -> Result<Box<dyn Report>, Refusal> {
+    let ast = req.ast.take();
+    let recipe = crate::dialect::checked(ast.as_ref()).map_err(config_error)?;
     let flags = std::mem::take(&mut req.flags);
     let cwd = req.opts.tools.workdir.clone();
     let workdir = session::workdir_or(flags.text("working-dir").map(Into::into), &cwd);
@@ -177,7 +179,7 @@ pub async fn run(
         progress: req.human && !verbose,
         verbose,
     }));
-    let outcome = super::run(program, sources, req.opts, sm)
+    let outcome = super::run(program, recipe, sources, req.opts, sm)
         .await
         .map_err(refused)?;
     Ok(Box::new(outcome))

@@ -94,6 +94,7 @@ async fn run_async(args: &RunArgs) -> u8 {
             Err(_) => return 2,
         };
     let program = lowered.program;
+    let ast = lowered.ast;
     if let Some(name) = &workflow {
         if program.find(name).is_none() {
             let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
@@ -124,6 +125,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         workflow: workflow.as_deref(),
         input: &input,
         source_path: Some(&file),
+        ast: ast.as_ref(),
     };
     if args.dry_run {
         return super::dry_run::run(args, dialect, rt, target);
@@ -207,6 +209,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         open_store: Some(Box::new(move || open_store(&store_path))),
         flags: args.dialect_flags.clone(),
         human: args.format == RunFormat::Human,
+        ast,
     };
     let report = match rt.run(Arc::new(program), &sources, request).await {
         Ok(r) => r,
