@@ -3,7 +3,8 @@
 //! `pipewright_run::meow`.
 
 use pipewright_dialect::{
-    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+    Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
+    Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -84,6 +85,10 @@ impl Dialect for Meow {
     }
 
     fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
         Some(self)
     }
 
