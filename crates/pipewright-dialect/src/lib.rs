@@ -1,10 +1,12 @@
 //! The dialect interface, and nothing that names a dialect. Every workflow language pipewright
 //! knows is one [`Dialect`], implemented in that language's own crate: it says whether a file is
 //! written in it, checks a set of its files, formats one, and lowers one into the IR for `graph`
-//! and `run`. The CLI and the language server iterate the registry (`pipewright-registry`, one
-//! file listing the dialect crates) and never name a dialect.
+//! and `run`, and answers an editor ([`editor`]). The CLI and the language server iterate the
+//! registry (`pipewright-registry`, one file listing the dialect crates) and never name a
+//! dialect.
 
 pub mod command;
+pub mod editor;
 pub mod near_miss;
 pub mod project;
 pub mod runtime;
@@ -12,6 +14,7 @@ pub mod source;
 pub mod suppress;
 
 pub use command::{CommandContext, DialectCommand, ProjectRuns};
+pub use editor::EditorFeatures;
 pub use near_miss::NearMiss;
 pub use runtime::{
     BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
@@ -100,6 +103,11 @@ pub trait Dialect: Sync {
     }
     /// A command of the dialect's own under `pipewright` (MEOW's `meow …`).
     fn command(&self) -> Option<&dyn DialectCommand> {
+        None
+    }
+    /// What the dialect answers an editor (hover, completion, navigation); `None` when it
+    /// answers nothing beyond diagnostics and formatting.
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
         None
     }
     /// A checker for the files of one `check` run. Only asked when [`Verb::Check`] is

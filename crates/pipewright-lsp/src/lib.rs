@@ -9,13 +9,10 @@
 pub mod analysis;
 pub mod convert;
 mod features;
-mod schema_docs;
 mod server;
 pub mod text;
 pub mod transport;
-mod vocab;
 mod worker;
-mod yaml_at;
 
 use lsp_server::Connection;
 use pipewright_syntax::CodeInfo;

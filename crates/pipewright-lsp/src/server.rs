@@ -149,8 +149,8 @@ impl Server {
                 }
             }
             notif::DidSaveTextDocument::METHOD => {
-                // What other directories' documents read from disk (sub-recipes, include
-                // directories) may have changed: check every open document again.
+                // What other directories' documents read from disk (files they reference,
+                // include directories) may have changed: check every open document again.
                 let dirs: Vec<Url> = self.docs.keys().cloned().collect();
                 for uri in dirs {
                     self.schedule(&uri);

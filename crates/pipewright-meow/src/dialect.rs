@@ -3,8 +3,8 @@
 //! its own runtime (`run/`).
 
 use pipewright_dialect::{
-    CheckedAst, Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
-    Source, Verb,
+    CheckedAst, Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest,
+    RunTarget, Runtime, Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -90,6 +90,10 @@ impl Dialect for Meow {
 
     fn command(&self) -> Option<&dyn pipewright_dialect::DialectCommand> {
         Some(&crate::run::command::Meow)
+    }
+
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
+        Some(self)
     }
 
     fn lower(

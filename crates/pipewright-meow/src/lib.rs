@@ -6,6 +6,7 @@ pub mod ast;
 mod check;
 pub mod codes;
 pub mod dialect;
+mod editor;
 pub mod executor;
 pub mod lower;
 pub mod refs;

@@ -4,7 +4,8 @@ use crate::ast::{PipelineFile, Program};
 use crate::catalogue::ToolCatalogue;
 use crate::CheckOptions;
 use pipewright_dialect::{
-    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+    Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
+    Source, Verb,
 };
 use pipewright_project::ProjectConfig;
 use pipewright_runtime::backend::BoxFuture;
@@ -77,6 +78,10 @@ impl Dialect for Pipeline {
     }
 
     fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
         Some(self)
     }
 

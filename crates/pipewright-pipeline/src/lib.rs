@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod check;
 pub mod codes;
 pub mod dialect;
+mod editor;
 pub mod fmt_rules;
 pub mod literal;
 mod load;

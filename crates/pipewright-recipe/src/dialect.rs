@@ -1,7 +1,8 @@
 //! The recipe dialect (`pipewright-recipe`): YAML with `name` and `steps` or `stages`.
 
 use pipewright_dialect::{
-    Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime, Source, Verb,
+    Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
+    Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -71,6 +72,10 @@ impl Dialect for Recipe {
     }
 
     fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
         Some(self)
     }
 

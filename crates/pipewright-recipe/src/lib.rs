@@ -10,6 +10,7 @@ pub mod codes;
 pub mod condition;
 pub mod dialect;
 pub mod dot;
+mod editor;
 pub mod fmt_rules;
 mod issue;
 pub mod load;

@@ -3,8 +3,8 @@
 //! `pipewright-fmt`'s JSON formatter; run by its own runtime (`run/`).
 
 use pipewright_dialect::{
-    CheckedAst, Checker, Context, Dialect, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
-    Source, Verb,
+    CheckedAst, Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest,
+    RunTarget, Runtime, Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
 use pipewright_runtime::plan::Plan;
@@ -68,6 +68,10 @@ impl Dialect for StateMachine {
     }
 
     fn runtime(&self) -> Option<&dyn Runtime> {
+        Some(self)
+    }
+
+    fn editor(&self) -> Option<&dyn EditorFeatures> {
         Some(self)
     }
 

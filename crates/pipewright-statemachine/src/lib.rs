@@ -6,6 +6,7 @@
 pub mod ast;
 pub mod codes;
 pub mod dialect;
+mod editor;
 pub mod fmt;
 mod include;
 pub mod json;

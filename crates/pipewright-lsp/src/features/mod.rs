@@ -4,12 +4,11 @@ pub mod actions;
 pub mod complete;
 pub mod format;
 pub mod hover;
-mod meow;
 pub mod navigate;
-mod symbols;
 
 use lsp_types::Url;
-use pipewright_dialect::{Dialect, Source};
+use pipewright_dialect::editor::EditorDoc;
+use pipewright_dialect::{Dialect, EditorFeatures, Source};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -42,5 +41,17 @@ impl Doc {
 
     pub fn dialect(&self) -> Option<&'static dyn Dialect> {
         pipewright_registry::detect(&Source::new(&self.path, &self.text))
+    }
+
+    /// What the document's dialect answers an editor, if it is a workflow.
+    pub fn editor(&self) -> Option<&'static dyn EditorFeatures> {
+        self.dialect()?.editor()
+    }
+
+    pub fn as_editor_doc(&self) -> EditorDoc<'_> {
+        EditorDoc {
+            path: &self.path,
+            text: &self.text,
+        }
     }
 }

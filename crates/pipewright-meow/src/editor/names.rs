@@ -27,7 +27,7 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 
 /// The key path of the key under `offset` (the table header's keys, then the key), when the
 /// offset is on a key (before the `=` of a `key = value` line).
-pub fn key_path(text: &str, offset: usize) -> Option<Vec<String>> {
+pub(super) fn key_path(text: &str, offset: usize) -> Option<Vec<String>> {
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = &text[line_start..];
     let line = &line[..line.find('\n').unwrap_or(line.len())];
@@ -48,7 +48,7 @@ pub fn key_path(text: &str, offset: usize) -> Option<Vec<String>> {
 }
 
 /// The workflow whose tables hold `offset`.
-pub fn workflow_at(text: &str, offset: usize) -> Option<String> {
+pub(super) fn workflow_at(text: &str, offset: usize) -> Option<String> {
     lines(text)
         .take_while(|(start, _)| *start <= offset)
         .filter_map(|(_, l)| header_workflow(l))
@@ -58,7 +58,7 @@ pub fn workflow_at(text: &str, offset: usize) -> Option<String> {
 
 /// `id = "NAME"` values of the steps of `workflow` (the part before a `.` for `needs =
 /// ["step.child"]`, which names a step an expansion made).
-pub fn step_ids(text: &str, workflow: &str, name: &str) -> Vec<Range<usize>> {
+pub(super) fn step_ids(text: &str, workflow: &str, name: &str) -> Vec<Range<usize>> {
     let name = name.split('.').next().unwrap_or(name);
     let mut current: Option<&str> = None;
     let mut out = Vec::new();
@@ -89,7 +89,11 @@ pub fn step_ids(text: &str, workflow: &str, name: &str) -> Vec<Range<usize>> {
 }
 
 /// The declaration `name = …` in `[workflow.variables]`: the name's range and the value text.
-pub fn variable<'a>(text: &'a str, workflow: &str, name: &str) -> Option<(Range<usize>, &'a str)> {
+pub(super) fn variable<'a>(
+    text: &'a str,
+    workflow: &str,
+    name: &str,
+) -> Option<(Range<usize>, &'a str)> {
     let header = format!("[{workflow}.variables]");
     let mut inside = false;
     for (start, line) in lines(text) {
@@ -113,7 +117,7 @@ pub fn variable<'a>(text: &'a str, workflow: &str, name: &str) -> Option<(Range<
 }
 
 /// The header line of workflow `name` (`[name]`).
-pub fn workflow_header(text: &str, name: &str) -> Vec<Range<usize>> {
+pub(super) fn workflow_header(text: &str, name: &str) -> Vec<Range<usize>> {
     lines(text)
         .filter(|(_, l)| l.trim() == format!("[{name}]"))
         .map(|(start, l)| {
@@ -124,7 +128,7 @@ pub fn workflow_header(text: &str, name: &str) -> Vec<Range<usize>> {
 }
 
 /// Where a template reference leads: this file's workflow, or another file's.
-pub enum Reference {
+pub(super) enum Reference {
     Local(String),
     File {
         candidates: Vec<PathBuf>,
@@ -132,7 +136,7 @@ pub enum Reference {
     },
 }
 
-pub fn reference(reference: &str, dir: &Path) -> Option<Reference> {
+pub(super) fn reference(reference: &str, dir: &Path) -> Option<Reference> {
     if reference.contains("{{") {
         return None;
     }

@@ -1,9 +1,9 @@
 //! What hover and completion say about the pipeline dialect's words. The key lists match the
-//! loader's (a test compares them with `pipewright_pipeline::step_load`'s table); the texts
-//! summarise docs/pipeline.md and the DSL reference.
+//! loader's (a test compares them with `step_load`'s table); the texts summarise
+//! docs/pipeline.md and the DSL reference.
 
 /// Every step kind with one line on what it does.
-pub const STEP_KINDS: &[(&str, &str)] = &[
+pub(super) const STEP_KINDS: &[(&str, &str)] = &[
     ("transform", "A pure step: `value` (an R1 expression) is evaluated against the context; the result is the step's pipe data, and is stored under `output` when set."),
     ("tool", "Calls the tool or action `name` with `args` (literals, or R1 expressions tagged `!expr`); the result may be checked against `schema` and stored under `output`."),
     ("shell", "Sugar for a `tool` step named `shell`: runs `command` (a literal, or an R1 expression tagged `!expr`)."),
@@ -16,7 +16,7 @@ pub const STEP_KINDS: &[(&str, &str)] = &[
 ];
 
 /// What each key of a step body means.
-pub const STEP_KEYS: &[(&str, &str)] = &[
+pub(super) const STEP_KEYS: &[(&str, &str)] = &[
     (
         "value",
         "An R1 expression; its result is the step's result.",
@@ -80,7 +80,7 @@ pub const STEP_KEYS: &[(&str, &str)] = &[
 ];
 
 /// The top-level keys of a pipeline and a schema document.
-pub const TOP_KEYS: &[(&str, &str)] = &[
+pub(super) const TOP_KEYS: &[(&str, &str)] = &[
     (
         "pipeline",
         "The pipeline's name; other files call it as `FILE_STEM.NAME`.",
@@ -94,22 +94,22 @@ pub const TOP_KEYS: &[(&str, &str)] = &[
 ];
 
 /// The keys a step kind's body takes (the loader's table).
-pub fn keys_of(kind: &str) -> &'static [&'static str] {
-    pipewright_pipeline::STEP_BODY_KEYS
+pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
+    crate::STEP_BODY_KEYS
         .iter()
         .find(|(k, _)| *k == kind)
         .map_or(&[], |(_, keys)| keys)
 }
 
-pub fn doc(table: &[(&str, &'static str)], word: &str) -> Option<&'static str> {
+pub(super) fn doc(table: &[(&str, &'static str)], word: &str) -> Option<&'static str> {
     table.iter().find(|(w, _)| *w == word).map(|(_, d)| *d)
 }
 
 /// The values of a pipeline step's `on_error`.
-pub const ON_ERROR: &[&str] = &["fail", "continue", "retry(2)"];
+pub(super) const ON_ERROR: &[&str] = &["fail", "continue", "retry(2)"];
 
 /// R1's word operators and literals.
-pub const R1_WORDS: &[(&str, &str)] = &[
+pub(super) const R1_WORDS: &[(&str, &str)] = &[
     (
         "and",
         "`a and b`: true when both are (short-circuit); binds looser than `not` and comparisons.",
@@ -135,7 +135,7 @@ pub const R1_WORDS: &[(&str, &str)] = &[
 ];
 
 /// What one R1 function does, by name (the signature comes from `pipewright_r1`).
-pub fn r1_function(name: &str) -> Option<(&'static str, &'static str)> {
+pub(super) fn r1_function(name: &str) -> Option<(&'static str, &'static str)> {
     use pipewright_r1::ast::Combinator;
     let c = Combinator::from_name(name)?;
     let what = match c {
@@ -168,7 +168,7 @@ mod tests {
         }
         // The same kinds as the loader.
         let kinds: Vec<&str> = STEP_KINDS.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, pipewright_pipeline::STEP_KINDS);
+        assert_eq!(kinds, crate::STEP_KINDS);
         for c in pipewright_r1::ast::Combinator::ALL {
             assert!(r1_function(c.name()).is_some(), "{}", c.name());
         }

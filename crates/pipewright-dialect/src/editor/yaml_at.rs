@@ -1,8 +1,10 @@
 //! Where an offset falls in a document's YAML tree (JSON parses as YAML too): the chain of
-//! nodes from the root down, each with the key it sits under, and the word under the cursor.
+//! nodes from the root down, each with the key it sits under; and the mapping entries of a
+//! tree, for finding where a name is written.
 
 use pipewright_syntax::FileId;
-use pipewright_yaml::{Document, Node, NodeKind};
+use pipewright_yaml::{Document, Entry, Node, NodeKind};
+use std::ops::Range;
 
 /// One node of the chain (root first).
 pub struct Frame<'a> {
@@ -26,6 +28,18 @@ impl At<'_> {
 
 pub fn parse(text: &str) -> Vec<Document> {
     pipewright_yaml::load(FileId(0), text, pipewright_yaml::Limits::default()).0
+}
+
+/// The document as it stands, else with the line holding `offset` left out (a half-written
+/// key often breaks the YAML).
+pub fn parse_while_typing(text: &str, offset: usize) -> Vec<Document> {
+    let docs = parse(text);
+    if !docs.is_empty() {
+        return docs;
+    }
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    parse(&format!("{}{}", &text[..line_start], &text[end..]))
 }
 
 pub fn locate(docs: &[Document], offset: usize) -> Option<At<'_>> {
@@ -72,24 +86,38 @@ fn contains(n: &Node, offset: usize) -> bool {
     n.span.range().contains(&offset) || n.span.range().end == offset
 }
 
-/// The identifier-like word (letters, digits, `_`, `-`, `.`) around `offset`, with its range.
-pub fn word_at(text: &str, offset: usize) -> Option<(std::ops::Range<usize>, &str)> {
-    let is_word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '$');
-    let offset = offset.min(text.len());
-    if !text.is_char_boundary(offset) {
-        return None;
+/// The documents' roots.
+pub fn roots(docs: &[Document]) -> impl Iterator<Item = &Node> {
+    docs.iter().filter_map(|d| d.root.as_ref())
+}
+
+/// Every mapping entry of the tree, depth first.
+pub fn entries<'a>(n: &'a Node, f: &mut impl FnMut(&'a Entry)) {
+    match &n.kind {
+        NodeKind::Scalar(_) => {}
+        NodeKind::Seq(items) => items.iter().for_each(|i| entries(i, f)),
+        NodeKind::Map(es) => {
+            for e in es {
+                f(e);
+                entries(&e.value, f);
+            }
+        }
     }
-    let start = text[..offset]
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| is_word(*c))
-        .last()
-        .map_or(offset, |(i, _)| i);
-    let end = text[offset..]
-        .char_indices()
-        .find(|(_, c)| !is_word(*c))
-        .map_or(text.len(), |(i, _)| offset + i);
-    (start < end).then(|| (start..end, &text[start..end]))
+}
+
+/// Values of any of `keys`, anywhere, that equal `name` (`output: NAME`, `nextStep: NAME`).
+pub fn values_of(docs: &[Document], keys: &[&str], name: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for r in roots(docs) {
+        entries(r, &mut |e| {
+            if e.key.key_text().is_some_and(|k| keys.contains(&k))
+                && e.value.key_text() == Some(name)
+            {
+                out.push(e.value.span.range());
+            }
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -107,10 +135,8 @@ mod tests {
         assert_eq!(at.keys(), ["steps", "call", "output"]);
         assert!(at.on_key);
         assert_eq!(
-            word_at(text, text.find("x,").unwrap_or(0)).map(|w| w.1),
+            crate::editor::text::word_at(text, text.find("x,").unwrap_or(0)).map(|w| w.1),
             Some("x")
         );
-        assert_eq!(word_at("a ctx.b_c + 1", 7).map(|w| w.1), Some("ctx.b_c"));
-        assert_eq!(word_at("a  b", 2), None);
     }
 }
