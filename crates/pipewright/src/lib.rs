@@ -21,6 +21,7 @@ mod cli;
 mod commands;
 mod dialect;
 mod discover;
+mod exit;
 mod output;
 mod read;
 
@@ -106,9 +107,9 @@ pub fn main() -> ExitCode {
 }
 
 /// The exit code, or 2 when output was lost (see `output::write`).
-fn exit(code: u8) -> ExitCode {
+fn exit(status: exit::ExitStatus) -> ExitCode {
     if output::write_failed() {
-        return ExitCode::from(2);
+        return ExitCode::from(exit::ExitStatus::COULD_NOT_START.code());
     }
-    ExitCode::from(code)
+    ExitCode::from(status.code())
 }

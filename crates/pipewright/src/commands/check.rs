@@ -2,6 +2,7 @@
 
 use crate::cli::{CheckArgs, Deny, Format};
 use crate::discover;
+use crate::exit::ExitStatus;
 use pipewright_dialect::suppress::{self, FileInput, Syntax};
 use pipewright_dialect::{Checker, Context, Dialect, Source, Verb};
 use pipewright_syntax::{diagnostic, Diagnostic, FileId, SourceMap};
@@ -25,7 +26,7 @@ pipewright_syntax::codes! {
 /// value is checked only once the key is known); the loop ends earlier once nothing applies.
 const FIX_PASSES: usize = 10;
 
-pub fn run(args: &CheckArgs) -> u8 {
+pub fn run(args: &CheckArgs) -> ExitStatus {
     let mut a = match analyse(args) {
         Ok(a) => a,
         Err(code) => return code,
@@ -72,9 +73,11 @@ pub fn run(args: &CheckArgs) -> u8 {
     // Nothing could be checked at all: that is an I/O failure of the whole command, though
     // every unreadable path was still reported above.
     let code = if (files.checked == 0 && files.unreadable > 0) || fixed.failed {
-        2
+        ExitStatus::COULD_NOT_START
+    } else if failing {
+        ExitStatus::FAILED
     } else {
-        u8::from(failing)
+        ExitStatus::OK
     };
     // The process exits right after this (`run` is only called from `main`): freeing a large
     // file's source and diagnostics one by one only delays that exit.
@@ -142,7 +145,7 @@ fn fix_pass(a: &Analysis, fixed: &mut Fixed) -> usize {
     total
 }
 
-fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
+fn analyse(args: &CheckArgs) -> Result<Analysis, ExitStatus> {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags = Vec::new();
@@ -196,7 +199,7 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return Err(2);
+            return Err(ExitStatus::COULD_NOT_START);
         }
     };
     let include_dirs: Vec<PathBuf> = args
@@ -258,7 +261,7 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, u8> {
                 bad.path.display(),
                 bad.problem.as_deref().unwrap_or_default()
             );
-            return Err(2);
+            return Err(ExitStatus::COULD_NOT_START);
         }
         for input in found {
             let Ok(text) = crate::read::text(&input.path) else {

@@ -3,14 +3,20 @@
 //! an input still gets its plan, then the refusal `run` would give (exit 2).
 
 use crate::cli::{RunArgs, RunFormat};
+use crate::exit::ExitStatus;
 use pipewright_dialect::{Dialect, RunTarget, Runtime};
 
-pub fn run(args: &RunArgs, dialect: &dyn Dialect, rt: &dyn Runtime, target: RunTarget<'_>) -> u8 {
+pub fn run(
+    args: &RunArgs,
+    dialect: &dyn Dialect,
+    rt: &dyn Runtime,
+    target: RunTarget<'_>,
+) -> ExitStatus {
     let plan = match rt.plan(target) {
         Ok(p) => p.of_run(dialect.name(), target.program, target.sources, target.input),
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     match args.format {
@@ -21,10 +27,10 @@ pub fn run(args: &RunArgs, dialect: &dyn Dialect, rt: &dyn Runtime, target: RunT
         RunFormat::Human => out!("{}", plan.to_human()),
     }
     match rt.prerun(target) {
-        Ok(()) => 0,
+        Ok(()) => ExitStatus::OK,
         Err(e) => {
             errln!("error: {e}");
-            2
+            ExitStatus::COULD_NOT_START
         }
     }
 }

@@ -1,10 +1,11 @@
 //! `pipewright eval`: evaluate one expression or template against a JSON context.
 
 use crate::cli::{ConditionSite, EvalArgs, EvalLang};
+use crate::exit::ExitStatus;
 use pipewright_r1::{Scope, Value};
 use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
 
-pub fn run(args: &EvalArgs) -> u8 {
+pub fn run(args: &EvalArgs) -> ExitStatus {
     let mut sources = SourceMap::new();
     // `--scope` is the whole top level; `--ctx` (and `--pipe`, `--item`, `--acc`) bind one name.
     let (flag, given) = match &args.scope {
@@ -24,7 +25,7 @@ pub fn run(args: &EvalArgs) -> u8 {
     if args.scope.is_some() {
         let Some(names) = ctx.as_object() else {
             errln!("error: --scope must be a JSON object of top-level names, e.g. '{{\"ctx\": {{}}, \"pipe\": 1}}'");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         };
         let values: Vec<(&str, Value)> = names
             .iter()
@@ -49,7 +50,7 @@ pub fn run(args: &EvalArgs) -> u8 {
                 }
                 Err(e) => {
                     errln!("error: {e}");
-                    return 2;
+                    return ExitStatus::COULD_NOT_START;
                 }
             }
         }
@@ -67,7 +68,7 @@ fn evaluate(
     expr_file: pipewright_syntax::FileId,
     scope: &Scope,
     vars: &serde_json::Value,
-) -> u8 {
+) -> ExitStatus {
     let whole = |r: std::ops::Range<usize>| Span::new(expr_file, r);
     let result: Result<String, Vec<Diagnostic>> = match args.lang {
         EvalLang::R1 => match pipewright_r1::parse(&args.expr) {
@@ -103,14 +104,14 @@ fn evaluate(
     match result {
         Ok(json) => {
             outln!("{json}");
-            0
+            ExitStatus::OK
         }
         Err(diags) => {
             out!(
                 "{}",
                 render::human(&diags, sources, crate::output::use_color())
             );
-            1
+            ExitStatus::FAILED
         }
     }
 }
@@ -129,7 +130,7 @@ fn fail_usage(
     file: pipewright_syntax::FileId,
     text: &str,
     message: &str,
-) -> u8 {
+) -> ExitStatus {
     let d = Diagnostic::error(
         super::check::INVALID_JSON_ARGUMENT,
         Span::new(file, 0..text.len()),
@@ -137,5 +138,5 @@ fn fail_usage(
     )
     .with_label("invalid JSON");
     err!("{}", render::human(&[d], sources, false));
-    2
+    ExitStatus::COULD_NOT_START
 }

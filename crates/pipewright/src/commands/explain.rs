@@ -1,20 +1,21 @@
 //! `pipewright explain CODE` and `pipewright explain --list`.
 
 use crate::cli::ExplainArgs;
+use crate::exit::ExitStatus;
 
-pub fn run(args: &ExplainArgs) -> u8 {
+pub fn run(args: &ExplainArgs) -> ExitStatus {
     let mut codes = crate::output::all_codes();
     codes.sort_by_key(|c| c.code);
     if args.list {
         for c in &codes {
             outln!("{}  {}", c.code, c.title);
         }
-        return 0;
+        return ExitStatus::OK;
     }
     let Some(asked) = args.code.as_deref() else {
         errln!("error: give a diagnostic code, such as `pipewright explain PW0253`");
         errln!("help: `pipewright explain --list` lists every code with its title");
-        return 2;
+        return ExitStatus::COULD_NOT_START;
     };
     let code = asked.trim().to_ascii_uppercase();
     match codes.into_iter().find(|c| c.code == code) {
@@ -23,12 +24,12 @@ pub fn run(args: &ExplainArgs) -> u8 {
             if !c.explanation.ends_with('\n') {
                 outln!();
             }
-            0
+            ExitStatus::OK
         }
         None => {
             errln!("error: unknown diagnostic code `{asked}`");
             errln!("help: codes look like PW0253; `pipewright explain --list` shows them all");
-            2
+            ExitStatus::COULD_NOT_START
         }
     }
 }

@@ -2,12 +2,13 @@
 
 use crate::cli::{FmtArgs, KeyOrderArg};
 use crate::discover;
+use crate::exit::ExitStatus;
 use pipewright_dialect::{Source, Verb};
 use pipewright_fmt::{KeyOrder, Options};
 use pipewright_syntax::{render, Diagnostic, SourceMap};
 use std::path::Path;
 
-pub fn run(args: &FmtArgs) -> u8 {
+pub fn run(args: &FmtArgs) -> ExitStatus {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags: Vec<Diagnostic> = Vec::new();
@@ -21,7 +22,7 @@ pub fn run(args: &FmtArgs) -> u8 {
                 );
             }
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     let mut would_change = Vec::new();
@@ -107,11 +108,11 @@ pub fn run(args: &FmtArgs) -> u8 {
     // 2: some file could not be read, formatted or written (the others were still done);
     // 1: `--check`/`--diff` found files that would change; 0: nothing to do.
     if io_failed || !diags.is_empty() {
-        2
+        ExitStatus::COULD_NOT_START
     } else if (args.check || args.diff) && !would_change.is_empty() {
-        1
+        ExitStatus::FAILED
     } else {
-        0
+        ExitStatus::OK
     }
 }
 

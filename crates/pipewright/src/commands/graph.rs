@@ -1,11 +1,12 @@
 //! `pipewright graph`.
 
 use crate::cli::{GraphArgs, GraphFormat};
+use crate::exit::ExitStatus;
 use pipewright_dialect::Verb;
 use pipewright_ir::export::{dot::dot, json::write_pretty, mermaid::mermaid, ExportOptions};
 use pipewright_syntax::SourceMap;
 
-pub fn run(args: &GraphArgs) -> u8 {
+pub fn run(args: &GraphArgs) -> ExitStatus {
     let mut sources = SourceMap::new();
     let (dialect, lowered) = match super::load::lowered(&args.file, Verb::Graph, &mut sources) {
         Ok(l) => l,
@@ -24,7 +25,7 @@ pub fn run(args: &GraphArgs) -> u8 {
                     crate::read::display_name(&args.file)
                 );
                 errln!("help: the file declares: {}", names.join(", "));
-                return 2;
+                return ExitStatus::COULD_NOT_START;
             }
         },
     };
@@ -34,7 +35,7 @@ pub fn run(args: &GraphArgs) -> u8 {
         // trailing newline), so the output can be compared byte for byte.
         GraphFormat::Dot if lowered.dot.is_some() && root.is_none() => {
             out!("{}", lowered.dot.unwrap_or_default());
-            return 0;
+            return ExitStatus::OK;
         }
         GraphFormat::Dot => dot(&program, &opts),
         GraphFormat::Mermaid => mermaid(&program, &opts),
@@ -48,7 +49,7 @@ pub fn run(args: &GraphArgs) -> u8 {
             if let Err(e) = written {
                 crate::output::write_error(&e, "stdout");
             }
-            return 0;
+            return ExitStatus::OK;
         }
     };
     if out.ends_with('\n') {
@@ -56,5 +57,5 @@ pub fn run(args: &GraphArgs) -> u8 {
     } else {
         outln!("{out}");
     }
-    0
+    ExitStatus::OK
 }

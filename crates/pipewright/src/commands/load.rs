@@ -1,6 +1,7 @@
 //! Loading one file for `graph` and `run`: they only work on a file that checks without
 //! errors, so the check runs first and its diagnostics are shown when it fails.
 
+use crate::exit::ExitStatus;
 use pipewright_dialect::{Context, Dialect, Lowered, Source, Verb};
 use pipewright_syntax::{diagnostic, render, Diagnostic, SourceMap};
 use std::path::Path;
@@ -11,10 +12,10 @@ pub fn lowered(
     path: &Path,
     verb: Verb,
     sources: &mut SourceMap,
-) -> Result<(&'static dyn Dialect, Lowered), u8> {
+) -> Result<(&'static dyn Dialect, Lowered), ExitStatus> {
     let text = crate::read::text(path).map_err(|e| {
         errln!("error: {e}");
-        2u8
+        ExitStatus::COULD_NOT_START
     })?;
     let id = sources.add(crate::read::display_name(path), text.as_str());
     let Some(d) = pipewright_registry::detect(&Source::new(path, &text)) else {
@@ -29,13 +30,13 @@ pub fn lowered(
             crate::read::display_name(path),
             crate::dialect::unsupported_verb(d, verb)
         );
-        return Err(2);
+        return Err(ExitStatus::COULD_NOT_START);
     }
     let mut diags = Vec::new();
     let (project, _) = pipewright_dialect::project::load(None, Some(path), sources, &mut diags)
         .map_err(|e| {
             errln!("error: {e}");
-            2u8
+            ExitStatus::COULD_NOT_START
         })?;
     if diags.iter().any(Diagnostic::is_error) {
         return Err(show(&diags, sources));
@@ -52,11 +53,11 @@ pub fn lowered(
         })
 }
 
-fn show(diags: &[Diagnostic], sources: &SourceMap) -> u8 {
+fn show(diags: &[Diagnostic], sources: &SourceMap) -> ExitStatus {
     err!(
         "{}",
         render::human(diags, sources, crate::output::use_color_stderr())
     );
     errln!("{}", render::summary(diags, 1));
-    1
+    ExitStatus::FAILED
 }

@@ -1,6 +1,7 @@
 //! `pipewright lsp`: the language server (crates/pipewright-lsp) on standard input and output.
 
-pub fn run() -> u8 {
+use crate::exit::ExitStatus;
+pub fn run() -> ExitStatus {
     let config = pipewright_lsp::Config {
         codes: crate::output::all_codes(),
     };
@@ -8,14 +9,14 @@ pub fn run() -> u8 {
         Ok(m) => m,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     match pipewright_lsp::run_stdio(config, max_message) {
-        Ok(()) => 0,
+        Ok(()) => ExitStatus::OK,
         Err(e) => {
             errln!("error: language server: {e}");
-            1
+            ExitStatus::FAILED
         }
     }
 }

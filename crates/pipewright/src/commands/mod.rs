@@ -1,3 +1,4 @@
+use crate::exit::ExitStatus;
 pub mod check;
 pub mod dry_run;
 pub mod eval;
@@ -12,7 +13,7 @@ pub mod schema;
 
 /// A tokio runtime for a command (a run: one thread per core; a request to a running
 /// orchestrator: the current thread), or exit status 2 after saying why there is none.
-pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, u8> {
+pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, ExitStatus> {
     let mut b = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
     } else {
@@ -20,7 +21,7 @@ pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtim
     };
     b.enable_all().build().map_err(|e| {
         errln!("error: cannot start the runtime: {e}");
-        2
+        ExitStatus::COULD_NOT_START
     })
 }
 
@@ -28,7 +29,7 @@ pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtim
 pub fn dialect_command(
     command: &dyn pipewright_dialect::DialectCommand,
     matches: &clap::ArgMatches,
-) -> u8 {
+) -> ExitStatus {
     let project_runs = || {
         let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
         let store = runs::store_path(&cwd, &cwd)?;
@@ -42,5 +43,5 @@ pub fn dialect_command(
         out: &|a| crate::output::write(false, a),
         err: &|a| crate::output::write(true, a),
     };
-    command.run(matches, &cx)
+    ExitStatus::of_dialect(command.run(matches, &cx))
 }

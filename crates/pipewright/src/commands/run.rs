@@ -1,6 +1,7 @@
 //! `pipewright run`.
 
 use crate::cli::{RunArgs, RunFormat};
+use crate::exit::ExitStatus;
 use pipewright_dialect::{Dialect, RunRequest, RunTarget, Runtime};
 use pipewright_runtime::store::Store;
 use pipewright_runtime::{Caps, ProjectConfig, RunOptions};
@@ -12,7 +13,7 @@ fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
     super::runs::open_store(path).map(|s| Arc::new(s) as Arc<dyn Store>)
 }
 
-pub fn run(args: &RunArgs) -> u8 {
+pub fn run(args: &RunArgs) -> ExitStatus {
     let runtime = match super::tokio_runtime(true) {
         Ok(r) => r,
         Err(code) => return code,
@@ -20,12 +21,12 @@ pub fn run(args: &RunArgs) -> u8 {
     runtime.block_on(run_async(args))
 }
 
-async fn run_async(args: &RunArgs) -> u8 {
+async fn run_async(args: &RunArgs) -> ExitStatus {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
             errln!("error: no working directory: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     // A resumed run takes its file from the run store; its pipeline and input are checked
@@ -36,7 +37,7 @@ async fn run_async(args: &RunArgs) -> u8 {
                 errln!(
                     "error: run {id} keeps the input it started with; --input cannot be given with --resume"
                 );
-                return 2;
+                return ExitStatus::COULD_NOT_START;
             }
             let found = super::runs::store_path(&cwd, &cwd).and_then(|p| {
                 Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
@@ -45,14 +46,14 @@ async fn run_async(args: &RunArgs) -> u8 {
                 Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
                 Err(e) => {
                     errln!("error: {e}");
-                    return 2;
+                    return ExitStatus::COULD_NOT_START;
                 }
             }
         }
         (None, Some(file)) => file.clone(),
         (None, None) => {
             errln!("error: give a workflow file (or --resume RUN_ID)");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     let mut workflow = args.pipeline.clone();
@@ -70,28 +71,28 @@ async fn run_async(args: &RunArgs) -> u8 {
         .is_some_and(|i| i.trim().is_empty())
     {
         errln!("error: --identity must not be empty");
-        return 2;
+        return ExitStatus::COULD_NOT_START;
     }
     let input = match input(args) {
         Ok(Some(v)) => v,
         Ok(None) => serde_json::Value::Null,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     if !(input.is_object() || input.is_null()) {
         errln!(
             "error: the input must be a JSON object of named stores, e.g. '{{\"name\": \"Ada\"}}'"
         );
-        return 2;
+        return ExitStatus::COULD_NOT_START;
     }
     let mut sources = SourceMap::new();
     let (dialect, lowered) =
         match super::load::lowered(&file, pipewright_dialect::Verb::Run, &mut sources) {
             Ok(l) => l,
             // A file that does not check could not start: nothing ran, nothing was recorded.
-            Err(_) => return 2,
+            Err(_) => return ExitStatus::COULD_NOT_START,
         };
     let program = lowered.program;
     let ast = lowered.ast;
@@ -104,7 +105,7 @@ async fn run_async(args: &RunArgs) -> u8 {
                 crate::read::display_name(&file)
             );
             errln!("help: the file declares: {}", names.join(", "));
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     }
     let Some(rt) = dialect.runtime() else {
@@ -112,12 +113,12 @@ async fn run_async(args: &RunArgs) -> u8 {
             "error: {}",
             crate::dialect::unsupported_verb(dialect, pipewright_dialect::Verb::Run)
         );
-        return 2;
+        return ExitStatus::COULD_NOT_START;
     };
     // A dry run uses no backend: only the flags are refused there.
     if let Err(e) = not_for_this_dialect(args, dialect, rt, !args.dry_run) {
         errln!("error: {e}");
-        return 2;
+        return ExitStatus::COULD_NOT_START;
     }
     let target = RunTarget {
         program: &program,
@@ -134,7 +135,7 @@ async fn run_async(args: &RunArgs) -> u8 {
     if args.resume.is_none() {
         if let Err(e) = rt.prerun(target) {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     }
     // A new run's store is the project's of its file; a resumed run's, the working
@@ -147,7 +148,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     let project_dir = ProjectConfig::find(&file)
@@ -157,7 +158,7 @@ async fn run_async(args: &RunArgs) -> u8 {
         Ok(c) => c,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     // Before anything runs: what a killed pipewright left of its steps must not run beside
@@ -221,7 +222,7 @@ async fn run_async(args: &RunArgs) -> u8 {
                     serde_json::to_string_pretty(report).unwrap_or_default()
                 );
             }
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     // A store failure beside a step's own failure (which stays the diagnostic) is still said.
@@ -239,7 +240,7 @@ async fn run_async(args: &RunArgs) -> u8 {
             out!("{}", h.stdout);
         }
     }
-    u8::try_from(report.exit_code()).unwrap_or(1)
+    ExitStatus::of_run(report.exit_code())
 }
 
 /// A flag or backend another dialect declares for its own runs, given for this file.

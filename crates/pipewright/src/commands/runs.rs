@@ -1,6 +1,7 @@
 //! `pipewright runs`: the run store seen from the command line.
 
 use crate::cli::{RunFormat, RunsAction, RunsArgs};
+use crate::exit::ExitStatus;
 use pipewright_dialect::RecordedRun;
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::store::{SqliteStore, Store};
@@ -66,14 +67,14 @@ pub fn open_existing(path: &Path, what: &str) -> Result<SqliteStore, String> {
     SqliteStore::open(path)
 }
 
-fn cwd() -> Result<PathBuf, u8> {
+fn cwd() -> Result<PathBuf, ExitStatus> {
     std::env::current_dir().map_err(|e| {
         errln!("error: no working directory: {e}");
-        2
+        ExitStatus::COULD_NOT_START
     })
 }
 
-pub fn run(args: &RunsArgs) -> u8 {
+pub fn run(args: &RunsArgs) -> ExitStatus {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
@@ -82,7 +83,7 @@ pub fn run(args: &RunsArgs) -> u8 {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     // `runs` never creates a store where there is none.
@@ -93,18 +94,18 @@ pub fn run(args: &RunsArgs) -> u8 {
                     RunFormat::Json => outln!("[]"),
                     RunFormat::Human => errln!("no runs yet ({} does not exist)", path.display()),
                 }
-                0
+                ExitStatus::OK
             }
             Some(RunsAction::Show { id } | RunsAction::Events { id }) => {
                 errln!("error: no run {id}: {} does not exist", path.display());
-                1
+                ExitStatus::FAILED
             }
             Some(RunsAction::Rm { id, .. }) => match id {
                 Some(id) => {
                     errln!("error: no run {id}: {} does not exist", path.display());
-                    1
+                    ExitStatus::FAILED
                 }
-                None => 0,
+                None => ExitStatus::OK,
             },
         };
     }
@@ -112,7 +113,7 @@ pub fn run(args: &RunsArgs) -> u8 {
         Ok(s) => s,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     let result = match &args.action {
@@ -137,10 +138,10 @@ pub fn run(args: &RunsArgs) -> u8 {
         Some(RunsAction::Rm { .. }) => Err("give a run id or --older-than DUR".into()),
     };
     match result {
-        Ok(()) => 0,
+        Ok(()) => ExitStatus::OK,
         Err(e) => {
             errln!("error: {e}");
-            1
+            ExitStatus::FAILED
         }
     }
 }
@@ -243,7 +244,7 @@ fn utc(ms: i64) -> String {
 /// `pipewright approve|deny RUN_ID [--step STEP]`: decides the approval the run waits for,
 /// where its dialect keeps it (`Runtime::decide`: a paused recipe run's gate in the store,
 /// then `run --resume`; a live MEOW run's approval step over its socket, and it goes on).
-pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> u8 {
+pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> ExitStatus {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
@@ -252,21 +253,21 @@ pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> u8 {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
-            return 2;
+            return ExitStatus::COULD_NOT_START;
         }
     };
     let store = match open_existing(&path, &format!("no run {id}")) {
         Ok(s) => s,
         Err(e) => {
             errln!("error: {e}");
-            return 1;
+            return ExitStatus::FAILED;
         }
     };
     let record = match store.load_run(id) {
         Ok(r) => r,
         Err(e) => {
             errln!("error: {e}");
-            return 1;
+            return ExitStatus::FAILED;
         }
     };
     let run_dir = runs_dir(&path).join(id);
@@ -284,11 +285,11 @@ pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> u8 {
     match decided {
         Ok(line) => {
             outln!("{line}");
-            0
+            ExitStatus::OK
         }
         Err((code, message)) => {
             errln!("error: {message}");
-            code
+            ExitStatus::of_dialect(code)
         }
     }
 }

@@ -2,6 +2,7 @@
 //! its loader uses (docs/schemas.md); schemas/ holds the same text.
 
 use crate::cli::SchemaArgs;
+use crate::exit::ExitStatus;
 
 /// The schema text `pipewright schema` prints (and schemas/DIALECT.schema.json holds).
 pub fn text(dialect: &dyn pipewright_dialect::Dialect) -> String {
@@ -11,7 +12,7 @@ pub fn text(dialect: &dyn pipewright_dialect::Dialect) -> String {
     s
 }
 
-pub fn run(args: &SchemaArgs) -> u8 {
+pub fn run(args: &SchemaArgs) -> ExitStatus {
     out!("{}", text(args.dialect));
-    0
+    ExitStatus::OK
 }
