@@ -5,7 +5,7 @@
 
 use pipewright_syntax::{Diagnostic, FileId, Span};
 
-pub fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
+pub(crate) fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
     // serde_json is the validator (and gives the error position); the layout pass below
     // only ever sees well-formed JSON.
     let value: serde_json::Value =

@@ -8,7 +8,7 @@
 use pipewright_syntax::{Diagnostic, FileId, Span};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-pub fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
+pub(crate) fn format(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         let at = e.span().map_or(0, |r| r.start);
         vec![Diagnostic::error(

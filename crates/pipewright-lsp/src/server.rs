@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub fn capabilities() -> ServerCapabilities {
+pub(crate) fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {
@@ -37,7 +37,7 @@ pub fn capabilities() -> ServerCapabilities {
     }
 }
 
-pub struct Server {
+pub(crate) struct Server {
     conn: Connection,
     config: Arc<Config>,
     docs: HashMap<Url, Doc>,
@@ -55,7 +55,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(conn: Connection, config: Config) -> Server {
+    pub(crate) fn new(conn: Connection, config: Config) -> Server {
         let config = Arc::new(config);
         let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded();
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
@@ -76,7 +76,7 @@ impl Server {
         }
     }
 
-    pub fn run(mut self) -> Result<(), String> {
+    pub(crate) fn run(mut self) -> Result<(), String> {
         let result = self.main_loop();
         // Closing the job channel ends the check thread once its current job is done.
         self.jobs = None;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub struct Job {
+pub(crate) struct Job {
     pub dir: PathBuf,
     pub generation: u64,
     /// The directory's edit counter: when it moves past `generation` this job is stale.
@@ -23,13 +23,13 @@ impl Job {
     }
 }
 
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The documents checked and the version each had.
     pub checked: Vec<(Url, i32)>,
     pub diagnostics: HashMap<PathBuf, Vec<lsp_types::Diagnostic>>,
 }
 
-pub fn spawn(
+pub(crate) fn spawn(
     known: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     jobs: Receiver<Job>,
     done: Sender<Outcome>,

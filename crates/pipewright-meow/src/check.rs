@@ -13,7 +13,7 @@ use pipewright_syntax::{Diagnostic, Span};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub path: &'a Path,
     pub text: &'a str,
     pub module: &'a Module,
@@ -22,7 +22,7 @@ pub struct Ctx<'a> {
 }
 
 /// One template reference of a step: where it is written and what it passes.
-pub struct Expansion<'m> {
+pub(crate) struct Expansion<'m> {
     pub step: &'m Step,
     pub template: Text,
     /// The table of variables passed, if any.
@@ -34,12 +34,12 @@ pub struct Expansion<'m> {
 
 impl Expansion<'_> {
     /// A recovery receives the failing workflow's variables rather than a `variables` table.
-    pub fn is_recovery(&self) -> bool {
+    pub(crate) fn is_recovery(&self) -> bool {
         self.outcome == Some("on_error")
     }
 }
 
-pub fn expansions(step: &Step) -> Vec<Expansion<'_>> {
+pub(crate) fn expansions(step: &Step) -> Vec<Expansion<'_>> {
     let mut out = Vec::new();
     match &step.executor {
         Executor::Expand(Expand {
@@ -94,7 +94,7 @@ pub fn expansions(step: &Step) -> Vec<Expansion<'_>> {
     out
 }
 
-pub fn module(cx: &mut Ctx) {
+pub(crate) fn module(cx: &mut Ctx) {
     let module = cx.module;
     // Names a foreach binds in the local workflow it instantiates.
     let mut bound: HashMap<&str, Vec<String>> = HashMap::new();
@@ -636,7 +636,7 @@ fn agents(cx: &mut Ctx, wf: &Workflow, closure: &HashMap<String, BTreeSet<String
 }
 
 /// Every string in a value, with the node it is in.
-pub fn strings<'n>(n: &'n Node, out: &mut Vec<&'n Node>) {
+pub(crate) fn strings<'n>(n: &'n Node, out: &mut Vec<&'n Node>) {
     match &n.kind {
         Kind::Str(_) => out.push(n),
         Kind::Array(a) => a.iter().for_each(|n| strings(n, out)),

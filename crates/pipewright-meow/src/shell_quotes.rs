@@ -15,7 +15,7 @@ use pipewright_syntax::{Diagnostic, Span};
 
 /// A placeholder inside one quoted string of the script.
 #[derive(Debug, PartialEq)]
-pub struct Quoted {
+pub(crate) struct Quoted {
     /// The placeholder, `{{` to `}}`, as byte offsets in the script.
     pub at: usize,
     pub end: usize,
@@ -36,7 +36,7 @@ enum Frame {
 
 /// The quoted placeholders of `script`; `placeholders` are the (start, end) byte ranges of its
 /// `{{…}}` references, in order.
-pub fn quoted(script: &str, placeholders: &[(usize, usize)]) -> Vec<Quoted> {
+pub(crate) fn quoted(script: &str, placeholders: &[(usize, usize)]) -> Vec<Quoted> {
     let b = script.as_bytes();
     let mut out: Vec<Quoted> = Vec::new();
     let mut stack = vec![Frame::Code { depth: 0 }];
@@ -207,7 +207,7 @@ fn heredoc_word(script: &str, from: usize) -> (String, bool, usize) {
 
 /// One edit of the fix: replace `range` of the script by `with`.
 #[derive(Debug, PartialEq)]
-pub struct Edit {
+pub(crate) struct Edit {
     pub at: usize,
     pub end: usize,
     pub with: char,
@@ -220,7 +220,7 @@ pub struct Edit {
 /// meets a placeholder the quote is closed before it and reopened after it. Every edit belongs
 /// to exactly one placeholder, so applying all of them together is consistent. `None` for a
 /// string that never closes.
-pub fn fixes(quoted: &[Quoted]) -> Vec<Option<Vec<Edit>>> {
+pub(crate) fn fixes(quoted: &[Quoted]) -> Vec<Option<Vec<Edit>>> {
     quoted
         .iter()
         .enumerate()
@@ -271,7 +271,7 @@ pub fn fixes(quoted: &[Quoted]) -> Vec<Option<Vec<Edit>>> {
 }
 
 /// The script with every edit applied (for the help text and the tests).
-pub fn apply(script: &str, edits: &[&Edit]) -> String {
+pub(crate) fn apply(script: &str, edits: &[&Edit]) -> String {
     let mut sorted: Vec<&&Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| (e.at, !e.insert));
     let mut out = String::with_capacity(script.len() + edits.len());
@@ -289,7 +289,7 @@ pub fn apply(script: &str, edits: &[&Edit]) -> String {
 
 /// PW0633 for the shell contexts of a step: a shell step's `command`, a branch's `condition`,
 /// and the same fields of its inline steps.
-pub fn check(cx: &mut Ctx, step: &Step) {
+pub(crate) fn check(cx: &mut Ctx, step: &Step) {
     let inlines = steps::inline_steps_of(step);
     let scripts = std::iter::once(step)
         .chain(&inlines)

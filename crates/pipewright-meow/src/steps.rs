@@ -6,13 +6,13 @@ use crate::codes;
 use crate::tree::{Kind, Node};
 use pipewright_syntax::{Diagnostic, Span};
 
-pub const EXECUTORS: [&str; 7] = [
+pub(crate) const EXECUTORS: [&str; 7] = [
     "shell", "spawn", "kill", "expand", "branch", "foreach", "agent",
 ];
 
 /// The values the reference gives a meaning; besides them `on_error` takes a template
 /// reference ([`on_error_template`]); anything else warns and behaves as `fail`.
-pub const ON_ERROR_VALUES: [&str; 2] = ["continue", "fail"];
+pub(crate) const ON_ERROR_VALUES: [&str; 2] = ["continue", "fail"];
 
 /// Whether an `on_error` value names a recovery template (the spec's third kind of value):
 /// written as a reference (`.name`, `#name`, `path#wf`, `lib/x`, `x.toml`). A bare word is not
@@ -21,7 +21,7 @@ pub fn on_error_template(v: &str) -> bool {
     !ON_ERROR_VALUES.contains(&v)
         && (v.starts_with('.') || v.contains('#') || v.contains('/') || v.ends_with(".toml"))
 }
-pub const AGENT_MODES: [&str; 3] = ["autonomous", "interactive", "fire_forget"];
+pub(crate) const AGENT_MODES: [&str; 3] = ["autonomous", "interactive", "fire_forget"];
 
 pub(crate) const COMMON: [&str; 4] = ["id", "executor", "needs", "description"];
 
@@ -117,7 +117,7 @@ pub(crate) fn expected(key: &str) -> Option<Expected> {
     })
 }
 
-pub fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
     let ex = match &step.executor_text {
         Some(e) if EXECUTORS.contains(&e.text.as_str()) => e.text.as_str(),
         Some(e) => {
@@ -216,7 +216,7 @@ pub fn check(step: &Step, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-pub fn unknown_executor(span: Span, name: &str) -> Diagnostic {
+pub(crate) fn unknown_executor(span: Span, name: &str) -> Diagnostic {
     let d = Diagnostic::error(codes::UNKNOWN_EXECUTOR, span, format!("unknown executor `{name}`"))
         .with_label("not an executor")
         .with_note("`meow validate` accepts it, but the step fails when it is baked: \"unknown executor type\"");
@@ -269,7 +269,7 @@ fn check_on_error(step: &Step, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-pub fn bad_value(
+pub(crate) fn bad_value(
     span: Span,
     key: &str,
     v: &str,
@@ -293,7 +293,7 @@ pub fn bad_value(
 
 /// Go's `time.ParseDuration`: an optional sign, then one or more decimal numbers each with a
 /// unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`); a bare `0` is allowed.
-pub fn parses_as_duration(s: &str) -> bool {
+pub(crate) fn parses_as_duration(s: &str) -> bool {
     let s = s.strip_prefix(['+', '-']).unwrap_or(s);
     if s == "0" {
         return true;
@@ -674,7 +674,7 @@ fn inline_steps(n: &Node, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-pub fn inline_steps_of(step: &Step) -> Vec<Step> {
+pub(crate) fn inline_steps_of(step: &Step) -> Vec<Step> {
     let mut sink = Vec::new();
     let mut out = Vec::new();
     for key in ["on_true", "on_false", "on_timeout"] {

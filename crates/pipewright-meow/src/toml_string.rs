@@ -5,7 +5,7 @@
 
 /// The form a string is written in.
 #[derive(Clone, Copy, PartialEq, Debug)]
-pub enum Form {
+pub(crate) enum Form {
     Basic,
     MultiBasic,
     Literal,
@@ -13,7 +13,7 @@ pub enum Form {
 }
 
 /// A string node's source text mapped onto its value.
-pub struct Mapped {
+pub(crate) struct Mapped {
     pub form: Form,
     /// `starts[j]`: the source offset (from the start of the node) where value byte `j` is
     /// written; `starts[value.len()]` is where the closing delimiter starts.
@@ -22,7 +22,7 @@ pub struct Mapped {
 
 impl Mapped {
     /// `raw` is the node's source text, `value` its value; `None` when they do not agree.
-    pub fn new(raw: &str, value: &str) -> Option<Mapped> {
+    pub(crate) fn new(raw: &str, value: &str) -> Option<Mapped> {
         let (form, open) = if raw.starts_with("\"\"\"") {
             (Form::MultiBasic, 3)
         } else if raw.starts_with("'''") {
@@ -67,7 +67,7 @@ impl Mapped {
 
     /// How `quote` is written inside this string, or `None` if it cannot be without changing
     /// the form (a `'` in a literal string).
-    pub fn write(&self, quote: char) -> Option<&'static str> {
+    pub(crate) fn write(&self, quote: char) -> Option<&'static str> {
         match (self.form, quote) {
             (Form::Basic | Form::MultiBasic, '"') => Some("\\\""),
             (_, '\'') if matches!(self.form, Form::Literal | Form::MultiLiteral) => None,

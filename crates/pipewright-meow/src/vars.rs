@@ -12,7 +12,7 @@ use pipewright_syntax::{Diagnostic, Severity, Span};
 use std::collections::{BTreeSet, HashMap};
 
 /// Names the reference defines itself.
-pub const BUILTINS: [&str; 6] = [
+pub(crate) const BUILTINS: [&str; 6] = [
     "workflow_id",
     "step_id",
     "timestamp",
@@ -22,9 +22,9 @@ pub const BUILTINS: [&str; 6] = [
 ];
 
 /// What a recovery template (`on_error = ".name"`) reads its failure from.
-pub const FAILED_STEP: &str = "_failed_step";
+pub(crate) const FAILED_STEP: &str = "_failed_step";
 
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     pub wf: &'a Workflow,
     /// Names a foreach of this file binds in this workflow (`item_var`, `index_var`).
     pub extra: &'a [String],
@@ -61,7 +61,13 @@ impl Scope<'_> {
 /// Across files these are warnings: the project's copy of a library may lag the one `meow`
 /// finds first (a collection, `~/.meow/workflows`).
 /// A recovery passes no table: it receives the variables of `caller`, the failing workflow.
-pub fn passed(cx: &mut Ctx, x: &Expansion, caller: &Workflow, wf: &Workflow, same_file: bool) {
+pub(crate) fn passed(
+    cx: &mut Ctx,
+    x: &Expansion,
+    caller: &Workflow,
+    wf: &Workflow,
+    same_file: bool,
+) {
     let severity = if same_file {
         Severity::Error
     } else {
@@ -190,7 +196,7 @@ fn span_of(text: &str, node: &Node, needle: &str, nth: usize) -> Span {
 /// Keys whose text is never substituted.
 const NOT_SUBSTITUTED: [&str; 3] = ["description", "timeout", "mode"];
 
-pub fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
+pub(crate) fn references(cx: &mut Ctx, scope: &Scope, step: &Step) {
     let mut nodes = Vec::new();
     // A foreach binds its `item_var` and `index_var` for its own `variables` and `template`
     // (spec, foreach: "can reference `item_var` and `index_var`").
@@ -274,7 +280,7 @@ enum Where {
 }
 
 /// Cleanup scripts are never `{{…}}`-substituted.
-pub fn cleanup_scripts(cx: &mut Ctx, wf: &Workflow) {
+pub(crate) fn cleanup_scripts(cx: &mut Ctx, wf: &Workflow) {
     for k in [
         "cleanup_on_success",
         "cleanup_on_failure",

@@ -21,16 +21,16 @@ pub const STEP_KINDS: &[&str] = &[
 ];
 
 /// The keys of a pipeline document; `steps` is required with `pipeline`.
-pub const PIPELINE_KEYS: &[&str] = &["pipeline", "description", "steps"];
+pub(crate) const PIPELINE_KEYS: &[&str] = &["pipeline", "description", "steps"];
 /// Keys of the reference's richer grammar that pipelines may not use (PW0208).
-pub const UNSUPPORTED_PIPELINE_KEYS: &[&str] = &["input", "defaults", "refine"];
+pub(crate) const UNSUPPORTED_PIPELINE_KEYS: &[&str] = &["input", "defaults", "refine"];
 
 /// Loads one file's documents. Documents that fail to load are skipped after their
 /// diagnostics are recorded, so one bad step does not hide problems in the next one.
 ///
 /// The documents are consumed: each step's part of the YAML tree is freed as soon as its AST
 /// exists, so a large file never holds its whole tree and its whole AST at once.
-pub fn load_file(
+pub(crate) fn load_file(
     file: FileId,
     source: &str,
     docs: Vec<Document>,

@@ -6,12 +6,13 @@ use pipewright_syntax::suggest::help_for_unknown;
 use pipewright_syntax::Diagnostic;
 use pipewright_yaml::{Node, NodeKind, ScalarValue};
 
-pub const FIELD_TYPES: &[&str] = &["bool", "string", "number", "enum", "list", "object", "ref"];
+pub(crate) const FIELD_TYPES: &[&str] =
+    &["bool", "string", "number", "enum", "list", "object", "ref"];
 /// The keys of a schema document, both required.
-pub const SCHEMA_KEYS: &[&str] = &["schema", "fields"];
+pub(crate) const SCHEMA_KEYS: &[&str] = &["schema", "fields"];
 /// The attributes a field of each type means (others are ignored, PW0301), and the ones it
 /// needs.
-pub const FIELD_KEYS: &[(&str, &[&str])] = &[
+pub(crate) const FIELD_KEYS: &[(&str, &[&str])] = &[
     ("bool", &["type", "required", "description"]),
     ("string", &["type", "required", "description"]),
     (
@@ -23,7 +24,7 @@ pub const FIELD_KEYS: &[(&str, &[&str])] = &[
     ("object", &["type", "required", "fields", "description"]),
     ("ref", &["type", "required", "schema", "description"]),
 ];
-pub const FIELD_REQUIRED_KEYS: &[(&str, &[&str])] = &[
+pub(crate) const FIELD_REQUIRED_KEYS: &[(&str, &[&str])] = &[
     ("enum", &["values"]),
     ("list", &["of"]),
     ("object", &["fields"]),

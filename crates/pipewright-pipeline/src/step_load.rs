@@ -44,10 +44,10 @@ pub const STEP_BODY_KEYS: &[(&str, &[&str])] = &[
     ("parallel", &["branches", "collect", "on_error", "output"]),
 ];
 /// The keys of a call target (a match case or default).
-pub const TARGET_KEYS: &[&str] = &["pipeline", "pass"];
+pub(crate) const TARGET_KEYS: &[&str] = &["pipeline", "pass"];
 
 /// The keys each kind cannot do without (PW0204 when missing).
-pub const STEP_REQUIRED_KEYS: &[(&str, &[&str])] = &[
+pub(crate) const STEP_REQUIRED_KEYS: &[(&str, &[&str])] = &[
     ("transform", &["value"]),
     ("tool", &["name"]),
     ("shell", &["command"]),
@@ -60,7 +60,10 @@ pub const STEP_REQUIRED_KEYS: &[(&str, &[&str])] = &[
 ];
 
 /// `kind`'s row of a per-kind table (empty for a kind not in it).
-pub fn keys_of(table: &[(&str, &'static [&'static str])], kind: &str) -> &'static [&'static str] {
+pub(crate) fn keys_of(
+    table: &[(&str, &'static [&'static str])],
+    kind: &str,
+) -> &'static [&'static str] {
     table
         .iter()
         .find(|(k, _)| *k == kind)

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// Included files, loaded once per check run however many recipes include them, so their own
 /// problems are reported once.
 #[derive(Default)]
-pub struct Cache {
+pub(crate) struct Cache {
     files: HashMap<PathBuf, Loaded>,
 }
 
@@ -28,7 +28,7 @@ enum Loaded {
 
 impl Cache {
     /// Adds the steps of every `$include` of `recipe` (written in `path`).
-    pub fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         recipe: &mut Recipe,
         path: &Path,

@@ -6,13 +6,13 @@ use crate::codes;
 use pipewright_syntax::{suggest, Diagnostic};
 use std::collections::{HashMap, HashSet, VecDeque};
 
-pub const MODELS: &[&str] = &["haiku", "sonnet", "opus"];
+pub(crate) const MODELS: &[&str] = &["haiku", "sonnet", "opus"];
 
 /// The exit reason an `other` outcome gets when `exitOnOther` ends the recipe and the step has
 /// no `other` transition to take a reason from (the spec's convention, §6.3).
-pub const DEFAULT_OTHER_REASON: &str = "user-provided-other";
+pub(crate) const DEFAULT_OTHER_REASON: &str = "user-provided-other";
 
-pub fn check(r: &Recipe, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check(r: &Recipe, diags: &mut Vec<Diagnostic>) {
     let names: Vec<&str> = r.steps.iter().map(|s| s.name.text.as_str()).collect();
     // Rule 1.
     if let Some(init) = &r.initial_step {

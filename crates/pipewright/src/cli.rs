@@ -19,13 +19,13 @@ const VERSION: &str = concat!(
     version = VERSION,
     about = "Check, format, graph and run AI-agent workflow definitions"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Report every problem in workflow files, before anything runs.
     Check(CheckArgs),
     /// Print the long explanation of a diagnostic code (e.g. PW0253).
@@ -52,7 +52,7 @@ pub enum Command {
 }
 
 #[derive(Args)]
-pub struct SchemaArgs {
+pub(crate) struct SchemaArgs {
     /// The dialect whose files the schema describes.
     #[arg(
         value_name = "DIALECT",
@@ -63,7 +63,7 @@ pub struct SchemaArgs {
 }
 
 #[derive(Args)]
-pub struct ApproveArgs {
+pub(crate) struct ApproveArgs {
     /// The run (`pipewright runs` lists them).
     #[arg(value_name = "RUN_ID")]
     pub id: String,
@@ -77,7 +77,7 @@ pub struct ApproveArgs {
 }
 
 #[derive(Args)]
-pub struct DenyArgs {
+pub(crate) struct DenyArgs {
     /// The run (`pipewright runs` lists them).
     #[arg(value_name = "RUN_ID")]
     pub id: String,
@@ -90,7 +90,7 @@ pub struct DenyArgs {
 }
 
 #[derive(Args)]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     #[command(subcommand)]
     pub action: Option<RunsAction>,
     /// Output of the list: a table, or a JSON array.
@@ -99,7 +99,7 @@ pub struct RunsArgs {
 }
 
 #[derive(Subcommand)]
-pub enum RunsAction {
+pub(crate) enum RunsAction {
     /// Print a run as JSON: status, file, workflow, input, completed steps, output, stores…
     Show {
         /// The run (`pipewright runs` lists them).
@@ -128,7 +128,7 @@ pub enum RunsAction {
 }
 
 #[derive(Args)]
-pub struct FmtArgs {
+pub(crate) struct FmtArgs {
     /// Files or directories; `-` reads standard input and writes standard output.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -152,20 +152,20 @@ pub struct FmtArgs {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum KeyOrderArg {
+pub(crate) enum KeyOrderArg {
     Preserve,
     Canonical,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     Dot,
     Mermaid,
     Json,
 }
 
 #[derive(Args)]
-pub struct GraphArgs {
+pub(crate) struct GraphArgs {
     /// The workflow file, of any dialect; `-` reads standard input.
     pub file: PathBuf,
     /// Only this workflow of the file (a pipeline, a MEOW template) and what it calls.
@@ -178,13 +178,13 @@ pub struct GraphArgs {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
+pub(crate) enum RunFormat {
     Human,
     Json,
 }
 
 #[derive(Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The workflow file, of any dialect (optional with --resume); `-` reads standard input.
     #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
@@ -261,21 +261,21 @@ fn backend_parser() -> impl TypedValueParser<Value = String> {
 }
 
 /// The runtimes of the registry's dialects.
-pub fn runtimes() -> impl Iterator<Item = &'static dyn Runtime> {
+pub(crate) fn runtimes() -> impl Iterator<Item = &'static dyn Runtime> {
     pipewright_registry::DIALECTS
         .iter()
         .filter_map(|d| d.runtime())
 }
 
 /// The dialects' own commands (MEOW's `meow`).
-pub fn dialect_commands() -> impl Iterator<Item = &'static dyn DialectCommand> {
+pub(crate) fn dialect_commands() -> impl Iterator<Item = &'static dyn DialectCommand> {
     pipewright_registry::DIALECTS
         .iter()
         .filter_map(|d| d.command())
 }
 
 /// The command line with every dialect's own `run` flags and commands declared.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     let root = Cli::command().mut_subcommand("run", |mut run| {
         for flag in runtimes().flat_map(|r| r.flags()) {
             run = run.arg(flag_arg(flag));
@@ -286,7 +286,7 @@ pub fn command() -> clap::Command {
 }
 
 /// What the command line asks for.
-pub enum Parsed {
+pub(crate) enum Parsed {
     Builtin(Cli),
     /// A dialect's own command, with its arguments.
     Dialect(&'static dyn DialectCommand, clap::ArgMatches),
@@ -306,7 +306,7 @@ fn flag_arg(f: &RunFlag) -> Arg {
 }
 
 /// Parses the command line (exits with clap's message on a usage error).
-pub fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
+pub(crate) fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
     let matches = command().get_matches_from(args);
     if let Some((name, m)) = matches.subcommand() {
         if let Some(c) = dialect_commands().find(|c| c.command().get_name() == name) {
@@ -332,7 +332,7 @@ pub fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Rustc-style text with the source excerpt, labels and help.
     Human,
     /// One line per diagnostic: `FILE:LINE:COL: CODE [*] severity: message` (`[*]`: `--fix`
@@ -357,12 +357,12 @@ fn dialect_arg(name: &str) -> Result<&'static dyn pipewright_dialect::Dialect, S
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Deny {
+pub(crate) enum Deny {
     Warnings,
 }
 
 #[derive(Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Files or directories (searched recursively for .yaml, .yml, .json and .toml files).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -413,7 +413,7 @@ fn code_arg(code: &str) -> Result<String, String> {
 }
 
 #[derive(Args)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     /// A diagnostic code such as PW0253.
     pub code: Option<String>,
     /// List every code with its one-line title, sorted by code.
@@ -422,7 +422,7 @@ pub struct ExplainArgs {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvalLang {
+pub(crate) enum EvalLang {
     R1,
     Prompt,
     Condition,
@@ -430,13 +430,13 @@ pub enum EvalLang {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ConditionSite {
+pub(crate) enum ConditionSite {
     TopLevel,
     Loop,
 }
 
 #[derive(Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// The language of EXPR: an R1 expression, a pipeline prompt template, a recipe
     /// condition or a recipe template.
     #[arg(long, value_enum, default_value = "r1")]

@@ -5,7 +5,7 @@ use pipewright_dialect::{Dialect, Verb};
 use pipewright_syntax::{Diagnostic, FileId, Span};
 
 /// The error on a file whose dialect is recognised but cannot do `verb` yet.
-pub fn unsupported(file: FileId, d: &dyn Dialect, verb: Verb) -> Diagnostic {
+pub(crate) fn unsupported(file: FileId, d: &dyn Dialect, verb: Verb) -> Diagnostic {
     let what = match verb {
         Verb::Check => "checked",
         Verb::Fmt => "formatted",
@@ -25,6 +25,6 @@ pub fn unsupported(file: FileId, d: &dyn Dialect, verb: Verb) -> Diagnostic {
 }
 
 /// The one-line refusal `graph` and `run` print for such a file.
-pub fn unsupported_verb(d: &dyn Dialect, verb: Verb) -> String {
+pub(crate) fn unsupported_verb(d: &dyn Dialect, verb: Verb) -> String {
     format!("{} does not support {} files yet", verb.name(), d.name())
 }

@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-pub const EXTENSIONS: &[&str] = &["yaml", "yml", "json", "toml"];
+pub(crate) const EXTENSIONS: &[&str] = &["yaml", "yml", "json", "toml"];
 
 /// A file to check and whether the user named it (named files are always checked; files
 /// found by walking a directory are skipped when they are not workflow documents).
-pub struct Input {
+pub(crate) struct Input {
     pub path: PathBuf,
     pub explicit: bool,
     /// Why this path could not be listed (a missing path, an unreadable directory). Such an
@@ -27,7 +27,7 @@ impl Input {
 /// Expands directories recursively (sorted, so output is deterministic), skipping VCS and
 /// build directories. Paths that cannot be read come back as inputs with a `problem`, in
 /// their place, so that one bad path never hides the results of the others.
-pub fn expand(paths: &[PathBuf]) -> Vec<Input> {
+pub(crate) fn expand(paths: &[PathBuf]) -> Vec<Input> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
@@ -90,6 +90,6 @@ fn walk(dir: &Path, out: &mut Vec<Input>) {
 }
 
 /// Display form of a path: as given, with forward slashes.
-pub fn display(path: &Path) -> String {
+pub(crate) fn display(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }

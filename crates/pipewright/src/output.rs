@@ -6,16 +6,16 @@ use pipewright_syntax::{render, CodeInfo, Diagnostic, SourceMap};
 use std::io::IsTerminal;
 
 /// Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org).
-pub fn use_color() -> bool {
+pub(crate) fn use_color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
 /// The same rule for output written to stderr.
-pub fn use_color_stderr() -> bool {
+pub(crate) fn use_color_stderr() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
-pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &Files) {
+pub(crate) fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &Files) {
     let text = match format {
         Format::Human => {
             let mut s = render::human(diags, sources, use_color());
@@ -53,7 +53,7 @@ pub fn print(format: Format, diags: &[Diagnostic], sources: &SourceMap, files: &
 /// `check --statistics`: one line per code, `COUNT  CODE  [*] title` (`[*]`: `--fix` fixes at
 /// least one of them), the most frequent first, as ruff prints it; with `--format json`, an
 /// array of `{code, count, fixable, title}`.
-pub fn statistics(format: Format, diags: &[Diagnostic], sources: &SourceMap) {
+pub(crate) fn statistics(format: Format, diags: &[Diagnostic], sources: &SourceMap) {
     let codes = all_codes();
     let mut rows: Vec<(&str, usize, bool)> = Vec::new();
     for d in diags {
@@ -121,7 +121,7 @@ fn summary(diags: &[Diagnostic], files: &Files) -> String {
 }
 
 /// Every documented code, from every crate that emits diagnostics.
-pub fn all_codes() -> Vec<CodeInfo> {
+pub(crate) fn all_codes() -> Vec<CodeInfo> {
     let tables: &[&[CodeInfo]] = &[
         pipewright_syntax::codes::GENERAL,
         crate::commands::check::CLI_CODES,
@@ -147,7 +147,7 @@ static WRITE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 /// rest is dropped quietly, as Unix tools do, and the exit code stays the command's verdict.
 /// Any other failure (a full disk behind a redirect) loses output, so it is reported once and
 /// turns the exit code into 2 (see [`write_failed`]).
-pub fn write(to_stderr: bool, args: std::fmt::Arguments) {
+pub(crate) fn write(to_stderr: bool, args: std::fmt::Arguments) {
     use std::io::Write;
     let result = if to_stderr {
         std::io::stderr().lock().write_fmt(args)
@@ -161,7 +161,7 @@ pub fn write(to_stderr: bool, args: std::fmt::Arguments) {
 }
 
 /// Reports a failed write once (a closed pipe is not a failure: see [`write`]).
-pub fn write_error(e: &std::io::Error, stream: &str) {
+pub(crate) fn write_error(e: &std::io::Error, stream: &str) {
     use std::io::Write;
     if e.kind() != std::io::ErrorKind::BrokenPipe
         && !WRITE_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed)
@@ -172,7 +172,7 @@ pub fn write_error(e: &std::io::Error, stream: &str) {
 
 /// `fmt --diff`'s unified diff of one file, written to stdout as it is made (see [`write`]
 /// for what a failed write does).
-pub fn write_diff(path: &str, before: &str, after: &str) {
+pub(crate) fn write_diff(path: &str, before: &str, after: &str) {
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let result = pipewright_fmt::write_unified_diff(&mut out, path, before, after)
@@ -183,7 +183,7 @@ pub fn write_diff(path: &str, before: &str, after: &str) {
 }
 
 /// [`write`] for bytes that need not be UTF-8 (standard input echoed back by `fmt -`).
-pub fn write_bytes(bytes: &[u8]) {
+pub(crate) fn write_bytes(bytes: &[u8]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
@@ -192,6 +192,6 @@ pub fn write_bytes(bytes: &[u8]) {
 }
 
 /// True when some output could not be written (other than to a closed pipe).
-pub fn write_failed() -> bool {
+pub(crate) fn write_failed() -> bool {
     WRITE_FAILED.load(std::sync::atomic::Ordering::Relaxed)
 }

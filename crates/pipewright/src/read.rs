@@ -16,7 +16,7 @@ pipewright_syntax::codes! {
 }
 
 /// The name a file is shown under: as given, with forward slashes; standard input is `<stdin>`.
-pub fn display_name(path: &Path) -> String {
+pub(crate) fn display_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "<stdin>".to_string()
     } else {
@@ -27,7 +27,7 @@ pub fn display_name(path: &Path) -> String {
 /// Reads one input into `sources`. On failure the file is still added (empty, or with the
 /// invalid bytes replaced) so that the diagnostic has a place to point at.
 /// A failure is boxed: a `Diagnostic` is large, and the text is the common case.
-pub fn input(
+pub(crate) fn input(
     input: &Input,
     sources: &mut SourceMap,
 ) -> Result<(FileId, Arc<str>), Box<Diagnostic>> {
@@ -46,7 +46,7 @@ pub fn input(
 }
 
 /// Adds the bytes read for `name` to `sources` as text, or reports where they stop being UTF-8.
-pub fn decode(
+pub(crate) fn decode(
     name: String,
     bytes: Vec<u8>,
     sources: &mut SourceMap,
@@ -81,11 +81,11 @@ pub fn decode(
 
 /// The most any verb reads from one file or from standard input. Workflow files are kilobytes;
 /// the limit only stops `check /dev/zero` or an endless pipe from taking all memory.
-pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The raw bytes of a path; `-` is standard input. More than [`MAX_INPUT_BYTES`] is an error of
 /// kind `FileTooLarge`, found without reading a large regular file at all.
-pub fn bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn bytes(path: &Path) -> std::io::Result<Vec<u8>> {
     let too_large = || {
         std::io::Error::new(
             ErrorKind::FileTooLarge,
@@ -110,7 +110,7 @@ pub fn bytes(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// The text of a path (`-` is standard input), for the verbs that take exactly one file.
-pub fn text(path: &Path) -> Result<String, String> {
+pub(crate) fn text(path: &Path) -> Result<String, String> {
     let bytes = bytes(path).map_err(|e| format!("cannot read `{}`: {e}", display_name(path)))?;
     String::from_utf8(bytes).map_err(|_| {
         format!(
@@ -137,7 +137,7 @@ fn too_large(name: &str, sources: &mut SourceMap) -> Diagnostic {
 
 /// The diagnostic for a path that could not be read; the path is added to `sources` (empty) so
 /// that the diagnostic has a file to name.
-pub fn failed(name: &str, why: &str, sources: &mut SourceMap) -> Diagnostic {
+pub(crate) fn failed(name: &str, why: &str, sources: &mut SourceMap) -> Diagnostic {
     let file = sources.add(name.to_string(), "");
     Diagnostic::error(
         UNREADABLE,

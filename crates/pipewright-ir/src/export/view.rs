@@ -45,7 +45,7 @@ pub(crate) struct NodeView<'a> {
 }
 
 impl<'a> View<'a> {
-    pub fn new(program: &'a Program, opts: &ExportOptions) -> View<'a> {
+    pub(super) fn new(program: &'a Program, opts: &ExportOptions) -> View<'a> {
         let shown = shown(program, opts);
         let shown_set: HashSet<WorkflowId> = shown.iter().copied().collect();
         let mut counter = 0;
@@ -77,7 +77,7 @@ impl<'a> View<'a> {
     }
 
     /// The entry node number of a shown workflow.
-    pub fn entry_of(&self, id: WorkflowId) -> Option<usize> {
+    pub(super) fn entry_of(&self, id: WorkflowId) -> Option<usize> {
         self.entries.get(&id).copied().flatten()
     }
 }

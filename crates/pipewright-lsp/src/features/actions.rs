@@ -5,7 +5,7 @@ use crate::convert::Data;
 use lsp_types::{CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, WorkspaceEdit};
 use std::collections::HashMap;
 
-pub fn actions(p: &CodeActionParams) -> Vec<CodeActionOrCommand> {
+pub(crate) fn actions(p: &CodeActionParams) -> Vec<CodeActionOrCommand> {
     let mut out = Vec::new();
     for d in &p.context.diagnostics {
         let Some(data) = d

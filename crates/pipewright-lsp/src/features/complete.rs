@@ -5,7 +5,7 @@ use crate::text::LineIndex;
 use lsp_types::{CompletionItem, CompletionItemKind, Documentation, Position};
 use pipewright_dialect::editor::{Completion, CompletionKind};
 
-pub fn complete(doc: &Doc, at: Position) -> Vec<CompletionItem> {
+pub(crate) fn complete(doc: &Doc, at: Position) -> Vec<CompletionItem> {
     let Some(editor) = doc.editor() else {
         return Vec::new();
     };

@@ -9,7 +9,7 @@ use pipewright_syntax::FileId;
 
 /// `None` when the document is no workflow or cannot be formatted faithfully (the check's
 /// diagnostics say why); an empty list when it is already canonical.
-pub fn format(doc: &Doc) -> Option<Vec<TextEdit>> {
+pub(crate) fn format(doc: &Doc) -> Option<Vec<TextEdit>> {
     let d = doc.dialect().filter(|d| d.supports(Verb::Fmt))?;
     let out = d.format(FileId(0), &doc.text, options(doc)).ok()?;
     if out == *doc.text {

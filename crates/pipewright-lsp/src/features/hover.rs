@@ -8,7 +8,7 @@ use crate::Config;
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, NumberOrString, Position};
 use pipewright_dialect::editor::text::word_at;
 
-pub fn hover(
+pub(crate) fn hover(
     doc: &Doc,
     at: Position,
     config: &Config,

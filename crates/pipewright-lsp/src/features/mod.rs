@@ -1,10 +1,10 @@
 //! What the server answers about one open document.
 
-pub mod actions;
-pub mod complete;
-pub mod format;
-pub mod hover;
-pub mod navigate;
+pub(crate) mod actions;
+pub(crate) mod complete;
+pub(crate) mod format;
+pub(crate) mod hover;
+pub(crate) mod navigate;
 
 use lsp_types::Url;
 use pipewright_dialect::editor::EditorDoc;
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Clone)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub uri: Url,
     /// The file's path; for a document not saved yet (`untitled:`), the URI's path, which still
     /// carries the extension detection goes by.
@@ -23,7 +23,7 @@ pub struct Doc {
 }
 
 impl Doc {
-    pub fn new(uri: &Url, version: i32, text: String) -> Doc {
+    pub(crate) fn new(uri: &Url, version: i32, text: String) -> Doc {
         let path = uri
             .to_file_path()
             .unwrap_or_else(|_| PathBuf::from(uri.path()));
@@ -35,20 +35,20 @@ impl Doc {
         }
     }
 
-    pub fn dir(&self) -> PathBuf {
+    pub(crate) fn dir(&self) -> PathBuf {
         self.path.parent().map(PathBuf::from).unwrap_or_default()
     }
 
-    pub fn dialect(&self) -> Option<&'static dyn Dialect> {
+    pub(crate) fn dialect(&self) -> Option<&'static dyn Dialect> {
         pipewright_registry::detect(&Source::new(&self.path, &self.text))
     }
 
     /// What the document's dialect answers an editor, if it is a workflow.
-    pub fn editor(&self) -> Option<&'static dyn EditorFeatures> {
+    pub(crate) fn editor(&self) -> Option<&'static dyn EditorFeatures> {
         self.dialect()?.editor()
     }
 
-    pub fn as_editor_doc(&self) -> EditorDoc<'_> {
+    pub(crate) fn as_editor_doc(&self) -> EditorDoc<'_> {
         EditorDoc {
             path: &self.path,
             text: &self.text,

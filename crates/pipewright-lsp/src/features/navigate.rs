@@ -8,7 +8,11 @@ use lsp_types::{Location, Position, Url};
 use pipewright_dialect::editor::{Place, PlaceFile, Workspace};
 use std::collections::HashMap;
 
-pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
+pub(crate) fn definition(
+    doc: &Doc,
+    at: Position,
+    docs: &HashMap<Url, Doc>,
+) -> Option<Vec<Location>> {
     let offset = LineIndex::new(&doc.text).offset(at);
     let siblings = siblings(doc, docs);
     let places = doc
@@ -18,7 +22,11 @@ pub fn definition(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<V
 }
 
 /// The definitions and uses of the name under the cursor.
-pub fn references(doc: &Doc, at: Position, docs: &HashMap<Url, Doc>) -> Option<Vec<Location>> {
+pub(crate) fn references(
+    doc: &Doc,
+    at: Position,
+    docs: &HashMap<Url, Doc>,
+) -> Option<Vec<Location>> {
     let offset = LineIndex::new(&doc.text).offset(at);
     let siblings = siblings(doc, docs);
     let places = doc

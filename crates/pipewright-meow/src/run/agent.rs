@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The text sent: the prompt, then what to report and how.
-pub fn full_prompt(prompt: &str, decl: &[OutputDecl], fire_forget: bool) -> String {
+pub(super) fn full_prompt(prompt: &str, decl: &[OutputDecl], fire_forget: bool) -> String {
     if fire_forget {
         return prompt.to_string();
     }
@@ -33,7 +33,7 @@ pub fn full_prompt(prompt: &str, decl: &[OutputDecl], fire_forget: bool) -> Stri
 
 /// Checks reported outputs against the declarations and gives them their declared types
 /// (`number` `"42"` becomes 42); undeclared outputs are kept as they are.
-pub fn validate(
+pub(super) fn validate(
     decl: &[OutputDecl],
     mut outs: Map<String, Value>,
     workdir: &Path,
@@ -118,7 +118,7 @@ fn shape(decl: &[OutputDecl]) -> Value {
     json!({"type": "object", "properties": props})
 }
 
-pub struct Ask {
+pub(super) struct Ask {
     pub backend: Arc<dyn AgentBackend>,
     pub run_id: String,
     pub step: String,
@@ -133,11 +133,11 @@ pub struct Ask {
 
 /// How many answers an agent step may give before its outputs are accepted or it fails (a
 /// rejected answer is sent back with why, as `meow done` returns the error to a live agent).
-pub const ATTEMPTS: usize = 3;
+pub(super) const ATTEMPTS: usize = 3;
 
 /// Asks the backend, re-asking with the validation errors until the outputs are valid.
 /// The outputs, or the failure's error type (`_failed_step.error_type`) and message.
-pub async fn ask(a: Ask) -> Result<Map<String, Value>, (&'static str, String)> {
+pub(super) async fn ask(a: Ask) -> Result<Map<String, Value>, (&'static str, String)> {
     let mut prompt = a.prompt.clone();
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
@@ -193,7 +193,7 @@ pub async fn ask(a: Ask) -> Result<Map<String, Value>, (&'static str, String)> {
 }
 
 /// The prompt `meow prime` repeats to an agent whose last `meow done` was refused.
-pub fn refused_prompt(prompt: &str, why: &str) -> String {
+pub(super) fn refused_prompt(prompt: &str, why: &str) -> String {
     format!("{prompt}\n\nYour last `pipewright meow done` was refused: {why}. Report again.")
 }
 

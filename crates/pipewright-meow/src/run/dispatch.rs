@@ -23,10 +23,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub type InFlight = Pin<Box<dyn Future<Output = (usize, Completion)> + Send>>;
+pub(super) type InFlight = Pin<Box<dyn Future<Output = (usize, Completion)> + Send>>;
 
 /// A step's completion.
-pub enum Completion {
+pub(crate) enum Completion {
     Shell(shell::Ran),
     /// Outputs, or the error type and message.
     Agent(Result<Map<String, Value>, (&'static str, String)>),
@@ -43,7 +43,7 @@ pub enum Completion {
 
 /// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
 /// written: those it has.
-pub fn substituted_fields(executor: &Executor) -> Vec<(&'static str, Value)> {
+pub(super) fn substituted_fields(executor: &Executor) -> Vec<(&'static str, Value)> {
     let text = |field: &Option<Text>| {
         field
             .as_ref()
@@ -114,7 +114,7 @@ pub fn substituted_fields(executor: &Executor) -> Vec<(&'static str, Value)> {
 }
 
 /// Why an expansion could not insert its steps.
-pub struct Refused {
+pub(super) struct Refused {
     pub code: &'static str,
     pub message: String,
     /// The spec's error type when the refusal says it (`_failed_step.error_type`).

@@ -37,7 +37,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
-pub fn show(d: Duration) -> String {
+pub(super) fn show(d: Duration) -> String {
     let ms = d.as_millis();
     if !ms.is_multiple_of(1000) || ms == 0 {
         format!("{ms}ms")

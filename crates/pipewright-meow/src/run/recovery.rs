@@ -142,15 +142,15 @@ pub(super) fn fails_run(st: &State, i: usize) -> bool {
 }
 
 /// The variable a recovery template reads its failure from.
-pub const FAILED_STEP: &str = "_failed_step";
+pub(super) const FAILED_STEP: &str = "_failed_step";
 
 /// Error types of the spec that failure sites name (`State::fail`); the others are told by
 /// `error_type` from the executor and the failure.
-pub const TIMEOUT: &str = "timeout";
-pub const COMMAND_FAILED: &str = "command_failed";
-pub const AGENT_NOT_FOUND: &str = "agent_not_found";
-pub const AGENT_CRASHED: &str = "agent_crashed";
-pub const TEMPLATE_NOT_FOUND: &str = "template_not_found";
+pub(super) const TIMEOUT: &str = "timeout";
+pub(super) const COMMAND_FAILED: &str = "command_failed";
+pub(super) const AGENT_NOT_FOUND: &str = "agent_not_found";
+pub(super) const AGENT_CRASHED: &str = "agent_crashed";
+pub(super) const TEMPLATE_NOT_FOUND: &str = "template_not_found";
 
 /// `_failed_step` of the spec's table for step `i`, which just failed.
 fn failed_step(st: &State, i: usize, code: Option<&str>, child_failed: bool) -> Value {

@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One capture: `name = { source = "stdout"|"stderr"|"exit_code"|"file:PATH", type = "json" }`.
-pub struct Capture {
+pub(super) struct Capture {
     pub name: String,
     pub source: String,
     pub json: bool,
 }
 
-pub struct Command {
+pub(super) struct Command {
     pub script: String,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
@@ -24,7 +24,7 @@ pub struct Command {
 }
 
 /// How a command ended: `outcome` is `true`, `false` or `timeout`.
-pub struct Ran {
+pub(crate) struct Ran {
     pub outcome: &'static str,
     pub exit_code: i64,
     pub stderr: String,
@@ -36,7 +36,7 @@ pub struct Ran {
 /// Without a `timeout` a command may run this long (a day: approval gates wait for people).
 const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-pub async fn run(c: Command) -> Ran {
+pub(super) async fn run(c: Command) -> Ran {
     let argv = ["sh".to_string(), "-c".to_string(), c.script.clone()];
     let limit = c.timeout.unwrap_or(NO_TIMEOUT);
     let res = process::run(process::Spec {

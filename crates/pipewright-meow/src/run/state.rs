@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Pending,
     Running,
     Done,
@@ -25,7 +25,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Status::Pending => "pending",
             Status::Running => "running",
@@ -37,7 +37,7 @@ impl Status {
         }
     }
 
-    pub fn terminal(self) -> bool {
+    pub(crate) fn terminal(self) -> bool {
         matches!(
             self,
             Status::Done | Status::Failed | Status::Skipped | Status::Recovered
@@ -45,17 +45,17 @@ impl Status {
     }
 
     /// Whether a need on a step in this state is met.
-    pub fn satisfies(self) -> bool {
+    pub(crate) fn satisfies(self) -> bool {
         matches!(self, Status::Done | Status::Recovered)
     }
 }
 
 /// The variables one instance of a workflow sees.
-pub struct Scope {
+pub(super) struct Scope {
     pub vars: Map<String, Value>,
 }
 
-pub struct RunStep {
+pub(super) struct RunStep {
     pub id: String,
     pub template: Arc<TemplateStep>,
     pub scope: Arc<Scope>,
@@ -86,12 +86,12 @@ pub struct RunStep {
 }
 
 impl RunStep {
-    pub fn is_agent(&self) -> bool {
+    pub(super) fn is_agent(&self) -> bool {
         self.agent().is_some()
     }
 
     /// The fields of an agent step.
-    pub fn agent(&self) -> Option<&Agent> {
+    pub(super) fn agent(&self) -> Option<&Agent> {
         match &self.template.executor {
             Executor::Agent(a) => Some(a),
             _ => None,
@@ -99,7 +99,7 @@ impl RunStep {
     }
 
     /// Its `on_error`; kill steps have none (they are idempotent, as `check` says).
-    pub fn on_error(&self) -> Option<&str> {
+    pub(super) fn on_error(&self) -> Option<&str> {
         match self.template.executor {
             Executor::Kill(_) => None,
             _ => self.template.on_error.as_ref().map(|t| t.text.as_str()),
@@ -107,13 +107,13 @@ impl RunStep {
     }
 
     /// The recovery template its `on_error` names, if it names one.
-    pub fn recovery_template(&self) -> Option<&str> {
+    pub(super) fn recovery_template(&self) -> Option<&str> {
         self.on_error().filter(|v| crate::on_error_template(v))
     }
 }
 
 #[derive(Default)]
-pub struct State {
+pub(super) struct State {
     pub steps: Vec<RunStep>,
     pub index: HashMap<String, usize>,
     /// Needs naming steps that do not exist yet: the id, and who waits for it.
@@ -130,7 +130,7 @@ pub struct State {
 
 /// What ending a step set in motion, for the caller to report.
 #[derive(Default)]
-pub struct Ended {
+pub(super) struct Ended {
     /// Steps that ended (the step itself, skipped dependents, joins completed).
     pub steps: Vec<usize>,
     /// Failed steps whose `on_error` template is to be expanded.
@@ -139,7 +139,7 @@ pub struct Ended {
 
 impl State {
     /// Adds a step and links its needs; `Err` when its id is taken.
-    pub fn insert(&mut self, mut s: RunStep, ended: &mut Ended) -> Result<usize, String> {
+    pub(super) fn insert(&mut self, mut s: RunStep, ended: &mut Ended) -> Result<usize, String> {
         if self.index.contains_key(&s.id) {
             return Err(format!("two steps would have the id `{}`", s.id));
         }
@@ -187,7 +187,7 @@ impl State {
 
     /// Ends step `i` failed, of the spec's error type `kind` (for a recovery's
     /// `_failed_step.error_type`).
-    pub fn fail(
+    pub(super) fn fail(
         &mut self,
         i: usize,
         kind: &'static str,
@@ -201,7 +201,7 @@ impl State {
 
     /// Ends step `i` and everything that follows from it: dependents become ready or are
     /// skipped, a join whose last child this was ends too.
-    pub fn end(
+    pub(super) fn end(
         &mut self,
         i: usize,
         status: Status,
@@ -303,7 +303,7 @@ impl State {
     }
 
     /// Re-examines the pending steps with wildcard needs; they may become ready or skipped.
-    pub fn check_wild(&mut self, ended: &mut Ended) {
+    pub(super) fn check_wild(&mut self, ended: &mut Ended) {
         if self.wild.is_empty() {
             return;
         }
@@ -372,7 +372,7 @@ fn dep_message(id: &str, status: Status) -> String {
 /// Whether a wildcard need matches a step id: segment by segment (`*` inside a segment
 /// matches any text), and a step under a matched id matches too (`F.*` is every step of
 /// every iteration of `F`).
-pub fn matches(pat: &[&str], id: &str) -> bool {
+pub(super) fn matches(pat: &[&str], id: &str) -> bool {
     let segs: Vec<&str> = id.split('.').collect();
     segs.len() >= pat.len() && pat.iter().zip(&segs).all(|(p, s)| glob(p, s))
 }
@@ -394,7 +394,7 @@ fn glob(p: &str, s: &str) -> bool {
 
 /// Values as step `i` sees them: its scope's variables, the builtins, and the outputs of the
 /// steps it can name (its siblings first, then outwards).
-pub struct StepValues<'a> {
+pub(super) struct StepValues<'a> {
     pub state: &'a State,
     /// The step's index.
     pub step: usize,
@@ -405,7 +405,7 @@ pub struct StepValues<'a> {
 }
 
 impl StepValues<'_> {
-    pub fn new(state: &State, step: usize) -> StepValues<'_> {
+    pub(super) fn new(state: &State, step: usize) -> StepValues<'_> {
         StepValues {
             state,
             step,

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// One `{{…}}` reference, parsed.
 #[derive(Debug, PartialEq)]
-pub enum Ref<'a> {
+pub(super) enum Ref<'a> {
     /// `{{name.a.0}}`: a variable and the path into it.
     Var { root: &'a str, path: Vec<&'a str> },
     /// `{{step.outputs.field.sub}}`.
@@ -15,7 +15,7 @@ pub enum Ref<'a> {
 }
 
 /// Parses the inside of `{{…}}` (already trimmed).
-pub fn parse(inner: &str) -> Ref<'_> {
+pub(super) fn parse(inner: &str) -> Ref<'_> {
     let segs: Vec<&str> = inner.split('.').collect();
     // The last `outputs` wins only if it is neither first nor last (step ids may hold dots).
     if let Some(i) = (1..segs.len().saturating_sub(1)).find(|&i| segs[i] == "outputs") {
@@ -31,7 +31,7 @@ pub fn parse(inner: &str) -> Ref<'_> {
 }
 
 /// The spans of every reference in `text`: (start, end, trimmed inside).
-pub fn refs(text: &str) -> Vec<(usize, usize, &str)> {
+pub(super) fn refs(text: &str) -> Vec<(usize, usize, &str)> {
     let mut out = Vec::new();
     let b = text.as_bytes();
     let mut i = 0;
@@ -55,7 +55,7 @@ pub fn refs(text: &str) -> Vec<(usize, usize, &str)> {
 }
 
 /// Where values come from.
-pub trait Lookup {
+pub(super) trait Lookup {
     /// A variable or builtin; `None` when undefined.
     fn var(&self, name: &str) -> Option<Value>;
     /// The outputs of a step, as seen from the step being substituted; `Err` says why not.
@@ -63,7 +63,7 @@ pub trait Lookup {
 }
 
 /// The value a reference names.
-pub fn resolve(r: &Ref<'_>, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn resolve(r: &Ref<'_>, cx: &dyn Lookup) -> Result<Value, String> {
     match r {
         Ref::Var { root, path } => {
             let v = cx
@@ -125,7 +125,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// A value as text: strings as they are, other values as compact JSON with sorted keys.
-pub fn to_text(v: &Value) -> String {
+pub(super) fn to_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -151,7 +151,7 @@ fn sorted(v: &Value) -> Value {
 
 /// `text` with every reference replaced. In a shell context (`command`, `condition`) a value
 /// that is not plain (letters, digits, `_./:@%+=,-`) is single-quoted.
-pub fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String, String> {
+pub(super) fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String, String> {
     let found = refs(text);
     if found.is_empty() {
         return Ok(text.to_string());
@@ -175,7 +175,7 @@ pub fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String, String
 
 /// A string that is exactly one reference yields the value itself (a map stays a map);
 /// anything else renders to a string (notes §2.1, typed evaluation).
-pub fn typed(text: &str, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn typed(text: &str, cx: &dyn Lookup) -> Result<Value, String> {
     let t = text.trim();
     let found = refs(t);
     if let [(0, end, inner)] = found.as_slice() {
@@ -187,7 +187,7 @@ pub fn typed(text: &str, cx: &dyn Lookup) -> Result<Value, String> {
 }
 
 /// Every string inside `v` substituted, typed where a string is one reference.
-pub fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, String> {
     Ok(match v {
         Value::String(s) => typed(s, cx)?,
         Value::Array(a) => Value::Array(
@@ -205,7 +205,7 @@ pub fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, String> {
 }
 
 /// POSIX single quoting for anything that is not plainly one word.
-pub fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c));

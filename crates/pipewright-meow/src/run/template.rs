@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The file a step came from: its own `.name` references resolve in it.
-pub struct ModuleFile {
+pub(super) struct ModuleFile {
     pub module: Arc<Module>,
     pub path: PathBuf,
 }
 
 /// A step as written, shared by every expansion of its workflow.
 #[derive(Clone)]
-pub struct TemplateStep {
+pub(super) struct TemplateStep {
     pub id: String,
     pub executor: Executor,
     pub on_error: Option<Text>,
@@ -29,7 +29,7 @@ pub struct TemplateStep {
 }
 
 impl TemplateStep {
-    pub fn from_ast(s: &crate::ast::Step) -> TemplateStep {
+    pub(super) fn from_ast(s: &crate::ast::Step) -> TemplateStep {
         TemplateStep {
             id: s.id.text.clone(),
             executor: s.executor.clone(),
@@ -40,7 +40,7 @@ impl TemplateStep {
     }
 }
 
-pub struct VarSpec {
+pub(super) struct VarSpec {
     pub name: String,
     pub required: bool,
     pub default: Option<Value>,
@@ -48,7 +48,7 @@ pub struct VarSpec {
 }
 
 /// A workflow ready to expand.
-pub struct Template {
+pub(super) struct Template {
     pub name: String,
     pub src: Arc<ModuleFile>,
     pub steps: Vec<Arc<TemplateStep>>,
@@ -58,7 +58,7 @@ pub struct Template {
 }
 
 impl Template {
-    pub fn new(src: Arc<ModuleFile>, w: &Workflow) -> Template {
+    pub(super) fn new(src: Arc<ModuleFile>, w: &Workflow) -> Template {
         Template {
             name: w.name.clone(),
             steps: w
@@ -84,7 +84,7 @@ impl Template {
 
     /// The variables of one instance: `given` checked against the declarations, coerced by
     /// declared type, completed with defaults. `root` names the command line in messages.
-    pub fn bind(
+    pub(super) fn bind(
         &self,
         given: Map<String, Value>,
         root: bool,
@@ -215,18 +215,18 @@ fn coerce(v: &VarSpec, x: Value) -> Result<Value, String> {
 
 /// Template references resolved and loaded once per run.
 #[derive(Default)]
-pub struct Library {
+pub(super) struct Library {
     refs: Refs,
     cache: HashMap<(PathBuf, String), Arc<Template>>,
     srcs: HashMap<PathBuf, Arc<ModuleFile>>,
 }
 
 impl Library {
-    pub fn register(&mut self, src: Arc<ModuleFile>) {
+    pub(super) fn register(&mut self, src: Arc<ModuleFile>) {
         self.srcs.insert(src.path.clone(), src);
     }
 
-    pub fn template(&mut self, src: &Arc<ModuleFile>, name: &str) -> Option<Arc<Template>> {
+    pub(super) fn template(&mut self, src: &Arc<ModuleFile>, name: &str) -> Option<Arc<Template>> {
         let key = (src.path.clone(), name.to_string());
         if let Some(t) = self.cache.get(&key) {
             return Some(t.clone());
@@ -238,7 +238,7 @@ impl Library {
     }
 
     /// The workflow `reference` names, written in a step from `from`.
-    pub fn resolve(
+    pub(super) fn resolve(
         &mut self,
         reference: &str,
         from: &Arc<ModuleFile>,
@@ -297,7 +297,7 @@ fn problem(reference: &str, p: Problem) -> String {
 }
 
 /// A relative path against the project directory.
-pub fn under(project: &Path, p: &str) -> PathBuf {
+pub(super) fn under(project: &Path, p: &str) -> PathBuf {
     let p = Path::new(p);
     if p.is_absolute() {
         p.to_path_buf()

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 #[derive(Debug, Clone)]
-pub struct Adapter {
+pub(crate) struct Adapter {
     pub name: String,
     pub command: String,
     pub resume_command: Option<String>,
@@ -52,7 +52,7 @@ wait = "2s"
 
 impl Adapter {
     /// The adapter `name` (or a path to an adapter.toml) as seen from `project`.
-    pub fn find(name: &str, project: &Path) -> Result<Adapter, String> {
+    pub(crate) fn find(name: &str, project: &Path) -> Result<Adapter, String> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if name.ends_with(".toml") {
             candidates.push(super::template::under(project, name));
@@ -90,7 +90,7 @@ impl Adapter {
         ))
     }
 
-    pub fn parse(name: &str, text: &str) -> Result<Adapter, String> {
+    pub(crate) fn parse(name: &str, text: &str) -> Result<Adapter, String> {
         let doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("invalid TOML: {e}"))?;
         let s = |t: &str, k: &str| {
             doc.get(t)
@@ -167,7 +167,7 @@ fn tmux() -> Command {
 /// Escape for `claude`; an adapter without them is not interrupted). Waited for (one short
 /// `tmux send-keys`, two seconds at most), so the keys land before the agent's next prompt is
 /// typed. A failure changes nothing: the step is done, and the next prompt sends the keys again.
-pub fn pause(a: &Adapter, session: &str) {
+pub(super) fn pause(a: &Adapter, session: &str) {
     use std::process::Stdio;
     if a.pre_keys.is_empty() {
         return;
@@ -214,7 +214,7 @@ async fn tmux_ok(args: &[&str]) -> Result<(), String> {
 }
 
 /// A tmux session name for an agent of a run (tmux forbids `.` and `:`).
-pub fn session_name(run_id: &str, agent: &str) -> String {
+pub(super) fn session_name(run_id: &str, agent: &str) -> String {
     let id: Vec<char> = run_id.chars().filter(|c| *c != '-').collect();
     let short: String = id[id.len().saturating_sub(12)..].iter().collect();
     let clean: String = agent
@@ -230,7 +230,7 @@ pub fn session_name(run_id: &str, agent: &str) -> String {
     format!("pw-{short}-{clean}")
 }
 
-pub async fn alive(session: &str) -> bool {
+pub(super) async fn alive(session: &str) -> bool {
     tmux_ok(&["has-session", "-t", &format!("={session}")])
         .await
         .is_ok()
@@ -238,7 +238,7 @@ pub async fn alive(session: &str) -> bool {
 
 /// What a spawn tells of the agent's session id (`meow session-id`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum SessionId {
+pub(crate) enum SessionId {
     /// A live session was reused (or nothing started): what was recorded still holds.
     #[default]
     Unchanged,
@@ -250,7 +250,7 @@ pub enum SessionId {
 /// The command that starts the agent and the session id it runs under: `resume_command` with
 /// the resumed id, else `command`, whose `{{session_id}}` (if any) gets a fresh UUID, so an
 /// agent such as Claude Code (`--session-id`) runs under an id the orchestrator knows.
-pub fn start_command(a: &Adapter, resume: Option<&str>) -> (String, Option<String>) {
+pub(super) fn start_command(a: &Adapter, resume: Option<&str>) -> (String, Option<String>) {
     const SID: &str = "{{session_id}}";
     match (resume, &a.resume_command) {
         (Some(id), Some(r)) if !id.is_empty() => {
@@ -265,7 +265,7 @@ pub fn start_command(a: &Adapter, resume: Option<&str>) -> (String, Option<Strin
 }
 
 /// Starts the agent's session running the adapter's command, then waits its startup delay.
-pub async fn spawn(
+pub(super) async fn spawn(
     a: &Adapter,
     session: &str,
     workdir: &Path,
@@ -324,7 +324,7 @@ pub async fn spawn(
 }
 
 /// Types a prompt into the agent's session as the adapter says.
-pub async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), String> {
+pub(super) async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), String> {
     let target = format!("={session}:");
     if !alive(session).await {
         return Err("the agent's session is gone".into());
@@ -346,7 +346,7 @@ pub async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), Stri
 }
 
 /// Stops the session: the adapter's keys and wait when graceful, then kill-session.
-pub async fn kill(a: Option<&Adapter>, session: &str, graceful: bool) -> Result<(), String> {
+pub(super) async fn kill(a: Option<&Adapter>, session: &str, graceful: bool) -> Result<(), String> {
     if !alive(session).await {
         return Ok(());
     }

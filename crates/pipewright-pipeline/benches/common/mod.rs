@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 /// A realistic mix of step kinds, repeated until the text reaches `bytes`.
-pub fn generate(bytes: usize) -> String {
+pub(crate) fn generate(bytes: usize) -> String {
     let mut s = String::from(
         "schema: Review\nfields:\n  passed: {type: bool, required: true}\n  notes: {type: string}\n  tags: {type: list, of: {type: string}}\n---\npipeline: big\ndescription: generated\nsteps:\n",
     );

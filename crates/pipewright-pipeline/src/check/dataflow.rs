@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-pub struct Env<'a> {
+pub(super) struct Env<'a> {
     pub source: &'a str,
     pub registry: &'a Registry<'a>,
     pub index: &'a Index<'a>,
@@ -121,7 +121,12 @@ struct Walker<'a, 'd> {
 const SITES_SHOWN: usize = 3;
 
 /// `pid` is the pipeline's (file, pipeline) index in the program.
-pub fn check_pipeline(env: &Env, pid: (usize, usize), p: &Pipeline, diags: &mut Vec<Diagnostic>) {
+pub(super) fn check_pipeline(
+    env: &Env,
+    pid: (usize, usize),
+    p: &Pipeline,
+    diags: &mut Vec<Diagnostic>,
+) {
     let file_idx = pid.0;
     let inputs = match env.index.callers.get(&pid) {
         Some(sites) if !sites.is_empty() => {

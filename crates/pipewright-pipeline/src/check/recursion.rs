@@ -8,7 +8,7 @@ use pipewright_syntax::{Diagnostic, Span};
 use rustc_hash::FxHashSet;
 use std::collections::HashMap;
 
-pub fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
+pub(super) fn check(program: &Program, index: &Index, diags: &mut Vec<Diagnostic>) {
     let mut graph = DiGraph::<String, (Span, bool)>::new();
     let mut nodes = HashMap::new();
     for (fi, f) in program.files.iter().enumerate() {
@@ -82,7 +82,10 @@ fn conditional_targets(p: &crate::ast::Pipeline) -> FxHashSet<Span> {
 
 /// One cycle inside a strongly connected component, as (node, edge leaving it) pairs, starting
 /// from the node whose outgoing cycle edge comes first in the source.
-pub fn cycle_path<N, E>(graph: &DiGraph<N, E>, scc: &[NodeIndex]) -> Vec<(NodeIndex, EdgeIndex)> {
+pub(super) fn cycle_path<N, E>(
+    graph: &DiGraph<N, E>,
+    scc: &[NodeIndex],
+) -> Vec<(NodeIndex, EdgeIndex)> {
     let members: FxHashSet<NodeIndex> = scc.iter().copied().collect();
     let in_scc = |n: NodeIndex| members.contains(&n);
     let Some(&start) = scc.iter().min() else {

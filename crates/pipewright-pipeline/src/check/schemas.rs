@@ -7,16 +7,16 @@ use pipewright_syntax::{Diagnostic, Span};
 use std::collections::HashMap;
 
 /// The schemas of one file by name (the reference keeps one registry per file).
-pub struct Registry<'a> {
+pub(super) struct Registry<'a> {
     pub by_name: HashMap<&'a str, &'a Schema>,
 }
 
 impl<'a> Registry<'a> {
-    pub fn get(&self, name: &str) -> Option<&'a Schema> {
+    pub(super) fn get(&self, name: &str) -> Option<&'a Schema> {
         self.by_name.get(name).copied()
     }
 
-    pub fn unresolved(&self, name: &str, span: Span) -> Option<Diagnostic> {
+    pub(super) fn unresolved(&self, name: &str, span: Span) -> Option<Diagnostic> {
         if self.get(name).is_some() {
             return None;
         }
@@ -36,7 +36,10 @@ impl<'a> Registry<'a> {
     }
 }
 
-pub fn check_schemas<'a>(file: &'a PipelineFile, diags: &mut Vec<Diagnostic>) -> Registry<'a> {
+pub(super) fn check_schemas<'a>(
+    file: &'a PipelineFile,
+    diags: &mut Vec<Diagnostic>,
+) -> Registry<'a> {
     let mut by_name: HashMap<&str, &Schema> = HashMap::new();
     for s in &file.schemas {
         if let Some(first) = by_name.get(&*s.name.text) {

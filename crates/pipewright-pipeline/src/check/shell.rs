@@ -11,7 +11,7 @@ type R1 = pipewright_r1::Expr;
 
 /// Warns when the `command` expression `e` concatenates a string literal with an operand that
 /// is neither a literal nor a `shell_quote(…)` call.
-pub fn check_command(e: &Expr, source: &str, diags: &mut Vec<Diagnostic>) {
+pub(super) fn check_command(e: &Expr, source: &str, diags: &mut Vec<Diagnostic>) {
     let Some(leaves) = unquoted_chain(&e.ast) else {
         return;
     };

@@ -7,9 +7,9 @@ use pipewright_syntax::Diagnostic;
 use std::collections::HashMap;
 
 /// Where a pipeline lives: (file index in the program, pipeline index in the file).
-pub type PipelineId = (usize, usize);
+pub(super) type PipelineId = (usize, usize);
 
-pub struct Index<'a> {
+pub(super) struct Index<'a> {
     pub program: &'a Program,
     /// Pipelines by declared name, per file.
     by_file: Vec<HashMap<&'a str, usize>>,
@@ -18,7 +18,7 @@ pub struct Index<'a> {
 }
 
 impl<'a> Index<'a> {
-    pub fn new(program: &'a Program, diags: &mut Vec<Diagnostic>) -> Index<'a> {
+    pub(super) fn new(program: &'a Program, diags: &mut Vec<Diagnostic>) -> Index<'a> {
         let mut by_file = Vec::new();
         for f in &program.files {
             let mut names: HashMap<&str, usize> = HashMap::new();
@@ -61,7 +61,7 @@ impl<'a> Index<'a> {
 
     /// A dot-less name is a sibling in the same file; otherwise the first file in the set that
     /// declares it. `ns.name` names `name` in the file registered as `ns` (its file stem).
-    pub fn resolve(&self, file: usize, name: &str) -> Option<PipelineId> {
+    pub(super) fn resolve(&self, file: usize, name: &str) -> Option<PipelineId> {
         if let Some(&i) = self.by_file.get(file).and_then(|m| m.get(name)) {
             return Some((file, i));
         }
@@ -80,7 +80,7 @@ impl<'a> Index<'a> {
             .find_map(|(fi, m)| m.get(name).map(|&i| (fi, i)))
     }
 
-    pub fn unresolved(&self, file: usize, t: &CallTarget) -> Option<Diagnostic> {
+    pub(super) fn unresolved(&self, file: usize, t: &CallTarget) -> Option<Diagnostic> {
         if self.resolve(file, &t.pipeline.text).is_some() {
             return None;
         }
@@ -101,7 +101,7 @@ impl<'a> Index<'a> {
 }
 
 /// Every call/match target in a pipeline, at any depth.
-pub fn targets_of(p: &Pipeline) -> Vec<&CallTarget> {
+pub(super) fn targets_of(p: &Pipeline) -> Vec<&CallTarget> {
     let mut out = Vec::new();
     let mut stack: Vec<&Step> = p.steps.iter().collect();
     while let Some(s) = stack.pop() {

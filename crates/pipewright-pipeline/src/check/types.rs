@@ -8,7 +8,7 @@ use pipewright_r1::{FieldType, ObjectType, Type};
 /// separately; this only keeps a cyclic registry from looping).
 const MAX_REF_DEPTH: usize = 16;
 
-pub fn schema_type(s: &Schema, reg: &Registry) -> Type {
+pub(super) fn schema_type(s: &Schema, reg: &Registry) -> Type {
     object(Some(&s.name.text), &s.fields, Some(s.name.span), reg, 0)
 }
 
@@ -64,13 +64,13 @@ fn field(k: &FieldKind, reg: &Registry, depth: usize) -> Type {
 /// and handed out as clones (which share the object type): rebuilding a schema's object type
 /// for every agent step was a large share of checking a long pipeline.
 #[derive(Default)]
-pub struct LeafResults<'a> {
+pub(super) struct LeafResults<'a> {
     schemas: std::collections::HashMap<&'a str, Option<Type>>,
     tool: Option<Type>,
 }
 
 impl<'a> LeafResults<'a> {
-    pub fn of(&mut self, step: &'a Step, reg: &Registry) -> Option<Type> {
+    pub(super) fn of(&mut self, step: &'a Step, reg: &Registry) -> Option<Type> {
         match &step.kind {
             StepKind::Agent(a) => {
                 let from_schema = a.schema.as_ref().and_then(|n| {

@@ -7,7 +7,7 @@ use pipewright_r1::{Scope, Value};
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
-pub struct Frame {
+pub(crate) struct Frame {
     pub ctx: Arc<Value>,
     pub pipe: Arc<Value>,
     pub item: Option<Arc<Value>>,
@@ -19,7 +19,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn scope(&self) -> Scope<'_> {
+    pub(crate) fn scope(&self) -> Scope<'_> {
         let mut s = Scope::new().with("ctx", &self.ctx).with("pipe", &self.pipe);
         if let Some(i) = &self.item {
             s = s.with("item", i);
@@ -31,7 +31,7 @@ impl Frame {
     }
 
     /// Writes a named store; other frames sharing the map keep their copy.
-    pub fn write(&mut self, name: &str, v: Value) {
+    pub(crate) fn write(&mut self, name: &str, v: Value) {
         let ctx = Arc::make_mut(&mut self.ctx);
         match ctx {
             Value::Object(m) => {
@@ -44,7 +44,7 @@ impl Frame {
     }
 
     /// After a step: its result becomes the pipe and, with `output`, a named store.
-    pub fn land(&mut self, output: Option<&str>, v: Value) {
+    pub(crate) fn land(&mut self, output: Option<&str>, v: Value) {
         if let Some(name) = output.filter(|n| !n.is_empty()) {
             self.write(name, v.clone());
         }

@@ -23,7 +23,7 @@ struct State {
 }
 
 impl Limiter {
-    pub fn new(l: &Limits) -> Limiter {
+    pub(super) fn new(l: &Limits) -> Limiter {
         Limiter {
             slots: l
                 .max_concurrent_agents
@@ -41,7 +41,7 @@ impl Limiter {
 
     /// Waits for a slot, the pacing delay and the backoff delay; the slot is held until the
     /// returned permit is dropped.
-    pub async fn acquire(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    pub(super) async fn acquire(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let permit = match &self.slots {
             Some(s) => s.clone().acquire_owned().await.ok(),
             None => None,
@@ -61,7 +61,7 @@ impl Limiter {
     }
 
     /// A turn ended (successfully or not).
-    pub fn done(&self, ok: bool) {
+    pub(super) fn done(&self, ok: bool) {
         let mut st = self.state();
         st.last_done = Some(Instant::now());
         if ok && st.delay.is_some() {
@@ -78,7 +78,7 @@ impl Limiter {
     }
 
     /// A turn was refused for its rate (`429`, `rate limit`): the next turns wait longer.
-    pub fn rate_limited(&self) {
+    pub(super) fn rate_limited(&self) {
         let Some(b) = &self.backoff else { return };
         let mut st = self.state();
         st.successes = 0;

@@ -108,18 +108,18 @@ impl Ctx {
         }
     }
 
-    pub fn set(&mut self, k: &str, v: Value) {
+    pub(crate) fn set(&mut self, k: &str, v: Value) {
         self.vars.insert(k.to_string(), v);
         self.touch(k);
     }
 
-    pub fn remove(&mut self, k: &str) {
+    pub(crate) fn remove(&mut self, k: &str) {
         self.vars.shift_remove(k);
         self.touch(k);
     }
 
     /// A key changed by a runtime helper that writes the context itself.
-    pub fn touch(&mut self, k: &str) {
+    pub(crate) fn touch(&mut self, k: &str) {
         if !self.touched.iter().any(|t| t == k) {
             self.touched.push(k.to_string());
         }
@@ -134,7 +134,7 @@ impl Ctx {
     /// The change so far of the step a loop iteration belongs to, for the iteration's landing.
     /// The keys stay: the loop step's own landing repeats them, and they must reach it even
     /// when the iteration is inside an outer one.
-    pub fn iteration_delta(&self, extra: Vec<(&str, Value)>) -> Value {
+    pub(crate) fn iteration_delta(&self, extra: Vec<(&str, Value)>) -> Value {
         self.delta(self.touched.clone(), extra)
     }
 

@@ -6,7 +6,7 @@ use crate::value::Value;
 
 /// For reports: a value as JSON. A big integer keeps its digits when JSON can hold them;
 /// NaN and the infinities, which JSON cannot, become null.
-pub fn to_json(v: &Value) -> serde_json::Value {
+pub(super) fn to_json(v: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
         Value::Null => J::Null,
@@ -23,24 +23,24 @@ pub fn to_json(v: &Value) -> serde_json::Value {
     }
 }
 
-pub fn context_json(ctx: &Context) -> serde_json::Value {
+pub(super) fn context_json(ctx: &Context) -> serde_json::Value {
     serde_json::Value::Object(ctx.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
 }
 
 /// For the store: exact text (Python's `json.dumps`), read back with [`from_text`].
-pub fn to_text(v: &Value) -> String {
+pub(super) fn to_text(v: &Value) -> String {
     let mut out = String::new();
     v.write_json(&mut out);
     out
 }
 
-pub fn from_text(text: &str) -> Result<Value, String> {
+pub(super) fn from_text(text: &str) -> Result<Value, String> {
     Value::from_json_text(text)
 }
 
 /// A landing as the store keeps it: the value as JSON when the store's JSON gives it back
 /// exactly (so `runs show` prints it as JSON), else its exact text (big integers, NaN).
-pub fn to_landed(v: &Value) -> serde_json::Value {
+pub(super) fn to_landed(v: &Value) -> serde_json::Value {
     let j = to_json(v);
     let back = serde_json::from_str::<serde_json::Value>(&j.to_string()).ok();
     if back.is_some_and(|b| Value::from(&b) == *v) {
@@ -52,7 +52,7 @@ pub fn to_landed(v: &Value) -> serde_json::Value {
 
 /// A landing read back: JSON, or the exact text every landing of older runs holds. A
 /// landing is always a mapping, so a string is always text.
-pub fn from_landed(j: &serde_json::Value) -> Option<Value> {
+pub(super) fn from_landed(j: &serde_json::Value) -> Option<Value> {
     match j {
         serde_json::Value::String(t) => from_text(t).ok(),
         other => Some(Value::from(other)),
@@ -60,7 +60,7 @@ pub fn from_landed(j: &serde_json::Value) -> Option<Value> {
 }
 
 /// A JSON object as a context (anything else: empty).
-pub fn context_of(v: &serde_json::Value) -> Context {
+pub(super) fn context_of(v: &serde_json::Value) -> Context {
     match Value::from(v) {
         Value::Map(m) => m,
         _ => Context::new(),

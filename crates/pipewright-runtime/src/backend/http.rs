@@ -15,14 +15,14 @@ use tokio_rustls::rustls::{
 
 const MAX_RESPONSE: usize = 32 * 1024 * 1024;
 
-pub struct Url {
+pub(super) struct Url {
     /// `https://`: the exchange goes through TLS.
     pub tls: bool,
     pub host: String,
     pub port: u16,
 }
 
-pub fn parse_url(url: &str) -> Result<Url, String> {
+pub(super) fn parse_url(url: &str) -> Result<Url, String> {
     let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
     } else if let Some(r) = url.strip_prefix("https://") {
@@ -53,7 +53,7 @@ pub fn parse_url(url: &str) -> Result<Url, String> {
 /// trust store rejects, a TLS protocol mismatch), so the caller fails fast instead of backing
 /// off for a minute.
 #[derive(Debug)]
-pub struct Error {
+pub(super) struct Error {
     pub message: String,
     pub retryable: bool,
 }
@@ -75,7 +75,7 @@ impl std::fmt::Display for Error {
 
 /// The client for one call to `url`. The TLS configuration is always ours, for http too, so
 /// reqwest never looks for a process-wide rustls provider; only https reads `ca_file`.
-pub fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+pub(super) fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
     let tls = tls_config(if url.tls { ca_file } else { None })?;
     let mut builder = reqwest::Client::builder();
     // A model server on this machine is never behind the proxy a shell exports for the
@@ -107,7 +107,7 @@ fn is_loopback(host: &str) -> bool {
 /// certificate in `ca_file` (PEM) so an endpoint behind a private CA can be trusted without
 /// touching the system store. The provider is named explicitly (ring) rather than taken from
 /// the process default, so another crate enabling aws-lc-rs cannot make this ambiguous.
-pub fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
+pub(super) fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     let mut roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -138,14 +138,14 @@ pub fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     Ok(Arc::new(config))
 }
 
-pub struct Response {
+pub(super) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -155,7 +155,7 @@ impl Response {
 
 /// One POST of a JSON body. The caller bounds the whole exchange (connect, handshake, read)
 /// with a timeout.
-pub async fn post_json(
+pub(super) async fn post_json(
     client: &reqwest::Client,
     url: &Url,
     full_url: &str,

@@ -269,7 +269,7 @@ mod imp {
         st.st_mode & libc::S_IFMT == libc::S_IFREG
     }
 
-    pub fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, String> {
+    pub(super) fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, String> {
         read_via(root, path, comps, true)
     }
 
@@ -317,7 +317,7 @@ mod imp {
             .map_err(|_| format!("cannot read `{path}`: stream did not contain valid UTF-8"))
     }
 
-    pub fn write(
+    pub(super) fn write(
         root: &Path,
         path: &str,
         comps: &[OsString],

@@ -38,7 +38,7 @@ pub struct Outcome {
 }
 
 /// §9's exit code for a pipewright code.
-pub fn spec_code(code: &str) -> Option<u8> {
+pub(super) fn spec_code(code: &str) -> Option<u8> {
     match code {
         codes::SM_ORCHESTRATION => Some(2),
         codes::SM_GUARDRAIL => Some(3),

@@ -6,7 +6,7 @@ use crate::codes::CodeInfo;
 use crate::diagnostic::Diagnostic;
 use crate::source::{FileId, SourceMap, Span};
 
-pub const PIPELINE: &str = "\
+pub(super) const PIPELINE: &str = "\
 name: demo
 steps:
   - id: fetch
@@ -19,14 +19,14 @@ steps:
 ";
 
 // No trailing newline: the end-of-file span then sits on the last line.
-pub const SCHEMA: &str = "\
+pub(super) const SCHEMA: &str = "\
 inputs:
   text:
     type: string
   title:
     type:";
 
-pub const RULES: &[CodeInfo] = &[
+pub(super) const RULES: &[CodeInfo] = &[
     CodeInfo {
         code: "PW0005",
         title: "duplicate mapping key",
@@ -69,7 +69,7 @@ fn find(file: FileId, hay: &str, needle: &str, n: usize) -> Span {
     Span::new(file, start..start + needle.len())
 }
 
-pub fn project() -> (SourceMap, Vec<Diagnostic>) {
+pub(super) fn project() -> (SourceMap, Vec<Diagnostic>) {
     let mut sources = SourceMap::new();
     let a = sources.add("pipeline.yaml", PIPELINE);
     let b = sources.add("schemas/summarise.yaml", SCHEMA);

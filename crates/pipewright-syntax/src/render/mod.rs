@@ -38,7 +38,7 @@ pub(crate) struct Located<'a> {
 }
 
 impl Located<'_> {
-    pub fn file_name(&self) -> Option<&str> {
+    pub(crate) fn file_name(&self) -> Option<&str> {
         self.file.map(|f| f.name.as_str())
     }
 }

@@ -26,7 +26,7 @@ pipewright_syntax::codes! {
 /// value is checked only once the key is known); the loop ends earlier once nothing applies.
 const FIX_PASSES: usize = 10;
 
-pub fn run(args: &CheckArgs) -> ExitStatus {
+pub(crate) fn run(args: &CheckArgs) -> ExitStatus {
     let mut a = match analyse(args) {
         Ok(a) => a,
         Err(code) => return code,
@@ -308,7 +308,7 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, ExitStatus> {
     })
 }
 
-pub fn is_known_code(code: &str) -> bool {
+pub(crate) fn is_known_code(code: &str) -> bool {
     crate::output::all_codes().iter().any(|c| c.code == code)
 }
 
@@ -346,7 +346,7 @@ fn checker_for<'c>(
 
 /// What a check run looked at, for the summary line.
 #[derive(Default)]
-pub struct Files {
+pub(crate) struct Files {
     pub checked: usize,
     /// Files found by walking a directory that are not workflows of any dialect.
     pub skipped: usize,

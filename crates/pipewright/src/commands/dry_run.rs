@@ -6,7 +6,7 @@ use crate::cli::{RunArgs, RunFormat};
 use crate::exit::ExitStatus;
 use pipewright_dialect::{Dialect, RunTarget, Runtime};
 
-pub fn run(
+pub(crate) fn run(
     args: &RunArgs,
     dialect: &dyn Dialect,
     rt: &dyn Runtime,

@@ -5,7 +5,7 @@ use crate::exit::ExitStatus;
 use pipewright_r1::{Scope, Value};
 use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
 
-pub fn run(args: &EvalArgs) -> ExitStatus {
+pub(crate) fn run(args: &EvalArgs) -> ExitStatus {
     let mut sources = SourceMap::new();
     // `--scope` is the whole top level; `--ctx` (and `--pipe`, `--item`, `--acc`) bind one name.
     let (flag, given) = match &args.scope {

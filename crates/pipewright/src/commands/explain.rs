@@ -3,7 +3,7 @@
 use crate::cli::ExplainArgs;
 use crate::exit::ExitStatus;
 
-pub fn run(args: &ExplainArgs) -> ExitStatus {
+pub(crate) fn run(args: &ExplainArgs) -> ExitStatus {
     let mut codes = crate::output::all_codes();
     codes.sort_by_key(|c| c.code);
     if args.list {

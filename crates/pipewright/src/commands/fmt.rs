@@ -8,7 +8,7 @@ use pipewright_fmt::{KeyOrder, Options};
 use pipewright_syntax::{render, Diagnostic, SourceMap};
 use std::path::Path;
 
-pub fn run(args: &FmtArgs) -> ExitStatus {
+pub(crate) fn run(args: &FmtArgs) -> ExitStatus {
     let inputs = discover::expand(&args.paths);
     let mut sources = SourceMap::new();
     let mut diags: Vec<Diagnostic> = Vec::new();

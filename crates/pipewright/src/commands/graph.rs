@@ -6,7 +6,7 @@ use pipewright_dialect::Verb;
 use pipewright_ir::export::{dot::dot, json::write_pretty, mermaid::mermaid, ExportOptions};
 use pipewright_syntax::SourceMap;
 
-pub fn run(args: &GraphArgs) -> ExitStatus {
+pub(crate) fn run(args: &GraphArgs) -> ExitStatus {
     let mut sources = SourceMap::new();
     let (dialect, lowered) = match super::load::lowered(&args.file, Verb::Graph, &mut sources) {
         Ok(l) => l,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// The file's dialect and its checked, lowered program, or the exit code to return (1: the
 /// file has errors or is no workflow, 2: unreadable, or its dialect cannot do `verb` yet).
-pub fn lowered(
+pub(crate) fn lowered(
     path: &Path,
     verb: Verb,
     sources: &mut SourceMap,

@@ -1,7 +1,7 @@
 //! `pipewright lsp`: the language server (crates/pipewright-lsp) on standard input and output.
 
 use crate::exit::ExitStatus;
-pub fn run() -> ExitStatus {
+pub(crate) fn run() -> ExitStatus {
     let config = pipewright_lsp::Config {
         codes: crate::output::all_codes(),
     };

@@ -1,15 +1,15 @@
 use crate::exit::ExitStatus;
-pub mod check;
-pub mod dry_run;
-pub mod eval;
-pub mod explain;
-pub mod fmt;
-pub mod graph;
-pub mod load;
-pub mod lsp;
-pub mod run;
-pub mod runs;
-pub mod schema;
+pub(crate) mod check;
+pub(crate) mod dry_run;
+pub(crate) mod eval;
+pub(crate) mod explain;
+pub(crate) mod fmt;
+pub(crate) mod graph;
+pub(crate) mod load;
+pub(crate) mod lsp;
+pub(crate) mod run;
+pub(crate) mod runs;
+pub(crate) mod schema;
 
 /// A tokio runtime for a command (a run: one thread per core; a request to a running
 /// orchestrator: the current thread), or exit status 2 after saying why there is none.
@@ -26,7 +26,7 @@ pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtim
 }
 
 /// A dialect's own command (MEOW's `meow`), with what it needs of the project.
-pub fn dialect_command(
+pub(crate) fn dialect_command(
     command: &dyn pipewright_dialect::DialectCommand,
     matches: &clap::ArgMatches,
 ) -> ExitStatus {

@@ -13,7 +13,7 @@ fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
     super::runs::open_store(path).map(|s| Arc::new(s) as Arc<dyn Store>)
 }
 
-pub fn run(args: &RunArgs) -> ExitStatus {
+pub(crate) fn run(args: &RunArgs) -> ExitStatus {
     let runtime = match super::tokio_runtime(true) {
         Ok(r) => r,
         Err(code) => return code,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The directory a run store belongs to, found from `start` (a workflow file for `run FILE`,
 /// the working directory for every other verb): the directory of the nearest
 /// `pipewright.toml`, else the nearest git root (a directory holding `.git`), else `cwd`.
-pub fn project_root(start: &Path, cwd: &Path) -> PathBuf {
+pub(crate) fn project_root(start: &Path, cwd: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(start).unwrap_or_else(|_| cwd.to_path_buf());
     let dir = if abs.is_file() {
         abs.parent().map(Path::to_path_buf).unwrap_or(abs)
@@ -31,7 +31,7 @@ pub fn project_root(start: &Path, cwd: &Path) -> PathBuf {
 /// project's pipewright.toml, else `.pipewright/runs.db` in the project root
 /// ([`project_root`]), so `approve` from a subdirectory finds the runs `run` recorded at the
 /// root.
-pub fn store_path(start: &Path, cwd: &Path) -> Result<PathBuf, String> {
+pub(crate) fn store_path(start: &Path, cwd: &Path) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("PIPEWRIGHT_STORE").filter(|p| !p.is_empty()) {
         return Ok(cwd.join(p));
     }
@@ -44,20 +44,20 @@ pub fn store_path(start: &Path, cwd: &Path) -> Result<PathBuf, String> {
 
 /// Where MEOW runs keep their directories (`<dir>/<run-id>/`: the orchestrator socket):
 /// `runs/` next to the store, so whoever finds the store finds a live run's socket.
-pub fn runs_dir(store: &Path) -> PathBuf {
+pub(crate) fn runs_dir(store: &Path) -> PathBuf {
     store
         .parent()
         .map_or_else(|| PathBuf::from("runs"), |d| d.join("runs"))
 }
 
 /// Opens the store, creating it when needed (a run that records).
-pub fn open_store(path: &Path) -> Result<SqliteStore, String> {
+pub(crate) fn open_store(path: &Path) -> Result<SqliteStore, String> {
     SqliteStore::open(path)
 }
 
 /// Opens a store that must exist already: the verbs that only read or decide never leave an
 /// empty store behind.
-pub fn open_existing(path: &Path, what: &str) -> Result<SqliteStore, String> {
+pub(crate) fn open_existing(path: &Path, what: &str) -> Result<SqliteStore, String> {
     if !path.exists() {
         return Err(format!(
             "{what}: the run store {} does not exist (no run was recorded in this project; `PIPEWRIGHT_STORE` names another store)",
@@ -74,7 +74,7 @@ fn cwd() -> Result<PathBuf, ExitStatus> {
     })
 }
 
-pub fn run(args: &RunsArgs) -> ExitStatus {
+pub(crate) fn run(args: &RunsArgs) -> ExitStatus {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
@@ -218,7 +218,7 @@ fn remove_older(store: &SqliteStore, dur: &str) -> Result<(), String> {
 }
 
 /// `90s`, `30m`, `12h`, `7d`, `2w` in milliseconds.
-pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_duration_ms(text: &str) -> Result<i64, String> {
     let t = text.trim();
     let bad = || format!("`{text}` is not a duration (write e.g. 90s, 30m, 12h, 7d, 2w)");
     let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
@@ -244,7 +244,7 @@ fn utc(ms: i64) -> String {
 /// `pipewright approve|deny RUN_ID [--step STEP]`: decides the approval the run waits for,
 /// where its dialect keeps it (`Runtime::decide`: a paused recipe run's gate in the store,
 /// then `run --resume`; a live MEOW run's approval step over its socket, and it goes on).
-pub fn decide(id: &str, step: Option<&str>, d: &Decision) -> ExitStatus {
+pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision) -> ExitStatus {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,

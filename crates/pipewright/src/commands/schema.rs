@@ -5,14 +5,14 @@ use crate::cli::SchemaArgs;
 use crate::exit::ExitStatus;
 
 /// The schema text `pipewright schema` prints (and schemas/DIALECT.schema.json holds).
-pub fn text(dialect: &dyn pipewright_dialect::Dialect) -> String {
+pub(crate) fn text(dialect: &dyn pipewright_dialect::Dialect) -> String {
     // A `Value` always serialises (its keys are strings).
     let mut s = serde_json::to_string_pretty(&dialect.json_schema()).unwrap_or_default();
     s.push('\n');
     s
 }
 
-pub fn run(args: &SchemaArgs) -> ExitStatus {
+pub(crate) fn run(args: &SchemaArgs) -> ExitStatus {
     out!("{}", text(args.dialect));
     ExitStatus::OK
 }

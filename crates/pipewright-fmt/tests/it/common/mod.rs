@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// Every `.yaml`/`.yml` file under `dir`, recursively, in sorted order (a missing directory
 /// yields none).
-pub fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -23,7 +23,7 @@ pub fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// it a syntax and, for YAML, its canonical rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)] // pyyaml.rs formats only the YAML dialects
-pub enum Dialect {
+pub(crate) enum Dialect {
     Pipeline,
     Recipe,
     StateMachine,
@@ -31,7 +31,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub fn syntax(self) -> pipewright_fmt::Syntax<'static> {
+    pub(crate) fn syntax(self) -> pipewright_fmt::Syntax<'static> {
         match yaml_rules(self) {
             Some(rules) => pipewright_fmt::Syntax::Yaml(rules),
             None if self == Dialect::StateMachine => pipewright_fmt::Syntax::Json,
@@ -41,7 +41,9 @@ impl Dialect {
 }
 
 /// The canonical rules of a YAML dialect; `None` for the JSON and TOML dialects.
-pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn pipewright_fmt::rules::DialectRules> {
+pub(crate) fn yaml_rules(
+    dialect: Dialect,
+) -> Option<&'static dyn pipewright_fmt::rules::DialectRules> {
     match dialect {
         Dialect::Pipeline => Some(&pipewright_pipeline::fmt_rules::PipelineRules),
         Dialect::Recipe => Some(&pipewright_recipe::fmt_rules::RecipeRules),
@@ -50,7 +52,7 @@ pub fn yaml_rules(dialect: Dialect) -> Option<&'static dyn pipewright_fmt::rules
 }
 
 /// The formatter on one text of `dialect`.
-pub fn format_source(
+pub(crate) fn format_source(
     file: pipewright_syntax::FileId,
     text: &str,
     dialect: Dialect,

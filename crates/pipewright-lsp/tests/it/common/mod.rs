@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Long enough for a debug build's check on a loaded machine; a missing message fails the test.
 const WAIT: Duration = Duration::from_secs(20);
 
-pub fn config() -> pipewright_lsp::Config {
+pub(crate) fn config() -> pipewright_lsp::Config {
     let tables: &[&[pipewright_syntax::CodeInfo]] = &[
         pipewright_syntax::codes::GENERAL,
         pipewright_r1::CODES,
@@ -27,7 +27,7 @@ pub fn config() -> pipewright_lsp::Config {
     }
 }
 
-pub struct Client {
+pub(crate) struct Client {
     conn: Connection,
     server: Option<std::thread::JoinHandle<Result<(), String>>>,
     next_id: i32,
@@ -36,7 +36,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn start() -> Client {
+    pub(crate) fn start() -> Client {
         let (server, client) = Connection::memory();
         let handle = std::thread::spawn(move || pipewright_lsp::serve(server, config()));
         let mut c = Client {
@@ -51,7 +51,7 @@ impl Client {
         c
     }
 
-    pub fn notify<N: notif::Notification>(&self, params: N::Params) {
+    pub(crate) fn notify<N: notif::Notification>(&self, params: N::Params) {
         self.conn
             .sender
             .send(Message::Notification(Notification::new(
@@ -61,18 +61,18 @@ impl Client {
             .expect("server gone");
     }
 
-    pub fn request<R: request::Request>(&mut self, params: R::Params) -> R::Result {
+    pub(crate) fn request<R: request::Request>(&mut self, params: R::Params) -> R::Result {
         let value = self.request_raw(R::METHOD, serde_json::to_value(params).expect("params"));
         serde_json::from_value(value).expect("result shape")
     }
 
     /// The number of the last request sent (its id).
-    pub fn last_id(&self) -> i32 {
+    pub(crate) fn last_id(&self) -> i32 {
         self.next_id
     }
 
     /// Sends a request without waiting for its answer.
-    pub fn send_request(&mut self, method: &str, params: serde_json::Value) -> RequestId {
+    pub(crate) fn send_request(&mut self, method: &str, params: serde_json::Value) -> RequestId {
         self.next_id += 1;
         let id = RequestId::from(self.next_id);
         self.conn
@@ -88,7 +88,7 @@ impl Client {
 
     /// The responses received until `count` have come (at most [`WAIT`]), and any arriving
     /// in the 300 ms after (a duplicate answer would). Notifications are kept for later.
-    pub fn responses(&mut self, count: usize) -> Vec<lsp_server::Response> {
+    pub(crate) fn responses(&mut self, count: usize) -> Vec<lsp_server::Response> {
         let mut deadline = Instant::now() + WAIT;
         let mut out = Vec::new();
         while let Ok(m) = self
@@ -108,7 +108,11 @@ impl Client {
         out
     }
 
-    pub fn request_raw(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+    pub(crate) fn request_raw(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
         let id = self.send_request(method, params);
         let deadline = Instant::now() + WAIT;
         loop {
@@ -127,13 +131,13 @@ impl Client {
         }
     }
 
-    pub fn open(&self, uri: &Url, version: i32, text: &str) {
+    pub(crate) fn open(&self, uri: &Url, version: i32, text: &str) {
         self.notify::<notif::DidOpenTextDocument>(DidOpenTextDocumentParams {
             text_document: TextDocumentItem::new(uri.clone(), "yaml".into(), version, text.into()),
         });
     }
 
-    pub fn change(&self, uri: &Url, version: i32, text: &str) {
+    pub(crate) fn change(&self, uri: &Url, version: i32, text: &str) {
         self.notify::<notif::DidChangeTextDocument>(DidChangeTextDocumentParams {
             text_document: VersionedTextDocumentIdentifier::new(uri.clone(), version),
             content_changes: vec![TextDocumentContentChangeEvent {
@@ -144,7 +148,7 @@ impl Client {
         });
     }
 
-    pub fn close(&self, uri: &Url) {
+    pub(crate) fn close(&self, uri: &Url) {
         self.notify::<notif::DidCloseTextDocument>(DidCloseTextDocumentParams {
             text_document: TextDocumentIdentifier::new(uri.clone()),
         });
@@ -152,7 +156,11 @@ impl Client {
 
     /// The next diagnostics published for `uri` (earlier ones for it are skipped when
     /// `version` is given and they carry another).
-    pub fn diagnostics(&mut self, uri: &Url, version: Option<i32>) -> PublishDiagnosticsParams {
+    pub(crate) fn diagnostics(
+        &mut self,
+        uri: &Url,
+        version: Option<i32>,
+    ) -> PublishDiagnosticsParams {
         let wanted = |p: &PublishDiagnosticsParams| {
             p.uri == *uri && (version.is_none() || p.version == version)
         };
@@ -192,7 +200,7 @@ impl Client {
     }
 
     /// Every publish received within `window`, in order.
-    pub fn publishes_within(&mut self, window: Duration) -> Vec<PublishDiagnosticsParams> {
+    pub(crate) fn publishes_within(&mut self, window: Duration) -> Vec<PublishDiagnosticsParams> {
         let mut out: Vec<PublishDiagnosticsParams> = self
             .pending
             .drain(..)
@@ -214,7 +222,7 @@ impl Client {
         out
     }
 
-    pub fn shutdown(mut self) {
+    pub(crate) fn shutdown(mut self) {
         let _: () = self.request::<request::Shutdown>(());
         self.notify::<notif::Exit>(());
         let result = self
@@ -227,11 +235,11 @@ impl Client {
     }
 }
 
-pub fn uri(path: &Path) -> Url {
+pub(crate) fn uri(path: &Path) -> Url {
     Url::from_file_path(path).expect("absolute path")
 }
 
-pub fn at(line: u32, character: u32, uri: &Url) -> TextDocumentPositionParams {
+pub(crate) fn at(line: u32, character: u32, uri: &Url) -> TextDocumentPositionParams {
     TextDocumentPositionParams::new(
         TextDocumentIdentifier::new(uri.clone()),
         Position::new(line, character),
@@ -239,13 +247,13 @@ pub fn at(line: u32, character: u32, uri: &Url) -> TextDocumentPositionParams {
 }
 
 /// The repository's testdata directory.
-pub fn testdata(rel: &str) -> std::path::PathBuf {
+pub(crate) fn testdata(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata")
         .join(rel)
 }
 
-pub fn codes(p: &PublishDiagnosticsParams) -> Vec<String> {
+pub(crate) fn codes(p: &PublishDiagnosticsParams) -> Vec<String> {
     p.diagnostics
         .iter()
         .map(|d| match &d.code {

@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pipewright"));
     c.env("NO_COLOR", "1");
     c
 }
 
 /// Whether `program ARG` runs and succeeds (an optional tool a test needs is installed).
-pub fn runs(program: &str, arg: &str) -> bool {
+pub(crate) fn runs(program: &str, arg: &str) -> bool {
     Command::new(program)
         .arg(arg)
         .stdout(Stdio::null())
@@ -24,11 +24,11 @@ pub fn runs(program: &str, arg: &str) -> bool {
 /// The environment switch of the slow suites (MEOW agents in tmux, Neovim as an LSP client,
 /// pre-commit building the hooks): `PIPEWRIGHT_SLOW_TESTS=1` runs them. .ci/run sets it; a
 /// plain `cargo test` skips them and stays quick.
-pub const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
+pub(crate) const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
 
 /// Whether a slow test is to be skipped: yes, after one line on stderr saying so and how to run
 /// it, unless `PIPEWRIGHT_SLOW_TESTS=1`.
-pub fn skip_slow_test() -> bool {
+pub(crate) fn skip_slow_test() -> bool {
     if std::env::var_os(SLOW_TESTS).is_some_and(|v| v == "1") {
         return false;
     }
@@ -41,22 +41,22 @@ pub fn skip_slow_test() -> bool {
     true
 }
 
-pub fn testdata(sub: &str) -> PathBuf {
+pub(crate) fn testdata(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata")
         .join(sub)
 }
 
-pub fn examples() -> PathBuf {
+pub(crate) fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
 }
 
 /// Copies `from` into `dir` (keeping the file name) and returns the name.
-pub fn copy_into(from: &Path, dir: &Path) -> String {
+pub(crate) fn copy_into(from: &Path, dir: &Path) -> String {
     let name = from
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -65,7 +65,7 @@ pub fn copy_into(from: &Path, dir: &Path) -> String {
     name
 }
 
-pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run_in(dir: &Path, args: &[&str]) -> Output {
     bin()
         .current_dir(dir)
         .args(args)
@@ -74,7 +74,7 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("the pipewright binary runs: {e}"))
 }
 
-pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
+pub(crate) fn run_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
     use std::io::Write;
     let mut child = bin()
         .current_dir(dir)
@@ -94,25 +94,25 @@ pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
         .unwrap_or_else(|e| panic!("wait: {e}"))
 }
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Both streams, for failure messages.
-pub fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!("--- stdout\n{}--- stderr\n{}", stdout(o), stderr(o))
 }
 
-pub fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
 /// Polls `cond` every 10 ms until it holds; panics with `what` after `timeout`.
-pub fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = cond() {
@@ -124,7 +124,7 @@ pub fn wait_for<T>(timeout: Duration, what: &str, mut cond: impl FnMut() -> Opti
 }
 
 /// Starts `pipewright run ARGS --format json` in `dir` in the background.
-pub fn spawn_run(dir: &Path, args: &[&str]) -> std::process::Child {
+pub(crate) fn spawn_run(dir: &Path, args: &[&str]) -> std::process::Child {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--format", "json"]);
@@ -139,7 +139,7 @@ pub fn spawn_run(dir: &Path, args: &[&str]) -> std::process::Child {
 }
 
 /// Waits for a spawned run and collects its output.
-pub fn finish(child: std::process::Child) -> Output {
+pub(crate) fn finish(child: std::process::Child) -> Output {
     child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("wait: {e}"))
@@ -148,7 +148,7 @@ pub fn finish(child: std::process::Child) -> Output {
 /// Runs `pipewright meow ARGS…` outside any MEOW run (no `MEOW_ORCH_SOCK`, no `MEOW_AGENT`) and
 /// asserts that it did nothing: exit 0, no output (the reference's helpers are silent there).
 #[allow(dead_code)]
-pub fn assert_meow_is_a_silent_no_op(dir: &Path, args: &[&str]) {
+pub(crate) fn assert_meow_is_a_silent_no_op(dir: &Path, args: &[&str]) {
     let o = bin()
         .current_dir(dir)
         .env_remove("MEOW_ORCH_SOCK")

@@ -7,7 +7,7 @@ use pipewright_syntax::SourceMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
+pub(super) fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
     let mut sources = SourceMap::new();
     let file = sources.add("test.yaml", text);
     let mut diags = Vec::new();
@@ -20,15 +20,15 @@ pub fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
     )
 }
 
-pub fn tempdir() -> tempfile::TempDir {
+pub(super) fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
 }
 
-pub fn opts(dir: &Path) -> RunOptions {
+pub(super) fn opts(dir: &Path) -> RunOptions {
     RunOptions::new(dir.to_path_buf())
 }
 
-pub fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -36,7 +36,7 @@ pub fn rt() -> tokio::runtime::Runtime {
         .unwrap_or_else(|e| panic!("runtime: {e}"))
 }
 
-pub fn exec(text: &str, o: RunOptions) -> (RunOutcome, SourceMap) {
+pub(super) fn exec(text: &str, o: RunOptions) -> (RunOutcome, SourceMap) {
     let (p, s) = load(text);
     let out = rt()
         .block_on(run(p, &s, o))
@@ -45,22 +45,22 @@ pub fn exec(text: &str, o: RunOptions) -> (RunOutcome, SourceMap) {
 }
 
 /// Runs and returns `--format json`.
-pub fn run_json(text: &str, o: RunOptions) -> serde_json::Value {
+pub(super) fn run_json(text: &str, o: RunOptions) -> serde_json::Value {
     let (out, s) = exec(text, o);
     out.to_json(&s)
 }
 
 /// The default run store of a project directory.
-pub fn db_path(dir: &Path) -> PathBuf {
+pub(super) fn db_path(dir: &Path) -> PathBuf {
     dir.join(".pipewright/runs.db")
 }
 
-pub fn store_at(dir: &Path) -> Arc<dyn Store> {
+pub(super) fn store_at(dir: &Path) -> Arc<dyn Store> {
     Arc::new(SqliteStore::open(&db_path(dir)).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// The only run of a project (`None` before the run row exists) and its `runs show` document.
-pub fn only_run(dir: &Path) -> Option<(String, serde_json::Value)> {
+pub(super) fn only_run(dir: &Path) -> Option<(String, serde_json::Value)> {
     if !db_path(dir).exists() {
         return None;
     }
@@ -73,7 +73,7 @@ pub fn only_run(dir: &Path) -> Option<(String, serde_json::Value)> {
 /// This test executable again, running only the test `test` of the module at `module_path`
 /// (its `module_path!()`): for the half of a test that needs a process of its own, to be
 /// killed with -9 or to be given a process-wide environment variable.
-pub fn this_test_alone(module_path: &str, test: &str) -> std::process::Command {
+pub(super) fn this_test_alone(module_path: &str, test: &str) -> std::process::Command {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     // libtest names a test by its path inside the test crate, without the crate's own name.
     let name = match module_path.split_once("::") {
@@ -87,7 +87,7 @@ pub fn this_test_alone(module_path: &str, test: &str) -> std::process::Command {
 
 /// What a mock HTTP server received: the request head and the body its `Content-Length`
 /// announces (or whatever arrived before the peer closed).
-pub async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> String {
+pub(super) async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> String {
     use tokio::io::AsyncReadExt;
     let mut buf = vec![0u8; 65536];
     let mut got = Vec::new();
@@ -113,7 +113,7 @@ pub async fn read_request<S: tokio::io::AsyncRead + Unpin>(sock: &mut S) -> Stri
 }
 
 /// Cancels the run when the step with this key starts.
-pub struct CancelAt(pub pipewright_runtime::CancelToken, pub &'static str);
+pub(super) struct CancelAt(pub pipewright_runtime::CancelToken, pub &'static str);
 
 impl pipewright_runtime::EventSink for CancelAt {
     fn event(&self, e: &pipewright_runtime::Event) {
