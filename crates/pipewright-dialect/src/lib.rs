@@ -7,6 +7,7 @@
 
 pub mod command;
 pub mod editor;
+pub mod eval;
 pub mod near_miss;
 pub mod project;
 pub mod runtime;
@@ -15,6 +16,7 @@ pub mod suppress;
 
 pub use command::{CommandContext, DialectCommand, ProjectRuns};
 pub use editor::EditorFeatures;
+pub use eval::{EvalInput, EvalLanguage};
 pub use near_miss::NearMiss;
 pub use runtime::{
     BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
@@ -104,6 +106,10 @@ pub trait Dialect: Sync {
     /// A command of the dialect's own under `pipewright` (MEOW's `meow …`).
     fn command(&self) -> Option<&dyn DialectCommand> {
         None
+    }
+    /// The condition and template languages of its files, for `pipewright eval --lang NAME`.
+    fn eval_languages(&self) -> &'static [EvalLanguage] {
+        &[]
     }
     /// What the dialect answers an editor (hover, completion, navigation); `None` when it
     /// answers nothing beyond diagnostics and formatting.

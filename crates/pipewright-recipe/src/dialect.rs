@@ -75,6 +75,10 @@ impl Dialect for Recipe {
         Some(self)
     }
 
+    fn eval_languages(&self) -> &'static [pipewright_dialect::EvalLanguage] {
+        EVAL_LANGUAGES
+    }
+
     fn editor(&self) -> Option<&dyn EditorFeatures> {
         Some(self)
     }
@@ -214,4 +218,34 @@ impl Checker for RecipeChecker {
     fn finish(self: Box<Self>, _sources: &SourceMap) -> Vec<Diagnostic> {
         self.0
     }
+}
+
+/// A recipe's `condition:` language and its `{{var}}` templates, as the runner evaluates them.
+const EVAL_LANGUAGES: &[pipewright_dialect::EvalLanguage] = &[
+    pipewright_dialect::EvalLanguage {
+        name: "condition",
+        eval: eval_condition,
+    },
+    pipewright_dialect::EvalLanguage {
+        name: "template",
+        eval: eval_template,
+    },
+];
+
+fn eval_condition(i: &pipewright_dialect::EvalInput<'_>) -> Result<String, Vec<Diagnostic>> {
+    let site = if i.in_loop {
+        crate::condition::Site::Rendered
+    } else {
+        crate::condition::Site::TopLevel
+    };
+    crate::condition::eval_at(i.expr, i.vars, site)
+        .map(|v| v.to_string())
+        .map_err(|issue| vec![issue.to_diagnostic(i.at)])
+}
+
+/// From the text: a parsed `serde_json::Value` has lost the digits of big integers.
+fn eval_template(i: &pipewright_dialect::EvalInput<'_>) -> Result<String, Vec<Diagnostic>> {
+    crate::template::render_json(i.expr, i.vars_text)
+        .map(|s| serde_json::Value::String(s).to_string())
+        .map_err(|issue| vec![issue.to_diagnostic(i.at)])
 }

@@ -260,6 +260,18 @@ fn backend_parser() -> impl TypedValueParser<Value = String> {
     })
 }
 
+/// The languages `eval` shared by every dialect (R1 and its prompt templates).
+const R1_LANGUAGES: [&str; 2] = ["r1", "prompt"];
+
+/// `--lang NAME`: R1's languages, then each dialect's own (`Dialect::eval_languages`).
+fn eval_lang_parser() -> PossibleValuesParser {
+    let dialects = pipewright_registry::DIALECTS
+        .iter()
+        .flat_map(|d| d.eval_languages())
+        .map(|l| l.name);
+    PossibleValuesParser::new(R1_LANGUAGES.into_iter().chain(dialects))
+}
+
 /// The runtimes of the registry's dialects.
 pub(crate) fn runtimes() -> impl Iterator<Item = &'static dyn Runtime> {
     pipewright_registry::DIALECTS
@@ -422,14 +434,6 @@ pub(crate) struct ExplainArgs {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum EvalLang {
-    R1,
-    Prompt,
-    Condition,
-    Template,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ConditionSite {
     TopLevel,
     Loop,
@@ -439,8 +443,8 @@ pub(crate) enum ConditionSite {
 pub(crate) struct EvalArgs {
     /// The language of EXPR: an R1 expression, a pipeline prompt template, a recipe
     /// condition or a recipe template.
-    #[arg(long, value_enum, default_value = "r1")]
-    pub lang: EvalLang,
+    #[arg(long, default_value = "r1", value_parser = eval_lang_parser())]
+    pub lang: String,
     /// JSON bound to `ctx`, the named stores (R1 and prompt: `ctx.name` reads `{"name": …}`);
     /// for condition and template, the variables.
     #[arg(long, default_value = "{}")]

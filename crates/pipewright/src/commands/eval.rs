@@ -1,6 +1,6 @@
 //! `pipewright eval`: evaluate one expression or template against a JSON context.
 
-use crate::cli::{ConditionSite, EvalArgs, EvalLang};
+use crate::cli::{ConditionSite, EvalArgs};
 use crate::exit::ExitStatus;
 use pipewright_r1::{Scope, Value};
 use pipewright_syntax::{render, Diagnostic, SourceMap, Span};
@@ -70,36 +70,37 @@ fn evaluate(
     vars: &serde_json::Value,
 ) -> ExitStatus {
     let whole = |r: std::ops::Range<usize>| Span::new(expr_file, r);
-    let result: Result<String, Vec<Diagnostic>> = match args.lang {
-        EvalLang::R1 => match pipewright_r1::parse(&args.expr) {
+    let result: Result<String, Vec<Diagnostic>> = match args.lang.as_str() {
+        "r1" => match pipewright_r1::parse(&args.expr) {
             Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
             Ok(expr) => pipewright_r1::eval(&expr, scope)
                 .map(|v| v.to_json_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
-        EvalLang::Prompt => match pipewright_r1::parse_template(&args.expr) {
+        "prompt" => match pipewright_r1::parse_template(&args.expr) {
             Err(errs) => Err(errs.iter().map(|e| e.to_diagnostic(whole)).collect()),
             Ok(t) => pipewright_r1::render(&t, scope)
                 .map(|s| serde_json::Value::String(s).to_string())
                 .map_err(|e| vec![eval_error(whole(e.range.clone()), &e.message)]),
         },
-        EvalLang::Condition => pipewright_recipe::condition::eval_at(
-            &args.expr,
-            vars,
-            match args.site {
-                ConditionSite::TopLevel => pipewright_recipe::condition::Site::TopLevel,
-                ConditionSite::Loop => pipewright_recipe::condition::Site::Rendered,
-            },
-        )
-        .map(|v| v.to_string())
-        .map_err(|i| vec![i.to_diagnostic(whole)]),
-        // From the text: a parsed `serde_json::Value` has lost the digits of big integers.
-        EvalLang::Template => pipewright_recipe::template::render_json(
-            &args.expr,
-            args.scope.as_deref().unwrap_or(&args.ctx),
-        )
-        .map(|s| serde_json::Value::String(s).to_string())
-        .map_err(|i| vec![i.to_diagnostic(whole)]),
+        other => match pipewright_registry::DIALECTS
+            .iter()
+            .flat_map(|d| d.eval_languages())
+            .find(|l| l.name == other)
+        {
+            Some(lang) => (lang.eval)(&pipewright_dialect::EvalInput {
+                expr: &args.expr,
+                vars_text: args.scope.as_deref().unwrap_or(&args.ctx),
+                vars,
+                in_loop: args.site == ConditionSite::Loop,
+                at: &whole,
+            }),
+            // clap accepts only the languages above.
+            None => Err(vec![eval_error(
+                whole(0..0),
+                &format!("no language `{other}`"),
+            )]),
+        },
     };
     match result {
         Ok(json) => {
