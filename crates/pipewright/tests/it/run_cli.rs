@@ -412,6 +412,41 @@ fn openai_backend_without_config_exits_2() {
     assert!(run_ids(d.path()).is_empty(), "nothing ran");
 }
 
+/// A backend or a flag one dialect declares for its own runs (the state machine's coding-agent
+/// CLIs, its `--max-visits`) is refused on another dialect's file, in that dialect's words, before
+/// anything runs; the alias of such a backend is the same backend. A dry run uses no backend, so
+/// only the flag is refused there.
+#[test]
+fn another_dialects_backend_or_flag_is_refused_before_anything_runs() {
+    let d = project(&["agents.yaml"]);
+    for backend in ["claude", "claude-code", "copilot"] {
+        let o = run_in(d.path(), &["run", "agents.yaml", "--backend", backend]);
+        assert_eq!(o.status.code(), Some(2), "{backend}: {}", text(&o));
+        assert_eq!(stdout(&o), "");
+        assert!(
+            stderr(&o).contains(
+                "the coding-agent CLI backends run state-machine recipes only; for a pipeline file use --backend command"
+            ),
+            "{backend}: {}",
+            text(&o)
+        );
+    }
+    let o = run_in(
+        d.path(),
+        &["run", "agents.yaml", "--dry-run", "--backend", "claude"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = run_in(d.path(), &["run", "agents.yaml", "--dry-run", "--verbose"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--verbose is for state-machine recipes only"),
+        "{}",
+        text(&o)
+    );
+    assert!(run_ids(d.path()).is_empty(), "nothing ran");
+    assert!(!d.path().join(".pipewright/runs.db").exists(), "no store");
+}
+
 #[test]
 fn command_backend_without_config_exits_2_naming_what_to_add() {
     // It meant `claude` silently, then failed at the first agent step (exit 1, a run
