@@ -71,10 +71,6 @@ impl FlagValues {
     pub fn count(&self, long: &str) -> Option<u64> {
         self.text(long).and_then(|t| t.parse().ok())
     }
-    /// The first flag given, for the refusal on another dialect's file.
-    pub fn first(&self) -> Option<&'static str> {
-        self.0.keys().next().copied()
-    }
 }
 
 /// Backends only one dialect's runs can use, beside the shared ones (mock, script, command,
@@ -113,18 +109,6 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
-    /// A request that runs `opts` as given (its backend and store).
-    pub fn with(opts: RunOptions) -> RunRequest {
-        RunRequest {
-            opts,
-            backend: None,
-            open_store: None,
-            flags: FlagValues::default(),
-            human: false,
-            ast: None,
-        }
-    }
-
     /// The options of a run on one of the shared backends: the one `--backend` names (or
     /// `special`'s, when it has one for that name), then the store.
     pub fn into_options(
