@@ -11,7 +11,7 @@ use crate::config::ProjectConfig;
 use crate::failure::RunError;
 use crate::outcome::RunOutcome;
 use crate::outcome::RunStatus;
-use crate::store::{self, Event, EventSink, RunLock, Store, Write};
+use crate::store::{self, Event, EventSink, RunLock, Store, StoreError, Write};
 use crate::tools::Tools;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -376,6 +376,35 @@ pub struct ResumeOf<'a> {
     pub workflow: Option<&'a str>,
 }
 
+/// Why a run cannot be resumed. Typed, so that a caller (a durable engine, a retry) can tell
+/// a run another process owns (`Store(StoreError::Busy)`) from one that must not be resumed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    #[error("--resume needs a run store")]
+    NoStore,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run was started on another workflow of the file.
+    #[error("run {id} runs {kind} `{recorded}`; it cannot be resumed as {kind} `{asked}`")]
+    OtherWorkflow {
+        id: String,
+        kind: String,
+        recorded: String,
+        asked: String,
+    },
+    #[error("run {id} keeps the input it started with; --input cannot be given with --resume")]
+    InputGiven { id: String },
+    /// The sources' hash differs from the recorded one (and `--force` was not given).
+    #[error("{what} changed since run {id} started; resuming would mix results of two versions. Restore them, or pass --force to replay only the steps whose content did not change")]
+    SourcesChanged { id: String, what: String },
+}
+
+impl From<ResumeError> for String {
+    fn from(e: ResumeError) -> String {
+        e.to_string()
+    }
+}
+
 /// The record of a run to resume, owned by this process, after the checks every dialect makes:
 /// a store, a well-formed id, the same workflow, no new input, and the same sources (unless
 /// `--force`).
@@ -385,33 +414,34 @@ pub fn resume_record(
     of: ResumeOf<'_>,
     input: &serde_json::Value,
     source_hash: &str,
-) -> Result<(Box<dyn RunLock>, store::RunRecord), String> {
+) -> Result<(Box<dyn RunLock>, store::RunRecord), ResumeError> {
     let ResumeOf {
         id,
         what,
         kind,
         workflow,
     } = of;
-    let st = store.ok_or("--resume needs a run store")?;
+    let st = store.ok_or(ResumeError::NoStore)?;
     store::check_run_id(id)?;
     // Owner first, then read: what is read cannot change under us.
     let lock = st.lock_run(id)?;
     let rec = st.load_run(id)?;
     if let Some(w) = workflow.filter(|w| *w != rec.workflow) {
-        return Err(format!(
-            "run {id} runs {kind} `{}`; it cannot be resumed as {kind} `{w}`",
-            rec.workflow
-        ));
+        return Err(ResumeError::OtherWorkflow {
+            id: id.to_string(),
+            kind: kind.to_string(),
+            recorded: rec.workflow,
+            asked: w.to_string(),
+        });
     }
     if !input.is_null() {
-        return Err(format!(
-            "run {id} keeps the input it started with; --input cannot be given with --resume"
-        ));
+        return Err(ResumeError::InputGiven { id: id.to_string() });
     }
     if rec.source_hash != source_hash && !force {
-        return Err(format!(
-            "{what} changed since run {id} started; resuming would mix results of two versions. Restore them, or pass --force to replay only the steps whose content did not change"
-        ));
+        return Err(ResumeError::SourcesChanged {
+            id: id.to_string(),
+            what: what.to_string(),
+        });
     }
     Ok((lock, rec))
 }
@@ -432,4 +462,67 @@ pub fn store_failure(outcome: &mut RunOutcome, workflow: &pipewright_ir::Workflo
         workflow.span,
         format!("the run could not be recorded: {msg}"),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewRun, SqliteStore};
+
+    fn resume(
+        st: Option<&Arc<dyn Store>>,
+        id: &str,
+        workflow: Option<&str>,
+        input: serde_json::Value,
+        hash: &str,
+    ) -> Result<String, ResumeError> {
+        let of = ResumeOf {
+            id,
+            what: "the pipeline files",
+            kind: "pipeline",
+            workflow,
+        };
+        resume_record(st, false, of, &input, hash).map(|(_, rec)| rec.run_id)
+    }
+
+    /// Each refusal a resume can meet is its own variant, in the words every dialect printed.
+    #[test]
+    fn each_resume_refusal_is_typed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let st: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("runs.db")).unwrap_or_else(|e| panic!("{e}")),
+        );
+        let id = store::new_run_id();
+        st.create_run(&NewRun {
+            run_id: id.clone(),
+            file: "p.yaml".into(),
+            workflow: "main".into(),
+            source_hash: "h1".into(),
+            input: serde_json::Value::Null,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let null = serde_json::Value::Null;
+        assert_eq!(
+            resume(None, &id, None, null.clone(), "h1"),
+            Err(ResumeError::NoStore)
+        );
+        assert!(matches!(
+            resume(Some(&st), "../x", None, null.clone(), "h1"),
+            Err(ResumeError::Store(StoreError::BadRunId(_)))
+        ));
+        let other = resume(Some(&st), &id, Some("other"), null.clone(), "h1");
+        assert!(
+            matches!(&other, Err(ResumeError::OtherWorkflow { recorded, asked, .. }) if recorded == "main" && asked == "other"),
+            "{other:?}"
+        );
+        let given = resume(Some(&st), &id, None, serde_json::json!({"a": 1}), "h1");
+        assert_eq!(given, Err(ResumeError::InputGiven { id: id.clone() }));
+        let changed = resume(Some(&st), &id, None, null.clone(), "h2");
+        assert!(
+            matches!(&changed, Err(ResumeError::SourcesChanged { .. })),
+            "{changed:?}"
+        );
+        assert!(String::from(changed.unwrap_err()).contains("pass --force"));
+        assert_eq!(resume(Some(&st), &id, Some("main"), null, "h1"), Ok(id));
+    }
 }

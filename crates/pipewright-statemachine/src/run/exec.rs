@@ -50,6 +50,12 @@ impl From<String> for Refusal {
     }
 }
 
+impl From<pipewright_runtime::session::ResumeError> for Refusal {
+    fn from(e: pipewright_runtime::session::ResumeError) -> Refusal {
+        Refusal::from(e.to_string())
+    }
+}
+
 fn config(message: String) -> Refusal {
     Refusal {
         message,
