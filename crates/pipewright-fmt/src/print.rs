@@ -1044,6 +1044,14 @@ impl<'s, 'r> Printer<'s, 'r> {
             }
         }
         .unwrap_or(0);
+        // A tab is no indentation: a line that starts with one ends a scalar indented by
+        // spaces, and the lines from it on are not the scalar's, though the span above took
+        // them as its blanks (printed as content, they changed the value: found by the fmt_yaml
+        // fuzz target).
+        let raw_lines = match raw_lines.iter().position(|l| l.starts_with('\t')) {
+            Some(cut) if n_ind > 0 => raw_lines[..cut].to_vec(),
+            _ => raw_lines,
+        };
         let mut lines: Vec<String> = raw_lines
             .iter()
             .map(|l| {

@@ -612,6 +612,11 @@ fn fuzz_findings_format_and_reformat_the_same() {
         // A block scalar whose content is indented deeper than its indentation indicator.
         ("a: |2\n   x\n", "a: |2\n   x\n"),
         ("a:   |2-\n     x\n    y\n", "a: |2-\n     x\n    y\n"),
+        // A block scalar ended by a line that starts with a tab (no indentation), then a line
+        // of blanks deeper than its indentation: the blanks were printed as content (PW0900,
+        // `"x\n"` became `"x\n\n \n"`). The scalar ends at the tab line, as the loader reads it.
+        ("a: |\n  x\n\t\n   \n", "a: |\n  x\n"),
+        ("|\n x\n\t\n  ", "|\n  x\n"),
         // A block scalar with no content before a comment gained blank lines on every run.
         ("a: |\n\n# c\n", "a: |-\n\n# c\n"),
         ("a: >\n\n\nb: 1\n", "a: >-\n\nb: 1\n"),
@@ -956,6 +961,8 @@ fn the_fourth_sessions_fuzz_reproducers_format_and_reformat_the_same() {
         "blank-content-line-under-indicator-not-idempotent.yaml",
         "tab-line-in-document-block-scalar.yaml",
         "ampersand-anchor-names-in-flow-not-idempotent.yaml",
+        // The seventh session's (the fuzzer's input, not minimised).
+        "block-scalar-ended-by-a-tab-line-5db63a22.yaml",
     ] {
         let text =
             std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
