@@ -11,20 +11,6 @@ pub(crate) mod run;
 pub(crate) mod runs;
 pub(crate) mod schema;
 
-/// A tokio runtime for a command (a run: one thread per core; a request to a running
-/// orchestrator: the current thread), or exit status 2 after saying why there is none.
-pub(crate) fn tokio_runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, ExitStatus> {
-    let mut b = if multi_thread {
-        tokio::runtime::Builder::new_multi_thread()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    b.enable_all().build().map_err(|e| {
-        errln!("error: cannot start the runtime: {e}");
-        ExitStatus::COULD_NOT_START
-    })
-}
-
 /// A dialect's own command (MEOW's `meow`), with what it needs of the project.
 pub(crate) fn dialect_command(
     command: &dyn pipewright_dialect::DialectCommand,

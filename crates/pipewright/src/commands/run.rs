@@ -14,9 +14,16 @@ fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
 }
 
 pub(crate) fn run(args: &RunArgs) -> ExitStatus {
-    let runtime = match super::tokio_runtime(true) {
+    // One thread per core: a run's steps, fan-outs and agents run side by side.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
-        Err(code) => return code,
+        Err(e) => {
+            errln!("error: cannot start the runtime: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
     };
     runtime.block_on(run_async(args))
 }
