@@ -79,6 +79,26 @@ impl RunOutcome {
         }
     }
 
+    /// The run could not be recorded: it fails of that, unless a step's own failure already
+    /// is its diagnostic (the report then names the store's failure beside it). `span`: what
+    /// the diagnostic points at (the workflow).
+    pub fn fail_store(&mut self, msg: String, span: pipewright_syntax::Span) {
+        self.store_error.get_or_insert(msg.clone());
+        if self.error.is_some() {
+            return;
+        }
+        self.status = RunStatus::Failed;
+        self.cancelled_at = None;
+        self.pending = None;
+        self.error = Some(RunError::new(
+            crate::codes::STORE,
+            "",
+            "run",
+            span,
+            format!("the run could not be recorded: {msg}"),
+        ));
+    }
+
     /// 0 ok, 1 failed, 3 paused at an approval gate; cancelled: 128 + the signal (the shell
     /// convention), 130 for SIGINT or a cancel without a signal, 143 for SIGTERM.
     pub fn exit_code(&self) -> i32 {

@@ -1,18 +1,19 @@
 //! What a run of every dialect shares, whatever executes its steps: the options it starts
-//! with, the checks a resume must pass, the run's lock, and the recorder that lands step
-//! results and events in the run store. Each dialect's runtime drives these with its own
-//! semantics; a second durable engine (issue 24) plugs in under the same calls: `Store`
-//! (lock, create, load, record) and the [`Recorder`] that batches landings.
+//! with, the checks a resume must pass, and the [`RunSession`] that owns the run while it
+//! goes (its lock, the landings of earlier attempts it replays, its journal, events and
+//! sinks). Each dialect's runtime drives the session with its own semantics; the engine that
+//! makes the run durable sits under it as a [`Journal`] (the run store's [`Recorder`] here; a
+//! durable-execution engine's journal in issue 24).
 
 use crate::backend::{mock::MockBackend, AgentBackend};
 use crate::cancel::CancelToken;
-use crate::codes;
 use crate::config::ProjectConfig;
-use crate::failure::RunError;
+pub use crate::journal::Journal;
 use crate::outcome::RunOutcome;
-use crate::outcome::RunStatus;
-use crate::store::{self, Event, EventSink, RunLock, Store, StoreError, Write};
+pub use crate::recorder::Recorder;
+use crate::store::{self, Event, EventSink, Landed, Landing, RunLock, Store, StoreError, Write};
 use crate::tools::Tools;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -112,259 +113,6 @@ impl RunOptions {
     }
 }
 
-/// The run's connection to its store.
-///
-/// The landing of a step with side effects (shell, tool, agent) commits at once, with everything
-/// staged before it, and a step with side effects starts only after everything before it has
-/// committed. The landings of pure steps (transforms, and the results of calls, matches and
-/// fan-outs, whose inner steps land on their own) are staged and handed to a writer thread in
-/// batches of at most `MAX_STAGED` writes or `MAX_STAGE_DELAY` old, which commits them while the
-/// run goes on: losing one to a crash only means computing it again, and a 10,000-item transform
-/// fan-out is a few transactions instead of 10,000. Either way a landing and its
-/// `step_completed` commit together, and the writer reports the completion to the event sinks
-/// only after that commit. Batches commit in the order they were staged; once one fails, every
-/// later one fails with it, and the run stops at its next step with side effects (or its end).
-pub struct Recorder {
-    store: Arc<dyn Store>,
-    staged: Mutex<Staged>,
-    /// The first failed commit, as the writer saw it.
-    failed: Arc<Mutex<Option<String>>>,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Held for the whole run: a second process cannot resume it meanwhile.
-    _lock: Box<dyn RunLock>,
-}
-
-struct Staged {
-    writes: Vec<Write>,
-    /// Completions to report once their landings have committed.
-    done: Vec<Event>,
-    since: Option<Instant>,
-    /// To the writer; `None` once closed.
-    jobs: Option<std::sync::mpsc::Sender<Job>>,
-}
-
-struct Job {
-    writes: Vec<Write>,
-    done: Vec<Event>,
-    reply: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    /// Committed even after a failed commit: the run's final status.
-    last: bool,
-}
-
-const MAX_STAGED: usize = 4096;
-const MAX_STAGE_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Recorder {
-    pub fn new(
-        store: Arc<dyn Store>,
-        run_id: String,
-        lock_: Box<dyn RunLock>,
-        sinks: Arc<Vec<Arc<dyn EventSink>>>,
-    ) -> Result<Recorder, String> {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let failed = Arc::new(Mutex::new(None));
-        let writer = {
-            let store = store.clone();
-            let failed = failed.clone();
-            std::thread::Builder::new()
-                .name("pipewright-store".into())
-                .spawn(move || writer_loop(&*store, &run_id, &rx, &sinks, &failed))
-                .map_err(|e| format!("cannot start the store writer: {e}"))?
-        };
-        Ok(Recorder {
-            store,
-            staged: Mutex::new(Staged {
-                writes: Vec::new(),
-                done: Vec::new(),
-                since: None,
-                jobs: Some(tx),
-            }),
-            failed,
-            writer: Mutex::new(Some(writer)),
-            _lock: lock_,
-        })
-    }
-
-    /// Stages an event that reports nothing landed (started, failed, replayed, cancelled).
-    pub fn stage_event(&self, line: String) {
-        let mut st = lock(&self.staged);
-        st.writes.push(Write::Event(line));
-        st.since.get_or_insert_with(Instant::now);
-    }
-
-    /// Stages `writes` (and the completion they report). With `now`, commits everything staged
-    /// and waits for the commit (and for the completions to be reported); otherwise hands a
-    /// full or old batch to the writer without waiting.
-    pub fn stage(&self, writes: Vec<Write>, done: Option<Event>, now: bool) -> Result<(), String> {
-        self.send(writes, done, now, false)
-    }
-
-    /// Commits the run's final status. After a failed commit this is still tried (with the
-    /// events staged since), so the store says `failed` when it can.
-    pub fn finish(&self, fin: store::Finish) -> Result<(), String> {
-        self.send(vec![Write::Finish(fin)], None, true, true)
-    }
-
-    fn send(
-        &self,
-        writes: Vec<Write>,
-        done: Option<Event>,
-        now: bool,
-        last: bool,
-    ) -> Result<(), String> {
-        if !last {
-            if let Some(e) = lock(&self.failed).clone() {
-                return Err(e);
-            }
-        }
-        let mut st = lock(&self.staged);
-        st.writes.extend(writes);
-        st.done.extend(done);
-        let since = *st.since.get_or_insert_with(Instant::now);
-        if !(now || st.writes.len() >= MAX_STAGED || since.elapsed() >= MAX_STAGE_DELAY) {
-            return Ok(());
-        }
-        let (reply, answer) = if now {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let job = Job {
-            writes: std::mem::take(&mut st.writes),
-            done: std::mem::take(&mut st.done),
-            reply,
-            last,
-        };
-        st.since = None;
-        // Sent under the lock: batches reach the writer in the order they were staged.
-        let sent = st.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
-        drop(st);
-        if !sent {
-            return Err(format!(
-                "the run store {}: its writer stopped",
-                self.store.describe()
-            ));
-        }
-        match answer {
-            Some(rx) => rx.recv().unwrap_or_else(|_| {
-                Err(format!(
-                    "the run store {}: its writer stopped",
-                    self.store.describe()
-                ))
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Commits whatever is staged (nothing to do when nothing is).
-    pub fn flush(&self) -> Result<(), String> {
-        if lock(&self.staged).writes.is_empty() {
-            return lock(&self.failed).clone().map_or(Ok(()), Err);
-        }
-        self.send(Vec::new(), None, true, false)
-    }
-
-    /// The store, as messages name it.
-    pub fn describe(&self) -> String {
-        self.store.describe()
-    }
-
-    /// The first commit that failed, if one did.
-    pub fn failed(&self) -> Option<String> {
-        lock(&self.failed).clone()
-    }
-
-    /// Stops the writer once it has committed everything handed to it.
-    pub fn close(&self) {
-        lock(&self.staged).jobs = None;
-        if let Some(h) = lock(&self.writer).take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
-fn writer_loop(
-    store: &dyn Store,
-    run_id: &str,
-    rx: &std::sync::mpsc::Receiver<Job>,
-    sinks: &[Arc<dyn EventSink>],
-    failed: &Mutex<Option<String>>,
-) {
-    while let Ok(first) = rx.recv() {
-        // Whatever queued up meanwhile goes in the same transaction.
-        let mut jobs = vec![first];
-        while let Ok(j) = rx.try_recv() {
-            jobs.push(j);
-        }
-        // After a failed commit only the final status goes in (the batches after the failed
-        // one must not land without it).
-        let earlier = lock(failed).clone();
-        let writes: Vec<Write> = jobs
-            .iter_mut()
-            .filter(|j| earlier.is_none() || j.last)
-            .flat_map(|j| std::mem::take(&mut j.writes))
-            .collect();
-        let result = match (&earlier, writes.is_empty()) {
-            (Some(e), true) => Err(e.clone()),
-            _ => store
-                .record(run_id, &writes)
-                .map_err(String::from)
-                .and(earlier.map_or(Ok(()), Err)),
-        };
-        match &result {
-            Ok(()) => {
-                for e in jobs.iter().flat_map(|j| &j.done) {
-                    for s in sinks {
-                        s.event(e);
-                    }
-                }
-            }
-            Err(e) => {
-                lock(failed).get_or_insert_with(|| e.clone());
-            }
-        }
-        for j in jobs {
-            if let Some(r) = j.reply {
-                let _ = r.send(result.clone());
-            }
-        }
-    }
-}
-
-/// The run's recorder, or `None` without a store: a resumed run (whose lock `lock` already
-/// holds) is marked running again; a new one is locked, then created.
-pub fn open_recorder(
-    store: Option<&Arc<dyn Store>>,
-    lock: Option<Box<dyn RunLock>>,
-    new: store::NewRun,
-    sinks: Arc<Vec<Arc<dyn EventSink>>>,
-) -> Result<Option<Recorder>, String> {
-    let Some(st) = store else { return Ok(None) };
-    let l = match lock {
-        Some(l) => {
-            st.record(&new.run_id, &[Write::Status("running".into())])?;
-            l
-        }
-        None => {
-            let l = st.lock_run(&new.run_id)?;
-            st.create_run(&new)?;
-            l
-        }
-    };
-    Recorder::new(st.clone(), new.run_id.clone(), l, sinks).map(Some)
-}
-
 /// What a resume asks for: the run, and what it must be running.
 pub struct ResumeOf<'a> {
     pub id: &'a str,
@@ -446,22 +194,309 @@ pub fn resume_record(
     Ok((lock, rec))
 }
 
-/// Turns the outcome into a failure of the store (unless it already failed of that).
-pub fn store_failure(outcome: &mut RunOutcome, workflow: &pipewright_ir::Workflow, msg: String) {
-    outcome.store_error.get_or_insert(msg.clone());
-    if outcome.error.is_some() {
-        // The step's own failure stays the diagnostic; the CLI reports the store's too.
-        return;
+/// A run about to start: a new one, or an earlier one this process now owns, with what it
+/// recorded. [`Begun::open`] turns it into the running [`RunSession`].
+pub struct Begun {
+    pub run_id: String,
+    /// The run's input: the given one, or on resume the one the run started with.
+    pub input: serde_json::Value,
+    /// The earlier attempts' record, on resume (its landings move into the session).
+    pub resumed: Option<store::RunRecord>,
+    lock: Option<Box<dyn RunLock>>,
+}
+
+impl Begun {
+    /// A new run (`resume` is `None`), or the run `resume` names after the checks every
+    /// dialect makes ([`resume_record`]).
+    pub fn new(
+        store: Option<&Arc<dyn Store>>,
+        resume: Option<ResumeOf<'_>>,
+        force: bool,
+        input: serde_json::Value,
+        source_hash: &str,
+    ) -> Result<Begun, ResumeError> {
+        let Some(of) = resume else {
+            return Ok(Begun {
+                run_id: store::new_run_id(),
+                input,
+                resumed: None,
+                lock: None,
+            });
+        };
+        let (lock, rec) = resume_record(store, force, of, &input, source_hash)?;
+        Ok(Begun {
+            run_id: rec.run_id.clone(),
+            input: rec.input.clone(),
+            resumed: Some(rec),
+            lock: Some(lock),
+        })
     }
-    outcome.status = RunStatus::Failed;
-    outcome.cancelled_at = None;
-    outcome.error = Some(RunError::new(
-        codes::STORE,
-        "",
-        "run",
-        workflow.span,
-        format!("the run could not be recorded: {msg}"),
-    ));
+
+    /// The landings of the earlier attempts (none for a new run).
+    pub fn landings(&self) -> &[Landing] {
+        self.resumed.as_ref().map_or(&[], |r| &r.landings)
+    }
+
+    /// Starts the run: a new one is locked, then created (it exists before its first step
+    /// starts, so a kill -9 at any later point leaves a run `--resume` can open); a resumed
+    /// one is marked running again. Without a store the run is recorded nowhere.
+    pub fn open(
+        self,
+        store: Option<&Arc<dyn Store>>,
+        start: RunStart,
+        sinks: Vec<Arc<dyn EventSink>>,
+    ) -> Result<RunSession, String> {
+        let sinks = Arc::new(sinks);
+        let journal: Option<Box<dyn Journal>> = match store {
+            None => None,
+            Some(st) => {
+                let lock = match self.lock {
+                    Some(l) => {
+                        st.record(&self.run_id, &[Write::Status("running".into())])?;
+                        l
+                    }
+                    None => {
+                        let l = st.lock_run(&self.run_id)?;
+                        st.create_run(&store::NewRun {
+                            run_id: self.run_id.clone(),
+                            file: start.file,
+                            workflow: start.workflow,
+                            source_hash: start.source_hash,
+                            input: self.input.clone(),
+                        })?;
+                        l
+                    }
+                };
+                let rec = Recorder::new(st.clone(), self.run_id.clone(), lock, sinks.clone())?;
+                Some(Box::new(rec))
+            }
+        };
+        let (landed, spawns) = match self.resumed {
+            Some(rec) => (
+                rec.landings
+                    .into_iter()
+                    .map(|l| (l.key, (l.step_hash, l.landed)))
+                    .collect(),
+                rec.spawns,
+            ),
+            None => (HashMap::new(), 0),
+        };
+        Ok(RunSession {
+            run_id: self.run_id,
+            journal,
+            landed: Mutex::new(landed),
+            failed: Mutex::new(None),
+            sinks,
+            started: Instant::now(),
+            spawns_before: spawns,
+        })
+    }
+}
+
+/// What a new run is recorded as.
+pub struct RunStart {
+    /// The file as given on the command line (what `--resume` reloads).
+    pub file: String,
+    /// The workflow of the file the run runs.
+    pub workflow: String,
+    pub source_hash: String,
+}
+
+/// A run while it goes: every dialect's runtime lands, replays, forgets and reports through
+/// it, whatever engine records the run underneath.
+///
+/// It replays by key and content hash: a step whose key landed in an earlier attempt with
+/// the same hash answers that landing instead of running again. A failed write is
+/// remembered, so the run cannot end `ok` after it even when the step that met it went on
+/// (a fan-out member under `on_error: continue`).
+pub struct RunSession {
+    run_id: String,
+    /// `None`: the run is recorded nowhere (no store).
+    journal: Option<Box<dyn Journal>>,
+    /// Every landing of this run and of its earlier attempts, by key: (step hash, landed).
+    landed: Mutex<HashMap<String, (String, Landed)>>,
+    /// The first write that failed.
+    failed: Mutex<Option<String>>,
+    sinks: Arc<Vec<Arc<dyn EventSink>>>,
+    started: Instant,
+    spawns_before: u64,
+}
+
+impl RunSession {
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Milliseconds since this attempt started (the clock events carry).
+    pub fn elapsed_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Agents spawned by the earlier attempts of the run.
+    pub fn spawns_before(&self) -> u64 {
+        self.spawns_before
+    }
+
+    /// Whether anything hears of events: without sinks or a journal, building one is waste.
+    pub fn observed(&self) -> bool {
+        self.journal.is_some() || !self.sinks.is_empty()
+    }
+
+    /// Whether a display listens (only displays read an event's summary).
+    pub fn displayed(&self) -> bool {
+        !self.sinks.is_empty()
+    }
+
+    /// Whether the run is recorded anywhere (and so can be resumed).
+    pub fn recorded(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// Where the run is recorded, as messages name it.
+    pub fn describe(&self) -> Option<String> {
+        self.journal.as_ref().map(|j| j.describe())
+    }
+
+    /// What `key` landed, with the hash of the step that landed it, whatever that step was.
+    pub fn landing(&self, key: &str) -> Option<(String, Landed)> {
+        lock(&self.landed).get(key).cloned()
+    }
+
+    /// The value `key` landed, if the step that landed it had content hash `hash`.
+    pub fn replayed(&self, key: &str, hash: &str) -> Option<serde_json::Value> {
+        match lock(&self.landed).get(key) {
+            Some((h, Landed::Value(v))) if h == hash => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// Lands a step's result with the event that reports it: recorded together (at once when
+    /// `durable`, see [`Journal::land`]), and the sinks hear of `done` only after that. A
+    /// failed write is remembered (see [`RunSession`]).
+    pub fn land(
+        &self,
+        key: &str,
+        hash: &str,
+        landed: Landed,
+        done: Option<Event>,
+        durable: bool,
+    ) -> Result<(), String> {
+        match &self.journal {
+            Some(j) => {
+                let l = Landing {
+                    key: key.to_string(),
+                    step_hash: hash.to_string(),
+                    landed: landed.clone(),
+                };
+                j.land(l, done, durable).map_err(|e| self.fail(e))?;
+            }
+            None => {
+                if let Some(e) = &done {
+                    self.notify(e);
+                }
+            }
+        }
+        lock(&self.landed).insert(key.to_string(), (hash.to_string(), landed));
+        Ok(())
+    }
+
+    /// Forgets the landing at `key` and every landing under it, so the next attempt of that
+    /// part of the run (a retried fan-out item, a loop's next iteration) runs it afresh.
+    pub fn forget_under(&self, key: &str, durable: bool) -> Result<(), String> {
+        let under = format!("{key}.");
+        let mut had = false;
+        lock(&self.landed).retain(|k, _| {
+            let keep = k != key && !k.starts_with(&under);
+            had |= !keep;
+            keep
+        });
+        match &self.journal {
+            // What this session never held, the journal does not hold either.
+            Some(j) if had => j.forget_under(key, durable).map_err(|e| self.fail(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes everything landed so far durable: called before a step with effects outside the
+    /// run starts, so a crash never loses a landing whose step would repeat those effects.
+    pub fn flush(&self) -> Result<(), String> {
+        match &self.journal {
+            Some(j) => j.flush().map_err(|e| self.fail(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Records that the run has spawned `n` agents, before the next one starts, so a resume
+    /// counts on from it.
+    pub fn spawns(&self, n: u64) -> Result<(), String> {
+        match &self.journal {
+            Some(j) => j.spawns(n).map_err(|e| self.fail(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// An event that lands nothing: the sinks hear of it at once, the journal with its next
+    /// write.
+    pub fn report(&self, e: &Event) {
+        if let Some(j) = &self.journal {
+            j.event(e);
+        }
+        self.notify(e);
+    }
+
+    fn notify(&self, e: &Event) {
+        for s in self.sinks.iter() {
+            s.event(e);
+        }
+    }
+
+    /// Remembers a failed write (the first one wins) and hands its message back.
+    pub fn fail(&self, msg: String) -> String {
+        lock(&self.failed).get_or_insert_with(|| msg.clone());
+        msg
+    }
+
+    /// Ends the run: makes everything landed durable, then records how it ended. `record`
+    /// describes the outcome to the journal; `on_failure` applies a failed write to it (the
+    /// first one the run met, then the final record's own), before and after recording.
+    pub fn finish(
+        self,
+        outcome: &mut RunOutcome,
+        record: impl Fn(&RunOutcome) -> store::Finish,
+        on_failure: impl Fn(&mut RunOutcome, String),
+    ) {
+        let Some(j) = &self.journal else { return };
+        outcome.store = Some(j.describe());
+        // Pure landings are written in the background: flush them first, so a write that
+        // failed after the last step is known before the final status is recorded.
+        let _ = j.flush();
+        let seen = lock(&self.failed).take().or_else(|| j.failed());
+        if let Some(msg) = seen {
+            on_failure(outcome, msg);
+        }
+        if let Err(msg) = j.finish(record(outcome)) {
+            on_failure(outcome, msg);
+        }
+        j.close();
+    }
+}
+
+/// How a run's end is recorded in the common case: its status, output, stores and error.
+pub fn finish_record(o: &RunOutcome) -> store::Finish {
+    store::Finish {
+        status: o.status.name().into(),
+        output: o.output.to_json(),
+        stores: o.stores.to_json(),
+        error: o
+            .error
+            .as_ref()
+            .map(|e| serde_json::json!({"code": e.code, "key": e.key, "message": e.message})),
+        cancelled_at: o.cancelled_at.clone(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

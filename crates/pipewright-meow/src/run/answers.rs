@@ -45,8 +45,8 @@ impl Exec {
 
     /// The agent's session id as last recorded (in the run store, so it survives a resume).
     fn session_of(&self, agent: &str) -> Option<String> {
-        self.journal
-            .get(&session_key(agent))
+        self.recorded(&session_key(agent))
+            .as_ref()
             .and_then(recorded_session)
     }
 

@@ -172,9 +172,7 @@ impl Exec {
                 None
             }
             Some(branch) => self
-                .journal
-                .get(&format!("{id}#condition"))
-                .cloned()
+                .recorded(&format!("{id}#condition"))
                 .map(|landed| (branch, landed)),
         };
         if let Some((branch, landed)) = replayed {
@@ -218,11 +216,8 @@ impl Exec {
             Ok(command) => command,
             Err(e) => return fail(e),
         };
-        if let Some(rec) = &self.recorder {
-            if let Err(e) = rec.flush() {
-                self.store_failed.get_or_insert(e.clone());
-                return fail(format!("the run could not be recorded: {e}"));
-            }
+        if let Err(e) = self.session.flush() {
+            return fail(format!("the run could not be recorded: {e}"));
         }
         Dispatched::Later(Box::pin(async move {
             (i, Completion::Shell(shell::run(command).await))
@@ -232,7 +227,10 @@ impl Exec {
     /// The environment the orchestrator gives every command and agent.
     pub(super) fn meow_env(&self, step: &str, agent: Option<&str>) -> Vec<(String, String)> {
         let mut env = vec![
-            ("MEOW_WORKFLOW".to_string(), self.run_id.clone()),
+            (
+                "MEOW_WORKFLOW".to_string(),
+                self.session.run_id().to_string(),
+            ),
             ("MEOW_STEP".to_string(), step.to_string()),
         ];
         if let Some(agent) = agent {
@@ -646,7 +644,7 @@ impl Exec {
 
     fn items(&mut self, st: &State, i: usize, foreach: &Foreach) -> Result<Vec<Value>, String> {
         let id = &st.steps[i].id;
-        if let Some(Value::Array(landed)) = self.journal.get(&format!("{id}#items")) {
+        if let Some(Value::Array(landed)) = self.recorded(&format!("{id}#items")) {
             return Ok(landed.clone());
         }
         let items = match (&foreach.items, &foreach.items_file) {
@@ -880,7 +878,7 @@ impl Exec {
             .map_or_else(|| self.project.clone(), |info| info.workdir.clone());
         let ask = agent::Ask {
             backend: self.backend.clone(),
-            run_id: self.run_id.clone(),
+            run_id: self.session.run_id().to_string(),
             step: id,
             workflow: self.workflow.clone(),
             agent: agent_name,
@@ -1067,7 +1065,7 @@ impl Exec {
                 workdir.display()
             ));
         }
-        let session = super::tmux::session_name(&self.run_id, &agent);
+        let session = super::tmux::session_name(self.session.run_id(), &agent);
         Dispatched::Later(Box::pin(async move {
             let spawned =
                 super::tmux::spawn(&adapter, &session, &workdir, &env, &args, resume.as_deref())

@@ -38,8 +38,10 @@ use pipewright_runtime::cancel::CancelToken;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::RunError;
 use pipewright_runtime::outcome::{RunOutcome, RunStatus};
-use pipewright_runtime::session::{Recorder, RunOptions};
-use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_runtime::session::{
+    finish_record, Begun, ResumeOf, RunOptions, RunSession, RunStart,
+};
+use pipewright_runtime::store::{self, Event, EventKind, Landed};
 use pipewright_syntax::{SourceMap, Span};
 use serde_json::{json, Map, Value};
 use state::{Ended, RunStep, Scope, State, Status};
@@ -201,44 +203,29 @@ pub async fn run(
     )?;
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
 
-    let mut input = opts.input.clone();
-    let mut journal: HashMap<String, Value> = HashMap::new();
-    let mut lock_ = None;
-    let run_id = match &opts.resume {
-        Some(id) => {
-            let of = pipewright_runtime::session::ResumeOf {
-                id,
-                what: "the MEOW module",
-                kind: "workflow",
-                workflow: Some(&name),
-            };
-            let (l, rec) = pipewright_runtime::session::resume_record(
-                opts.store.as_ref(),
-                opts.force,
-                of,
-                &input,
-                &source_hash,
-            )?;
-            if rec.status == "ok" || rec.status == "failed" {
-                return Err(format!(
-                    "run {id} has ended ({}); there is nothing to resume",
-                    rec.status
-                ));
-            }
-            lock_ = Some(l);
-            input = rec.input;
-            journal = rec
-                .landings
-                .into_iter()
-                .filter_map(|l| match l.landed {
-                    Landed::Value(v) => Some((l.key, v)),
-                    Landed::Dropped(_) => None,
-                })
-                .collect();
-            rec.run_id
+    let resume = opts.resume.as_deref().map(|id| ResumeOf {
+        id,
+        what: "the MEOW module",
+        kind: "workflow",
+        workflow: Some(&name),
+    });
+    let begun = Begun::new(
+        opts.store.as_ref(),
+        resume,
+        opts.force,
+        opts.input.clone(),
+        &source_hash,
+    )?;
+    if let Some(rec) = begun.resumed.as_ref() {
+        if rec.status == "ok" || rec.status == "failed" {
+            return Err(format!(
+                "run {} has ended ({}); there is nothing to resume",
+                rec.run_id, rec.status
+            ));
         }
-        None => store::new_run_id(),
-    };
+    }
+    let run_id = begun.run_id.clone();
+    let input = begun.input.clone();
     let given = match &input {
         Value::Null => Map::new(),
         Value::Object(m) => m.clone(),
@@ -254,18 +241,14 @@ pub async fn run(
     };
     bake_check(&root, &scope, &run_id)?;
 
-    let sinks = Arc::new(opts.sinks);
-    let recorder = pipewright_runtime::session::open_recorder(
+    let session = begun.open(
         opts.store.as_ref(),
-        lock_,
-        store::NewRun {
-            run_id: run_id.clone(),
+        RunStart {
             file: opts.file_label.clone(),
             workflow: name.clone(),
             source_hash,
-            input: input.clone(),
         },
-        sinks.clone(),
+        opts.sinks,
     )?;
     let project = opts.tools.workdir.clone();
     let run_dir = opts
@@ -283,17 +266,13 @@ pub async fn run(
         _ => None,
     };
     let mut exec = Exec {
-        run_id: run_id.clone(),
         workflow: name.clone(),
         backend: opts.backend,
         cancel: opts.cancel,
         project,
         withhold_env: opts.tools.withhold_env.clone(),
         identity: opts.identity,
-        recorder,
-        journal,
-        sinks,
-        started: Instant::now(),
+        session,
         lib,
         limits,
         codes: HashMap::new(),
@@ -302,7 +281,6 @@ pub async fn run(
         busy_step: HashMap::new(),
         held_agent: HashMap::new(),
         throttles: HashMap::new(),
-        store_failed: None,
         given,
         socket: channel.as_ref().map(|c| c.path().to_path_buf()),
         meow_bin,
@@ -447,18 +425,14 @@ struct ForeachThrottle {
 }
 
 pub(crate) struct Exec {
-    run_id: String,
     workflow: String,
     backend: Arc<dyn AgentBackend>,
     cancel: CancelToken,
     project: PathBuf,
     withhold_env: Vec<String>,
     identity: String,
-    recorder: Option<Recorder>,
-    /// Landings of earlier attempts (and this one's), by key.
-    journal: HashMap<String, Value>,
-    sinks: Arc<Vec<Arc<dyn EventSink>>>,
-    started: Instant,
+    /// The run's lock, journal and the landings of earlier attempts (see [`RunSession`]).
+    session: RunSession,
     lib: Library,
     limits: Limits,
     /// Failure codes other than the step-failure one, by step.
@@ -471,7 +445,6 @@ pub(crate) struct Exec {
     held_agent: HashMap<String, VecDeque<usize>>,
     /// The foreach steps with `max_concurrent`, by step.
     throttles: HashMap<usize, ForeachThrottle>,
-    store_failed: Option<String>,
     /// The run's variables as given (cleanup scripts see them as environment variables).
     given: Map<String, Value>,
     /// Where the orchestrator channel listens.
@@ -781,12 +754,7 @@ impl Exec {
             within = st.steps[foreach].foreach;
         }
         let e = self.event(st, i, EventKind::Started);
-        if let Some(rec) = &self.recorder {
-            rec.stage_event(e.to_stored_line());
-        }
-        for s in self.sinks.iter() {
-            s.event(&e);
-        }
+        self.session.report(&e);
     }
 
     fn event(&self, st: &State, i: usize, kind: EventKind) -> Event {
@@ -796,7 +764,7 @@ impl Exec {
             key: s.id.clone(),
             step_kind: kind_name(&s.template.executor),
             workflow: self.workflow.clone(),
-            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            at_ms: self.session.elapsed_ms(),
             elapsed_ms: s.started.map(|t| t.elapsed().as_secs_f64() * 1000.0),
             error: s.error.clone(),
             summary: String::new(),
@@ -830,52 +798,31 @@ impl Exec {
         if let Some(n) = self.take_notes(i) {
             v["notes"] = json!(n);
         }
-        self.journal.insert(s.id.clone(), v.clone());
-        let Some(rec) = &self.recorder else {
-            if let Some(e) = done {
-                for k in self.sinks.iter() {
-                    k.event(&e);
-                }
-            }
-            return;
-        };
-        let mut writes = Vec::new();
-        if let Some(e) = &done {
-            writes.push(Write::Event(e.to_stored_line()));
-        }
-        writes.push(Write::Land(Landing {
-            key: s.id.clone(),
-            step_hash: String::new(),
-            landed: Landed::Value(v),
-        }));
         // A tmux agent's answer cannot be asked for again for free: it commits at once too.
         let now = matches!(
             s.template.executor,
             Executor::Shell(_) | Executor::Spawn(_) | Executor::Kill(_) | Executor::Branch(_)
         ) || (self.tmux && s.is_agent());
-        if let Err(e) = rec.stage(writes, done, now) {
-            self.store_failed.get_or_insert(e);
-        }
+        // A failed write is remembered by the session: the run reports it at its end.
+        let _ = self.session.land(&s.id, "", Landed::Value(v), done, now);
     }
 
     /// Lands a fact a resume must not recompute (a branch's outcome, a foreach's items).
     fn land_fact(&mut self, key: String, v: Value) {
-        self.journal.insert(key.clone(), v.clone());
-        if let Some(rec) = &self.recorder {
-            let w = Write::Land(Landing {
-                key,
-                step_hash: String::new(),
-                landed: Landed::Value(v),
-            });
-            if let Err(e) = rec.stage(vec![w], None, true) {
-                self.store_failed.get_or_insert(e);
-            }
+        let _ = self.session.land(&key, "", Landed::Value(v), None, true);
+    }
+
+    /// What an earlier attempt (or this one) landed at `key`.
+    pub(super) fn recorded(&self, key: &str) -> Option<Value> {
+        match self.session.landing(key)? {
+            (_, Landed::Value(v)) => Some(v),
+            (_, Landed::Dropped(_)) => None,
         }
     }
 
     /// A leaf step's landing from an earlier attempt: (status, outputs, error).
     fn replay(&self, id: &str) -> Option<(Status, Map<String, Value>, Option<String>)> {
-        let v = self.journal.get(id)?;
+        let v = self.recorded(id)?;
         let status = match v.get("status")?.as_str()? {
             "done" => Status::Done,
             // It fails again, and its recovery (whose steps landed too) replays.
@@ -893,7 +840,7 @@ impl Exec {
             .iter()
             .map(|(k, v)| (k.clone(), subst::to_text(v)))
             .collect();
-        env.push(("MEOW_WORKFLOW".into(), self.run_id.clone()));
+        env.push(("MEOW_WORKFLOW".into(), self.session.run_id().to_string()));
         let c = shell::Command {
             script: script.to_string(),
             cwd: self.project.clone(),
@@ -905,7 +852,7 @@ impl Exec {
         let _ = shell::run(c).await;
     }
 
-    fn finish(&mut self, st: &State, status: RunStatus, root: &Template) -> RunOutcome {
+    fn finish(self, st: &State, status: RunStatus, root: &Template) -> RunOutcome {
         let mut stores = Map::new();
         let mut steps = Map::new();
         for s in &st.steps {
@@ -928,7 +875,7 @@ impl Exec {
             .unwrap_or(Value::Null);
         let mut o = RunOutcome::new(
             status,
-            self.run_id.clone(),
+            self.session.run_id().to_string(),
             pipewright_r1::Value::from_json(&output),
             pipewright_r1::Value::from_json(&Value::Object(stores)),
         );
@@ -975,27 +922,10 @@ impl Exec {
                 .find(|s| s.status == Status::Running)
                 .map(|s| s.id.clone());
         }
-        if let Some(rec) = &self.recorder {
-            o.store = Some(rec.describe());
-            let _ = rec.stage(Vec::new(), None, true);
-            if let Some(msg) = self.store_failed.take().or_else(|| rec.failed()) {
-                o.store_error = Some(msg);
-            }
-            let fin = store::Finish {
-                status: o.status.name().into(),
-                output: o.output.to_json(),
-                stores: o.stores.to_json(),
-                error: o
-                    .error
-                    .as_ref()
-                    .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
-                cancelled_at: o.cancelled_at.clone(),
-            };
-            if let Err(msg) = rec.finish(fin) {
-                o.store_error.get_or_insert(msg);
-            }
-            rec.close();
-        }
+        // The run's own status stands: `store_error` reports the failed write beside it.
+        self.session.finish(&mut o, finish_record, |o, msg| {
+            o.store_error.get_or_insert(msg);
+        });
         o
     }
 }

@@ -79,8 +79,8 @@ impl Exec {
         let id = st.steps[i].id.clone();
         let key = format!("{id}#recovery");
         // A resumed run recovers with the context of the first attempt's failure.
-        let failed = match self.journal.get(&key) {
-            Some(v) => v.clone(),
+        let failed = match self.recorded(&key) {
+            Some(v) => v,
             None => {
                 let v = failed_step(st, i, self.codes.get(&i).copied(), child_failed);
                 self.land_fact(key, v.clone());

@@ -2,7 +2,7 @@
 //! declaration order, continue/abort/retry(N), the fan-out depth cap.
 
 use super::steps::add_context;
-use super::{Frame, Interp, Journaled};
+use super::{Frame, Interp};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use indexmap::IndexMap;
 use pipewright_ir::{
@@ -11,6 +11,7 @@ use pipewright_ir::{
 use pipewright_r1::Value;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::Failure;
+use pipewright_runtime::store::Landed;
 use pipewright_runtime::tools;
 use std::sync::Arc;
 
@@ -297,7 +298,7 @@ impl Interp {
         self.land(
             key,
             self.step_hash(node),
-            Journaled::Dropped(error),
+            Landed::Dropped(error),
             None,
             false,
         )

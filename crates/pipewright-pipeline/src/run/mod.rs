@@ -19,15 +19,13 @@ use pipewright_runtime::codes;
 use pipewright_runtime::failure::{Failure, RunError};
 use pipewright_runtime::outcome::{RunOutcome, RunStatus};
 use pipewright_runtime::session::{
-    open_recorder, resume_record, store_failure, Caps, Recorder, ResumeOf, RunOptions,
+    finish_record, Begun, Caps, ResumeOf, RunOptions, RunSession, RunStart,
 };
-use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_runtime::store::{self, Event, EventKind, Landed};
 use pipewright_runtime::tools::Tools;
 use pipewright_syntax::SourceMap;
-use serde_json::json;
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) struct Interp {
@@ -38,25 +36,11 @@ pub(crate) struct Interp {
     caps: Caps,
     spawns: AtomicU64,
     cancel: CancelToken,
-    /// Every landed step of this run (and, on resume, of the earlier attempts) by key, with
-    /// the content hash of the step that landed it, so a resume replays instead of re-running.
-    journal: Mutex<HashMap<String, (String, Journaled)>>,
-    store: Option<Recorder>,
-    /// The first store write that failed: the run cannot end `ok` after it.
-    store_failed: Mutex<Option<String>>,
-    sinks: Arc<Vec<Arc<dyn EventSink>>>,
-    run_id: String,
+    /// The run's lock, journal and replayed landings (see [`RunSession`]).
+    session: RunSession,
     identity: String,
     envelope: Option<Vec<String>>,
     default_max_parallel: usize,
-    started: Instant,
-}
-
-/// A landed step as the interpreter keeps it.
-#[derive(Debug, Clone)]
-pub(crate) enum Journaled {
-    Value(Value),
-    Dropped(String),
 }
 
 /// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
@@ -67,41 +51,21 @@ pub async fn run(
     sources: &SourceMap,
     opts: RunOptions,
 ) -> Result<RunOutcome, String> {
-    let mut input = opts.input;
-    let mut journal = HashMap::new();
-    let mut spawns = 0;
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let mut lock = None;
-    let mut resumed_workflow = None;
-    let run_id = match &opts.resume {
-        Some(id) => {
-            let of = ResumeOf {
-                id,
-                what: "the pipeline files",
-                kind: "pipeline",
-                workflow: opts.workflow.as_deref(),
-            };
-            let (l, rec) =
-                resume_record(opts.store.as_ref(), opts.force, of, &input, &source_hash)?;
-            lock = Some(l);
-            resumed_workflow = Some(rec.workflow.clone());
-            input = rec.input;
-            spawns = rec.spawns;
-            journal = rec
-                .landings
-                .into_iter()
-                .map(|l| {
-                    let j = match l.landed {
-                        Landed::Value(v) => Journaled::Value(Value::from_json(&v)),
-                        Landed::Dropped(e) => Journaled::Dropped(e),
-                    };
-                    (l.key, (l.step_hash, j))
-                })
-                .collect();
-            rec.run_id
-        }
-        None => store::new_run_id(),
-    };
+    let resume = opts.resume.as_deref().map(|id| ResumeOf {
+        id,
+        what: "the pipeline files",
+        kind: "pipeline",
+        workflow: opts.workflow.as_deref(),
+    });
+    let begun = Begun::new(
+        opts.store.as_ref(),
+        resume,
+        opts.force,
+        opts.input,
+        &source_hash,
+    )?;
+    let resumed_workflow = begun.resumed.as_ref().map(|r| r.workflow.clone());
     let workflow_name = opts.workflow.clone().or(resumed_workflow);
     let wid = match &workflow_name {
         Some(name) => program.find(name).ok_or_else(|| {
@@ -114,6 +78,7 @@ pub async fn run(
         None if program.workflows.is_empty() => return Err("the file declares no pipeline".into()),
         None => WorkflowId(0),
     };
+    let input = begun.input.clone();
     let stores = match &input {
         serde_json::Value::Null => Value::Object(IndexMap::new()),
         v @ serde_json::Value::Object(_) => Value::from_json(v),
@@ -126,21 +91,14 @@ pub async fn run(
     let workflow = program
         .workflow(wid)
         .ok_or("internal: workflow index out of range")?;
-    let wf_name = workflow.name.clone();
-    let sinks = Arc::new(opts.sinks);
-    // The run exists before its first step starts: a kill -9 at any later point leaves a run
-    // that `--resume` can open.
-    let recorder = open_recorder(
+    let session = begun.open(
         opts.store.as_ref(),
-        lock,
-        store::NewRun {
-            run_id: run_id.clone(),
+        RunStart {
             file: opts.file_label.clone(),
-            workflow: wf_name.clone(),
-            source_hash: source_hash.clone(),
-            input: input.clone(),
+            workflow: workflow.name.clone(),
+            source_hash,
         },
-        sinks.clone(),
+        opts.sinks,
     )?;
     let interp = Interp {
         program: program.clone(),
@@ -148,18 +106,14 @@ pub async fn run(
         backend: opts.backend,
         tools: opts.tools,
         caps: opts.caps,
-        spawns: AtomicU64::new(spawns),
+        spawns: AtomicU64::new(session.spawns_before()),
         cancel: opts.cancel,
-        journal: Mutex::new(journal),
-        store: recorder,
-        store_failed: Mutex::new(None),
-        sinks,
-        run_id: run_id.clone(),
+        session,
         identity: opts.identity,
         envelope: opts.envelope,
         default_max_parallel: opts.default_max_parallel.max(1),
-        started: Instant::now(),
     };
+    let run_id = interp.session.run_id().to_string();
     let mut frame = Frame {
         ctx: Arc::new(stores),
         pipe: Arc::new(Value::Null),
@@ -190,36 +144,15 @@ pub async fn run(
     if outcome.status == RunStatus::Cancelled {
         outcome.signal = interp.cancel.signal();
     }
-    if let Some(rec) = &interp.store {
-        outcome.store = Some(rec.describe());
-        // A write that failed inside a fan-out under `continue`, or after a step already
-        // failed, still fails the run: nothing may look done that the store does not have.
-        let seen = interp
-            .store_failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        // Pure landings commit in the background: flush them first, so a batch that failed
-        // after the last step is known before the final status is written.
-        let _ = rec.stage(Vec::new(), None, true);
-        if let Some(msg) = seen.or_else(|| rec.failed()) {
-            store_failure(&mut outcome, workflow, msg);
-        }
-        let fin = store::Finish {
-            status: outcome.status.name().into(),
-            output: outcome.output.to_json(),
-            stores: store::stores_delta(&input, &outcome.stores.to_json()),
-            error: outcome
-                .error
-                .as_ref()
-                .map(|e| json!({"code": e.code, "key": e.key, "message": e.message})),
-            cancelled_at: outcome.cancelled_at.clone(),
-        };
-        if let Err(msg) = rec.finish(fin) {
-            store_failure(&mut outcome, workflow, msg);
-        }
-        rec.close();
-    }
+    interp.session.finish(
+        &mut outcome,
+        |o| store::Finish {
+            // The input is stored once, at the start.
+            stores: store::stores_delta(&input, &o.stores.to_json()),
+            ..finish_record(o)
+        },
+        |o, msg| o.fail_store(msg, workflow.span),
+    );
     Ok(outcome)
 }
 
@@ -353,7 +286,7 @@ impl Interp {
                 Ok(v) => {
                     let e = self.event(EventKind::Completed, &key, node, frame, elapsed, None);
                     // The landing and its event commit together, before anyone hears of it.
-                    if let Err(msg) = self.land(&key, hash, Journaled::Value(v.clone()), e, effects)
+                    if let Err(msg) = self.land(&key, hash, Landed::Value(v.to_json()), e, effects)
                     {
                         let failed = self.event(
                             EventKind::Failed,
@@ -400,111 +333,48 @@ impl Interp {
     }
 
     fn replayed(&self, key: &str, hash: &str) -> Option<Value> {
-        match self
-            .journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-        {
-            Some((h, Journaled::Value(v))) if h == hash => Some(v.clone()),
-            _ => None,
-        }
+        self.session
+            .replayed(key, hash)
+            .map(|v| Value::from_json(&v))
     }
 
     /// The drop recorded for a fan-out member in an earlier attempt by the fan-out `node`, if
     /// any. (The node's hash is computed only when there is a drop to compare it with.)
     pub(crate) fn dropped(&self, key: &str, node: &Node) -> Option<String> {
-        let (h, e) = match self
-            .journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-        {
-            Some((h, Journaled::Dropped(e))) => (h.clone(), e.clone()),
-            _ => return None,
-        };
-        (h == self.step_hash(node)).then_some(e)
+        match self.session.landing(key)? {
+            (h, Landed::Dropped(e)) => (h == self.step_hash(node)).then_some(e),
+            _ => None,
+        }
     }
 
     /// Records a landing with the event that reports it, in one transaction: at once when
-    /// `now` (a step with side effects), else with the next commit (see [`Recorder`]). The
-    /// event reaches the sinks after the commit. A failed write is also remembered so the run
-    /// cannot end `ok`.
+    /// `now` (a step with side effects), else with the next commit. The event reaches the
+    /// sinks after the commit; a failed write also fails the run at its end.
     pub(crate) fn land(
         &self,
         key: &str,
         hash: String,
-        landed: Journaled,
+        landed: Landed,
         event: Option<Event>,
         now: bool,
     ) -> Result<(), String> {
-        if let Some(rec) = &self.store {
-            let l = Landing {
-                key: key.to_string(),
-                step_hash: hash.clone(),
-                landed: match &landed {
-                    Journaled::Value(v) => Landed::Value(v.to_json()),
-                    Journaled::Dropped(e) => Landed::Dropped(e.clone()),
-                },
-            };
-            let mut writes = Vec::with_capacity(2);
-            if let Some(e) = &event {
-                writes.push(Write::Event(e.to_stored_line()));
-            }
-            writes.push(Write::Land(l));
-            let r = rec.stage(writes, event, now);
-            r.map_err(|e| self.store_failed(e))?;
-        } else if let Some(e) = &event {
-            self.notify(e);
-        }
-        self.journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string(), (hash, landed));
-        Ok(())
+        self.session.land(key, &hash, landed, event, now)
     }
 
     /// Forgets the landing at `key` and every landing under it, so the next attempt of a
     /// fan-out item (a retry) runs its whole body again.
     pub(crate) fn forget_under(&self, key: &str) -> Result<(), String> {
-        let under = format!("{key}.");
-        self.journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|k, _| k != key && !k.starts_with(&under));
-        if let Some(rec) = &self.store {
-            rec.stage(vec![Write::ForgetUnder(key.to_string())], None, true)
-                .map_err(|e| self.store_failed(e))?;
-        }
-        Ok(())
+        self.session.forget_under(key, true)
     }
 
     /// Commits everything staged.
     pub(crate) fn flush(&self) -> Result<(), String> {
-        match &self.store {
-            Some(rec) => rec
-                .stage(Vec::new(), None, true)
-                .map_err(|e| self.store_failed(e)),
-            None => Ok(()),
-        }
+        self.session.flush()
     }
 
     /// Persists the spawn count before the agent runs, so a resume counts on from it.
     pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
-        match &self.store {
-            Some(rec) => rec
-                .stage(vec![Write::Spawns(n)], None, true)
-                .map_err(|e| self.store_failed(e)),
-            None => Ok(()),
-        }
-    }
-
-    fn store_failed(&self, msg: String) -> String {
-        self.store_failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(|| msg.clone());
-        msg
+        self.session.spawns(n)
     }
 
     fn event(
@@ -516,7 +386,7 @@ impl Interp {
         elapsed_ms: Option<f64>,
         error: Option<String>,
     ) -> Option<Event> {
-        if self.sinks.is_empty() && self.store.is_none() {
+        if !self.session.observed() {
             return None;
         }
         Some(Event {
@@ -528,14 +398,14 @@ impl Interp {
                 .workflow(frame.workflow)
                 .map(|w| w.name.clone())
                 .unwrap_or_default(),
-            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            at_ms: self.session.elapsed_ms(),
             elapsed_ms,
             error,
             // Only displays read it; the store does not keep it.
-            summary: if self.sinks.is_empty() {
-                String::new()
-            } else {
+            summary: if self.session.displayed() {
                 node.summary()
+            } else {
+                String::new()
             },
         })
     }
@@ -544,16 +414,7 @@ impl Interp {
     /// next commit.
     fn report(&self, e: Option<Event>) {
         if let Some(e) = e {
-            if let Some(rec) = &self.store {
-                rec.stage_event(e.to_stored_line());
-            }
-            self.notify(&e);
-        }
-    }
-
-    fn notify(&self, e: &Event) {
-        for s in self.sinks.iter() {
-            s.event(e);
+            self.session.report(&e);
         }
     }
 

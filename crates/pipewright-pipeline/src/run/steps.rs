@@ -95,7 +95,7 @@ impl Interp {
                     None => None,
                 };
                 let req = AgentRequest {
-                    run_id: self.run_id.clone(),
+                    run_id: self.session.run_id().to_string(),
                     step: key.to_string(),
                     workflow: self
                         .program

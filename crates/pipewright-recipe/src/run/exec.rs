@@ -1,6 +1,6 @@
 //! Steps, loops and sub-recipes (notes §5.2–§5.12, §5.16).
 
-use super::{lock, values, Ctx, Exec, Flow, Frame, Stop};
+use super::{values, Ctx, Exec, Flow, Frame, Stop};
 use crate::runtime::{self as rt, Context};
 use crate::value::Value;
 use pipewright_ir::{
@@ -276,16 +276,7 @@ impl Exec {
     /// staged, before the turns run). Returns the new total.
     fn count_turns(&self, n: u64) -> Result<u64, String> {
         let total = self.agent_turns.fetch_add(n, Ordering::SeqCst) + n;
-        if let Some(rec) = &self.recorder {
-            if let Err(e) = rec.stage(
-                vec![pipewright_runtime::store::Write::Spawns(total)],
-                None,
-                true,
-            ) {
-                lock(&self.store_failed).get_or_insert(e.clone());
-                return Err(e);
-            }
-        }
+        self.session.spawns(total)?;
         Ok(total)
     }
 
@@ -391,7 +382,7 @@ impl Exec {
             }
         }
         let req = AgentRequest {
-            run_id: self.run_id.clone(),
+            run_id: self.session.run_id().to_string(),
             step: key.to_string(),
             workflow: f.workflow.name.clone(),
             prompt,
@@ -847,7 +838,7 @@ impl Exec {
         } else {
             limit as usize
         }));
-        let group = format!("{key}-{}", self.run_id);
+        let group = format!("{key}-{}", self.session.run_id());
         let n = items.len();
         let runs = items.into_iter().enumerate().map(|(i, item)| {
             let slots = slots.clone();

@@ -2,7 +2,7 @@
 //! approver is asked), then `approved` or `denied`, written by `pipewright approve|deny`
 //! or by the run itself when it asks on a terminal. A resume replays the decision.
 
-use super::{lock, Ctx, Exec, Frame, Stop};
+use super::{Ctx, Exec, Frame, Stop};
 use crate::runtime as rt;
 use crate::value::Value;
 use pipewright_ir::{Node, NodeKind};
@@ -45,7 +45,10 @@ impl Exec {
         else {
             return Ok(());
         };
-        let landed = lock(&self.journal).get(key).and_then(|(_, v)| state(v));
+        let landed = match self.session.landing(key) {
+            Some((_, pipewright_runtime::store::Landed::Value(v))) => state(&v),
+            _ => None,
+        };
         let mut st = match landed {
             Some(s) => s,
             None => {

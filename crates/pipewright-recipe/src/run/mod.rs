@@ -23,14 +23,14 @@ use pipewright_runtime::backend::AgentBackend;
 use pipewright_runtime::cancel::CancelToken;
 use pipewright_runtime::failure::RunError;
 use pipewright_runtime::outcome::{RunOutcome, RunStatus};
-use pipewright_runtime::session::{Recorder, RunOptions};
-use pipewright_runtime::store::{self, Event, EventKind, EventSink, Landed, Landing, Write};
+use pipewright_runtime::session::{
+    finish_record, Begun, ResumeOf, RunOptions, RunSession, RunStart,
+};
+use pipewright_runtime::store::{self, Event, EventKind, Landed};
 use pipewright_syntax::SourceMap;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 pub use gate::{decide, has_gates, Decision};
 
@@ -56,19 +56,14 @@ pub(crate) enum Flow {
 
 /// The shared state of one run.
 pub(crate) struct Exec {
-    run_id: String,
     backend: Arc<dyn AgentBackend>,
     cancel: CancelToken,
     /// The project directory: relative `cwd`s resolve here, and commands run here.
     project: PathBuf,
     withhold_env: Vec<String>,
     identity: String,
-    recorder: Option<Recorder>,
-    /// Landed steps by key: (content hash, the landing as stored).
-    journal: Mutex<HashMap<String, (String, serde_json::Value)>>,
-    store_failed: Mutex<Option<String>>,
-    sinks: Arc<Vec<Arc<dyn EventSink>>>,
-    started: Instant,
+    /// The run's lock, journal and replayed landings (see [`RunSession`]).
+    session: RunSession,
     /// Agent turns so far, over every attempt of the run (the `max_total_steps` budget).
     agent_turns: AtomicU64,
     limiter: limiter::Limiter,
@@ -176,10 +171,6 @@ impl Ctx {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Runs the first workflow of `program`, a lowered recipe.
 pub async fn run(
     program: Arc<Program>,
@@ -196,40 +187,20 @@ pub async fn run(
         .map(|f| f.text.clone())
         .unwrap_or_else(|| Arc::from(""));
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let mut input = opts.input.clone();
-    let mut journal = HashMap::new();
-    let mut turns = 0;
-    let mut lock_ = None;
-    let run_id = match &opts.resume {
-        Some(id) => {
-            let of = pipewright_runtime::session::ResumeOf {
-                id,
-                what: "the recipe",
-                kind: "recipe",
-                workflow: Some(&workflow.name),
-            };
-            let (l, rec) = pipewright_runtime::session::resume_record(
-                opts.store.as_ref(),
-                opts.force,
-                of,
-                &input,
-                &source_hash,
-            )?;
-            lock_ = Some(l);
-            input = rec.input;
-            turns = rec.spawns;
-            journal = rec
-                .landings
-                .into_iter()
-                .filter_map(|l| match l.landed {
-                    Landed::Value(v) => Some((l.key, (l.step_hash, v))),
-                    Landed::Dropped(_) => None,
-                })
-                .collect();
-            rec.run_id
-        }
-        None => store::new_run_id(),
-    };
+    let resume = opts.resume.as_deref().map(|id| ResumeOf {
+        id,
+        what: "the recipe",
+        kind: "recipe",
+        workflow: Some(&workflow.name),
+    });
+    let begun = Begun::new(
+        opts.store.as_ref(),
+        resume,
+        opts.force,
+        opts.input.clone(),
+        &source_hash,
+    )?;
+    let input = begun.input.clone();
     if !(input.is_null() || input.is_object()) {
         return Err(format!(
             "the input must be a JSON object (its keys become context variables), got {input}"
@@ -239,33 +210,24 @@ pub async fn run(
     if opts.resume.is_none() {
         crate::run::prerun::recipe(&workflow, &input)?;
     }
-    let sinks = Arc::new(opts.sinks);
-    let recorder = pipewright_runtime::session::open_recorder(
+    let session = begun.open(
         opts.store.as_ref(),
-        lock_,
-        store::NewRun {
-            run_id: run_id.clone(),
+        RunStart {
             file: opts.file_label.clone(),
             workflow: workflow.name.clone(),
-            source_hash: source_hash.clone(),
-            input: input.clone(),
+            source_hash,
         },
-        sinks.clone(),
+        opts.sinks,
     )?;
     let limits = workflow.limits.clone();
     let ex = Exec {
-        run_id: run_id.clone(),
         backend: opts.backend,
         cancel: opts.cancel,
         project: opts.tools.workdir.clone(),
         withhold_env: opts.tools.withhold_env.clone(),
         identity: opts.identity,
-        recorder,
-        journal: Mutex::new(journal),
-        store_failed: Mutex::new(None),
-        sinks,
-        started: Instant::now(),
-        agent_turns: AtomicU64::new(turns),
+        agent_turns: AtomicU64::new(session.spawns_before()),
+        session,
         limiter: limiter::Limiter::new(&limits),
         interactive: opts.interactive,
     };
@@ -297,8 +259,8 @@ impl Exec {
     /// (its `session.started` included).
     fn start_context(&self, f: &Frame, caller: &Context) -> Result<Context, String> {
         let key = format!("{}init", f.prefix);
-        if let Some((_, v)) = lock(&self.journal).get(&key) {
-            if let Some(Value::Map(m)) = values::from_landed(v) {
+        if let Some((_, Landed::Value(v))) = self.session.landing(&key) {
+            if let Some(Value::Map(m)) = values::from_landed(&v) {
                 return Ok(m);
             }
         }
@@ -343,7 +305,7 @@ impl Exec {
             f.workflow.description.as_deref().unwrap_or(""),
         );
         let session = rt::session_meta(
-            &self.run_id,
+            self.session.run_id(),
             &now_iso(),
             &self.project.display().to_string(),
         );
@@ -367,61 +329,25 @@ impl Exec {
         v: serde_json::Value,
         now: bool,
     ) -> Result<(), String> {
-        if let Some(rec) = &self.recorder {
-            let l = Landing {
-                key: key.to_string(),
-                step_hash: hash.to_string(),
-                landed: Landed::Value(v.clone()),
-            };
-            if let Err(e) = rec.stage(vec![Write::Land(l)], None, now) {
-                lock(&self.store_failed).get_or_insert(e.clone());
-                return Err(e);
-            }
-        }
-        lock(&self.journal).insert(key.to_string(), (hash.to_string(), v));
-        Ok(())
+        self.session.land(key, hash, Landed::Value(v), None, now)
     }
 
     /// Everything landed so far is committed before a step with effects outside the run
     /// starts: a crash then never loses a landing whose step would repeat those effects.
     fn before_side_effects(&self) -> Result<(), String> {
-        match &self.recorder {
-            Some(rec) => rec.flush().inspect_err(|e| {
-                lock(&self.store_failed).get_or_insert(e.clone());
-            }),
-            None => Ok(()),
-        }
+        self.session.flush()
     }
 
     /// Forgets what an earlier attempt landed inside an iteration that runs again (the
     /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
     /// must not be replayed from the attempt that died.
     fn forget_under(&self, key: &str) -> Result<(), String> {
-        let under = format!("{key}.");
-        let mut had = false;
-        lock(&self.journal).retain(|k, _| {
-            let keep = !k.starts_with(&under);
-            had |= !keep;
-            keep
-        });
-        match &self.recorder {
-            Some(rec) if had => rec
-                .stage(vec![Write::ForgetUnder(key.to_string())], None, false)
-                .inspect_err(|e| {
-                    lock(&self.store_failed).get_or_insert(e.clone());
-                }),
-            _ => Ok(()),
-        }
+        self.session.forget_under(key, false)
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.
     fn landed(&self, key: &str, hash: &str) -> Option<Value> {
-        let j = lock(&self.journal);
-        let (h, v) = j.get(key)?;
-        if h != hash {
-            return None;
-        }
-        values::from_landed(v)
+        values::from_landed(&self.session.replayed(key, hash)?)
     }
 
     /// The content hash of a step: its kind and its source text.
@@ -439,7 +365,7 @@ impl Exec {
             key: key.to_string(),
             step_kind: node.kind.name(),
             workflow: f.workflow.name.clone(),
-            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            at_ms: self.session.elapsed_ms(),
             elapsed_ms: None,
             error: None,
             summary: node.id.clone().unwrap_or_else(|| node.summary()),
@@ -448,48 +374,25 @@ impl Exec {
 
     /// Reports an event that lands nothing (started, failed, replayed).
     fn report(&self, e: Event) {
-        if let Some(rec) = &self.recorder {
-            rec.stage_event(e.to_stored_line());
-        }
-        for s in self.sinks.iter() {
-            s.event(&e);
-        }
+        self.session.report(&e);
     }
 
     /// Lands a step's change of the context with its completion event, in one transaction.
+    /// Staged, not committed: the next step with side effects commits it before it starts
+    /// (`Exec::before_side_effects`), so one commit per step suffices.
     fn land_step(&self, key: &str, hash: &str, delta: &Value, done: Event) -> Result<(), String> {
         let v = values::to_landed(delta);
-        if let Some(rec) = &self.recorder {
-            let writes = vec![
-                Write::Event(done.to_stored_line()),
-                Write::Land(Landing {
-                    key: key.to_string(),
-                    step_hash: hash.to_string(),
-                    landed: Landed::Value(v.clone()),
-                }),
-            ];
-            // Staged, not committed: the next step with side effects commits it before it
-            // starts (`Exec::before_side_effects`), so one commit per step suffices.
-            if let Err(e) = rec.stage(writes, Some(done), false) {
-                lock(&self.store_failed).get_or_insert(e.clone());
-                return Err(e);
-            }
-        } else {
-            for s in self.sinks.iter() {
-                s.event(&done);
-            }
-        }
-        lock(&self.journal).insert(key.to_string(), (hash.to_string(), v));
-        Ok(())
+        self.session
+            .land(key, hash, Landed::Value(v), Some(done), false)
     }
 
-    fn finish(&self, f: &Frame, ctx: Ctx, result: Result<(), Stop>) -> RunOutcome {
+    fn finish(self, f: &Frame, ctx: Ctx, result: Result<(), Stop>) -> RunOutcome {
         let final_out = rt::final_output(&ctx.vars, last_output(&f.workflow))
             .map(|o| values::to_json(&o.value))
             .unwrap_or(serde_json::Value::Null);
         let output = pipewright_r1::Value::from_json(&final_out);
         let stores = pipewright_r1::Value::from_json(&values::context_json(&ctx.vars));
-        let run_id = self.run_id.clone();
+        let run_id = self.session.run_id().to_string();
         let mut outcome = match result {
             Ok(()) => RunOutcome::new(RunStatus::Ok, run_id, output, stores),
             Err(Stop::Failed(e)) => {
@@ -509,27 +412,9 @@ impl Exec {
                 o
             }
         };
-        if let Some(rec) = &self.recorder {
-            outcome.store = Some(rec.describe());
-            let _ = rec.stage(Vec::new(), None, true);
-            let seen = lock(&self.store_failed).take().or_else(|| rec.failed());
-            if let Some(msg) = seen {
-                store_failure(&mut outcome, &f.workflow, msg);
-            }
-            let fin = store::Finish {
-                status: outcome.status.name().into(),
-                output: outcome.output.to_json(),
-                stores: outcome.stores.to_json(),
-                error: outcome.error.as_ref().map(
-                    |e| serde_json::json!({"code": e.code, "key": e.key, "message": e.message}),
-                ),
-                cancelled_at: outcome.cancelled_at.clone(),
-            };
-            if let Err(msg) = rec.finish(fin) {
-                store_failure(&mut outcome, &f.workflow, msg);
-            }
-            rec.close();
-        }
+        self.session.finish(&mut outcome, finish_record, |o, msg| {
+            o.fail_store(msg, f.workflow.span)
+        });
         outcome
     }
 }
@@ -555,22 +440,6 @@ fn last_output(w: &Workflow) -> Option<&str> {
             }
         }
     }
-}
-
-fn store_failure(outcome: &mut RunOutcome, w: &Workflow, msg: String) {
-    outcome.store_error.get_or_insert(msg.clone());
-    if outcome.error.is_some() {
-        return;
-    }
-    outcome.status = RunStatus::Failed;
-    outcome.pending = None;
-    outcome.error = Some(RunError::new(
-        pipewright_runtime::codes::STORE,
-        "",
-        "run",
-        w.span,
-        format!("the run could not be recorded: {msg}"),
-    ));
 }
 
 /// The time now as ISO 8601 (UTC), for `session.started`.

@@ -20,12 +20,14 @@ use pipewright_ir::Program;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::RunError;
 use pipewright_runtime::outcome::{RunOutcome, RunStatus};
-use pipewright_runtime::session::{Recorder, RunOptions};
-use pipewright_runtime::store::{self, Event, EventKind, Landed, Landing, Write};
+use pipewright_runtime::session::{
+    finish_record, Begun, ResumeOf, RunOptions, RunSession, RunStart,
+};
+use pipewright_runtime::store::{self, Event, EventKind, Landed, Landing};
 use pipewright_syntax::SourceMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A run that cannot start; `config` marks §9's configuration errors (exit code 5 there).
@@ -129,15 +131,12 @@ impl Usage {
 }
 
 struct Exec {
-    run_id: String,
     recipes: Arc<Recipes>,
     sm: Options,
     opts_cancel: pipewright_runtime::cancel::CancelToken,
-    recorder: Option<Recorder>,
+    /// The run's lock, journal and replayed landings (see [`RunSession`]).
+    session: RunSession,
     store: Option<Arc<dyn store::Store>>,
-    store_failed: Mutex<Option<String>>,
-    sinks: Arc<Vec<Arc<dyn store::EventSink>>>,
-    started: Instant,
     // The run so far.
     sessions: Vec<Session>,
     trace: Vec<TraceEntry>,
@@ -179,26 +178,24 @@ pub async fn run(
         .map(|(id, _)| id.clone())
         .unwrap_or_default();
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let mut landings = Vec::new();
-    let mut lock_ = None;
-    let run_id = match &opts.resume {
+    let resume = opts.resume.as_deref().map(|id| ResumeOf {
+        id,
+        what: "the recipe",
+        kind: "recipe",
+        workflow: Some(&root),
+    });
+    let mut begun = Begun::new(
+        opts.store.as_ref(),
+        resume,
+        opts.force,
+        opts.input.clone(),
+        &source_hash,
+    )?;
+    match &opts.resume {
         Some(id) => {
-            let of = pipewright_runtime::session::ResumeOf {
-                id,
-                what: "the recipe",
-                kind: "recipe",
-                workflow: Some(&root),
-            };
-            let (l, rec) = pipewright_runtime::session::resume_record(
-                opts.store.as_ref(),
-                opts.force,
-                of,
-                &opts.input,
-                &source_hash,
-            )?;
             // Another backend would not know the recorded sessions (and the mock, the
             // default, would answer for the agent).
-            let recorded = rec.landings.iter().find_map(|l| match &l.landed {
+            let recorded = begun.landings().iter().find_map(|l| match &l.landed {
                 Landed::Value(v) if l.key == "session.0" => {
                     v.get("backend").and_then(Value::as_str).map(str::to_string)
                 }
@@ -210,9 +207,6 @@ pub async fn run(
                     sm.backend.name()
                 )));
             }
-            lock_ = Some(l);
-            landings = rec.landings;
-            rec.run_id
         }
         None => {
             if !(opts.input.is_null() || opts.input.as_object().is_some_and(|m| m.is_empty())) {
@@ -222,32 +216,26 @@ pub async fn run(
                         .into(),
                 );
             }
-            store::new_run_id()
+            // Its prompts are sent as written: an empty object is recorded as no input.
+            begun.input = Value::Null;
         }
-    };
-    let sinks = Arc::new(opts.sinks);
-    let recorder = pipewright_runtime::session::open_recorder(
+    }
+    let landings = begun.landings().to_vec();
+    let session = begun.open(
         opts.store.as_ref(),
-        lock_,
-        store::NewRun {
-            run_id: run_id.clone(),
+        RunStart {
             file: opts.file_label.clone(),
             workflow: root.clone(),
             source_hash,
-            input: Value::Null,
         },
-        sinks.clone(),
+        opts.sinks,
     )?;
     let mut ex = Exec {
-        run_id,
         recipes: Arc::new(recipes),
         sm,
         opts_cancel: opts.cancel,
-        recorder,
+        session,
         store: opts.store,
-        store_failed: Mutex::new(None),
-        sinks,
-        started: Instant::now(),
         sessions: Vec::new(),
         trace: Vec::new(),
         turns: 0,
@@ -276,10 +264,6 @@ pub async fn run(
 
 /// The exit reason when the run store cannot record the run.
 const STORE_ERROR: &str = "store-error";
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn decision_json(d: &Decision) -> Value {
     match d {
@@ -331,26 +315,7 @@ impl Exec {
     /// Lands `value` at `key` and commits it (with `done`, the event it completes) before
     /// the run goes on: every landing here follows an agent turn or precedes one.
     fn land(&self, key: &str, value: Value, done: Option<Event>) -> Result<(), String> {
-        let Some(rec) = &self.recorder else {
-            if let Some(e) = done {
-                for s in self.sinks.iter() {
-                    s.event(&e);
-                }
-            }
-            return Ok(());
-        };
-        let mut writes = Vec::new();
-        if let Some(e) = &done {
-            writes.push(Write::Event(e.to_stored_line()));
-        }
-        writes.push(Write::Land(Landing {
-            key: key.to_string(),
-            step_hash: String::new(),
-            landed: Landed::Value(value),
-        }));
-        rec.stage(writes, done, true).inspect_err(|e| {
-            lock(&self.store_failed).get_or_insert(e.clone());
-        })
+        self.session.land(key, "", Landed::Value(value), done, true)
     }
 
     fn event(&self, kind: EventKind, key: &str, recipe: &str, step: &str) -> Event {
@@ -359,7 +324,7 @@ impl Exec {
             key: key.to_string(),
             step_kind: "agent",
             workflow: recipe.to_string(),
-            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            at_ms: self.session.elapsed_ms(),
             elapsed_ms: None,
             error: None,
             summary: step.to_string(),
@@ -367,12 +332,7 @@ impl Exec {
     }
 
     fn report(&self, e: Event) {
-        if let Some(rec) = &self.recorder {
-            rec.stage_event(e.to_stored_line());
-        }
-        for s in self.sinks.iter() {
-            s.event(&e);
-        }
+        self.session.report(&e);
     }
 
     /// Starts session K (a restart's, or the first) for `recipe`: a new id, landed before it
@@ -615,7 +575,7 @@ impl Exec {
             model,
             system_prompt: self.sm.system_prompt.as_deref(),
             workdir: &self.sm.workdir,
-            run_id: &self.run_id,
+            run_id: self.session.run_id(),
             recipe: &state.recipe,
             step: &state.current_step,
             mock_outcome: mock,
@@ -737,10 +697,8 @@ impl Exec {
             let fail = |code: &'static str, msg: String| {
                 RunError::new(code, &step.name, "agent", span, msg)
             };
-            if let Some(rec) = &self.recorder {
-                if let Err(e) = rec.flush() {
-                    return Err(End::failed(STORE_ERROR, self.store_error(e)));
-                }
+            if let Err(e) = self.session.flush() {
+                return Err(End::failed(STORE_ERROR, self.store_error(e)));
             }
             self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
             let t0 = Instant::now();
@@ -976,7 +934,7 @@ impl Exec {
             None => pipewright_r1::Value::Null,
         };
         let stores = pipewright_r1::Value::from_json(&self.stores());
-        let run_id = self.run_id.clone();
+        let run_id = self.session.run_id().to_string();
         let (mut run, exit_reason) = match end {
             End::Exit(reason) => (
                 RunOutcome::new(RunStatus::Ok, run_id, output, stores),
@@ -994,35 +952,18 @@ impl Exec {
                 (o, "cancelled".to_string())
             }
         };
-        if let Some(rec) = &self.recorder {
-            run.store = Some(rec.describe());
-            let _ = rec.stage(Vec::new(), None, true);
-            let seen = lock(&self.store_failed).take().or_else(|| rec.failed());
-            if let Some(msg) = &seen {
-                run.store_error.get_or_insert(msg.clone());
-                if run.error.is_none() {
-                    run.status = RunStatus::Failed;
-                    run.error = Some(self.store_error(msg.clone()));
+        let span = self.recipes.root_span;
+        self.session.finish(
+            &mut run,
+            |o| {
+                let mut fin = finish_record(o);
+                if let Some(e) = fin.error.as_mut() {
+                    e["exit_reason"] = json!(exit_reason);
                 }
-            }
-            let fin = store::Finish {
-                status: run.status.name().into(),
-                output: run.output.to_json(),
-                stores: run.stores.to_json(),
-                error: run.error.as_ref().map(|e| {
-                    json!({"code": e.code, "key": e.key, "message": e.message, "exit_reason": exit_reason})
-                }),
-                cancelled_at: run.cancelled_at.clone(),
-            };
-            if let Err(msg) = rec.finish(fin) {
-                run.store_error.get_or_insert(msg.clone());
-                if run.error.is_none() {
-                    run.status = RunStatus::Failed;
-                    run.error = Some(self.store_error(msg));
-                }
-            }
-            rec.close();
-        }
+                fin
+            },
+            |o, msg| o.fail_store(msg, span),
+        );
         Outcome {
             run,
             exit_reason,

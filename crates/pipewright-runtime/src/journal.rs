@@ -1,0 +1,82 @@
+//! Where a run's landings and events go: the seam between a dialect's runtime and the engine
+//! that makes a run durable. The local engine is the run store behind a [`Recorder`]; a
+//! durable-execution engine (Restate, issue 24) implements the same trait over its own journal.
+//!
+//! A runtime never calls a journal directly: it goes through its [`crate::session::RunSession`],
+//! which also keeps the landings replayed from earlier attempts, reports events to the sinks and
+//! remembers the first failed write.
+
+use crate::recorder::Recorder;
+use crate::store::{Event, Finish, Landing, Write};
+
+/// A run's durable record. Every method is called from the run's own tasks; an error is a
+/// message for the user that names where the run is recorded.
+pub trait Journal: Send + Sync {
+    /// Where the run is recorded, as messages name it (the store's path).
+    fn describe(&self) -> String;
+    /// Records a step's landing with the event that reports it (both or neither). `durable`:
+    /// it must survive a crash before this returns (the step had effects outside the run, or
+    /// one follows); otherwise it may ride with a later write, and a crash only means
+    /// computing it again. `done` reaches the run's sinks once it is recorded.
+    fn land(&self, landing: Landing, done: Option<Event>, durable: bool) -> Result<(), String>;
+    /// Forgets the landing at `key` and every landing under it (`key.…`): the next attempt of
+    /// that part of the run runs it afresh.
+    fn forget_under(&self, key: &str, durable: bool) -> Result<(), String>;
+    /// Records an event that lands nothing (started, failed, replayed, cancelled).
+    fn event(&self, e: &Event);
+    /// The run has spawned at least `n` agents; durable before the next one starts.
+    fn spawns(&self, n: u64) -> Result<(), String>;
+    /// Makes everything recorded so far durable: a step with effects outside the run starts
+    /// only after this.
+    fn flush(&self) -> Result<(), String>;
+    /// The first write that failed, if one did.
+    fn failed(&self) -> Option<String>;
+    /// Records how the run ended; tried even after a failed write, so the record says
+    /// `failed` when it can.
+    fn finish(&self, fin: Finish) -> Result<(), String>;
+    /// Releases the run once everything handed over is recorded.
+    fn close(&self);
+}
+
+impl Journal for Recorder {
+    fn describe(&self) -> String {
+        Recorder::describe(self)
+    }
+
+    fn land(&self, landing: Landing, done: Option<Event>, durable: bool) -> Result<(), String> {
+        let mut writes = Vec::with_capacity(2);
+        if let Some(e) = &done {
+            writes.push(Write::Event(e.to_stored_line()));
+        }
+        writes.push(Write::Land(landing));
+        self.stage(writes, done, durable)
+    }
+
+    fn forget_under(&self, key: &str, durable: bool) -> Result<(), String> {
+        self.stage(vec![Write::ForgetUnder(key.to_string())], None, durable)
+    }
+
+    fn event(&self, e: &Event) {
+        self.stage_event(e.to_stored_line());
+    }
+
+    fn spawns(&self, n: u64) -> Result<(), String> {
+        self.stage(vec![Write::Spawns(n)], None, true)
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        Recorder::flush(self)
+    }
+
+    fn failed(&self) -> Option<String> {
+        Recorder::failed(self)
+    }
+
+    fn finish(&self, fin: Finish) -> Result<(), String> {
+        Recorder::finish(self, fin)
+    }
+
+    fn close(&self) {
+        Recorder::close(self)
+    }
+}
