@@ -316,7 +316,7 @@ pub struct RunSession {
     /// Every landing of this run and of its earlier attempts, by key: (step hash, landed).
     landed: Mutex<HashMap<String, (String, Landed)>>,
     /// The first write that failed.
-    failed: Mutex<Option<String>>,
+    failed: Mutex<Option<StoreError>>,
     sinks: Arc<Vec<Arc<dyn EventSink>>>,
     started: Instant,
     spawns_before: u64,
@@ -380,7 +380,7 @@ impl RunSession {
         landed: Landed,
         done: Option<Event>,
         durable: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         match &self.journal {
             Some(j) => {
                 let l = Landing {
@@ -402,7 +402,7 @@ impl RunSession {
 
     /// Forgets the landing at `key` and every landing under it, so the next attempt of that
     /// part of the run (a retried fan-out item, a loop's next iteration) runs it afresh.
-    pub fn forget_under(&self, key: &str, durable: bool) -> Result<(), String> {
+    pub fn forget_under(&self, key: &str, durable: bool) -> Result<(), StoreError> {
         let under = format!("{key}.");
         let mut had = false;
         lock(&self.landed).retain(|k, _| {
@@ -419,7 +419,7 @@ impl RunSession {
 
     /// Makes everything landed so far durable: called before a step with effects outside the
     /// run starts, so a crash never loses a landing whose step would repeat those effects.
-    pub fn flush(&self) -> Result<(), String> {
+    pub fn flush(&self) -> Result<(), StoreError> {
         match &self.journal {
             Some(j) => j.flush().map_err(|e| self.fail(e)),
             None => Ok(()),
@@ -428,7 +428,7 @@ impl RunSession {
 
     /// Records that the run has spawned `n` agents, before the next one starts, so a resume
     /// counts on from it.
-    pub fn spawns(&self, n: u64) -> Result<(), String> {
+    pub fn spawns(&self, n: u64) -> Result<(), StoreError> {
         match &self.journal {
             Some(j) => j.spawns(n).map_err(|e| self.fail(e)),
             None => Ok(()),
@@ -450,10 +450,10 @@ impl RunSession {
         }
     }
 
-    /// Remembers a failed write (the first one wins) and hands its message back.
-    pub fn fail(&self, msg: String) -> String {
-        lock(&self.failed).get_or_insert_with(|| msg.clone());
-        msg
+    /// Remembers a failed write (the first one wins) and hands it back.
+    fn fail(&self, e: StoreError) -> StoreError {
+        lock(&self.failed).get_or_insert_with(|| e.clone());
+        e
     }
 
     /// Ends the run: makes everything landed durable, then records how it ended. `record`
@@ -471,11 +471,11 @@ impl RunSession {
         // failed after the last step is known before the final status is recorded.
         let _ = j.flush();
         let seen = lock(&self.failed).take().or_else(|| j.failed());
-        if let Some(msg) = seen {
-            on_failure(outcome, msg);
+        if let Some(e) = seen {
+            on_failure(outcome, e.to_string());
         }
-        if let Err(msg) = j.finish(record(outcome)) {
-            on_failure(outcome, msg);
+        if let Err(e) = j.finish(record(outcome)) {
+            on_failure(outcome, e.to_string());
         }
         j.close();
     }
@@ -559,5 +559,66 @@ mod tests {
         );
         assert!(String::from(changed.unwrap_err()).contains("pass --force"));
         assert_eq!(resume(Some(&st), &id, Some("main"), null, "h1"), Ok(id));
+    }
+
+    /// A session replays only what landed with the same step hash, forgets a key with
+    /// everything under it, and a resumed session starts from what the first one recorded.
+    #[test]
+    fn a_resumed_session_replays_by_key_and_hash_and_forgets_under_a_key() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let st: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("runs.db")).unwrap_or_else(|e| panic!("{e}")),
+        );
+        let start = || RunStart {
+            file: "p.yaml".into(),
+            workflow: "main".into(),
+            source_hash: "h".into(),
+        };
+        let begun = Begun::new(Some(&st), None, false, serde_json::json!({"a": 1}), "h")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let session = begun
+            .open(Some(&st), start(), Vec::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let id = session.run_id().to_string();
+        let land = |key: &str, v: i64, durable: bool| {
+            session
+                .land(key, "k", Landed::Value(serde_json::json!(v)), None, durable)
+                .unwrap_or_else(|e| panic!("{e}"));
+        };
+        land("0", 1, false);
+        land("1", 2, true);
+        land("1.0", 3, false);
+        land("10", 4, false);
+        session
+            .forget_under("1", true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(session.replayed("1.0", "k"), None);
+        assert_eq!(session.replayed("10", "k"), Some(serde_json::json!(4)));
+        let mut outcome = RunOutcome::new(
+            crate::outcome::RunStatus::Cancelled,
+            id.clone(),
+            pipewright_r1::Value::Null,
+            pipewright_r1::Value::Null,
+        );
+        session.finish(&mut outcome, finish_record, |_, e| panic!("{e}"));
+
+        let of = ResumeOf {
+            id: &id,
+            what: "the pipeline files",
+            kind: "pipeline",
+            workflow: None,
+        };
+        let begun = Begun::new(Some(&st), Some(of), false, serde_json::Value::Null, "h")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(begun.input, serde_json::json!({"a": 1}));
+        let keys: Vec<&str> = begun.landings().iter().map(|l| l.key.as_str()).collect();
+        assert_eq!(keys, ["0", "10"]);
+        let resumed = begun
+            .open(Some(&st), start(), Vec::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resumed.run_id(), id);
+        assert_eq!(resumed.replayed("0", "k"), Some(serde_json::json!(1)));
+        assert_eq!(resumed.replayed("0", "other step"), None);
+        assert_eq!(resumed.replayed("1", "k"), None);
     }
 }

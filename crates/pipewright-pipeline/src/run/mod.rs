@@ -358,23 +358,23 @@ impl Interp {
         event: Option<Event>,
         now: bool,
     ) -> Result<(), String> {
-        self.session.land(key, &hash, landed, event, now)
+        Ok(self.session.land(key, &hash, landed, event, now)?)
     }
 
     /// Forgets the landing at `key` and every landing under it, so the next attempt of a
     /// fan-out item (a retry) runs its whole body again.
     pub(crate) fn forget_under(&self, key: &str) -> Result<(), String> {
-        self.session.forget_under(key, true)
+        Ok(self.session.forget_under(key, true)?)
     }
 
     /// Commits everything staged.
     pub(crate) fn flush(&self) -> Result<(), String> {
-        self.session.flush()
+        Ok(self.session.flush()?)
     }
 
     /// Persists the spawn count before the agent runs, so a resume counts on from it.
     pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
-        self.session.spawns(n)
+        Ok(self.session.spawns(n)?)
     }
 
     fn event(

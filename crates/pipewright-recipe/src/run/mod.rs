@@ -329,20 +329,20 @@ impl Exec {
         v: serde_json::Value,
         now: bool,
     ) -> Result<(), String> {
-        self.session.land(key, hash, Landed::Value(v), None, now)
+        Ok(self.session.land(key, hash, Landed::Value(v), None, now)?)
     }
 
     /// Everything landed so far is committed before a step with effects outside the run
     /// starts: a crash then never loses a landing whose step would repeat those effects.
     fn before_side_effects(&self) -> Result<(), String> {
-        self.session.flush()
+        Ok(self.session.flush()?)
     }
 
     /// Forgets what an earlier attempt landed inside an iteration that runs again (the
     /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
     /// must not be replayed from the attempt that died.
     fn forget_under(&self, key: &str) -> Result<(), String> {
-        self.session.forget_under(key, false)
+        Ok(self.session.forget_under(key, false)?)
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.
@@ -382,8 +382,9 @@ impl Exec {
     /// (`Exec::before_side_effects`), so one commit per step suffices.
     fn land_step(&self, key: &str, hash: &str, delta: &Value, done: Event) -> Result<(), String> {
         let v = values::to_landed(delta);
-        self.session
-            .land(key, hash, Landed::Value(v), Some(done), false)
+        Ok(self
+            .session
+            .land(key, hash, Landed::Value(v), Some(done), false)?)
     }
 
     fn finish(self, f: &Frame, ctx: Ctx, result: Result<(), Stop>) -> RunOutcome {

@@ -315,7 +315,9 @@ impl Exec {
     /// Lands `value` at `key` and commits it (with `done`, the event it completes) before
     /// the run goes on: every landing here follows an agent turn or precedes one.
     fn land(&self, key: &str, value: Value, done: Option<Event>) -> Result<(), String> {
-        self.session.land(key, "", Landed::Value(value), done, true)
+        Ok(self
+            .session
+            .land(key, "", Landed::Value(value), done, true)?)
     }
 
     fn event(&self, kind: EventKind, key: &str, recipe: &str, step: &str) -> Event {
@@ -698,7 +700,7 @@ impl Exec {
                 RunError::new(code, &step.name, "agent", span, msg)
             };
             if let Err(e) = self.session.flush() {
-                return Err(End::failed(STORE_ERROR, self.store_error(e)));
+                return Err(End::failed(STORE_ERROR, self.store_error(e.to_string())));
             }
             self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
             let t0 = Instant::now();
