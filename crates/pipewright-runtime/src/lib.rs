@@ -18,6 +18,7 @@ pub mod prerun;
 pub mod progress;
 mod recorder;
 pub mod report;
+pub mod run_kv;
 pub mod schema;
 pub mod secrets;
 pub mod session;

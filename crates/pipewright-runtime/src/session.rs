@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub store: Option<Arc<dyn Store>>,
     /// Resume this run from `store`: its input is reused and landed steps are replayed.
     pub resume: Option<String>,
+    /// The id of a new run, when its engine chose it before the run started (a durable engine
+    /// keys its invocation by it); `None`: a new UUIDv7.
+    pub run_id: Option<String>,
     /// Resume even though the source changed since the run started: a landing is replayed only
     /// into a step with the same key and the same content hash.
     pub force: bool,
@@ -96,6 +99,7 @@ impl RunOptions {
             caps: Caps::default(),
             store: None,
             resume: None,
+            run_id: None,
             force: false,
             file_label: String::new(),
             cancel: CancelToken::new(),
@@ -207,17 +211,17 @@ pub struct Begun {
 
 impl Begun {
     /// A new run (`resume` is `None`), or the run `resume` names after the checks every
-    /// dialect makes ([`resume_record`]).
+    /// dialect makes ([`resume_record`]), with `opts`' store, `--force` and chosen run id.
     pub fn new(
-        store: Option<&Arc<dyn Store>>,
+        opts: &RunOptions,
         resume: Option<ResumeOf<'_>>,
-        force: bool,
         input: serde_json::Value,
         source_hash: &str,
     ) -> Result<Begun, ResumeError> {
+        let (store, force) = (opts.store.as_ref(), opts.force);
         let Some(of) = resume else {
             return Ok(Begun {
-                run_id: store::new_run_id(),
+                run_id: opts.run_id.clone().unwrap_or_else(store::new_run_id),
                 input,
                 resumed: None,
                 lock: None,
@@ -574,7 +578,9 @@ mod tests {
             workflow: "main".into(),
             source_hash: "h".into(),
         };
-        let begun = Begun::new(Some(&st), None, false, serde_json::json!({"a": 1}), "h")
+        let mut opts = RunOptions::new(dir.path().to_path_buf());
+        opts.store = Some(st.clone());
+        let begun = Begun::new(&opts, None, serde_json::json!({"a": 1}), "h")
             .unwrap_or_else(|e| panic!("{e}"));
         let session = begun
             .open(Some(&st), start(), Vec::new())
@@ -608,7 +614,7 @@ mod tests {
             kind: "pipeline",
             workflow: None,
         };
-        let begun = Begun::new(Some(&st), Some(of), false, serde_json::Value::Null, "h")
+        let begun = Begun::new(&opts, Some(of), serde_json::Value::Null, "h")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(begun.input, serde_json::json!({"a": 1}));
         let keys: Vec<&str> = begun.landings().iter().map(|l| l.key.as_str()).collect();

@@ -293,6 +293,60 @@ pub trait Store: Send + Sync {
     fn remove(&self, run_id: &str) -> Result<(), StoreError>;
 }
 
+/// How a run ended (or stands), beside its [`RunRecord`]: what `runs show` adds.
+#[derive(Debug, Clone, Default)]
+pub struct Ended {
+    pub output: Option<Json>,
+    /// The stores the steps wrote over the input ([`stores_delta`]).
+    pub stores: Option<Json>,
+    pub error: Option<Json>,
+    pub cancelled_at: Option<String>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+/// The `runs show` document of a run, whichever store keeps it.
+pub fn state_document(rec: RunRecord, ended: Ended) -> Json {
+    let mut completed = serde_json::Map::new();
+    let mut dropped = serde_json::Map::new();
+    for l in rec.landings {
+        match l.landed {
+            Landed::Value(v) => completed.insert(l.key, v),
+            Landed::Dropped(e) => dropped.insert(l.key, Json::String(e)),
+        };
+    }
+    let mut o: IndexMap<&str, Json> = IndexMap::new();
+    o.insert("version", json!(STATE_VERSION));
+    o.insert("run_id", json!(rec.run_id));
+    o.insert("status", json!(rec.status));
+    o.insert("file", json!(rec.file));
+    o.insert("workflow", json!(rec.workflow));
+    o.insert("input", rec.input.clone());
+    o.insert("source_hash", json!(rec.source_hash));
+    o.insert("completed", Json::Object(completed));
+    o.insert("dropped", Json::Object(dropped));
+    o.insert("spawns", json!(rec.spawns));
+    o.insert("created_ms", json!(ended.created_ms));
+    o.insert("updated_ms", json!(ended.updated_ms));
+    if let Some(out) = ended.output {
+        o.insert("output", out);
+    }
+    if let Some(Json::Object(delta)) = ended.stores {
+        let mut all = rec.input.as_object().cloned().unwrap_or_default();
+        for (k, v) in delta {
+            all.insert(k, v);
+        }
+        o.insert("stores", Json::Object(all));
+    }
+    if let Some(e) = ended.error {
+        o.insert("error", e);
+    }
+    if let Some(k) = ended.cancelled_at {
+        o.insert("cancelled_at", json!(k));
+    }
+    Json::Object(o.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 /// A new run id: a UUIDv7, 48 bits of milliseconds then 74 random bits, so ids sort by
 /// start time and two runs never share one.
 pub fn new_run_id() -> String {
@@ -955,46 +1009,15 @@ impl Store for SqliteStore {
             )
             .map_err(|e| self.err(e))?;
         let parse = |t: Option<String>| t.and_then(|t| serde_json::from_str::<Json>(&t).ok());
-        let mut completed = serde_json::Map::new();
-        let mut dropped = serde_json::Map::new();
-        for l in rec.landings {
-            match l.landed {
-                Landed::Value(v) => completed.insert(l.key, v),
-                Landed::Dropped(e) => dropped.insert(l.key, Json::String(e)),
-            };
-        }
-        let mut o: IndexMap<&str, Json> = IndexMap::new();
-        o.insert("version", json!(STATE_VERSION));
-        o.insert("run_id", json!(rec.run_id));
-        o.insert("status", json!(rec.status));
-        o.insert("file", json!(rec.file));
-        o.insert("workflow", json!(rec.workflow));
-        o.insert("input", rec.input.clone());
-        o.insert("source_hash", json!(rec.source_hash));
-        o.insert("completed", Json::Object(completed));
-        o.insert("dropped", Json::Object(dropped));
-        o.insert("spawns", json!(rec.spawns));
-        o.insert("created_ms", json!(created));
-        o.insert("updated_ms", json!(updated));
-        if let Some(out) = parse(output) {
-            o.insert("output", out);
-        }
-        if let Some(Json::Object(delta)) = parse(stores) {
-            let mut all = rec.input.as_object().cloned().unwrap_or_default();
-            for (k, v) in delta {
-                all.insert(k, v);
-            }
-            o.insert("stores", Json::Object(all));
-        }
-        if let Some(e) = parse(error) {
-            o.insert("error", e);
-        }
-        if let Some(k) = cancelled_at {
-            o.insert("cancelled_at", json!(k));
-        }
-        Ok(Json::Object(
-            o.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        ))
+        let ended = Ended {
+            output: parse(output),
+            stores: parse(stores),
+            error: parse(error),
+            cancelled_at,
+            created_ms: created,
+            updated_ms: updated,
+        };
+        Ok(state_document(rec, ended))
     }
 
     fn events(&self, run_id: &str) -> Result<Vec<String>, StoreError> {

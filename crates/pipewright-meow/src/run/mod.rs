@@ -209,13 +209,7 @@ pub async fn run(
         kind: "workflow",
         workflow: Some(&name),
     });
-    let begun = Begun::new(
-        opts.store.as_ref(),
-        resume,
-        opts.force,
-        opts.input.clone(),
-        &source_hash,
-    )?;
+    let begun = Begun::new(&opts, resume, opts.input.clone(), &source_hash)?;
     if let Some(rec) = begun.resumed.as_ref() {
         if rec.status == "ok" || rec.status == "failed" {
             return Err(format!(

@@ -58,13 +58,7 @@ pub async fn run(
         kind: "pipeline",
         workflow: opts.workflow.as_deref(),
     });
-    let begun = Begun::new(
-        opts.store.as_ref(),
-        resume,
-        opts.force,
-        opts.input,
-        &source_hash,
-    )?;
+    let begun = Begun::new(&opts, resume, opts.input.clone(), &source_hash)?;
     let resumed_workflow = begun.resumed.as_ref().map(|r| r.workflow.clone());
     let workflow_name = opts.workflow.clone().or(resumed_workflow);
     let wid = match &workflow_name {

@@ -193,13 +193,7 @@ pub async fn run(
         kind: "recipe",
         workflow: Some(&workflow.name),
     });
-    let begun = Begun::new(
-        opts.store.as_ref(),
-        resume,
-        opts.force,
-        opts.input.clone(),
-        &source_hash,
-    )?;
+    let begun = Begun::new(&opts, resume, opts.input.clone(), &source_hash)?;
     let input = begun.input.clone();
     if !(input.is_null() || input.is_object()) {
         return Err(format!(

@@ -184,13 +184,7 @@ pub async fn run(
         kind: "recipe",
         workflow: Some(&root),
     });
-    let mut begun = Begun::new(
-        opts.store.as_ref(),
-        resume,
-        opts.force,
-        opts.input.clone(),
-        &source_hash,
-    )?;
+    let mut begun = Begun::new(&opts, resume, opts.input.clone(), &source_hash)?;
     match &opts.resume {
         Some(id) => {
             // Another backend would not know the recorded sessions (and the mock, the
