@@ -110,16 +110,33 @@ fi"#
     Ok(name)
 }
 
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct StepsInput {
+    pub(crate) n: u64,
+    /// How long each step takes (a timer, no process), in milliseconds.
+    #[serde(default)]
+    pub(crate) step_ms: u64,
+}
+
 pub(crate) struct Steps;
 
 #[restate_sdk::workflow]
 impl Steps {
-    /// `n` journaled steps that do nothing but return their number.
+    /// `n` journaled steps that do nothing (but wait `step_ms`) and return their number; the
+    /// result is their sum.
     #[handler]
-    async fn run(&self, ctx: WorkflowContext<'_>, n: u64) -> HandlerResult<u64> {
+    async fn run(&self, ctx: WorkflowContext<'_>, input: Json<StepsInput>) -> HandlerResult<u64> {
+        let StepsInput { n, step_ms } = input.into_inner();
         let mut sum = 0u64;
         for i in 0..n {
-            let v: u64 = ctx.run(move || async move { Ok(i) }).await?;
+            let v: u64 = ctx
+                .run(move || async move {
+                    if step_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(step_ms)).await;
+                    }
+                    Ok(i)
+                })
+                .await?;
             sum += v;
         }
         Ok(sum)
