@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
@@ -36,19 +35,20 @@ fn skip_slow_test() -> bool {
     true
 }
 
-/// One server at a time: each takes a few hundred MB and both cores while it starts.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// One server at a time: each takes a few hundred MB and both cores while it starts. (Each
+/// test has its own runtime; tokio's mutex works across them and is not poisoned by a panic.)
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Setup {
     // Fields drop in order: the server dies before its directory is removed.
     server: RestateServer,
     client: Client,
     dir: tempfile::TempDir,
-    _turn: MutexGuard<'static, ()>,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 async fn setup() -> Setup {
-    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let turn = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let server = RestateServer::start(&dir.path().join("server"))
         .await
@@ -480,7 +480,7 @@ async fn a_three_node_cluster_runs_a_workflow() {
     if skip_slow_test() {
         return;
     }
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let nodes = pipewright_restate::server::cluster_configs(&dir.path().join("cluster"), 3)
         .unwrap_or_else(|e| panic!("{e}"));
