@@ -177,6 +177,13 @@ impl NodeConfig {
             "\n[admin]\nbind-address = \"127.0.0.1:{}\"",
             self.ports.admin
         );
+        // Each partition's invoker makes a directory there, left behind by a kill: in /tmp by
+        // default (24 a start), in the node's own directory here.
+        let _ = writeln!(
+            t,
+            "\n[worker.invoker]\ntmp-dir = {}",
+            toml_str(&self.dir.join("tmp").to_string_lossy())
+        );
         t.push_str(&self.extra_tables);
         t
     }
@@ -466,7 +473,8 @@ mod tests {
              advertised-address = \"http://127.0.0.1:1\"\n\
              disable-telemetry = true\n\
              \n[ingress]\nbind-address = \"127.0.0.1:2\"\n\
-             \n[admin]\nbind-address = \"127.0.0.1:3\"\n"
+             \n[admin]\nbind-address = \"127.0.0.1:3\"\n\
+             \n[worker.invoker]\ntmp-dir = \"/tmp/x \\\"y\\\"/tmp\"\n"
         );
     }
 

@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
@@ -36,19 +35,20 @@ fn skip_slow_test() -> bool {
     true
 }
 
-/// One server at a time: each takes a few hundred MB and both cores while it starts.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// One server at a time: each takes a few hundred MB and both cores while it starts. (Each
+/// test has its own runtime; tokio's mutex works across them and is not poisoned by a panic.)
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Setup {
     // Fields drop in order: the server dies before its directory is removed.
     server: RestateServer,
     client: Client,
     dir: tempfile::TempDir,
-    _turn: MutexGuard<'static, ()>,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 async fn setup() -> Setup {
-    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let turn = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let server = RestateServer::start(&dir.path().join("server"))
         .await
@@ -472,5 +472,78 @@ async fn a_server_killed_mid_run_finishes_it_after_a_restart() {
     assert_eq!(count(&steps, "s1"), 1, "{steps:?}");
     assert_eq!(count(&steps, "s3"), 1, "{steps:?}");
     assert!((1..=2).contains(&count(&steps, "s2")), "{steps:?}");
+    worker.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_three_node_cluster_runs_a_workflow() {
+    if skip_slow_test() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let nodes = pipewright_restate::server::cluster_configs(&dir.path().join("cluster"), 3)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let binary = pipewright_restate::server::find_binary().unwrap_or_else(|e| panic!("{e}"));
+    let mut servers: Vec<RestateServer> = nodes
+        .into_iter()
+        .map(|c| RestateServer::spawn(binary.clone(), c).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    for s in &mut servers {
+        s.wait_healthy(Duration::from_secs(60))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let client = Client::new().unwrap_or_else(|e| panic!("{e}"));
+    let worker = in_process_worker().await;
+    // Healthy is not yet provisioned: partitions get leaders a moment later.
+    let start = Instant::now();
+    loop {
+        match client
+            .register(&servers[0].admin_url(), &worker.uri())
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if start.elapsed() < Duration::from_secs(60) => {
+                eprintln!("registering: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let input = ProofInput {
+        log: dir.path().join("steps.log"),
+        block_at: None,
+        gate: None,
+        pids: None,
+    };
+    let body = serde_json::to_value(&input).unwrap_or_else(|e| panic!("{e}"));
+    // Submitted through one node, waited for through another. Another node's ingress answers
+    // 404 (no such service) for a while after the registration (8-10 s here, with the cluster
+    // just formed).
+    let start = Instant::now();
+    let sub = loop {
+        let sent = client
+            .send(&servers[1].ingress_url(), "Proof", "clustered", &body)
+            .await;
+        match sent {
+            Err(e) if e.status() == Some(404) && start.elapsed() < Duration::from_secs(30) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => break other.unwrap_or_else(|e| panic!("{e}")),
+        }
+    };
+    eprintln!("node 2 knew the deployment after {:?}", start.elapsed());
+    let out = within("attaching through node 3", 60, async {
+        client
+            .attach(&servers[2].ingress_url(), sub.invocation_id())
+            .await
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        serde_json::from_value::<ProofOutput>(out).ok(),
+        Some(expected("clustered"))
+    );
     worker.shutdown(Duration::from_secs(5)).await;
 }
