@@ -58,6 +58,10 @@ pub enum FlagValue {
 pub struct FlagValues(BTreeMap<&'static str, String>);
 
 impl FlagValues {
+    /// The flags given, by name, with their values (a switch's is `"true"`).
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.0.iter().map(|(k, v)| (*k, v.as_str()))
+    }
     pub fn set(&mut self, long: &'static str, value: String) {
         self.0.insert(long, value);
     }

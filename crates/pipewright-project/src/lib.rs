@@ -92,6 +92,17 @@ pub struct ProjectConfig {
     pub check: CheckRules,
     /// `[fmt] key_order`.
     pub key_order: KeyOrder,
+    /// `[engine]`: which engine runs and records the project's runs.
+    pub engine: EngineConfig,
+}
+
+/// `[engine] kind = "local" | "restate"`, with the Restate server's `ingress` and `admin`
+/// URLs (docs/engines.md). Unset fields are `None`: the CLI's flags and defaults fill them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineConfig {
+    pub kind: Option<String>,
+    pub ingress: Option<String>,
+    pub admin: Option<String>,
 }
 
 /// Whether `fmt` moves the keys of a mapping into the dialect's canonical order or keeps the
@@ -165,6 +176,7 @@ impl Default for ProjectConfig {
             pass_secrets: false,
             check: CheckRules::default(),
             key_order: KeyOrder::default(),
+            engine: EngineConfig::default(),
         }
     }
 }
@@ -306,6 +318,27 @@ impl ProjectConfig {
                         .unwrap_or(600),
                 });
             }
+        }
+        if let Some(engine) = table(doc.as_table(), "engine")? {
+            let text = |k: &str| -> Result<Option<String>, String> {
+                match engine.get(k) {
+                    None => Ok(None),
+                    Some(v) => v
+                        .as_str()
+                        .map(|s| Some(s.to_string()))
+                        .ok_or_else(|| format!("`engine.{k}` must be a string")),
+                }
+            };
+            cfg.engine.kind = text("kind")?;
+            if let Some(k) = cfg.engine.kind.as_deref() {
+                if k != "local" && k != "restate" {
+                    return Err(format!(
+                        "`engine.kind` is \"local\" or \"restate\", not \"{k}\""
+                    ));
+                }
+            }
+            cfg.engine.ingress = text("ingress")?;
+            cfg.engine.admin = text("admin")?;
         }
         if let Some(run) = table(doc.as_table(), "run")? {
             if let Some(id) = run.get("identity") {
@@ -476,6 +509,18 @@ mod tests {
     fn run_identity_is_a_non_empty_string() {
         let id = |t: &str| ProjectConfig::parse(t).map(|c| c.identity);
         assert_eq!(id("[run]\nidentity = \"bot\"\n"), Ok(Some("bot".into())));
+        let engine = |t: &str| ProjectConfig::parse(t).map(|c| c.engine);
+        assert_eq!(
+            engine("[engine]\nkind = \"restate\"\ningress = \"http://h:8080\"\n"),
+            Ok(EngineConfig {
+                kind: Some("restate".into()),
+                ingress: Some("http://h:8080".into()),
+                admin: None,
+            })
+        );
+        assert!(engine("[engine]\nkind = \"temporal\"\n")
+            .is_err_and(|e| e.contains("\"local\" or \"restate\"")));
+        assert!(engine("[engine]\ningress = 8080\n").is_err());
         assert_eq!(id(""), Ok(None));
         assert!(id("[run]\nidentity = 5\n").is_err());
         assert!(id("[run]\nidentity = \" \"\n").is_err());

@@ -211,6 +211,30 @@ impl Client {
         }
     }
 
+    /// The invocation of the workflow `workflow` keyed `key` (its `run`), for [`Client::output`]
+    /// and [`Client::attach`]; a 404 status when no such run was submitted.
+    pub async fn lookup_workflow(
+        &self,
+        ingress: &str,
+        workflow: &str,
+        key: &str,
+    ) -> Result<String, ClientError> {
+        let url = format!("{}/restate/lookup", trim(ingress));
+        let body = serde_json::json!({
+            "target": "workflow",
+            "workflowName": workflow,
+            "workflowKey": key,
+        });
+        let answer = self.post_json(&url, &body).await?;
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Found {
+            invocation_id: String,
+        }
+        let f: Found = parse("POST", &url, &answer)?;
+        Ok(f.invocation_id)
+    }
+
     /// Calls another handler of the workflow `workflow` keyed `key` (a shared handler: a query
     /// or a signal such as an approval) and returns its JSON result (`null` for none). `input`
     /// is `None` for a handler that takes none: it then gets no body at all.

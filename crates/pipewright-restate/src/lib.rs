@@ -11,7 +11,10 @@
 pub mod client;
 pub mod endpoint;
 pub mod processes;
+pub mod run_state;
 pub mod server;
+pub mod store;
+pub mod workflow;
 
 pub use client::{Client, ClientError, Deployment, Submission};
 pub use endpoint::Serving;

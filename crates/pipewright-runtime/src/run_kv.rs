@@ -559,6 +559,9 @@ mod tests {
         drop(owner);
         assert!(!memory.is_owned(&id));
         memory.remove(&id).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(memory.load_run(&id), Err(StoreError::NoRun { .. })));
+        assert!(matches!(
+            memory.load_run(&id),
+            Err(StoreError::NoRun { .. })
+        ));
     }
 }

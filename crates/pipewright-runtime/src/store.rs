@@ -146,13 +146,13 @@ pub trait EventSink: Send + Sync {
 
 /// What a landed step holds: its value, or the error that dropped it from its fan-out under
 /// `on_error: continue` (kept apart from values, so no input value can pass for a drop).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Landed {
     Value(Json),
     Dropped(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Landing {
     pub key: String,
     /// The step's content hash: a landing is replayed only into the step it came from.
@@ -177,7 +177,7 @@ pub struct RunRecord {
 }
 
 /// A new run, recorded before its first step starts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewRun {
     pub run_id: String,
     pub file: String,
@@ -187,7 +187,7 @@ pub struct NewRun {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Finish {
     pub status: String,
     pub output: Json,
@@ -199,7 +199,7 @@ pub struct Finish {
 }
 
 /// One change to a run. [`Store::record`] applies a batch of them in one transaction.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Write {
     Land(Landing),
     /// Forgets the landing at `key` and every landing under it (`key.…`): a retried fan-out

@@ -49,6 +49,48 @@ pub(crate) enum Command {
     Schema(SchemaArgs),
     /// Serve the Language Server Protocol over standard input and output (for editors).
     Lsp,
+    /// Serve runs for a Restate server: an endpoint its engine sends runs to (docs/engines.md).
+    Worker(WorkerArgs),
+}
+
+/// Which engine runs and records runs (docs/engines.md).
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct EngineArgs {
+    /// `local`: this process, with the project's run store (the default); `restate`: a Restate
+    /// server, through its ingress (default: `[engine] kind` in pipewright.toml, else
+    /// $PIPEWRIGHT_ENGINE, else local).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<EngineKind>,
+    /// The Restate ingress (default: `[engine] ingress`, else $PIPEWRIGHT_RESTATE_INGRESS, else
+    /// http://127.0.0.1:8080).
+    #[arg(long, value_name = "URL")]
+    pub ingress: Option<String>,
+    /// The Restate admin API, for listing runs (default: `[engine] admin`, else
+    /// $PIPEWRIGHT_RESTATE_ADMIN, else http://127.0.0.1:9070).
+    #[arg(long, value_name = "URL")]
+    pub admin: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EngineKind {
+    Local,
+    Restate,
+}
+
+#[derive(Args)]
+pub(crate) struct WorkerArgs {
+    /// The address to serve Restate's requests on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    pub listen: std::net::SocketAddr,
+    /// Register this worker with the Restate admin API at URL once it listens.
+    #[arg(long, value_name = "ADMIN_URL")]
+    pub register: Option<String>,
+    /// The URL to register, when the server reaches this worker at another address than
+    /// --listen (a balancer in front of several workers).
+    #[arg(long, value_name = "URL", requires = "register")]
+    pub advertise: Option<String>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Args)]
@@ -74,6 +116,8 @@ pub(crate) struct ApproveArgs {
     /// `{{_approval_message}}`).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub message: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Args)]
@@ -87,6 +131,8 @@ pub(crate) struct DenyArgs {
     /// Why; shown when the run fails at the denied gate.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Args)]
@@ -96,6 +142,8 @@ pub(crate) struct RunsArgs {
     /// Output of the list: a table, or a JSON array.
     #[arg(long, value_enum, default_value = "human")]
     pub format: RunFormat,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Subcommand)]
@@ -230,6 +278,12 @@ pub(crate) struct RunArgs {
     /// loops) and execute nothing: no command, no agent, no file, no run store.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    /// With an engine other than local: print the run id once the engine has the run, and
+    /// return (`run --resume ID` follows it later).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub detach: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// The flags a dialect declares for its own runs (`Runtime::flags`), as given.
     #[arg(skip)]
     pub dialect_flags: FlagValues,
@@ -327,20 +381,45 @@ pub(crate) fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
     }
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let (Command::Run(run), Some(m)) = (&mut cli.command, matches.subcommand_matches("run")) {
-        for flag in runtimes().flat_map(|r| r.flags()) {
-            let value = match flag.value {
-                FlagValue::Switch => m.get_flag(flag.long).then(|| "true".to_string()),
-                FlagValue::Text { .. } | FlagValue::Path { .. } => {
-                    m.get_one::<String>(flag.long).cloned()
-                }
-                FlagValue::Count { .. } => m.get_one::<u64>(flag.long).map(u64::to_string),
-            };
-            if let Some(v) = value {
-                run.dialect_flags.set(flag.long, v);
-            }
-        }
+        dialect_flags(run, m);
     }
     Parsed::Builtin(cli)
+}
+
+/// The values of the dialects' own `run` flags, into `run`.
+fn dialect_flags(run: &mut RunArgs, m: &clap::ArgMatches) {
+    for flag in runtimes().flat_map(|r| r.flags()) {
+        let value = match flag.value {
+            FlagValue::Switch => m.get_flag(flag.long).then(|| "true".to_string()),
+            FlagValue::Text { .. } | FlagValue::Path { .. } => {
+                m.get_one::<String>(flag.long).cloned()
+            }
+            FlagValue::Count { .. } => m.get_one::<u64>(flag.long).map(u64::to_string),
+        };
+        if let Some(v) = value {
+            run.dialect_flags.set(flag.long, v);
+        }
+    }
+}
+
+/// `run`'s arguments (those after `run`) as a worker receives them from the engine; clap's
+/// message when they do not parse.
+pub(crate) fn parse_run(args: &[String]) -> Result<RunArgs, String> {
+    let argv = ["pipewright", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(args.iter().cloned());
+    let matches = command()
+        .try_get_matches_from(argv)
+        .map_err(|e| e.to_string())?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+    match (cli.command, matches.subcommand_matches("run")) {
+        (Command::Run(mut run), Some(m)) => {
+            dialect_flags(&mut run, m);
+            Ok(run)
+        }
+        _ => Err("not a `run` command".into()),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -88,12 +88,14 @@ pub fn main() -> ExitCode {
         cli::Command::Runs(args) => commands::runs::run(&args),
         cli::Command::Schema(args) => commands::schema::run(&args),
         cli::Command::Lsp => commands::lsp::run(),
+        cli::Command::Worker(args) => commands::engine::worker(&args),
         cli::Command::Approve(args) => commands::runs::decide(
             &args.id,
             args.step.as_deref(),
             &pipewright_runtime::approval::Decision::Approve {
                 message: args.message.clone(),
             },
+            &args.engine,
         ),
         cli::Command::Deny(args) => commands::runs::decide(
             &args.id,
@@ -101,6 +103,7 @@ pub fn main() -> ExitCode {
             &pipewright_runtime::approval::Decision::Deny {
                 reason: args.reason.clone(),
             },
+            &args.engine,
         ),
     };
     exit(code)

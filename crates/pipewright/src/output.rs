@@ -149,6 +149,18 @@ static WRITE_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 /// turns the exit code into 2 (see [`write_failed`]).
 pub(crate) fn write(to_stderr: bool, args: std::fmt::Arguments) {
     use std::io::Write;
+    let captured = CAPTURED.try_with(|c| {
+        let mut c = c.borrow_mut();
+        let into = if to_stderr {
+            &mut c.stderr
+        } else {
+            &mut c.stdout
+        };
+        let _ = std::fmt::Write::write_fmt(into, args);
+    });
+    if captured.is_ok() {
+        return;
+    }
     let result = if to_stderr {
         std::io::stderr().lock().write_fmt(args)
     } else {
@@ -158,6 +170,29 @@ pub(crate) fn write(to_stderr: bool, args: std::fmt::Arguments) {
     if let Err(e) = result {
         write_error(&e, if to_stderr { "stderr" } else { "stdout" });
     }
+}
+
+tokio::task_local! {
+    /// What a command prints while it runs for a worker of a durable engine: kept for the
+    /// engine's caller instead of printed on the worker's terminal.
+    static CAPTURED: std::cell::RefCell<Captured>;
+}
+
+/// What a captured command printed.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Captured {
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Runs `f` with everything it prints through [`write`] captured (in this task only).
+pub(crate) async fn capture<F: std::future::Future>(f: F) -> (F::Output, Captured) {
+    CAPTURED
+        .scope(std::cell::RefCell::new(Captured::default()), async move {
+            let out = f.await;
+            (out, CAPTURED.with(|c| c.take()))
+        })
+        .await
 }
 
 /// Reports a failed write once (a closed pipe is not a failure: see [`write`]).

@@ -1,6 +1,7 @@
 use crate::exit::ExitStatus;
 pub(crate) mod check;
 pub(crate) mod dry_run;
+pub(crate) mod engine;
 pub(crate) mod eval;
 pub(crate) mod explain;
 pub(crate) mod fmt;

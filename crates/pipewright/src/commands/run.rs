@@ -14,6 +14,19 @@ fn open_store(path: &std::path::Path) -> Result<Arc<dyn Store>, String> {
 }
 
 pub(crate) fn run(args: &RunArgs) -> ExitStatus {
+    if !args.dry_run {
+        match super::engine::chosen(&args.engine, args.file.as_deref()) {
+            Ok(Some(engine)) => return super::engine::run(args, engine),
+            Ok(None) => {}
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitStatus::COULD_NOT_START;
+            }
+        }
+    } else if args.detach {
+        errln!("error: --detach is for a run on an engine, not a dry run");
+        return ExitStatus::COULD_NOT_START;
+    }
     // One thread per core: a run's steps, fan-outs and agents run side by side.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -25,10 +38,24 @@ pub(crate) fn run(args: &RunArgs) -> ExitStatus {
             return ExitStatus::COULD_NOT_START;
         }
     };
-    runtime.block_on(run_async(args))
+    runtime.block_on(run_async(args, RunEnv::default()))
 }
 
-async fn run_async(args: &RunArgs) -> ExitStatus {
+/// Where a run executes, beside what its arguments say.
+#[derive(Default)]
+pub(crate) struct RunEnv {
+    /// The engine's store for the run; `None`: the project's run store.
+    pub(crate) store: Option<Arc<dyn Store>>,
+    /// The new run's id, when its engine chose it.
+    pub(crate) run_id: Option<String>,
+    /// Nobody watches this process's terminal (a worker runs it for a durable engine): no
+    /// Ctrl-C handler, no progress display, and a gate never asks on the terminal.
+    pub(crate) unattended: bool,
+    /// Cancels the run from outside (a worker that stops).
+    pub(crate) cancel: Option<pipewright_runtime::CancelToken>,
+}
+
+pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -46,9 +73,12 @@ async fn run_async(args: &RunArgs) -> ExitStatus {
                 );
                 return ExitStatus::COULD_NOT_START;
             }
-            let found = super::runs::store_path(&cwd, &cwd).and_then(|p| {
-                Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
-            });
+            let found = match &env.store {
+                Some(store) => store.load_run(id).map_err(String::from),
+                None => super::runs::store_path(&cwd, &cwd).and_then(|p| {
+                    Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
+                }),
+            };
             match found {
                 Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
                 Err(e) => {
@@ -196,15 +226,20 @@ async fn run_async(args: &RunArgs) -> ExitStatus {
     o.file_label = crate::read::display_name(&file);
     o.source_path = Some(file.clone());
     // A gate asks on the terminal when there is one to ask on.
-    o.interactive = args.format == RunFormat::Human
+    o.interactive = !env.unattended
+        && args.format == RunFormat::Human
         && std::io::IsTerminal::is_terminal(&std::io::stdin())
         && std::io::IsTerminal::is_terminal(&std::io::stderr());
     if let Some(id) = args.identity.clone().or(cfg.identity.clone()) {
         o.identity = id;
     }
     o.resume = args.resume.clone();
-    o.cancel.cancel_on_ctrl_c();
-    if args.format == RunFormat::Human && !rt.live_lines() {
+    o.run_id = env.run_id.clone();
+    match env.cancel.clone() {
+        Some(c) => o.cancel = c,
+        None => o.cancel.cancel_on_ctrl_c(),
+    }
+    if !env.unattended && args.format == RunFormat::Human && !rt.live_lines() {
         if let Some(p) = pipewright_runtime::progress::Progress::for_terminal() {
             o.sinks.push(Arc::new(p));
         }
@@ -214,7 +249,10 @@ async fn run_async(args: &RunArgs) -> ExitStatus {
         backend: Some((args.backend.clone(), args.script.clone())),
         // Opened only when the runtime is ready to record: a run that cannot start leaves no
         // store behind.
-        open_store: Some(Box::new(move || open_store(&store_path))),
+        open_store: Some(match env.store.clone() {
+            Some(store) => Box::new(move || Ok(store)),
+            None => Box::new(move || open_store(&store_path)),
+        }),
         flags: args.dialect_flags.clone(),
         human: args.format == RunFormat::Human,
         ast,
@@ -290,7 +328,7 @@ fn not_for_this_dialect(
     Ok(())
 }
 
-fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
+pub(crate) fn input(args: &RunArgs) -> Result<Option<serde_json::Value>, String> {
     let text = match (&args.input, &args.input_file) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(f)) => Some(crate::read::text(f)?),

@@ -79,6 +79,14 @@ pub(crate) fn run(args: &RunsArgs) -> ExitStatus {
         Ok(d) => d,
         Err(code) => return code,
     };
+    match super::engine::chosen(&args.engine, None) {
+        Ok(Some(engine)) => return super::engine::runs(args, engine),
+        Ok(None) => {}
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    }
     let path = match store_path(&cwd, &cwd) {
         Ok(p) => p,
         Err(e) => {
@@ -116,8 +124,13 @@ pub(crate) fn run(args: &RunsArgs) -> ExitStatus {
             return ExitStatus::COULD_NOT_START;
         }
     };
+    act(&store, args)
+}
+
+/// `runs [show|events|rm]` on `store`.
+pub(crate) fn act(store: &dyn Store, args: &RunsArgs) -> ExitStatus {
     let result = match &args.action {
-        None => list(&store, args.format),
+        None => list(store, args.format),
         Some(RunsAction::Show { id }) => store.state(id).map_err(String::from).map(|s| {
             outln!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         }),
@@ -134,7 +147,7 @@ pub(crate) fn run(args: &RunsArgs) -> ExitStatus {
         Some(RunsAction::Rm {
             id: None,
             older_than: Some(dur),
-        }) => remove_older(&store, dur),
+        }) => remove_older(store, dur),
         Some(RunsAction::Rm { .. }) => Err("give a run id or --older-than DUR".into()),
     };
     match result {
@@ -146,7 +159,7 @@ pub(crate) fn run(args: &RunsArgs) -> ExitStatus {
     }
 }
 
-fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
+fn list(store: &dyn Store, format: RunFormat) -> Result<(), String> {
     let runs = store.list_runs()?;
     match format {
         RunFormat::Json => {
@@ -191,7 +204,7 @@ fn list(store: &SqliteStore, format: RunFormat) -> Result<(), String> {
     Ok(())
 }
 
-fn remove_older(store: &SqliteStore, dur: &str) -> Result<(), String> {
+fn remove_older(store: &dyn Store, dur: &str) -> Result<(), String> {
     let ms = parse_duration_ms(dur)?;
     let cutoff = pipewright_runtime::store::now_ms().saturating_sub(ms);
     let mut removed = 0;
@@ -244,11 +257,24 @@ fn utc(ms: i64) -> String {
 /// `pipewright approve|deny RUN_ID [--step STEP]`: decides the approval the run waits for,
 /// where its dialect keeps it (`Runtime::decide`: a paused recipe run's gate in the store,
 /// then `run --resume`; a live MEOW run's approval step over its socket, and it goes on).
-pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision) -> ExitStatus {
+pub(crate) fn decide(
+    id: &str,
+    step: Option<&str>,
+    d: &Decision,
+    engine: &crate::cli::EngineArgs,
+) -> ExitStatus {
     let cwd = match cwd() {
         Ok(d) => d,
         Err(code) => return code,
     };
+    match super::engine::chosen(engine, None) {
+        Ok(Some(engine)) => return super::engine::decide(id, step, d, engine),
+        Ok(None) => {}
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    }
     let path = match store_path(&cwd, &cwd) {
         Ok(p) => p,
         Err(e) => {

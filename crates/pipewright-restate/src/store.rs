@@ -1,0 +1,358 @@
+//! The run store of a run on the engine: pipewright's `Store` trait over the
+//! `PipewrightRunState` object ([`crate::run_state`]) through the ingress, so every dialect's
+//! runtime records, resumes and is approved on Restate exactly as on SQLite. Landings are
+//! written to the engine's replicated log, outside the run's own journal: a retried run resumes
+//! from them as a local `run --resume` does.
+//!
+//! The `Store` trait is synchronous (the local store is SQLite): each call is handed to an
+//! I/O thread of this store's own and waited for, so it may be made from a runtime's task or
+//! from the recorder's writer thread alike.
+
+use crate::client::{Client, ClientError};
+use crate::run_state::{self, Claim, Loaded, PassReport, Record};
+use pipewright_runtime::store::{
+    self, NewRun, RunLock, RunRecord, RunSummary, Store, StoreError, Write,
+};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+/// Where the engine is.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    /// The ingress, e.g. `http://127.0.0.1:8080`.
+    pub ingress: String,
+    /// The admin API, e.g. `http://127.0.0.1:9070` (for listing runs).
+    pub admin: String,
+}
+
+/// The store. `worker`: this process runs the run (its claims take the run from an attempt
+/// that died); otherwise (`approve`, `runs`) a run another process owns is refused.
+pub struct RestateStore {
+    engine: Engine,
+    worker: bool,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    /// The runtime the I/O runs on (shut down, never dropped, with the store).
+    io: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+    /// The epoch this process holds each run it owns under.
+    epochs: Mutex<HashMap<String, u64>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A runtime must not be dropped (which waits for its threads) inside another's task.
+        if let Some(rt) = lock(&self.io).take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Inner {
+    /// Runs `fut` on the I/O runtime and waits for it.
+    fn block<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        match rx.recv() {
+            Ok(v) => v,
+            // The I/O runtime only stops with the store, which this call holds.
+            Err(_) => unreachable_io(),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_io() -> ! {
+    panic!("the Restate store's I/O runtime stopped while a call was waiting on it")
+}
+
+struct RestateLock {
+    inner: Arc<Inner>,
+    ingress: String,
+    run_id: String,
+    epoch: u64,
+}
+
+impl RunLock for RestateLock {}
+
+impl Drop for RestateLock {
+    fn drop(&mut self) {
+        lock(&self.inner.epochs).remove(&self.run_id);
+        let (client, ingress, run_id, epoch) = (
+            self.inner.client.clone(),
+            self.ingress.clone(),
+            self.run_id.clone(),
+            self.epoch,
+        );
+        // Best effort: an owner that cannot release is superseded by the next forced claim.
+        let _ = self.inner.block(async move {
+            call(
+                &client,
+                &ingress,
+                &run_id,
+                "release",
+                Some(&Json::from(epoch)),
+            )
+            .await
+        });
+    }
+}
+
+async fn call(
+    client: &Client,
+    ingress: &str,
+    run_id: &str,
+    handler: &str,
+    input: Option<&Json>,
+) -> Result<Json, ClientError> {
+    client
+        .call(ingress, run_state::SERVICE, run_id, handler, input)
+        .await
+}
+
+impl RestateStore {
+    pub fn new(engine: Engine, worker: bool) -> Result<RestateStore, StoreError> {
+        let client = Client::new().map_err(|e| StoreError::Unusable(e.to_string()))?;
+        let io = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("pipewright-restate-io")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Unusable(format!("cannot start the engine client: {e}")))?;
+        let handle = io.handle().clone();
+        Ok(RestateStore {
+            engine,
+            worker,
+            inner: Arc::new(Inner {
+                client,
+                io: Mutex::new(Some(io)),
+                handle,
+                epochs: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Calls a handler of the run's state object and waits for it; the engine's refusals come
+    /// back as the store's (no run, busy, superseded).
+    fn call(&self, run_id: &str, handler: &str, input: Option<Json>) -> Result<Json, StoreError> {
+        store::check_run_id(run_id)?;
+        let (client, ingress, id, h) = (
+            self.inner.client.clone(),
+            self.engine.ingress.clone(),
+            run_id.to_string(),
+            handler.to_string(),
+        );
+        let answer = self
+            .inner
+            .block(async move { call(&client, &ingress, &id, &h, input.as_ref()).await });
+        answer.map_err(|e| self.refusal(run_id, e))
+    }
+
+    fn refusal(&self, run_id: &str, e: ClientError) -> StoreError {
+        match (e.status(), &e) {
+            (Some(run_state::NO_RUN), _) => StoreError::NoRun {
+                run_id: run_id.to_string(),
+                store: self.describe(),
+                hint: " (`pipewright runs --engine restate` lists the runs)",
+            },
+            (Some(run_state::BUSY), _) => StoreError::Busy {
+                run_id: run_id.to_string(),
+                by: " (on a worker of the engine)".into(),
+            },
+            (_, ClientError::Status { body, .. }) => {
+                StoreError::Unusable(format!("{}: {body}", self.describe()))
+            }
+            _ => StoreError::Unusable(format!("{}: {e}", self.describe())),
+        }
+    }
+
+    /// The run, with how the engine stands with it.
+    pub fn loaded(&self, run_id: &str) -> Result<Loaded, StoreError> {
+        let v = self.call(run_id, "load", None)?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: run {run_id} came back in a shape this pipewright does not read: {e}",
+                self.describe()
+            ))
+        })
+    }
+
+    /// Counts one more wait at a gate (keeping the report of the pass that paused); the
+    /// wait's number.
+    pub fn pause(&self, run_id: &str, pass: &PassReport) -> Result<u64, StoreError> {
+        let v = self.call(run_id, "pause", Some(to_json(pass)))?;
+        v.as_u64().ok_or_else(|| {
+            StoreError::Unusable(format!("{}: `pause` answered {v}", self.describe()))
+        })
+    }
+
+    /// Wakes the run waiting at its `n`th gate, once its decision is recorded.
+    pub fn wake(&self, run_id: &str, n: u64) -> Result<(), StoreError> {
+        store::check_run_id(run_id)?;
+        let (client, ingress, id) = (
+            self.inner.client.clone(),
+            self.engine.ingress.clone(),
+            run_id.to_string(),
+        );
+        self.inner
+            .block(async move {
+                client
+                    .call(
+                        &ingress,
+                        crate::workflow::SERVICE,
+                        &id,
+                        "wake",
+                        Some(&Json::from(n)),
+                    )
+                    .await
+            })
+            .map(|_| ())
+            .map_err(|e| self.refusal(run_id, e))
+    }
+
+    /// The run's final report once its `run` has ended; `None` while it goes (or waits).
+    pub fn report(&self, run_id: &str) -> Result<Option<PassReport>, StoreError> {
+        store::check_run_id(run_id)?;
+        let (client, ingress, id) = (
+            self.inner.client.clone(),
+            self.engine.ingress.clone(),
+            run_id.to_string(),
+        );
+        let out = self.inner.block(async move {
+            let inv = client
+                .lookup_workflow(&ingress, crate::workflow::SERVICE, &id)
+                .await?;
+            client.output(&ingress, &inv).await
+        });
+        match out.map_err(|e| self.refusal(run_id, e))? {
+            None => Ok(None),
+            Some(v) => serde_json::from_value(v).map(Some).map_err(|e| {
+                StoreError::Unusable(format!(
+                    "{}: the report of run {run_id} came back in a shape this pipewright does not read: {e}",
+                    self.describe()
+                ))
+            }),
+        }
+    }
+
+    fn epoch(&self, run_id: &str) -> Result<u64, StoreError> {
+        lock(&self.inner.epochs)
+            .get(run_id)
+            .copied()
+            .ok_or_else(|| {
+                StoreError::Unusable(format!(
+                    "{}: run {run_id} is written without being owned",
+                    self.describe()
+                ))
+            })
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Json {
+    // Plain data with string keys: serialising it cannot fail.
+    serde_json::to_value(v).unwrap_or(Json::Null)
+}
+
+impl Store for RestateStore {
+    fn describe(&self) -> String {
+        format!("the Restate engine at {}", self.engine.ingress)
+    }
+
+    fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, StoreError> {
+        let claim = Claim { force: self.worker };
+        let v = self.call(run_id, "claim", Some(to_json(&claim)))?;
+        let epoch = v.as_u64().ok_or_else(|| {
+            StoreError::Unusable(format!("{}: `claim` answered {v}", self.describe()))
+        })?;
+        lock(&self.inner.epochs).insert(run_id.to_string(), epoch);
+        Ok(Box::new(RestateLock {
+            inner: self.inner.clone(),
+            ingress: self.engine.ingress.clone(),
+            run_id: run_id.to_string(),
+            epoch,
+        }))
+    }
+
+    fn is_owned(&self, run_id: &str) -> bool {
+        self.loaded(run_id).is_ok_and(|l| l.owner.owned)
+    }
+
+    fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
+        self.call(&run.run_id, "create", Some(to_json(run)))?;
+        Ok(())
+    }
+
+    fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        let l = self.loaded(run_id)?;
+        Ok(l.meta.record(l.landings))
+    }
+
+    fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let record = Record {
+            epoch: self.epoch(run_id)?,
+            writes: writes.to_vec(),
+        };
+        self.call(run_id, "record", Some(to_json(&record)))?;
+        Ok(())
+    }
+
+    fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let (client, admin) = (self.inner.client.clone(), self.engine.admin.clone());
+        let sql = format!(
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = '{}' AND key = '{}'",
+            run_state::SERVICE,
+            pipewright_runtime::run_kv::META
+        );
+        let rows = self
+            .inner
+            .block(async move { client.query(&admin, &sql).await })
+            .map_err(|e| StoreError::Unusable(format!("{}: {e}", self.describe())))?;
+        let mut runs: Vec<RunSummary> = rows
+            .iter()
+            .filter_map(|r| r.get("value_utf8")?.as_str())
+            .filter_map(|t| serde_json::from_str::<pipewright_runtime::run_kv::RunMeta>(t).ok())
+            .map(|m| m.summary())
+            .collect();
+        runs.sort_by(|a, b| (b.created_ms, &b.run_id).cmp(&(a.created_ms, &a.run_id)));
+        Ok(runs)
+    }
+
+    fn state(&self, run_id: &str) -> Result<Json, StoreError> {
+        let l = self.loaded(run_id)?;
+        Ok(l.meta.state(l.landings))
+    }
+
+    fn events(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
+        let v = self.call(run_id, "events", None)?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: the events of run {run_id} came back in a shape this pipewright does not read: {e}",
+                self.describe()
+            ))
+        })
+    }
+
+    fn remove(&self, run_id: &str) -> Result<(), StoreError> {
+        let claim = Claim { force: false };
+        self.call(run_id, "remove", Some(to_json(&claim)))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,439 @@
+//! The commands on the Restate engine. A run there is the workflow `PipewrightRun` keyed by its
+//! run id, which a worker executes in passes of this pipewright's own `run` (recording into the
+//! engine through `RestateStore`), so every dialect runs there as it runs here.
+
+use super::Restate;
+use crate::cli::{EngineArgs, RunArgs, RunFormat, RunsArgs, WorkerArgs};
+use crate::commands::run::{run_async, RunEnv};
+use crate::exit::ExitStatus;
+use pipewright_dialect::{FlagValue, RecordedRun};
+use pipewright_restate::run_state::{PassReport, RunState};
+use pipewright_restate::store::{Engine, RestateStore};
+use pipewright_restate::workflow::{Pass, RunExecutor, RunSubmission, RunWorkflow};
+use pipewright_restate::{Client, Submission};
+use pipewright_runtime::approval::Decision;
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::store::{Store, StoreError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn engine(r: &Restate) -> Engine {
+    Engine {
+        ingress: r.ingress.clone(),
+        admin: r.admin.clone(),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitStatus> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            errln!("error: cannot start the runtime: {e}");
+            ExitStatus::COULD_NOT_START
+        })
+}
+
+/// How often a client asks the engine whether the run has ended or waits at a gate.
+const POLL: Duration = Duration::from_millis(200);
+
+// ---- pipewright worker ----
+
+/// `pipewright worker`: serves the engine's runs from this project directory until Ctrl-C.
+pub(crate) fn worker(args: &WorkerArgs) -> ExitStatus {
+    let restate = match super::chosen(&args.engine, None) {
+        Ok(Some(r)) => r,
+        // A worker serves the Restate engine whatever the project's default is.
+        Ok(None) => match super::chosen(
+            &EngineArgs {
+                engine: Some(crate::cli::EngineKind::Restate),
+                ..args.engine.clone()
+            },
+            None,
+        ) {
+            Ok(Some(r)) => r,
+            Ok(None) | Err(_) => return ExitStatus::COULD_NOT_START,
+        },
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    rt.block_on(serve(args, restate))
+}
+
+async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
+    // What a killed worker left running of its steps must not run beside their retry.
+    if let Ok(cwd) = std::env::current_dir() {
+        if let Ok(store) = crate::commands::runs::store_path(&cwd, &cwd) {
+            let groups = crate::commands::runs::runs_dir(&store).join("groups");
+            pipewright_runtime::tools::process::kill_orphans(&groups);
+            pipewright_runtime::tools::process::record_groups_in(groups);
+        }
+    }
+    let endpoint = pipewright_restate::restate_sdk::endpoint::Endpoint::builder()
+        .bind(RunState)
+        .bind(RunWorkflow {
+            engine: engine(&restate),
+            executor: Arc::new(Executor),
+        })
+        .build();
+    let serving = match pipewright_restate::endpoint::bind_and_serve(endpoint, args.listen).await {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: cannot listen on {}: {e}", args.listen);
+            return ExitStatus::COULD_NOT_START;
+        }
+    };
+    errln!(
+        "pipewright worker: serving {} for the engine at {}",
+        serving.uri(),
+        restate.ingress
+    );
+    if let Some(admin) = &args.register {
+        let uri = args.advertise.clone().unwrap_or_else(|| serving.uri());
+        let registered = match Client::new() {
+            Ok(c) => c.register(admin, &uri).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match registered {
+            Ok(d) => errln!("registered {uri} with {admin} as {}", d.id),
+            Err(e) => {
+                errln!("error: cannot register {uri} with {admin}: {e}");
+                return ExitStatus::COULD_NOT_START;
+            }
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    errln!(
+        "pipewright worker: stopping (runs in progress go on elsewhere or when a worker is back)"
+    );
+    serving.shutdown(Duration::from_secs(5)).await;
+    ExitStatus::OK
+}
+
+/// Executes a pass of a run: `pipewright run` on its own thread and runtime, as the CLI runs
+/// it, with the engine's store and everything it prints kept for the engine.
+struct Executor;
+
+impl RunExecutor for Executor {
+    fn execute(&self, pass: Pass) -> BoxFuture<'static, PassReport> {
+        Box::pin(async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let spawned = std::thread::Builder::new()
+                .name("pipewright-run".into())
+                .spawn(move || {
+                    let _ = tx.send(execute(pass));
+                });
+            if let Err(e) = spawned {
+                return failed_pass(format!("cannot start the run's thread: {e}"));
+            }
+            rx.await
+                .unwrap_or_else(|_| failed_pass("the run's thread stopped".into()))
+        })
+    }
+}
+
+fn failed_pass(message: String) -> PassReport {
+    PassReport {
+        exit: i32::from(ExitStatus::COULD_NOT_START.code()),
+        stdout: String::new(),
+        stderr: format!("error: {message}\n"),
+    }
+}
+
+fn execute(pass: Pass) -> PassReport {
+    let mut args = match crate::cli::parse_run(&pass.submission.args) {
+        Ok(a) => a,
+        Err(e) => {
+            return failed_pass(format!(
+                "the engine sent `run` arguments this worker does not read: {e}"
+            ))
+        }
+    };
+    if pass.resume {
+        // The run keeps the input it started with.
+        args.resume = Some(pass.run_id.clone());
+        args.input = None;
+        args.input_file = None;
+        args.vars.clear();
+    }
+    args.engine = EngineArgs::default();
+    args.detach = false;
+    let env = RunEnv {
+        store: Some(pass.store),
+        run_id: Some(pass.run_id),
+        unattended: true,
+        cancel: None,
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return failed_pass(format!("cannot start the runtime: {e}")),
+    };
+    let (status, captured) = rt.block_on(crate::output::capture(run_async(&args, env)));
+    PassReport {
+        exit: i32::from(status.code()),
+        stdout: captured.stdout,
+        stderr: captured.stderr,
+    }
+}
+
+// ---- pipewright run --engine restate ----
+
+/// `run` on the engine: checks the file here, submits it, then follows the run until it ends
+/// or waits at a gate (or returns at once with `--detach`). `--resume ID` follows a run the
+/// engine has (it resumes runs by itself).
+pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
+    let store = match RestateStore::new(engine(&restate), false) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    };
+    let run_id = match &args.resume {
+        Some(id) => {
+            if args.input.is_some() || args.input_file.is_some() || !args.vars.is_empty() {
+                errln!("error: run {id} keeps the input it started with; --input cannot be given with --resume");
+                return ExitStatus::COULD_NOT_START;
+            }
+            if let Err(e) = store.loaded(id) {
+                errln!("error: {e}");
+                return ExitStatus::COULD_NOT_START;
+            }
+            id.clone()
+        }
+        None => match submit(args, &restate) {
+            Ok(id) => id,
+            Err(code) => return code,
+        },
+    };
+    if args.detach {
+        outln!("{run_id}");
+        return ExitStatus::OK;
+    }
+    follow(&store, &run_id)
+}
+
+/// Checks the file, then submits the run; its id.
+fn submit(args: &RunArgs, restate: &Restate) -> Result<String, ExitStatus> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        errln!("error: no working directory: {e}");
+        ExitStatus::COULD_NOT_START
+    })?;
+    let Some(file) = &args.file else {
+        errln!("error: give a workflow file (or --resume RUN_ID)");
+        return Err(ExitStatus::COULD_NOT_START);
+    };
+    // Every mistake is found here, before the engine has anything.
+    let mut sources = pipewright_syntax::SourceMap::new();
+    if crate::commands::load::lowered(file, pipewright_dialect::Verb::Run, &mut sources).is_err() {
+        return Err(ExitStatus::COULD_NOT_START);
+    }
+    let submission = submission(args, file, &cwd).map_err(|e| {
+        errln!("error: {e}");
+        ExitStatus::COULD_NOT_START
+    })?;
+    let run_id = pipewright_runtime::store::new_run_id();
+    let body = serde_json::to_value(&submission).unwrap_or_default();
+    let sent = runtime()?.block_on(async {
+        let client = Client::new().map_err(|e| e.to_string())?;
+        client
+            .send(
+                &restate.ingress,
+                pipewright_restate::workflow::SERVICE,
+                &run_id,
+                &body,
+            )
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match sent {
+        Ok(Submission::Accepted { .. }) => {
+            if args.format == RunFormat::Human && !args.detach {
+                errln!("run {run_id} on the Restate engine at {}", restate.ingress);
+            }
+            Ok(run_id)
+        }
+        Ok(Submission::PreviouslyAccepted { .. }) => {
+            errln!("error: the engine already has a run {run_id}");
+            Err(ExitStatus::COULD_NOT_START)
+        }
+        Err(e) => {
+            errln!("error: cannot submit the run to the Restate engine: {e}");
+            Err(ExitStatus::COULD_NOT_START)
+        }
+    }
+}
+
+/// The `run` arguments a worker reads: paths relative to the project root (workers run in a
+/// checkout of the project), the input inline (a worker cannot read the submitter's files).
+fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, String> {
+    let root = crate::commands::runs::project_root(file, cwd);
+    let rel = |p: &Path| -> Result<String, String> {
+        let abs = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let root = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        let r = abs.strip_prefix(&root).map_err(|_| {
+            format!(
+                "{} is outside the project at {}: workers run in a checkout of the project, so what a run reads must be inside it",
+                p.display(),
+                root.display()
+            )
+        })?;
+        r.to_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} is not UTF-8", r.display()))
+    };
+    let mut argv = vec![rel(file)?];
+    let mut push = |k: &str, v: String| {
+        argv.push(k.to_string());
+        argv.push(v);
+    };
+    push(
+        "--format",
+        match args.format {
+            RunFormat::Json => "json",
+            RunFormat::Human => "human",
+        }
+        .into(),
+    );
+    push("--backend", args.backend.clone());
+    if let Some(s) = &args.script {
+        push("--script", rel(s)?);
+    }
+    if let Some(p) = &args.pipeline {
+        push("--pipeline", p.clone());
+    }
+    if let Some(input) = crate::commands::run::input(args)? {
+        push("--input", input.to_string());
+    }
+    if let Some(i) = &args.identity {
+        push("--identity", i.clone());
+    }
+    let kinds: Vec<(&str, FlagValue)> = crate::cli::runtimes()
+        .flat_map(|r| r.flags())
+        .map(|f| (f.long, f.value))
+        .collect();
+    for (long, value) in args.dialect_flags.iter() {
+        match kinds.iter().find(|(l, _)| *l == long).map(|(_, k)| *k) {
+            Some(FlagValue::Switch) => argv.push(format!("--{long}")),
+            Some(FlagValue::Path { .. }) => {
+                let p = rel(&PathBuf::from(value))?;
+                argv.push(format!("--{long}"));
+                argv.push(p);
+            }
+            _ => {
+                argv.push(format!("--{long}"));
+                argv.push(value.to_string());
+            }
+        }
+    }
+    Ok(RunSubmission { args: argv })
+}
+
+/// Waits for the run to end, or to wait at a gate, and prints what the worker's pass printed.
+fn follow(store: &RestateStore, run_id: &str) -> ExitStatus {
+    let paused_before = store.loaded(run_id).map(|l| l.pauses).unwrap_or(0);
+    let mut first = true;
+    loop {
+        match store.report(run_id) {
+            Ok(Some(report)) => return print(&report),
+            Ok(None) => {}
+            // Not submitted yet as far as the ingress knows (it has the send): ask again.
+            Err(StoreError::NoRun { .. }) => {}
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitStatus::FAILED;
+            }
+        }
+        if let Ok(l) = store.loaded(run_id) {
+            let waits = l.meta.status == "paused" && !l.owner.owned;
+            // A run already waiting when we came (a re-attach) says so at once; otherwise only
+            // a wait that began since.
+            if waits && (l.pauses > paused_before || (first && l.pauses > 0)) {
+                if let Some(pass) = &l.pass {
+                    return print(pass);
+                }
+            }
+        }
+        first = false;
+        std::thread::sleep(POLL);
+    }
+}
+
+fn print(report: &PassReport) -> ExitStatus {
+    err!("{}", report.stderr);
+    out!("{}", report.stdout);
+    ExitStatus::of_run(report.exit)
+}
+
+// ---- approve | deny --engine restate ----
+
+/// Decides the gate a run on the engine waits at (the same refusals as a local run's), then
+/// wakes the run, which goes on by itself.
+pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restate) -> ExitStatus {
+    let store = match RestateStore::new(engine(&restate), false) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    };
+    let loaded = match store.loaded(id) {
+        Ok(l) => l,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::FAILED;
+        }
+    };
+    let pauses = loaded.pauses;
+    let record = loaded.meta.record(loaded.landings);
+    let no_dir = PathBuf::new();
+    let run = RecordedRun {
+        run_id: id,
+        store: &store,
+        record: &record,
+        run_dir: &no_dir,
+    };
+    let decided = pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.decide(&run, step, d))
+        .unwrap_or_else(|| Err((1, pipewright_runtime::approval::nothing_waits(&store, id))));
+    match decided {
+        Ok(line) => {
+            if let Err(e) = store.wake(id, pauses) {
+                errln!("error: the decision is recorded, but the run could not be woken: {e}");
+                return ExitStatus::FAILED;
+            }
+            outln!("{line}");
+            errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
+            ExitStatus::OK
+        }
+        Err((code, message)) => {
+            errln!("error: {message}");
+            ExitStatus::of_dialect(code)
+        }
+    }
+}
+
+// ---- runs --engine restate ----
+
+/// `runs [show|events|rm]` on the engine's runs.
+pub(crate) fn runs(args: &RunsArgs, restate: Restate) -> ExitStatus {
+    match RestateStore::new(engine(&restate), false) {
+        Ok(store) => crate::commands::runs::act(&store as &dyn Store, args),
+        Err(e) => {
+            errln!("error: {e}");
+            ExitStatus::COULD_NOT_START
+        }
+    }
+}
