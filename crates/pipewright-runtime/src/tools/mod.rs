@@ -64,7 +64,10 @@ impl Tools {
             "shell" => self.shell(args).await,
             "file__read" => {
                 let path = str_arg(args, "path")?;
-                files::read(&self.workdir, path).await.map(Value::Str)
+                files::read(&self.workdir, path)
+                    .await
+                    .map(Value::Str)
+                    .map_err(String::from)
             }
             "file__write" => {
                 let path = str_arg(args, "path")?;
