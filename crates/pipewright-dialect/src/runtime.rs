@@ -128,7 +128,7 @@ impl RunRequest {
                     &self.opts.tools.workdir,
                     script.as_deref(),
                 )
-                .map_err(Refusal::from)?,
+                .map_err(|e| Refusal::from(String::from(e)))?,
             };
         }
         self.open_store()?;

@@ -105,6 +105,73 @@ pub struct EngineConfig {
     pub admin: Option<String>,
 }
 
+/// Why `pipewright.toml` was refused, in the words its author needs: the key and what it must
+/// be. `load` adds the file ([`ConfigError::In`]); callers that only report it take the message
+/// (`String::from`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read (a missing file means the defaults).
+    #[error("cannot read {}: {reason}", path.display())]
+    Read { path: PathBuf, reason: String },
+    /// What [`ProjectConfig::parse`] refused in the file at `path`.
+    #[error("{}: {error}", path.display())]
+    In {
+        path: PathBuf,
+        error: Box<ConfigError>,
+    },
+    /// Not TOML: toml_edit's message, which shows the line and column.
+    #[error("{0}")]
+    Toml(String),
+    #[error("`{0}` must be a table")]
+    NotATable(String),
+    #[error("[tools.{0}] must be a table")]
+    ToolNotATable(String),
+    #[error("[tools.{0}] needs `command = [\"prog\", …]`")]
+    ToolWithoutCommand(String),
+    #[error("tools.{0}.command is empty")]
+    ToolCommandEmpty(String),
+    #[error("[backend.openai] needs `url`")]
+    OpenAiWithoutUrl,
+    #[error("`{0}` must be a string")]
+    NotAString(&'static str),
+    #[error("`{0}` must not be empty")]
+    Empty(&'static str),
+    #[error("`{0}` must be a non-negative integer")]
+    NotAnUnsigned(String),
+    /// A limit where 0 would mean "nothing may run" rather than "unlimited".
+    #[error("`{0}` must be at least 1")]
+    Zero(String),
+    #[error("`{0}` must be true or false")]
+    NotABool(String),
+    #[error("`{0}` must be an array of strings")]
+    NotStrings(String),
+    #[error("`fmt.key_order` must be \"preserve\" or \"canonical\"")]
+    KeyOrder,
+    /// A `[check]` list names something that is not a code.
+    #[error("`{list}` lists `{code}`, which is not a diagnostic code (like \"PW0528\")")]
+    NotACode { list: String, code: String },
+    /// One table of `[check]` puts a code in two lists.
+    #[error("`{at}` lists `{code}` in both `{first}` and `{second}`")]
+    TwoLevels {
+        at: String,
+        code: String,
+        first: &'static str,
+        second: &'static str,
+    },
+    #[error("`check.per-path` must be an array of tables ([[check.per-path]])")]
+    PerPathNotTables,
+    #[error("`{at}` has an unknown key `{key}` (expected paths, ignore, warn, error)")]
+    PerPathUnknownKey { at: String, key: String },
+    #[error("`{0}` needs `paths = [\"glob\", …]`")]
+    PerPathWithoutPaths(String),
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
 /// Whether `fmt` moves the keys of a mapping into the dialect's canonical order or keeps the
 /// order the author wrote (the default: reordering a repository's existing files makes a diff
 /// of nearly every file, which blocks adopting the formatter).
@@ -217,12 +284,14 @@ impl ProjectConfig {
     }
 
     /// Reads `dir/pipewright.toml`; a missing file is the default configuration.
-    pub fn load(dir: &Path) -> Result<ProjectConfig, String> {
+    pub fn load(dir: &Path) -> Result<ProjectConfig, ConfigError> {
         let path = dir.join(FILE_NAME);
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let mut cfg =
-                    ProjectConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut cfg = ProjectConfig::parse(&text).map_err(|e| ConfigError::In {
+                    path: path.clone(),
+                    error: Box::new(e),
+                })?;
                 // Like `include`, a relative ca_file means "next to pipewright.toml", not the
                 // directory `run` happens to be started from.
                 if let Some(ca) = cfg.openai.as_mut().and_then(|o| o.ca_file.as_mut()) {
@@ -236,24 +305,27 @@ impl ProjectConfig {
                 Ok(cfg)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ProjectConfig::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Err(e) => Err(ConfigError::Read {
+                path,
+                reason: e.to_string(),
+            }),
         }
     }
 
-    pub fn parse(text: &str) -> Result<ProjectConfig, String> {
-        let doc: DocumentMut = text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| e.to_string().trim().to_string())?;
+    pub fn parse(text: &str) -> Result<ProjectConfig, ConfigError> {
+        let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+            ConfigError::Toml(e.to_string().trim().to_string())
+        })?;
         let mut cfg = ProjectConfig::default();
         if let Some(tools) = table(doc.as_table(), "tools")? {
             for (name, item) in tools.iter() {
                 let t = item
                     .as_table_like()
-                    .ok_or_else(|| format!("[tools.{name}] must be a table"))?;
+                    .ok_or_else(|| ConfigError::ToolNotATable(name.to_string()))?;
                 let command = strings(t.get("command"), &format!("tools.{name}.command"))?
-                    .ok_or_else(|| format!("[tools.{name}] needs `command = [\"prog\", …]`"))?;
+                    .ok_or_else(|| ConfigError::ToolWithoutCommand(name.to_string()))?;
                 if command.is_empty() {
-                    return Err(format!("tools.{name}.command is empty"));
+                    return Err(ConfigError::ToolCommandEmpty(name.to_string()));
                 }
                 let timeout_secs =
                     uint(t.get("timeout_secs"), &format!("tools.{name}.timeout_secs"))?
@@ -293,7 +365,7 @@ impl ProjectConfig {
             if let Some(o) = table(backend, "openai")? {
                 let s = |k: &str| o.get(k).and_then(Item::as_str).map(str::to_string);
                 cfg.openai = Some(OpenAiConfig {
-                    url: s("url").ok_or("[backend.openai] needs `url`")?,
+                    url: s("url").ok_or(ConfigError::OpenAiWithoutUrl)?,
                     api_key_env: s("api_key_env").unwrap_or_else(|| DEFAULT_API_KEY_ENV.into()),
                     model: s("model").unwrap_or_else(|| "gpt-4o-mini".into()),
                     timeout_secs: uint(o.get("timeout_secs"), "backend.openai.timeout_secs")?
@@ -305,7 +377,7 @@ impl ProjectConfig {
                         None => None,
                         Some(v) => Some(PathBuf::from(
                             v.as_str()
-                                .ok_or("`backend.openai.ca_file` must be a string")?,
+                                .ok_or(ConfigError::NotAString("backend.openai.ca_file"))?,
                         )),
                     },
                 });
@@ -342,9 +414,9 @@ impl ProjectConfig {
         }
         if let Some(run) = table(doc.as_table(), "run")? {
             if let Some(id) = run.get("identity") {
-                let id = id.as_str().ok_or("`run.identity` must be a string")?;
+                let id = id.as_str().ok_or(ConfigError::NotAString("run.identity"))?;
                 if id.trim().is_empty() {
-                    return Err("`run.identity` must not be empty".into());
+                    return Err(ConfigError::Empty("run.identity"));
                 }
                 cfg.identity = Some(id.to_string());
             }
@@ -359,7 +431,7 @@ impl ProjectConfig {
                 ("max_eval_bytes", &mut cfg.max_eval_bytes),
             ] {
                 match uint(run.get(key), &format!("run.{key}"))? {
-                    Some(0) => return Err(format!("`run.{key}` must be at least 1")),
+                    Some(0) => return Err(ConfigError::Zero(format!("run.{key}"))),
                     Some(n) => *slot = n,
                     None => {}
                 }
@@ -373,7 +445,7 @@ impl ProjectConfig {
                 ("max_message_bytes", &mut cfg.meow_max_message),
             ] {
                 match uint(meow.get(key), &format!("meow.{key}"))? {
-                    Some(0) => return Err(format!("`meow.{key}` must be at least 1")),
+                    Some(0) => return Err(ConfigError::Zero(format!("meow.{key}"))),
                     Some(n) => *slot = n,
                     None => {}
                 }
@@ -381,9 +453,9 @@ impl ProjectConfig {
         }
         if let Some(store) = table(doc.as_table(), "store")? {
             if let Some(p) = store.get("path") {
-                let p = p.as_str().ok_or("`store.path` must be a string")?;
+                let p = p.as_str().ok_or(ConfigError::NotAString("store.path"))?;
                 if p.trim().is_empty() {
-                    return Err("`store.path` must not be empty".into());
+                    return Err(ConfigError::Empty("store.path"));
                 }
                 cfg.store_path = Some(PathBuf::from(p));
             }
@@ -395,7 +467,7 @@ impl ProjectConfig {
             if let Some(inv) = check.get("invoker") {
                 cfg.invoker = Some(
                     inv.as_str()
-                        .ok_or("`check.invoker` must be a string")?
+                        .ok_or(ConfigError::NotAString("check.invoker"))?
                         .to_string(),
                 );
             }
@@ -406,55 +478,55 @@ impl ProjectConfig {
                 cfg.key_order = order
                     .as_str()
                     .and_then(KeyOrder::parse)
-                    .ok_or("`fmt.key_order` must be \"preserve\" or \"canonical\"")?;
+                    .ok_or(ConfigError::KeyOrder)?;
             }
         }
         Ok(cfg)
     }
 }
 
-fn table<'a>(item: &'a Table, key: &str) -> Result<Option<&'a Table>, String> {
+fn table<'a>(item: &'a Table, key: &str) -> Result<Option<&'a Table>, ConfigError> {
     match item.get(key) {
         None => Ok(None),
         Some(i) => i
             .as_table()
             .map(Some)
-            .ok_or_else(|| format!("`{key}` must be a table")),
+            .ok_or_else(|| ConfigError::NotATable(key.to_string())),
     }
 }
 
-fn uint(item: Option<&Item>, what: &str) -> Result<Option<u64>, String> {
+fn uint(item: Option<&Item>, what: &str) -> Result<Option<u64>, ConfigError> {
     match item {
         None => Ok(None),
         Some(i) => match i.as_integer() {
             Some(n) if n >= 0 => Ok(Some(n as u64)),
-            _ => Err(format!("`{what}` must be a non-negative integer")),
+            _ => Err(ConfigError::NotAnUnsigned(what.to_string())),
         },
     }
 }
 
-fn boolean(item: Option<&Item>, what: &str) -> Result<Option<bool>, String> {
+fn boolean(item: Option<&Item>, what: &str) -> Result<Option<bool>, ConfigError> {
     match item {
         None => Ok(None),
         Some(i) => i
             .as_bool()
             .map(Some)
-            .ok_or_else(|| format!("`{what}` must be true or false")),
+            .ok_or_else(|| ConfigError::NotABool(what.to_string())),
     }
 }
 
-fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, String> {
+fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, ConfigError> {
     match item {
         None => Ok(None),
         Some(i) => {
             let arr = i
                 .as_array()
-                .ok_or_else(|| format!("`{what}` must be an array of strings"))?;
+                .ok_or_else(|| ConfigError::NotStrings(what.to_string()))?;
             arr.iter()
                 .map(|v| {
                     v.as_str()
                         .map(str::to_string)
-                        .ok_or_else(|| format!("`{what}` must be an array of strings"))
+                        .ok_or_else(|| ConfigError::NotStrings(what.to_string()))
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
@@ -465,6 +537,41 @@ fn strings(item: Option<&Item>, what: &str) -> Result<Option<Vec<String>>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_which_key_and_load_names_the_file() {
+        let err = |t: &str| ProjectConfig::parse(t).err();
+        assert_eq!(
+            err("[run]\nmax_eval_steps = 0\n"),
+            Some(ConfigError::Zero("run.max_eval_steps".into()))
+        );
+        assert_eq!(
+            err("[store]\npath = 1\n"),
+            Some(ConfigError::NotAString("store.path"))
+        );
+        assert!(matches!(
+            err("[check]\nwarn = [\"E501\"]\n"),
+            Some(ConfigError::NotACode { list, code }) if list == "check.warn" && code == "E501"
+        ));
+        assert!(matches!(err("not toml ="), Some(ConfigError::Toml(_))));
+        let dir = std::env::temp_dir().join(format!("pw-project-err-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(dir.join(FILE_NAME), "[run]\nidentity = \"\"\n");
+        let loaded = ProjectConfig::load(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let Err(ConfigError::In { path, error }) = loaded else {
+            panic!("{loaded:?}");
+        };
+        assert_eq!(path, dir.join(FILE_NAME));
+        assert_eq!(*error, ConfigError::Empty("run.identity"));
+        assert_eq!(
+            String::from(ConfigError::In { path, error }),
+            format!(
+                "{}: `run.identity` must not be empty",
+                dir.join(FILE_NAME).display()
+            )
+        );
+    }
 
     #[test]
     fn fmt_key_order_defaults_to_preserve() {
@@ -479,7 +586,8 @@ mod tests {
             k("[fmt]\nkey_order = \"canonical\"\n"),
             Ok(KeyOrder::Canonical)
         );
-        assert!(k("[fmt]\nkey_order = \"sorted\"\n").is_err_and(|e| e.contains("fmt.key_order")));
+        assert!(k("[fmt]\nkey_order = \"sorted\"\n")
+            .is_err_and(|e| e.to_string().contains("fmt.key_order")));
         assert!(k("[fmt]\nkey_order = true\n").is_err());
     }
 
@@ -534,8 +642,11 @@ mod tests {
             path("[store]\npath = \"state/runs.db\"\n"),
             Ok(Some(PathBuf::from("state/runs.db")))
         );
-        assert!(path("[store]\npath = 1\n").is_err_and(|e| e.contains("must be a string")));
-        assert!(path("[store]\npath = \"\"\n").is_err_and(|e| e.contains("must not be empty")));
+        assert!(
+            path("[store]\npath = 1\n").is_err_and(|e| e.to_string().contains("must be a string"))
+        );
+        assert!(path("[store]\npath = \"\"\n")
+            .is_err_and(|e| e.to_string().contains("must not be empty")));
         let dir = std::env::temp_dir().join(format!("pw-project-store-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join(FILE_NAME), "[store]\npath = \"x/runs.db\"\n");
@@ -554,7 +665,7 @@ mod tests {
         assert!(c.tools["t"].pass_secrets);
         assert!(!cfg("[tools.t]\ncommand = [\"t\"]\n").tools["t"].pass_secrets);
         assert!(ProjectConfig::parse("[run]\npass_secrets = \"yes\"\n")
-            .is_err_and(|e| e.contains("run.pass_secrets")));
+            .is_err_and(|e| e.to_string().contains("run.pass_secrets")));
     }
 
     #[test]
@@ -582,12 +693,11 @@ mod tests {
             Ok((5, 100))
         );
         assert!(ProjectConfig::parse("[tools.x]\ncommand = 3")
-            .is_err_and(|e| e.contains("array of strings")));
+            .is_err_and(|e| e.to_string().contains("array of strings")));
         assert!(ProjectConfig::parse("[safety.spawn]\nmax_pipeline_spawns = -1").is_err());
         assert!(ProjectConfig::parse("not toml =").is_err());
-        assert!(
-            ProjectConfig::parse("tools = [\"x\"]").is_err_and(|e| e.contains("must be a table"))
-        );
+        assert!(ProjectConfig::parse("tools = [\"x\"]")
+            .is_err_and(|e| e.to_string().contains("must be a table")));
         assert_eq!(
             ProjectConfig::parse("[check]\ninvoker = \"alice\"\ninclude = [\"lib\"]")
                 .map(|c| (c.invoker, c.include)),
@@ -603,7 +713,7 @@ mod tests {
             Ok(None)
         );
         assert!(ProjectConfig::parse(&format!("{url}ca_file = 3\n"))
-            .is_err_and(|e| e.contains("ca_file` must be a string")));
+            .is_err_and(|e| e.to_string().contains("ca_file` must be a string")));
         let dir = std::env::temp_dir().join(format!("pw-project-ca-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(

@@ -11,6 +11,7 @@
 //! ignore = ["PW0100"]
 //! ```
 
+use crate::ConfigError;
 use toml_edit::Table;
 
 /// What the configuration makes of one code in one file.
@@ -65,15 +66,16 @@ impl CodeLevels {
             .map(String::as_str)
     }
 
-    fn parse(t: &dyn toml_edit::TableLike, at: &str) -> Result<CodeLevels, String> {
-        let list = |key: &str| -> Result<Vec<String>, String> {
+    fn parse(t: &dyn toml_edit::TableLike, at: &str) -> Result<CodeLevels, ConfigError> {
+        let list = |key: &str| -> Result<Vec<String>, ConfigError> {
             let what = format!("{at}.{key}");
             let codes = crate::strings(t.get(key), &what)?.unwrap_or_default();
             for c in &codes {
                 if !is_code_shape(c) {
-                    return Err(format!(
-                        "`{what}` lists `{c}`, which is not a diagnostic code (like \"PW0528\")"
-                    ));
+                    return Err(ConfigError::NotACode {
+                        list: what,
+                        code: c.clone(),
+                    });
                 }
             }
             Ok(codes)
@@ -93,7 +95,12 @@ impl CodeLevels {
             for c in list {
                 if let Some((other, _)) = seen.iter().find(|(_, s)| *s == c.as_str()) {
                     if *other != key {
-                        return Err(format!("`{at}` lists `{c}` in both `{other}` and `{key}`"));
+                        return Err(ConfigError::TwoLevels {
+                            at: at.to_string(),
+                            code: c.clone(),
+                            first: other,
+                            second: key,
+                        });
                     }
                 }
                 seen.push((key, c));
@@ -126,7 +133,7 @@ impl CheckRules {
             .chain(self.per_path.iter().flat_map(|p| p.levels.codes()))
     }
 
-    pub(crate) fn parse(check: &Table) -> Result<CheckRules, String> {
+    pub(crate) fn parse(check: &Table) -> Result<CheckRules, ConfigError> {
         let mut rules = CheckRules {
             levels: CodeLevels::parse(check, "check")?,
             per_path: Vec::new(),
@@ -134,19 +141,20 @@ impl CheckRules {
         if let Some(item) = check.get("per-path") {
             let entries = item
                 .as_array_of_tables()
-                .ok_or("`check.per-path` must be an array of tables ([[check.per-path]])")?;
+                .ok_or(ConfigError::PerPathNotTables)?;
             for (i, t) in entries.iter().enumerate() {
                 let at = format!("check.per-path[{i}]");
                 for (key, _) in t.iter() {
                     if !matches!(key, "paths" | "ignore" | "warn" | "error") {
-                        return Err(format!(
-                            "`{at}` has an unknown key `{key}` (expected paths, ignore, warn, error)"
-                        ));
+                        return Err(ConfigError::PerPathUnknownKey {
+                            at,
+                            key: key.to_string(),
+                        });
                     }
                 }
                 let paths = crate::strings(t.get("paths"), &format!("{at}.paths"))?
                     .filter(|p| !p.is_empty())
-                    .ok_or_else(|| format!("`{at}` needs `paths = [\"glob\", …]`"))?;
+                    .ok_or_else(|| ConfigError::PerPathWithoutPaths(at.clone()))?;
                 rules.per_path.push(PathRules {
                     paths,
                     levels: CodeLevels::parse(t, &at)?,
@@ -217,7 +225,7 @@ mod tests {
     use super::*;
     use crate::ProjectConfig;
 
-    fn rules(t: &str) -> Result<CheckRules, String> {
+    fn rules(t: &str) -> Result<CheckRules, ConfigError> {
         ProjectConfig::parse(t).map(|c| c.check)
     }
 
@@ -261,7 +269,7 @@ mod tests {
 
     #[test]
     fn bad_values_are_errors() {
-        let err = |t: &str| rules(t).err().unwrap_or_default();
+        let err = |t: &str| rules(t).err().map(String::from).unwrap_or_default();
         assert!(err("[check]\nignore = \"PW0001\"\n").contains("array of strings"));
         assert!(err("[check]\nignore = [1]\n").contains("array of strings"));
         assert!(err("[check]\nwarn = [\"E501\"]\n").contains("not a diagnostic code"));

@@ -50,7 +50,7 @@ pub(super) async fn run(c: Command) -> Ran {
     .await;
     let out = match res {
         Ok(o) => o,
-        Err(e) if e.contains("timed out") => {
+        Err(process::ProcessError::TimedOut { .. }) => {
             let mut outputs = Map::new();
             outputs.insert("outcome".into(), Value::from("timeout"));
             outputs.insert("exit_code".into(), Value::from(-1));
@@ -66,6 +66,7 @@ pub(super) async fn run(c: Command) -> Ran {
             };
         }
         Err(e) => {
+            let e = String::from(e);
             let mut outputs = Map::new();
             outputs.insert("outcome".into(), Value::from("false"));
             outputs.insert("exit_code".into(), Value::from(-1));

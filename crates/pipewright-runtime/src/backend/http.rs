@@ -5,7 +5,7 @@
 //! `HTTPS_PROXY` and `NO_PROXY` are honoured. Responses are read up to a size cap; a body cut
 //! short of its framing is an error the caller retries.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_rustls::rustls::{
     self,
@@ -22,25 +22,55 @@ pub(super) struct Url {
     pub port: u16,
 }
 
-pub(super) fn parse_url(url: &str) -> Result<Url, String> {
+/// Why no request could be made: the configured URL or CA file is unusable, or the TLS or
+/// HTTP client could not be set up. Trying again cannot help, unlike an [`Error`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SetupError {
+    #[error("`{0}` is not an http:// or https:// URL")]
+    NotHttp(String),
+    #[error("bad port in `{0}`")]
+    BadPort(String),
+    #[error("no host in `{0}`")]
+    NoHost(String),
+    #[error("cannot read ca_file {}: {reason}", path.display())]
+    ReadCaFile { path: PathBuf, reason: String },
+    #[error("ca_file {}: bad PEM: {reason}", path.display())]
+    BadPem { path: PathBuf, reason: String },
+    #[error("ca_file {}: unusable certificate: {reason}", path.display())]
+    BadCertificate { path: PathBuf, reason: String },
+    #[error("ca_file {}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it", .0.display())]
+    NoCertificate(PathBuf),
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    #[error("HTTP client setup failed: {0}")]
+    Client(String),
+}
+
+impl From<SetupError> for String {
+    fn from(e: SetupError) -> String {
+        e.to_string()
+    }
+}
+
+pub(super) fn parse_url(url: &str) -> Result<Url, SetupError> {
     let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
     } else if let Some(r) = url.strip_prefix("https://") {
         (true, r)
     } else {
-        return Err(format!("`{url}` is not an http:// or https:// URL"));
+        return Err(SetupError::NotHttp(url.to_string()));
     };
     let authority = rest.find('/').map_or(rest, |i| &rest[..i]);
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (
             h,
             p.parse::<u16>()
-                .map_err(|_| format!("bad port in `{url}`"))?,
+                .map_err(|_| SetupError::BadPort(url.to_string()))?,
         ),
         None => (authority, if tls { 443 } else { 80 }),
     };
     if host.is_empty() {
-        return Err(format!("no host in `{url}`"));
+        return Err(SetupError::NoHost(url.to_string()));
     }
     Ok(Url {
         tls,
@@ -75,7 +105,7 @@ impl std::fmt::Display for Error {
 
 /// The client for one call to `url`. The TLS configuration is always ours, for http too, so
 /// reqwest never looks for a process-wide rustls provider; only https reads `ca_file`.
-pub(super) fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+pub(super) fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Client, SetupError> {
     let tls = tls_config(if url.tls { ca_file } else { None })?;
     let mut builder = reqwest::Client::builder();
     // A model server on this machine is never behind the proxy a shell exports for the
@@ -92,7 +122,7 @@ pub(super) fn client(url: &Url, ca_file: Option<&Path>) -> Result<reqwest::Clien
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)
         .build()
-        .map_err(|e| format!("HTTP client setup failed: {}", chain(&e)))
+        .map_err(|e| SetupError::Client(chain(&e)))
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -107,32 +137,35 @@ fn is_loopback(host: &str) -> bool {
 /// certificate in `ca_file` (PEM) so an endpoint behind a private CA can be trusted without
 /// touching the system store. The provider is named explicitly (ring) rather than taken from
 /// the process default, so another crate enabling aws-lc-rs cannot make this ambiguous.
-pub(super) fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
+pub(super) fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, SetupError> {
     let mut roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     if let Some(path) = ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("cannot read ca_file {}: {e}", path.display()))?;
+        let pem = std::fs::read(path).map_err(|e| SetupError::ReadCaFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
         let mut added = 0;
         for cert in CertificateDer::pem_slice_iter(&pem) {
-            let cert = cert.map_err(|e| format!("ca_file {}: bad PEM: {e}", path.display()))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("ca_file {}: unusable certificate: {e}", path.display()))?;
+            let cert = cert.map_err(|e| SetupError::BadPem {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+            roots.add(cert).map_err(|e| SetupError::BadCertificate {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
             added += 1;
         }
         if added == 0 {
-            return Err(format!(
-                "ca_file {}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it",
-                path.display()
-            ));
+            return Err(SetupError::NoCertificate(path.to_path_buf()));
         }
     }
     let config =
         ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup failed: {e}"))?
+            .map_err(|e| SetupError::Tls(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
     Ok(Arc::new(config))
@@ -283,4 +316,43 @@ fn send_error(url: &Url, e: &reqwest::Error) -> Error {
         ));
     }
     Error::transient(format!("the exchange failed: {}", chain(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_url_or_ca_file_says_which() {
+        let url = |u: &str| parse_url(u).err();
+        assert_eq!(
+            url("ftp://x/"),
+            Some(SetupError::NotHttp("ftp://x/".into()))
+        );
+        assert_eq!(
+            url("http://x:99999/"),
+            Some(SetupError::BadPort("http://x:99999/".into()))
+        );
+        assert_eq!(
+            url("https:///v1"),
+            Some(SetupError::NoHost("https:///v1".into()))
+        );
+        assert!(parse_url("https://h/v1").is_ok_and(|u| u.tls && u.port == 443));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, "not a certificate\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = tls_config(Some(&pem)).err();
+        assert_eq!(e, Some(SetupError::NoCertificate(pem.clone())));
+        assert_eq!(
+            e.map(String::from),
+            Some(format!(
+                "ca_file {}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it",
+                pem.display()
+            ))
+        );
+        assert!(matches!(
+            tls_config(Some(&dir.path().join("missing.pem"))),
+            Err(SetupError::ReadCaFile { .. })
+        ));
+    }
 }

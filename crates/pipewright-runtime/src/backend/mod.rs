@@ -54,6 +54,36 @@ pub trait AgentBackend: Send + Sync {
         -> BoxFuture<'a, Result<String, BackendError>>;
 }
 
+/// Why the backend `--backend NAME` asks for cannot be built; what to add or fix is in the
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    #[error("unknown backend `{0}` (known: mock, script, command, openai)")]
+    Unknown(String),
+    #[error("the script backend needs a reply file (--script FILE)")]
+    NoScriptFile,
+    #[error("cannot read {}: {reason}", path.display())]
+    ReadScript {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    #[error(transparent)]
+    Script(#[from] script::ScriptError),
+    /// No silent default: which agent CLI runs is the project's choice.
+    #[error("{}", COMMAND_NEEDS_CONFIG)]
+    CommandNeedsConfig,
+    #[error("unknown command backend profile `{0}` (known: claude; or set `argv`)")]
+    UnknownProfile(String),
+    #[error("the openai backend needs [backend.openai] url = \"…\" in pipewright.toml")]
+    OpenAiNeedsConfig,
+}
+
+impl From<SetupError> for String {
+    fn from(e: SetupError) -> String {
+        e.to_string()
+    }
+}
+
 /// Why `--backend command` cannot start without `[backend.command]`, and what to add.
 pub const COMMAND_NEEDS_CONFIG: &str = "the command backend needs [backend.command] in pipewright.toml: `profile = \"claude\"` (Claude Code: `claude -p`, the prompt on stdin) or `argv = [\"my-agent\", \"{prompt}\"]` (any agent CLI; docs/config.md)";
 
@@ -90,7 +120,7 @@ pub fn from_config(
     cfg: &crate::config::ProjectConfig,
     workdir: &std::path::Path,
     script_file: Option<&std::path::Path>,
-) -> Result<std::sync::Arc<dyn AgentBackend>, String> {
+) -> Result<std::sync::Arc<dyn AgentBackend>, SetupError> {
     use std::sync::Arc;
     use std::time::Duration;
     // Whatever the backend: a shell step or a tool that prints the key must not record it either.
@@ -100,29 +130,25 @@ pub fn from_config(
     match name {
         "mock" => Ok(Arc::new(mock::MockBackend)),
         "script" => {
-            let path =
-                script_file.ok_or("the script backend needs a reply file (--script FILE)")?;
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let path = script_file.ok_or(SetupError::NoScriptFile)?;
+            let text = std::fs::read_to_string(path).map_err(|e| SetupError::ReadScript {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
             Ok(Arc::new(script::ScriptBackend::from_text(
                 &path.display().to_string(),
                 &text,
             )?))
         }
         "command" => {
-            // No silent default: which agent CLI runs is the project's choice.
-            let c = cfg.command.clone().ok_or(COMMAND_NEEDS_CONFIG)?;
+            let c = cfg.command.clone().ok_or(SetupError::CommandNeedsConfig)?;
             let profile = match (&c.argv, c.profile.as_deref()) {
                 (Some(argv), _) if !argv.is_empty() => command::Profile::Generic {
                     argv: argv.clone(),
                     stdin_prompt: !argv.iter().any(|a| a.contains("{prompt}")),
                 },
                 (_, None | Some("claude")) => command::Profile::Claude,
-                (_, Some(other)) => {
-                    return Err(format!(
-                        "unknown command backend profile `{other}` (known: claude; or set `argv`)"
-                    ))
-                }
+                (_, Some(other)) => return Err(SetupError::UnknownProfile(other.to_string())),
             };
             Ok(Arc::new(command::CommandBackend {
                 profile,
@@ -132,9 +158,7 @@ pub fn from_config(
             }))
         }
         "openai" => {
-            let o = cfg.openai.clone().ok_or(
-                "the openai backend needs [backend.openai] url = \"…\" in pipewright.toml",
-            )?;
+            let o = cfg.openai.clone().ok_or(SetupError::OpenAiNeedsConfig)?;
             Ok(Arc::new(openai::OpenAiBackend {
                 url: o.url,
                 model: o.model,
@@ -145,8 +169,42 @@ pub fn from_config(
                 ca_file: o.ca_file,
             }))
         }
-        other => Err(format!(
-            "unknown backend `{other}` (known: mock, script, command, openai)"
-        )),
+        other => Err(SetupError::Unknown(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_that_cannot_be_built_says_what_is_missing() {
+        let cfg = crate::config::ProjectConfig::default();
+        let dir = std::path::Path::new(".");
+        let build = |name: &str, script: Option<&std::path::Path>| {
+            from_config(name, &cfg, dir, script).err()
+        };
+        assert_eq!(build("command", None), Some(SetupError::CommandNeedsConfig));
+        assert_eq!(
+            build("command", None).map(String::from).as_deref(),
+            Some(COMMAND_NEEDS_CONFIG)
+        );
+        assert_eq!(build("openai", None), Some(SetupError::OpenAiNeedsConfig));
+        assert_eq!(build("script", None), Some(SetupError::NoScriptFile));
+        assert_eq!(build("gpt", None), Some(SetupError::Unknown("gpt".into())));
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let script = t.path().join("replies.yaml");
+        assert!(matches!(
+            build("script", Some(&script)),
+            Some(SetupError::ReadScript { path, .. }) if path == script
+        ));
+        std::fs::write(&script, "- a list\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            build("script", Some(&script)),
+            Some(SetupError::Script(script::ScriptError::Shape {
+                shape: script::Shape::NoReplies,
+                ..
+            }))
+        ));
     }
 }

@@ -17,15 +17,45 @@ pub const EXAMPLE: &str = r#"replies:                      # tried in order; the
     error: "the agent crashed"          # fail the call with this message
 default: "fallback text"      # optional: the reply when no rule matches (else the step fails)"#;
 
-/// An error about the file's shape, with the example.
-fn shape_error(name: &str, what: String) -> String {
-    format!("{name}: {what}; a reply file looks like this (YAML or JSON):\n{EXAMPLE}")
+/// Why a reply file cannot be used, naming the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// Not YAML (nor JSON): the loader's first error.
+    #[error("{name}: {message}")]
+    Load { name: String, message: String },
+    /// YAML of another shape; the message shows the format, since that is what was missed.
+    #[error("{name}: {shape}; a reply file looks like this (YAML or JSON):\n{example}", example = EXAMPLE)]
+    Shape { name: String, shape: Shape },
+}
+
+/// What is wrong with the shape of a reply file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Shape {
+    #[error("expected a `replies:` list")]
+    NoReplies,
+    #[error("reply {0} has none of `reply`, `replies`, `error`")]
+    NoReply(usize),
+    #[error("reply {0} has an empty `replies` list")]
+    EmptyReplies(usize),
+}
+
+impl From<ScriptError> for String {
+    fn from(e: ScriptError) -> String {
+        e.to_string()
+    }
+}
+
+/// One scripted answer: text to send, or the failure the file asks the call to end with (an
+/// answer of the script, not an error of reading it).
+enum Reply {
+    Send(Value),
+    Fail(String),
 }
 
 struct Rule {
     step: Option<String>,
     contains: Option<String>,
-    replies: Vec<Result<Value, String>>,
+    replies: Vec<Reply>,
     calls: AtomicUsize,
 }
 
@@ -36,12 +66,15 @@ pub struct ScriptBackend {
 
 impl ScriptBackend {
     /// Parses a script. YAML is read with pipewright's own loader (JSON is YAML).
-    pub fn from_text(name: &str, text: &str) -> Result<ScriptBackend, String> {
+    pub fn from_text(name: &str, text: &str) -> Result<ScriptBackend, ScriptError> {
         let mut sources = pipewright_syntax::SourceMap::new();
         let file = sources.add(name, text);
         let (docs, diags) = pipewright_yaml::load(file, text, pipewright_yaml::Limits::default());
         if let Some(d) = diags.iter().find(|d| d.is_error()) {
-            return Err(format!("{name}: {}", d.message));
+            return Err(ScriptError::Load {
+                name: name.to_string(),
+                message: d.message.clone(),
+            });
         }
         let root = docs
             .first()
@@ -51,31 +84,29 @@ impl ScriptBackend {
         Self::from_json(name, &root)
     }
 
-    pub fn from_json(name: &str, root: &Value) -> Result<ScriptBackend, String> {
+    pub fn from_json(name: &str, root: &Value) -> Result<ScriptBackend, ScriptError> {
+        let shape_error = |shape| ScriptError::Shape {
+            name: name.to_string(),
+            shape,
+        };
         let list = root
             .get("replies")
             .and_then(Value::as_array)
-            .ok_or_else(|| shape_error(name, "expected a `replies:` list".into()))?;
+            .ok_or_else(|| shape_error(Shape::NoReplies))?;
         let mut rules = Vec::new();
         for (i, r) in list.iter().enumerate() {
             let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
-            let replies: Vec<Result<Value, String>> = if let Some(e) = s("error") {
-                vec![Err(e)]
+            let replies: Vec<Reply> = if let Some(e) = s("error") {
+                vec![Reply::Fail(e)]
             } else if let Some(seq) = r.get("replies").and_then(Value::as_array) {
-                seq.iter().cloned().map(Ok).collect()
+                seq.iter().cloned().map(Reply::Send).collect()
             } else if let Some(v) = r.get("reply") {
-                vec![Ok(v.clone())]
+                vec![Reply::Send(v.clone())]
             } else {
-                return Err(shape_error(
-                    name,
-                    format!("reply {i} has none of `reply`, `replies`, `error`"),
-                ));
+                return Err(shape_error(Shape::NoReply(i)));
             };
             if replies.is_empty() {
-                return Err(shape_error(
-                    name,
-                    format!("reply {i} has an empty `replies` list"),
-                ));
+                return Err(shape_error(Shape::EmptyReplies(i)));
             }
             rules.push(Rule {
                 step: s("step"),
@@ -116,8 +147,8 @@ impl AgentBackend for ScriptBackend {
                 Some(r) => {
                     let n = r.calls.fetch_add(1, Ordering::SeqCst);
                     match &r.replies[n.min(r.replies.len() - 1)] {
-                        Ok(v) => Ok(text_of(v)),
-                        Err(e) => Err(BackendError::new(e.clone())),
+                        Reply::Send(v) => Ok(text_of(v)),
+                        Reply::Fail(e) => Err(BackendError::new(e.clone())),
                     }
                 }
                 None => match &self.default {
@@ -130,5 +161,40 @@ impl AgentBackend for ScriptBackend {
                 },
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_file_of_the_wrong_shape_says_which_reply() {
+        let shape = |text: &str| match ScriptBackend::from_text("s.yaml", text) {
+            Err(ScriptError::Shape { name, shape }) if name == "s.yaml" => Some(shape),
+            _ => None,
+        };
+        assert_eq!(shape("- a list\n"), Some(Shape::NoReplies));
+        assert_eq!(
+            shape("replies:\n  - reply: x\n  - step: \"1\"\n"),
+            Some(Shape::NoReply(1))
+        );
+        assert_eq!(
+            shape("replies:\n  - replies: []\n"),
+            Some(Shape::EmptyReplies(0))
+        );
+        assert!(matches!(
+            ScriptBackend::from_text("s.yaml", "replies: [\n"),
+            Err(ScriptError::Load { .. })
+        ));
+        let e = ScriptBackend::from_text("s.yaml", "{}")
+            .err()
+            .map(String::from);
+        assert_eq!(
+            e,
+            Some(format!(
+                "s.yaml: expected a `replies:` list; a reply file looks like this (YAML or JSON):\n{EXAMPLE}"
+            ))
+        );
     }
 }

@@ -14,74 +14,142 @@
 //! [`MAX_FILE_BYTES`].
 
 use std::ffi::OsString;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// The largest file `file__read` returns and `file__write` writes (16 MiB, the same bound as a
 /// child process's captured output).
 pub const MAX_FILE_BYTES: u64 = super::process::MAX_OUTPUT;
 
+/// Why a file tool refused or failed, naming the path as the step gave it. `verb` is what was
+/// being done (`read`, `write`, `open`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    #[error("the path is empty")]
+    EmptyPath,
+    #[error("path `{0}` is absolute; file tools only reach files under the working directory")]
+    Absolute(String),
+    #[error("path `{0}` contains a NUL byte")]
+    Nul(String),
+    /// A `..` above the working directory, or a resolution the kernel stopped at its edge.
+    #[error("path `{0}` escapes the working directory")]
+    Escapes(String),
+    #[error("path `{0}` is not a plain relative path")]
+    NotPlain(String),
+    #[error("path `{0}` names the working directory itself, not a file in it")]
+    NamesRoot(String),
+    #[error(
+        "the content for `{path}` is larger than {max} bytes ({len} bytes)",
+        max = MAX_FILE_BYTES
+    )]
+    ContentTooLarge { path: String, len: usize },
+    #[error("`{0}` is larger than {max} bytes", max = MAX_FILE_BYTES)]
+    TooLarge(String),
+    /// The working directory itself cannot be opened.
+    #[error("working directory {}: {reason}", root.display())]
+    WorkDir { root: PathBuf, reason: String },
+    /// Refused even when the link stays inside: telling the two apart is the check that races.
+    #[error(
+        "cannot {verb} `{path}`: it goes through a symlink; file tools do not follow symlinks"
+    )]
+    Symlink { verb: &'static str, path: String },
+    /// A FIFO or a device could hang the step; a directory is not content.
+    #[cfg_attr(
+        unix,
+        error("`{0}` is not a regular file (a FIFO, device, socket or directory); file tools read and write regular files only")
+    )]
+    #[cfg_attr(not(unix), error("`{0}` is not a regular file"))]
+    NotRegular(String),
+    /// Another name of the file may be outside the working directory.
+    #[error("`{path}` has {names} names (hard links); file__write does not write a file that other paths also reach")]
+    HardLinked { path: String, names: u64 },
+    #[error("cannot read `{0}`: stream did not contain valid UTF-8")]
+    NotUtf8(String),
+    #[error("cannot create the directory of `{0}`: a component is a symlink or not a directory; file tools do not follow symlinks")]
+    DirThroughSymlink(String),
+    #[error("cannot create the directory of `{path}`: {reason}")]
+    CreateDir { path: String, reason: String },
+    /// Any other failure of the system call, in the system's words.
+    #[error("cannot {verb} `{path}`: {reason}")]
+    Io {
+        verb: &'static str,
+        path: String,
+        reason: String,
+    },
+    /// The blocking task doing the work panicked or was cancelled.
+    #[error("{tool} stopped: {reason}")]
+    Stopped { tool: &'static str, reason: String },
+}
+
+impl From<FileError> for String {
+    fn from(e: FileError) -> String {
+        e.to_string()
+    }
+}
+
 /// The components of `path` once `.` and `..` are resolved lexically, refusing absolute paths,
 /// a `..` that climbs out of the root, and a path that names the root itself. Lexical
 /// resolution is exact here because no component is ever a followed symlink.
-pub fn components(path: &str) -> Result<Vec<OsString>, String> {
+pub fn components(path: &str) -> Result<Vec<OsString>, FileError> {
     let p = Path::new(path);
     if path.is_empty() {
-        return Err("the path is empty".into());
+        return Err(FileError::EmptyPath);
     }
     if p.is_absolute() {
-        return Err(format!(
-            "path `{path}` is absolute; file tools only reach files under the working directory"
-        ));
+        return Err(FileError::Absolute(path.to_string()));
     }
     if path.contains('\0') {
-        return Err(format!("path `{path}` contains a NUL byte"));
+        return Err(FileError::Nul(path.to_string()));
     }
     let mut out: Vec<OsString> = Vec::new();
     for c in p.components() {
         match c {
             Component::ParentDir => {
                 if out.pop().is_none() {
-                    return Err(format!("path `{path}` escapes the working directory"));
+                    return Err(FileError::Escapes(path.to_string()));
                 }
             }
             Component::Normal(n) => out.push(n.to_os_string()),
             Component::CurDir => {}
-            _ => return Err(format!("path `{path}` is not a plain relative path")),
+            _ => return Err(FileError::NotPlain(path.to_string())),
         }
     }
     if out.is_empty() {
-        return Err(format!(
-            "path `{path}` names the working directory itself, not a file in it"
-        ));
+        return Err(FileError::NamesRoot(path.to_string()));
     }
     Ok(out)
 }
 
-pub async fn read(root: &Path, path: &str) -> Result<String, String> {
+pub async fn read(root: &Path, path: &str) -> Result<String, FileError> {
     let comps = components(path)?;
     let (root, path) = (root.to_path_buf(), path.to_string());
     tokio::task::spawn_blocking(move || imp::read(&root, &path, &comps))
         .await
-        .map_err(|e| format!("file__read stopped: {e}"))?
+        .map_err(|e| FileError::Stopped {
+            tool: "file__read",
+            reason: e.to_string(),
+        })?
 }
 
-pub async fn write(root: &Path, path: &str, content: &str) -> Result<usize, String> {
+pub async fn write(root: &Path, path: &str, content: &str) -> Result<usize, FileError> {
     let comps = components(path)?;
     if content.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "the content for `{path}` is larger than {MAX_FILE_BYTES} bytes ({} bytes)",
-            content.len()
-        ));
+        return Err(FileError::ContentTooLarge {
+            path: path.to_string(),
+            len: content.len(),
+        });
     }
     let (root, path, content) = (root.to_path_buf(), path.to_string(), content.to_string());
     tokio::task::spawn_blocking(move || imp::write(&root, &path, &comps, content.as_bytes()))
         .await
-        .map_err(|e| format!("file__write stopped: {e}"))?
+        .map_err(|e| FileError::Stopped {
+            tool: "file__write",
+            reason: e.to_string(),
+        })?
 }
 
 #[cfg(unix)]
 mod imp {
-    use super::MAX_FILE_BYTES;
+    use super::{FileError, MAX_FILE_BYTES};
     use std::ffi::{CString, OsString};
     use std::fs::File;
     use std::io::{self, Read, Write};
@@ -119,17 +187,21 @@ mod imp {
         }
     }
 
-    fn open_root(root: &Path) -> Result<OwnedFd, String> {
-        let c = cstring(root.as_os_str().as_bytes())
-            .map_err(|e| format!("working directory {}: {e}", root.display()))?;
-        // SAFETY: `c` is NUL-terminated.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        check(fd).map_err(|e| format!("working directory {}: {e}", root.display()))
+    fn open_root(root: &Path) -> Result<OwnedFd, FileError> {
+        cstring(root.as_os_str().as_bytes())
+            .and_then(|c| {
+                // SAFETY: `c` is NUL-terminated.
+                check(unsafe {
+                    libc::open(
+                        c.as_ptr(),
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    )
+                })
+            })
+            .map_err(|e| FileError::WorkDir {
+                root: root.to_path_buf(),
+                reason: e.to_string(),
+            })
     }
 
     fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
@@ -248,28 +320,29 @@ mod imp {
     }
 
     /// Why an open failed, in the words a pipeline author needs.
-    fn describe(verb: &str, path: &str, e: &io::Error) -> String {
+    fn describe(verb: &'static str, path: &str, e: &io::Error) -> FileError {
+        let path = path.to_string();
         match e.raw_os_error() {
-            Some(libc::ELOOP) => format!(
-                "cannot {verb} `{path}`: it goes through a symlink; file tools do not follow symlinks"
-            ),
-            Some(libc::EXDEV) => format!("path `{path}` escapes the working directory"),
-            Some(libc::ENXIO) => not_regular(path),
-            _ => format!("cannot {verb} `{path}`: {e}"),
+            Some(libc::ELOOP) => FileError::Symlink { verb, path },
+            Some(libc::EXDEV) => FileError::Escapes(path),
+            Some(libc::ENXIO) => FileError::NotRegular(path),
+            _ => FileError::Io {
+                verb,
+                path,
+                reason: e.to_string(),
+            },
         }
     }
 
-    fn not_regular(path: &str) -> String {
-        format!(
-            "`{path}` is not a regular file (a FIFO, device, socket or directory); file tools read and write regular files only"
-        )
+    fn not_regular(path: &str) -> FileError {
+        FileError::NotRegular(path.to_string())
     }
 
     fn is_regular(st: &libc::stat) -> bool {
         st.st_mode & libc::S_IFMT == libc::S_IFREG
     }
 
-    pub(super) fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, String> {
+    pub(super) fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, FileError> {
         read_via(root, path, comps, true)
     }
 
@@ -279,7 +352,7 @@ mod imp {
         path: &str,
         comps: &[OsString],
         use_openat2: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, FileError> {
         // Non-blocking so that opening a FIFO returns at once; fstat then refuses it.
         let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW;
         let root_fd = open_root(root)?;
@@ -303,7 +376,7 @@ mod imp {
             return Err(not_regular(path));
         }
         if st.st_size as u64 > MAX_FILE_BYTES {
-            return Err(format!("`{path}` is larger than {MAX_FILE_BYTES} bytes"));
+            return Err(FileError::TooLarge(path.to_string()));
         }
         let mut buf = Vec::with_capacity(st.st_size as usize);
         File::from(fd)
@@ -311,10 +384,9 @@ mod imp {
             .read_to_end(&mut buf)
             .map_err(|e| describe("read", path, &e))?;
         if buf.len() as u64 > MAX_FILE_BYTES {
-            return Err(format!("`{path}` is larger than {MAX_FILE_BYTES} bytes"));
+            return Err(FileError::TooLarge(path.to_string()));
         }
-        String::from_utf8(buf)
-            .map_err(|_| format!("cannot read `{path}`: stream did not contain valid UTF-8"))
+        String::from_utf8(buf).map_err(|_| FileError::NotUtf8(path.to_string()))
     }
 
     pub(super) fn write(
@@ -322,14 +394,15 @@ mod imp {
         path: &str,
         comps: &[OsString],
         content: &[u8],
-    ) -> Result<usize, String> {
+    ) -> Result<usize, FileError> {
         let (last, dirs) = comps.split_last().ok_or_else(|| not_regular(path))?;
         let root_fd = open_root(root)?;
         let dir = walk(root_fd, dirs, true).map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP | libc::ENOTDIR) => format!(
-                "cannot create the directory of `{path}`: a component is a symlink or not a directory; file tools do not follow symlinks"
-            ),
-            _ => format!("cannot create the directory of `{path}`: {e}"),
+            Some(libc::ELOOP | libc::ENOTDIR) => FileError::DirThroughSymlink(path.to_string()),
+            _ => FileError::CreateDir {
+                path: path.to_string(),
+                reason: e.to_string(),
+            },
         })?;
         let name = cstring(last.as_bytes()).map_err(|e| describe("write", path, &e))?;
         // No O_TRUNC: the file is inspected before anything in it changes. O_NONBLOCK makes a
@@ -345,10 +418,10 @@ mod imp {
             return Err(not_regular(path));
         }
         if st.st_nlink > 1 {
-            return Err(format!(
-                "`{path}` has {} names (hard links); file__write does not write a file that other paths also reach",
-                st.st_nlink
-            ));
+            return Err(FileError::HardLinked {
+                path: path.to_string(),
+                names: st.st_nlink as u64,
+            });
         }
         let mut f = File::from(fd);
         f.set_len(0)
@@ -362,35 +435,42 @@ mod imp {
 /// refused by a look before the open (racy; pipewright's supported platforms are unix).
 #[cfg(not(unix))]
 mod imp {
+    use super::FileError;
     use std::ffi::OsString;
     use std::path::{Path, PathBuf};
 
-    fn resolve(root: &Path, path: &str, comps: &[OsString]) -> Result<PathBuf, String> {
+    fn io(verb: &'static str, path: &str, e: std::io::Error) -> FileError {
+        FileError::Io {
+            verb,
+            path: path.to_string(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn resolve(root: &Path, path: &str, comps: &[OsString]) -> Result<PathBuf, FileError> {
         let mut p = root.to_path_buf();
         for c in comps {
             p.push(c);
             if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(format!(
-                    "cannot open `{path}`: it goes through a symlink; file tools do not follow symlinks"
-                ));
+                return Err(FileError::Symlink {
+                    verb: "open",
+                    path: path.to_string(),
+                });
             }
         }
         Ok(p)
     }
 
-    pub fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, String> {
+    pub fn read(root: &Path, path: &str, comps: &[OsString]) -> Result<String, FileError> {
         let p = resolve(root, path, comps)?;
-        let meta = std::fs::metadata(&p).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+        let meta = std::fs::metadata(&p).map_err(|e| io("read", path, e))?;
         if !meta.is_file() {
-            return Err(format!("`{path}` is not a regular file"));
+            return Err(FileError::NotRegular(path.to_string()));
         }
         if meta.len() > super::MAX_FILE_BYTES {
-            return Err(format!(
-                "`{path}` is larger than {} bytes",
-                super::MAX_FILE_BYTES
-            ));
+            return Err(FileError::TooLarge(path.to_string()));
         }
-        std::fs::read_to_string(&p).map_err(|e| format!("cannot read `{path}`: {e}"))
+        std::fs::read_to_string(&p).map_err(|e| io("read", path, e))
     }
 
     pub fn write(
@@ -398,13 +478,15 @@ mod imp {
         path: &str,
         comps: &[OsString],
         content: &[u8],
-    ) -> Result<usize, String> {
+    ) -> Result<usize, FileError> {
         let p = resolve(root, path, comps)?;
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create the directory of `{path}`: {e}"))?;
+            std::fs::create_dir_all(parent).map_err(|e| FileError::CreateDir {
+                path: path.to_string(),
+                reason: e.to_string(),
+            })?;
         }
-        std::fs::write(&p, content).map_err(|e| format!("cannot write `{path}`: {e}"))?;
+        std::fs::write(&p, content).map_err(|e| io("write", path, e))?;
         Ok(content.len())
     }
 }
@@ -439,12 +521,61 @@ mod tests {
         assert_eq!(read("./sub/../sub/ok.txt").as_deref(), Ok("fine"));
         for p in ["d/secret", "sub/s"] {
             let e = read(p).expect_err(p);
-            assert!(e.contains("symlink"), "{p}: {e}");
+            assert!(e.to_string().contains("symlink"), "{p}: {e}");
         }
         let e = read("fifo").expect_err("fifo");
-        assert!(e.contains("regular file"), "{e}");
+        assert!(e.to_string().contains("regular file"), "{e}");
         let e = read("sub").expect_err("a directory");
-        assert!(e.contains("regular file"), "{e}");
+        assert!(e.to_string().contains("regular file"), "{e}");
+    }
+
+    /// What the step's author reads names the path as written; the variant says which refusal.
+    #[test]
+    fn refusals_say_which_and_name_the_path() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let work = t.path();
+        let read = |p: &str| {
+            let comps = components(p)?;
+            imp::read_via(work, p, &comps, true)
+        };
+        let write = |p: &str| {
+            let comps = components(p)?;
+            imp::write(work, p, &comps, b"x")
+        };
+        assert_eq!(read("../x"), Err(FileError::Escapes("../x".into())));
+        assert_eq!(write("/etc/x"), Err(FileError::Absolute("/etc/x".into())));
+        assert_eq!(read("."), Err(FileError::NamesRoot(".".into())));
+        assert_eq!(read(""), Err(FileError::EmptyPath));
+        std::fs::write(work.join("f"), "x").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::hard_link(work.join("f"), work.join("g")).unwrap_or_else(|e| panic!("{e}"));
+        let e = write("g");
+        assert_eq!(
+            e,
+            Err(FileError::HardLinked {
+                path: "g".into(),
+                names: 2
+            })
+        );
+        assert_eq!(
+            e.map_err(String::from),
+            Err("`g` has 2 names (hard links); file__write does not write a file that other paths also reach".into())
+        );
+        symlink(work.join("f"), work.join("s")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read("s"),
+            Err(FileError::Symlink {
+                verb: "read",
+                path: "s".into()
+            })
+        );
+        assert_eq!(
+            write("s/x"),
+            Err(FileError::DirThroughSymlink("s/x".into()))
+        );
+        assert!(matches!(
+            read("missing"),
+            Err(FileError::Io { verb: "read", .. })
+        ));
     }
 
     #[test]

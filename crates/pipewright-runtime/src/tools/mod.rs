@@ -11,6 +11,45 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Why a tool could not run: a raised error, which fails the step unless it continues on
+/// error. A tool that runs and reports a failure of its own returns an error-flagged result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("`{0}` does not resolve to a tool: pipewright runs `shell`, `file__read`, `file__write` and the tools declared under [tools] in pipewright.toml")]
+    Unknown(String),
+    #[error("missing argument `{0}`")]
+    MissingArgument(&'static str),
+    #[error("argument `{name}` must be a string, got {got}")]
+    NotAString {
+        name: &'static str,
+        got: &'static str,
+    },
+    #[error("`command` must be a string or a non-empty list of strings, got {0}")]
+    BadCommand(&'static str),
+    #[error("a command list holds only strings, found {0}")]
+    CommandListItem(&'static str),
+    #[error(transparent)]
+    File(#[from] files::FileError),
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    /// A project tool's command ended unsuccessfully; `failure` is how, and its stderr.
+    #[error("tool `{name}` {failure}")]
+    Failed { name: String, failure: String },
+    /// A project tool's stdout is its result, so it must be JSON.
+    #[error("tool `{name}` printed something that is not JSON ({reason}): {preview}")]
+    NotJson {
+        name: String,
+        reason: String,
+        preview: String,
+    },
+}
+
+impl From<ToolError> for String {
+    fn from(e: ToolError) -> String {
+        e.to_string()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ProjectTool {
     pub command: Vec<String>,
@@ -56,7 +95,7 @@ impl Tools {
         &self,
         name: &str,
         args: &IndexMap<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
         if let Some(t) = self.project.get(name) {
             return self.project_tool(name, t, args).await;
         }
@@ -64,42 +103,38 @@ impl Tools {
             "shell" => self.shell(args).await,
             "file__read" => {
                 let path = str_arg(args, "path")?;
-                files::read(&self.workdir, path).await.map(Value::Str)
+                Ok(Value::Str(files::read(&self.workdir, path).await?))
             }
             "file__write" => {
                 let path = str_arg(args, "path")?;
                 let content = match args.get("content") {
                     Some(Value::Str(s)) => s.clone(),
                     Some(v) => v.to_json_string(),
-                    None => return Err("missing argument `content`".into()),
+                    None => return Err(ToolError::MissingArgument("content")),
                 };
                 let n = files::write(&self.workdir, path, &content).await?;
-                Ok(obj(vec![("path", Value::Str(path.to_string())), ("bytes", Value::Int(n as i64))]))
+                Ok(obj(vec![
+                    ("path", Value::Str(path.to_string())),
+                    ("bytes", Value::Int(n as i64)),
+                ]))
             }
-            other => Err(format!(
-                "`{other}` does not resolve to a tool: pipewright runs `shell`, `file__read`, `file__write` and the tools declared under [tools] in pipewright.toml"
-            )),
+            other => Err(ToolError::Unknown(other.to_string())),
         }
     }
 
-    async fn shell(&self, args: &IndexMap<String, Value>) -> Result<Value, String> {
+    async fn shell(&self, args: &IndexMap<String, Value>) -> Result<Value, ToolError> {
         let argv: Vec<String> = match args.get("command") {
             Some(Value::Str(s)) => vec!["sh".into(), "-c".into(), s.clone()],
             Some(Value::List(l)) if !l.is_empty() => l
                 .iter()
                 .map(|v| {
-                    v.as_str().map(str::to_string).ok_or_else(|| {
-                        format!("a command list holds only strings, found {}", v.type_name())
-                    })
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| ToolError::CommandListItem(v.type_name()))
                 })
                 .collect::<Result<_, _>>()?,
-            Some(v) => {
-                return Err(format!(
-                    "`command` must be a string or a non-empty list of strings, got {}",
-                    v.type_name()
-                ))
-            }
-            None => return Err("missing argument `command`".into()),
+            Some(v) => return Err(ToolError::BadCommand(v.type_name())),
+            None => return Err(ToolError::MissingArgument("command")),
         };
         let out = process::run(process::Spec {
             argv: &argv,
@@ -141,7 +176,7 @@ impl Tools {
         name: &str,
         t: &ProjectTool,
         args: &IndexMap<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
         let input = Value::Object(args.clone()).to_json_string().into_bytes();
         let out = process::run(process::Spec {
             argv: &t.command,
@@ -153,28 +188,33 @@ impl Tools {
         })
         .await?;
         if out.code != Some(0) {
-            return Err(format!("tool `{name}` {}", out.failure_text()));
+            return Err(ToolError::Failed {
+                name: name.to_string(),
+                failure: out.failure_text(),
+            });
         }
         let text = out.stdout.trim();
         serde_json::from_str::<serde_json::Value>(text)
             .map(|j| Value::from_json(&j))
-            .map_err(|e| {
-                format!(
-                    "tool `{name}` printed something that is not JSON ({e}): {}",
-                    crate::value::preview(&Value::Str(text.to_string()), 200)
-                )
+            .map_err(|e| ToolError::NotJson {
+                name: name.to_string(),
+                reason: e.to_string(),
+                preview: crate::value::preview(&Value::Str(text.to_string()), 200),
             })
     }
 }
 
-fn str_arg<'a>(args: &'a IndexMap<String, Value>, name: &str) -> Result<&'a str, String> {
+fn str_arg<'a>(
+    args: &'a IndexMap<String, Value>,
+    name: &'static str,
+) -> Result<&'a str, ToolError> {
     match args.get(name) {
         Some(Value::Str(s)) => Ok(s),
-        Some(v) => Err(format!(
-            "argument `{name}` must be a string, got {}",
-            v.type_name()
-        )),
-        None => Err(format!("missing argument `{name}`")),
+        Some(v) => Err(ToolError::NotAString {
+            name,
+            got: v.type_name(),
+        }),
+        None => Err(ToolError::MissingArgument(name)),
     }
 }
 
@@ -244,4 +284,76 @@ pub fn error_envelope(message: &str) -> Value {
         ),
         ("meta", obj(vec![("isError", Value::Bool(true))])),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(tools: &Tools, name: &str, args: &[(&str, Value)]) -> Result<Value, ToolError> {
+        let args: IndexMap<String, Value> = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .block_on(tools.dispatch(name, &args))
+    }
+
+    #[test]
+    fn a_tool_that_cannot_run_says_why_in_its_variant() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut tools = Tools::new(t.path().to_path_buf());
+        let path = |p: &str| ("path", Value::Str(p.into()));
+        assert_eq!(
+            dispatch(&tools, "file__read", &[path("../outside.txt")]),
+            Err(ToolError::File(files::FileError::Escapes(
+                "../outside.txt".into()
+            )))
+        );
+        assert_eq!(
+            dispatch(&tools, "file__write", &[path("a.txt")]),
+            Err(ToolError::MissingArgument("content"))
+        );
+        assert_eq!(
+            dispatch(&tools, "file__read", &[("path", Value::Int(3))]),
+            Err(ToolError::NotAString {
+                name: "path",
+                got: "int"
+            })
+        );
+        assert_eq!(
+            dispatch(&tools, "shell", &[("command", Value::List(vec![]))]),
+            Err(ToolError::BadCommand("list"))
+        );
+        assert!(matches!(
+            dispatch(&tools, "nope", &[]),
+            Err(ToolError::Unknown(n)) if n == "nope"
+        ));
+        tools.project.insert(
+            "lint".into(),
+            ProjectTool {
+                command: vec!["sh".into(), "-c".into(), "echo not json".into()],
+                timeout: Duration::from_secs(30),
+                withhold_env: Vec::new(),
+            },
+        );
+        let e = dispatch(&tools, "lint", &[]);
+        assert!(
+            matches!(&e, Err(ToolError::NotJson { name, .. }) if name == "lint"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.map_err(String::from),
+            Err("tool `lint` printed something that is not JSON (expected ident at line 1 column 2): \"not json\"".into())
+        );
+        // A command that fails is a result the step sees, not a raised error.
+        let out = dispatch(&tools, "shell", &[("command", Value::Str("exit 4".into()))]);
+        assert!(
+            out.as_ref().is_ok_and(|v| is_error(&normalise(v.clone()))),
+            "{out:?}"
+        );
+    }
 }

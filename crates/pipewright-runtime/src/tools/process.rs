@@ -250,6 +250,34 @@ mod ledger {
     }
 }
 
+/// Why a child produced no output to judge: it never started, could not be waited for, or ran
+/// out of time. How a child that ran ended is its [`ProcOutput`], not an error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessError {
+    #[error("empty command")]
+    EmptyCommand,
+    /// The files that capture stdout and stderr.
+    #[error("cannot create a temporary file: {0}")]
+    TempFile(String),
+    #[error("cannot duplicate a temporary file handle")]
+    DupHandle,
+    #[error("cannot start `{program}`: {reason}")]
+    Start { program: String, reason: String },
+    #[error("waiting for `{program}` failed: {reason}")]
+    Wait { program: String, reason: String },
+    /// The whole process group was killed.
+    #[error("`{program}` timed out after {}s and was killed", .after.as_secs_f64())]
+    TimedOut { program: String, after: Duration },
+    #[error("cannot read captured output: {0}")]
+    Capture(String),
+}
+
+impl From<ProcessError> for String {
+    fn from(e: ProcessError) -> String {
+        e.to_string()
+    }
+}
+
 pub struct Spec<'a> {
     pub argv: &'a [String],
     pub stdin: Option<Vec<u8>>,
@@ -260,15 +288,13 @@ pub struct Spec<'a> {
     pub env_remove: &'a [String],
 }
 
-pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
-    let (prog, args) = spec.argv.split_first().ok_or("empty command")?;
-    let out_file =
-        tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
-    let err_file =
-        tempfile::tempfile().map_err(|e| format!("cannot create a temporary file: {e}"))?;
+pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
+    let (prog, args) = spec.argv.split_first().ok_or(ProcessError::EmptyCommand)?;
+    let temp = || tempfile::tempfile().map_err(|e| ProcessError::TempFile(e.to_string()));
+    let (out_file, err_file) = (temp()?, temp()?);
     let (out_w, err_w) = match (out_file.try_clone(), err_file.try_clone()) {
         (Ok(a), Ok(b)) => (a, b),
-        _ => return Err("cannot duplicate a temporary file handle".into()),
+        _ => return Err(ProcessError::DupHandle),
     };
     let mut cmd = tokio::process::Command::new(prog);
     cmd.args(args)
@@ -309,9 +335,10 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
             });
         }
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start `{prog}`: {e}"))?;
+    let mut child = cmd.spawn().map_err(|e| ProcessError::Start {
+        program: prog.clone(),
+        reason: e.to_string(),
+    })?;
     let pid = child.id();
     let _group = Group::new(pid);
     if let (Some(data), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
@@ -324,14 +351,19 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, String> {
     }
     let status = match tokio::time::timeout(spec.timeout, child.wait()).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(format!("waiting for `{prog}` failed: {e}")),
+        Ok(Err(e)) => {
+            return Err(ProcessError::Wait {
+                program: prog.clone(),
+                reason: e.to_string(),
+            })
+        }
         Err(_) => {
             kill_group(pid);
             let _ = child.kill().await;
-            return Err(format!(
-                "`{prog}` timed out after {}s and was killed",
-                spec.timeout.as_secs_f64()
-            ));
+            return Err(ProcessError::TimedOut {
+                program: prog.clone(),
+                after: spec.timeout,
+            });
         }
     };
     // The group may still hold children that inherited the output files; they are not ours
@@ -354,20 +386,68 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
-fn read_capped(mut f: std::fs::File) -> Result<String, String> {
+fn read_capped(mut f: std::fs::File) -> Result<String, ProcessError> {
     use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(0))
-        .map_err(|e| format!("cannot read captured output: {e}"))?;
     let mut buf = Vec::new();
-    (&mut f)
-        .take(MAX_OUTPUT)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read captured output: {e}"))?;
+    f.seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| (&mut f).take(MAX_OUTPUT).read_to_end(&mut buf))
+        .map_err(|e| ProcessError::Capture(e.to_string()))?;
     let mut s = String::from_utf8_lossy(&buf).into_owned();
     if buf.len() as u64 == MAX_OUTPUT {
         s.push_str("\n[output truncated]");
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_now(argv: &[&str], timeout: Duration) -> Result<ProcOutput, ProcessError> {
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let dir = std::env::temp_dir();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .block_on(run(Spec {
+                argv: &argv,
+                stdin: None,
+                cwd: &dir,
+                timeout,
+                env: &[],
+                env_remove: &[],
+            }))
+    }
+
+    #[test]
+    fn a_child_that_cannot_start_or_overruns_is_an_error_saying_which() {
+        let long = Duration::from_secs(30);
+        assert_eq!(run_now(&[], long).err(), Some(ProcessError::EmptyCommand));
+        let e = run_now(&["/nonexistent/pipewright-no-such-program"], long).err();
+        assert!(
+            matches!(&e, Some(ProcessError::Start { program, .. }) if program == "/nonexistent/pipewright-no-such-program"),
+            "{e:?}"
+        );
+        let e = run_now(&["sleep", "5"], Duration::from_millis(200)).err();
+        assert_eq!(
+            e,
+            Some(ProcessError::TimedOut {
+                program: "sleep".into(),
+                after: Duration::from_millis(200)
+            })
+        );
+        assert_eq!(
+            e.map(String::from).as_deref(),
+            Some("`sleep` timed out after 0.2s and was killed")
+        );
+        // A child that fails is not an error: its status is the caller's to judge.
+        let out = run_now(&["sh", "-c", "echo no >&2; exit 3"], long);
+        assert_eq!(
+            out.map(|o| o.failure_text()).ok().as_deref(),
+            Some("exited with status 3: no")
+        );
+    }
 }
 
 #[cfg(test)]

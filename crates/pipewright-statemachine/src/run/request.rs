@@ -161,7 +161,7 @@ pub async fn run(
                     &workdir,
                     script.as_deref(),
                 )
-                .map_err(config_error)?;
+                .map_err(|e| config_error(e.into()))?;
                 Arc::new(session::Stateless(b))
             }
         },

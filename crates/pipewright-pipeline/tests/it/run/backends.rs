@@ -44,6 +44,7 @@ fn the_script_format_example_is_a_valid_script_and_is_the_one_documented() {
     let Err(e) = ScriptBackend::from_text("s.yaml", "- just a list\n") else {
         panic!("a list is not a reply file");
     };
+    let e = String::from(e);
     assert!(
         e.contains("expected a `replies:` list") && e.contains(EXAMPLE),
         "{e}"
