@@ -147,6 +147,8 @@ pub enum ConfigError {
     NotStrings(String),
     #[error("`fmt.key_order` must be \"preserve\" or \"canonical\"")]
     KeyOrder,
+    #[error("`engine.kind` is \"local\" or \"restate\", not \"{0}\"")]
+    EngineKind(String),
     /// A `[check]` list names something that is not a code.
     #[error("`{list}` lists `{code}`, which is not a diagnostic code (like \"PW0528\")")]
     NotACode { list: String, code: String },
@@ -392,25 +394,23 @@ impl ProjectConfig {
             }
         }
         if let Some(engine) = table(doc.as_table(), "engine")? {
-            let text = |k: &str| -> Result<Option<String>, String> {
+            let text = |k: &'static str| -> Result<Option<String>, ConfigError> {
                 match engine.get(k) {
                     None => Ok(None),
                     Some(v) => v
                         .as_str()
                         .map(|s| Some(s.to_string()))
-                        .ok_or_else(|| format!("`engine.{k}` must be a string")),
+                        .ok_or(ConfigError::NotAString(k)),
                 }
             };
-            cfg.engine.kind = text("kind")?;
+            cfg.engine.kind = text("engine.kind")?;
             if let Some(k) = cfg.engine.kind.as_deref() {
                 if k != "local" && k != "restate" {
-                    return Err(format!(
-                        "`engine.kind` is \"local\" or \"restate\", not \"{k}\""
-                    ));
+                    return Err(ConfigError::EngineKind(k.to_string()));
                 }
             }
-            cfg.engine.ingress = text("ingress")?;
-            cfg.engine.admin = text("admin")?;
+            cfg.engine.ingress = text("engine.ingress")?;
+            cfg.engine.admin = text("engine.admin")?;
         }
         if let Some(run) = table(doc.as_table(), "run")? {
             if let Some(id) = run.get("identity") {
@@ -626,8 +626,10 @@ mod tests {
                 admin: None,
             })
         );
-        assert!(engine("[engine]\nkind = \"temporal\"\n")
-            .is_err_and(|e| e.contains("\"local\" or \"restate\"")));
+        assert_eq!(
+            engine("[engine]\nkind = \"temporal\"\n"),
+            Err(ConfigError::EngineKind("temporal".into()))
+        );
         assert!(engine("[engine]\ningress = 8080\n").is_err());
         assert_eq!(id(""), Ok(None));
         assert!(id("[run]\nidentity = 5\n").is_err());
