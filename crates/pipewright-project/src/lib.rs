@@ -394,23 +394,23 @@ impl ProjectConfig {
             }
         }
         if let Some(engine) = table(doc.as_table(), "engine")? {
-            let text = |k: &'static str| -> Result<Option<String>, ConfigError> {
+            let text = |k: &str, at: &'static str| -> Result<Option<String>, ConfigError> {
                 match engine.get(k) {
                     None => Ok(None),
                     Some(v) => v
                         .as_str()
                         .map(|s| Some(s.to_string()))
-                        .ok_or(ConfigError::NotAString(k)),
+                        .ok_or(ConfigError::NotAString(at)),
                 }
             };
-            cfg.engine.kind = text("engine.kind")?;
+            cfg.engine.kind = text("kind", "engine.kind")?;
             if let Some(k) = cfg.engine.kind.as_deref() {
                 if k != "local" && k != "restate" {
                     return Err(ConfigError::EngineKind(k.to_string()));
                 }
             }
-            cfg.engine.ingress = text("engine.ingress")?;
-            cfg.engine.admin = text("engine.admin")?;
+            cfg.engine.ingress = text("ingress", "engine.ingress")?;
+            cfg.engine.admin = text("admin", "engine.admin")?;
         }
         if let Some(run) = table(doc.as_table(), "run")? {
             if let Some(id) = run.get("identity") {
