@@ -68,7 +68,7 @@ pub struct Loaded {
     pub pass: Option<PassReport>,
 }
 
-pub struct RunState;
+pub struct PipewrightRunState;
 
 fn terminal(code: u16, message: String) -> HandlerError {
     TerminalError::new_with_code(code, message).into()
@@ -86,7 +86,7 @@ macro_rules! read {
 }
 
 #[restate_sdk::object]
-impl RunState {
+impl PipewrightRunState {
     /// Records a new run; `false` when the run exists already (a retried attempt's create).
     #[handler]
     async fn create(&self, ctx: ObjectContext<'_>, run: Json<NewRun>) -> HandlerResult<bool> {
@@ -102,8 +102,9 @@ impl RunState {
     /// Takes ownership of the run: the epoch its writes must carry.
     #[handler]
     async fn claim(&self, ctx: ObjectContext<'_>, claim: Json<Claim>) -> HandlerResult<u64> {
+        // A new run is owned before it is created, as the local store locks before it
+        // creates.
         let run_id = ctx.key().to_string();
-        read!(ctx, RunMeta, META).ok_or_else(|| no_run(&run_id))?;
         let owner = read!(ctx, Owner, OWNER).unwrap_or_default();
         if owner.owned && !claim.into_inner().force {
             return Err(terminal(

@@ -270,7 +270,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> Json {
 
 impl Store for RestateStore {
     fn describe(&self) -> String {
-        format!("the Restate engine at {}", self.engine.ingress)
+        format!("at {} (Restate)", self.engine.ingress)
     }
 
     fn lock_run(&self, run_id: &str) -> Result<Box<dyn RunLock>, StoreError> {

@@ -47,7 +47,7 @@ pub trait RunExecutor: Send + Sync {
 }
 
 /// The workflow. `engine` is where its runs' state is (this worker's own engine).
-pub struct RunWorkflow {
+pub struct PipewrightRun {
     pub engine: Engine,
     pub executor: Arc<dyn RunExecutor>,
 }
@@ -66,7 +66,7 @@ fn engine_error(e: impl std::fmt::Display) -> HandlerError {
 }
 
 #[restate_sdk::workflow(invocation_retry_policy(initial_interval = "100ms", max_interval = "2s"))]
-impl RunWorkflow {
+impl PipewrightRun {
     #[handler]
     async fn run(
         &self,

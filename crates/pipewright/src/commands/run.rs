@@ -237,6 +237,8 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     o.run_id = env.run_id.clone();
     match env.cancel.clone() {
         Some(c) => o.cancel = c,
+        // A worker's signals stop the worker, not the run it serves (the engine retries it).
+        None if env.unattended => {}
         None => o.cancel.cancel_on_ctrl_c(),
     }
     if !env.unattended && args.format == RunFormat::Human && !rt.live_lines() {

@@ -7,9 +7,9 @@ use crate::cli::{EngineArgs, RunArgs, RunFormat, RunsArgs, WorkerArgs};
 use crate::commands::run::{run_async, RunEnv};
 use crate::exit::ExitStatus;
 use pipewright_dialect::{FlagValue, RecordedRun};
-use pipewright_restate::run_state::{PassReport, RunState};
+use pipewright_restate::run_state::{PassReport, PipewrightRunState};
 use pipewright_restate::store::{Engine, RestateStore};
-use pipewright_restate::workflow::{Pass, RunExecutor, RunSubmission, RunWorkflow};
+use pipewright_restate::workflow::{Pass, PipewrightRun, RunExecutor, RunSubmission};
 use pipewright_restate::{Client, Submission};
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::BoxFuture;
@@ -77,8 +77,8 @@ async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
         }
     }
     let endpoint = pipewright_restate::restate_sdk::endpoint::Endpoint::builder()
-        .bind(RunState)
-        .bind(RunWorkflow {
+        .bind(PipewrightRunState)
+        .bind(PipewrightRun {
             engine: engine(&restate),
             executor: Arc::new(Executor),
         })
@@ -109,12 +109,27 @@ async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
             }
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    stopped().await;
     errln!(
         "pipewright worker: stopping (runs in progress go on elsewhere or when a worker is back)"
     );
     serving.shutdown(Duration::from_secs(5)).await;
     ExitStatus::OK
+}
+
+/// Waits for Ctrl-C or SIGTERM (what a service manager stops a worker with).
+async fn stopped() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(t) => t,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 /// Executes a pass of a run: `pipewright run` on its own thread and runtime, as the CLI runs
