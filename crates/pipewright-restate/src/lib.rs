@@ -14,6 +14,7 @@ pub mod processes;
 pub mod run_state;
 pub mod server;
 pub mod store;
+pub mod testing;
 pub mod workflow;
 
 pub use client::{Client, ClientError, Deployment, Submission};

@@ -52,8 +52,15 @@ pub struct Record {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PassReport {
     pub exit: i32,
+    /// What the pass printed before its report (errors).
     pub stdout: String,
     pub stderr: String,
+    /// The report as `--format json` prints it.
+    #[serde(default)]
+    pub json: Option<String>,
+    /// The report for a person: (stdout, stderr).
+    #[serde(default)]
+    pub human: Option<(String, String)>,
 }
 
 /// A run as `load` answers: its record, and how the engine stands with it.

@@ -183,6 +183,21 @@ tokio::task_local! {
 pub(crate) struct Captured {
     pub(crate) stdout: String,
     pub(crate) stderr: String,
+    /// A run's report in both of its forms, kept instead of printed (see [`keep_report`]).
+    pub(crate) report: Option<Rendered>,
+}
+
+/// A run's report as `--format json` prints it and as a person reads it (stdout, stderr).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Rendered {
+    pub(crate) json: Option<String>,
+    pub(crate) human: Option<(String, String)>,
+}
+
+/// Keeps a captured run's report in both forms: whoever follows the run picks one later. Not
+/// captured, it is dropped (only a worker's run keeps it).
+pub(crate) fn keep_report(r: Rendered) {
+    let _ = CAPTURED.try_with(|c| c.borrow_mut().report = Some(r));
 }
 
 /// Runs `f` with everything it prints through [`write`] captured (in this task only).

@@ -2,7 +2,8 @@
 //! `npm ci --prefix tools/restate`) on loopback, with real workers: a run, a resubmission, an
 //! admin query, kill -9 of the worker and of the server in the middle of a run.
 //!
-//! Slow tests: they run with `PIPEWRIGHT_SLOW_TESTS=1` (as .ci/run runs them), one at a time
+//! Engine tests: they run with `PIPEWRIGHT_RESTATE_TESTS=1` inside a network namespace (as
+//! .ci/run runs them: `pipewright_restate::testing`), one at a time
 //! (each starts a server; two cores are shared), each under deadlines, and each stops what it
 //! started when it ends, passed or not.
 
@@ -19,20 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SLOW_TESTS: &str = "PIPEWRIGHT_SLOW_TESTS";
-
-/// Whether a slow test is to be skipped: yes, after one line on stderr saying so and how to
-/// run it, unless `PIPEWRIGHT_SLOW_TESTS=1`.
+/// The engine suites run inside a network namespace with only loopback (see
+/// `pipewright_restate::testing`).
 fn skip_slow_test() -> bool {
-    if std::env::var_os(SLOW_TESTS).is_some_and(|v| v == "1") {
-        return false;
-    }
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("this slow test")
-        .to_string();
-    eprintln!("skipped {test} (a slow test): set {SLOW_TESTS}=1 to run it");
-    true
+    pipewright_restate::testing::skip_engine_test()
 }
 
 /// One server at a time: each takes a few hundred MB and both cores while it starts. (Each

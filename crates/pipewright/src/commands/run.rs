@@ -263,11 +263,14 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
         Ok(r) => r,
         Err(refusal) => {
             errln!("error: {}", refusal.message);
-            if let (RunFormat::Json, Some(report)) = (args.format, &refusal.report) {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(report).unwrap_or_default()
-                );
+            let json = refusal
+                .report
+                .as_ref()
+                .map(|r| serde_json::to_string_pretty(r).unwrap_or_default());
+            if env.unattended {
+                crate::output::keep_report(crate::output::Rendered { json, human: None });
+            } else if let (RunFormat::Json, Some(json)) = (args.format, json) {
+                outln!("{json}");
             }
             return ExitStatus::COULD_NOT_START;
         }
@@ -276,11 +279,18 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     if let Some(e) = report.unreported_store_error() {
         errln!("error: the run could not be recorded: {e}");
     }
+    let json = || serde_json::to_string_pretty(&report.to_json(&sources)).unwrap_or_default();
+    if env.unattended {
+        // For a client that follows the run from elsewhere, in the form it asks for then.
+        let h = report.human(&sources, false);
+        crate::output::keep_report(crate::output::Rendered {
+            json: Some(json()),
+            human: Some((h.stdout, h.stderr)),
+        });
+        return ExitStatus::of_run(report.exit_code());
+    }
     match args.format {
-        RunFormat::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&report.to_json(&sources)).unwrap_or_default()
-        ),
+        RunFormat::Json => outln!("{}", json()),
         RunFormat::Human => {
             let h = report.human(&sources, crate::output::use_color_stderr());
             err!("{}", h.stderr);

@@ -9,6 +9,8 @@ mod ci_integration;
 mod cli_robustness;
 mod crash;
 mod dialects_cli;
+#[cfg(feature = "restate")]
+mod engine_restate;
 mod fmt_cli;
 mod graph_cli;
 mod lsp_cli;

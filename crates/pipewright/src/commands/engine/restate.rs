@@ -159,6 +159,8 @@ fn failed_pass(message: String) -> PassReport {
         exit: i32::from(ExitStatus::COULD_NOT_START.code()),
         stdout: String::new(),
         stderr: format!("error: {message}\n"),
+        json: None,
+        human: None,
     }
 }
 
@@ -194,10 +196,13 @@ fn execute(pass: Pass) -> PassReport {
         Err(e) => return failed_pass(format!("cannot start the runtime: {e}")),
     };
     let (status, captured) = rt.block_on(crate::output::capture(run_async(&args, env)));
+    let report = captured.report.unwrap_or_default();
     PassReport {
         exit: i32::from(status.code()),
         stdout: captured.stdout,
         stderr: captured.stderr,
+        json: report.json,
+        human: report.human,
     }
 }
 
@@ -220,7 +225,8 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
                 errln!("error: run {id} keeps the input it started with; --input cannot be given with --resume");
                 return ExitStatus::COULD_NOT_START;
             }
-            if let Err(e) = store.loaded(id) {
+            // The engine knows the run once it is submitted, before a worker has recorded it.
+            if let Err(e) = store.report(id) {
                 errln!("error: {e}");
                 return ExitStatus::COULD_NOT_START;
             }
@@ -235,7 +241,7 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
         outln!("{run_id}");
         return ExitStatus::OK;
     }
-    follow(&store, &run_id)
+    follow(&store, &run_id, args.format)
 }
 
 /// Checks the file, then submits the run; its id.
@@ -355,12 +361,12 @@ fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, 
 }
 
 /// Waits for the run to end, or to wait at a gate, and prints what the worker's pass printed.
-fn follow(store: &RestateStore, run_id: &str) -> ExitStatus {
+fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
     let paused_before = store.loaded(run_id).map(|l| l.pauses).unwrap_or(0);
     let mut first = true;
     loop {
         match store.report(run_id) {
-            Ok(Some(report)) => return print(&report),
+            Ok(Some(report)) => return print(&report, format),
             Ok(None) => {}
             // Not submitted yet as far as the ingress knows (it has the send): ask again.
             Err(StoreError::NoRun { .. }) => {}
@@ -375,7 +381,7 @@ fn follow(store: &RestateStore, run_id: &str) -> ExitStatus {
             // a wait that began since.
             if waits && (l.pauses > paused_before || (first && l.pauses > 0)) {
                 if let Some(pass) = &l.pass {
-                    return print(pass);
+                    return print(pass, format);
                 }
             }
         }
@@ -384,9 +390,18 @@ fn follow(store: &RestateStore, run_id: &str) -> ExitStatus {
     }
 }
 
-fn print(report: &PassReport) -> ExitStatus {
+/// Prints a pass as `pipewright run` prints a run here, in `format`.
+fn print(report: &PassReport, format: RunFormat) -> ExitStatus {
     err!("{}", report.stderr);
     out!("{}", report.stdout);
+    match (format, &report.json, &report.human) {
+        (RunFormat::Json, Some(json), _) => outln!("{json}"),
+        (RunFormat::Human, _, Some((stdout, stderr))) => {
+            err!("{stderr}");
+            out!("{stdout}");
+        }
+        _ => {}
+    }
     ExitStatus::of_run(report.exit)
 }
 

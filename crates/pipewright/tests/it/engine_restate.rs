@@ -1,0 +1,450 @@
+//! `pipewright run --engine restate` against a real restate-server (the pinned one, from
+//! `npm ci --prefix tools/restate`) and real `pipewright worker` processes, each in its own
+//! process group: every dialect gives the report a local run gives; a worker or the server
+//! killed with kill -9 in the middle of a run is restarted and the run finishes, each side
+//! effect once but the one in flight; a run parked at a gate survives a restart of both and is
+//! approved from another directory; a run id is never run twice.
+//!
+//! Engine tests: `PIPEWRIGHT_RESTATE_TESTS=1`, inside a network namespace with only loopback
+//! (`pipewright_restate::testing`; .ci/run runs them so). One server at a time.
+
+use crate::common::*;
+use pipewright_restate::client::{Client, Submission};
+use pipewright_restate::server::RestateServer;
+use pipewright_restate::testing::skip_engine_test;
+use serde_json::Value;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A server, a project directory, and the workers serving it.
+struct Engine {
+    // Drop order: workers, then the server, then the directories.
+    workers: Vec<Worker>,
+    server: RestateServer,
+    rt: tokio::runtime::Runtime,
+    project: PathBuf,
+    dir: tempfile::TempDir,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+struct Worker {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        kill_group(&self.child);
+        let _ = self.child.wait();
+    }
+}
+
+fn kill_group(child: &Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a process group id we created; no memory is involved.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("a free port: {e}"))
+}
+
+impl Engine {
+    fn start() -> Engine {
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempdir();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap_or_else(|e| panic!("{e}"));
+        // The project root: runs, groups and relative paths are the worker's and the client's.
+        std::fs::write(project.join("pipewright.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let server = rt
+            .block_on(RestateServer::start(&dir.path().join("server")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut e = Engine {
+            workers: Vec::new(),
+            server,
+            rt,
+            project,
+            dir,
+            _turn: turn,
+        };
+        let port = free_port();
+        e.worker(port, true);
+        e
+    }
+
+    /// Starts a worker on `port` in its own process group (registering it when asked), and
+    /// waits until it listens.
+    fn worker(&mut self, port: u16, register: bool) {
+        let mut c = bin();
+        c.current_dir(&self.project)
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--ingress", &self.server.ingress_url()])
+            .args(["--admin", &self.server.admin_url()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.dir.path().join(format!("worker-{port}.log")))
+                    .unwrap_or_else(|e| panic!("{e}")),
+            ))
+            .process_group(0);
+        if register {
+            c.args(["--register", &self.server.admin_url()]);
+        }
+        let child = c
+            .spawn()
+            .unwrap_or_else(|e| panic!("pipewright worker: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let log = self.dir.path().join(format!("worker-{port}.log"));
+        let want = if register { "registered" } else { "serving" };
+        while !std::fs::read_to_string(&log).is_ok_and(|t| t.matches(want).count() >= 1) {
+            assert!(Instant::now() < deadline, "the worker never said `{want}`");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.workers.push(Worker { child, port });
+    }
+
+    /// `pipewright ARGS` in `dir` on this engine.
+    fn pw_in(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut c = bin();
+        c.current_dir(dir)
+            .args(args)
+            .env("PIPEWRIGHT_ENGINE", "restate")
+            .env("PIPEWRIGHT_RESTATE_INGRESS", self.server.ingress_url())
+            .env("PIPEWRIGHT_RESTATE_ADMIN", self.server.admin_url());
+        output_within(c, 120)
+    }
+
+    fn pw(&self, args: &[&str]) -> Output {
+        self.pw_in(&self.project, args)
+    }
+
+    /// `pipewright ARGS` here, on the local engine (for the report to compare with).
+    fn local(&self, args: &[&str]) -> Output {
+        let mut c = bin();
+        c.current_dir(&self.project)
+            .args(args)
+            .env("PIPEWRIGHT_ENGINE", "local");
+        output_within(c, 120)
+    }
+
+    fn copy(&self, from: &Path) -> String {
+        copy_into(from, &self.project)
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.project.join(name), text).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
+    }
+
+    fn restart_server(&mut self) {
+        self.server.kill();
+        self.rt
+            .block_on(self.server.restart())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+fn output_within(mut c: Command, secs: u64) -> Output {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap_or_else(|e| panic!("pipewright: {e}"));
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(o) => o.unwrap_or_else(|e| panic!("{e}")),
+        Err(_) => {
+            if let Ok(pid) = i32::try_from(id) {
+                // SAFETY: kill(2) on the child we started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            panic!("pipewright did not finish within {secs} s")
+        }
+    }
+}
+
+fn report(o: &Output) -> Value {
+    let mut v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("the report is JSON ({e}): {}", text(o)));
+    v["run_id"] = Value::String("[run-id]".into());
+    v
+}
+
+/// A pipeline, a recipe, a state machine and a MEOW template give, on the engine, the report
+/// they give locally.
+#[test]
+fn every_dialect_reports_on_the_engine_what_it_reports_locally() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "hello.yaml",
+        "pipeline: hello\nsteps:\n  - shell: {command: \"echo hello >> hello.log; echo hi\", output: greeting}\n  - transform: {value: \"ctx.greeting.text\"}\n",
+    );
+    let meow = e.copy(&testdata("meow/run/foreach.meow.toml"));
+    let recipe = e.copy(&testdata("recipe/run/flat.yaml"));
+    let sm_dir = testdata("statemachine/ok");
+    for entry in std::fs::read_dir(&sm_dir).unwrap_or_else(|err| panic!("{err}")) {
+        let p = entry.unwrap_or_else(|err| panic!("{err}")).path();
+        if p.is_file() {
+            e.copy(&p);
+        } else if let Some(name) = p.file_name() {
+            let to = e.project.join(name);
+            std::fs::create_dir_all(&to).unwrap_or_else(|err| panic!("{err}"));
+            for f in std::fs::read_dir(&p).unwrap_or_else(|err| panic!("{err}")) {
+                e.copy_to(&f.unwrap_or_else(|err| panic!("{err}")).path(), &to);
+            }
+        }
+    }
+    let script = e.copy(&testdata("statemachine/run/implement-and-review-all.yaml"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "hello.yaml", "--format", "json"],
+        vec!["run", &recipe, "--format", "json"],
+        vec![
+            "run",
+            "implement-and-review-all.json",
+            "--backend",
+            "script",
+            "--script",
+            &script,
+            "--format",
+            "json",
+        ],
+        vec!["run", &meow, "--format", "json"],
+    ];
+    // What a run appends to, gone before each run: both start from the same files.
+    let fresh = || {
+        for entry in std::fs::read_dir(&e.project).unwrap_or_else(|err| panic!("{err}")) {
+            let p = entry.unwrap_or_else(|err| panic!("{err}")).path();
+            if p.extension().is_some_and(|x| x == "log") {
+                std::fs::remove_file(&p).unwrap_or_else(|err| panic!("{err}"));
+            }
+        }
+    };
+    for args in &cases {
+        fresh();
+        let on_engine = e.pw(args);
+        fresh();
+        let local = e.local(args);
+        assert_eq!(
+            on_engine.status.code(),
+            local.status.code(),
+            "{args:?}: engine {} / local {}",
+            text(&on_engine),
+            text(&local)
+        );
+        let (mut a, mut b) = (report(&on_engine), report(&local));
+        // The state machine's session ids, and a recipe's `session.id` (its run id), are new in
+        // every run.
+        for v in [&mut a, &mut b] {
+            if v["stores"]["session"].is_object() {
+                v["stores"]["session"]["id"] = Value::Null;
+                v["stores"]["session"]["started"] = Value::Null;
+            }
+            if let Some(t) = v["trace"].as_array_mut() {
+                for s in t {
+                    s["session"] = Value::Null;
+                }
+            }
+            if let Some(list) = v["stores"]["sessions"].as_array_mut() {
+                for s in list {
+                    s["id"] = Value::Null;
+                }
+            }
+        }
+        assert_eq!(a, b, "{args:?}");
+    }
+    // The engine's runs are listed, each once, from the engine.
+    let runs = e.pw(&["runs", "--format", "json"]);
+    let listed: Value = serde_json::from_slice(&runs.stdout)
+        .unwrap_or_else(|err| panic!("runs --format json ({err}): {}", text(&runs)));
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(cases.len()),
+        "{listed}"
+    );
+}
+
+impl Engine {
+    fn copy_to(&self, from: &Path, dir: &Path) {
+        copy_into(from, dir);
+    }
+}
+
+/// Three shell steps that append to `steps.log`; the second waits for `gate` (at most ~20 s,
+/// so nothing outlives the test) after writing its shell's pid.
+const BLOCKING: &str = r#"pipeline: blocking
+steps:
+  - shell: {command: "echo s1 >> steps.log"}
+  - shell: {command: "echo s2 >> steps.log; echo $$ >> pids; i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done"}
+  - shell: {command: "echo s3 >> steps.log; echo done"}
+"#;
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid.trim()).exists()
+}
+
+/// kill -9 of the worker's process group while a step runs: its shell dies with it, and a
+/// restarted worker finishes the run; only the step in flight ran twice.
+#[test]
+fn a_worker_killed_mid_run_is_restarted_and_the_run_finishes() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.write("blocking.yaml", BLOCKING);
+    let detached = e.pw(&["run", "blocking.yaml", "--detach", "--format", "json"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    wait_for("s2 to start", 60, || e.read("pids").lines().count() >= 1);
+    let first = e.read("pids");
+    let worker = e.workers.pop().unwrap_or_else(|| panic!("a worker"));
+    let port = worker.port;
+    drop(worker);
+    wait_for("s2's shell to die with its worker", 10, || !alive(&first));
+    e.worker(port, false);
+    wait_for("s2 to start again", 60, || {
+        e.read("pids").lines().count() >= 2
+    });
+    e.write("gate", "");
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    assert_eq!(report(&followed)["output"]["text"], "done\n");
+    assert_eq!(e.read("steps.log"), "s1\ns2\ns2\ns3\n");
+}
+
+/// kill -9 of the server while a step runs, then a restart on its data directory: the run
+/// finishes, each landed step once.
+#[test]
+fn a_server_killed_mid_run_is_restarted_and_the_run_finishes() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.write("blocking.yaml", BLOCKING);
+    let detached = e.pw(&["run", "blocking.yaml", "--detach", "--format", "json"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    wait_for("s2 to start", 60, || e.read("pids").lines().count() >= 1);
+    e.restart_server();
+    wait_for("s2 to start again", 60, || {
+        e.read("pids").lines().count() >= 2
+    });
+    e.write("gate", "");
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let log = e.read("steps.log");
+    assert!(
+        log.starts_with("s1\ns2\n") && log.ends_with("s3\n"),
+        "{log}"
+    );
+    assert_eq!(log.matches("s1").count(), 1, "{log}");
+    assert_eq!(log.matches("s3").count(), 1, "{log}");
+}
+
+/// A recipe parked at its gate survives a restart of both the worker and the server; `approve`
+/// from another directory wakes it, and it finishes as a local run does.
+#[test]
+fn a_run_parked_at_a_gate_survives_restarts_and_is_approved_from_elsewhere() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    let staged = e.copy(&testdata("recipe/run/staged.yaml"));
+    let paused = e.pw(&["run", &staged]);
+    assert_eq!(paused.status.code(), Some(3), "{}", text(&paused));
+    assert!(
+        text(&paused).contains("needs approval"),
+        "{}",
+        text(&paused)
+    );
+    let listed = e.pw(&["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout)
+        .unwrap_or_else(|err| panic!("runs --format json ({err}): {}", text(&listed)));
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(runs[0]["status"], "paused", "{runs}");
+    let worker = e.workers.pop().unwrap_or_else(|| panic!("a worker"));
+    let port = worker.port;
+    drop(worker);
+    e.restart_server();
+    e.worker(port, false);
+    let elsewhere = tempdir();
+    let approved = e.pw_in(elsewhere.path(), &["approve", &id, "--message", "go"]);
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    // Deciding twice: the gate is decided already.
+    let again = e.pw_in(elsewhere.path(), &["deny", &id]);
+    assert_ne!(again.status.code(), Some(0), "{}", text(&again));
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    assert_eq!(report(&followed)["output"], "built-with-go\n");
+}
+
+/// A run id is submitted once: the same key again starts nothing.
+#[test]
+fn resubmitting_a_run_id_does_not_start_a_second_run() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "once.yaml",
+        "pipeline: once\nsteps:\n  - shell: {command: \"echo ran >> once.log; echo ok\"}\n",
+    );
+    let done = e.pw(&["run", "once.yaml", "--detach", "--format", "json"]);
+    let id = String::from_utf8_lossy(&done.stdout).trim().to_string();
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let body = serde_json::json!({"args": ["once.yaml"]});
+    let again = e.rt.block_on(async {
+        let c = Client::new().unwrap_or_else(|err| panic!("{err}"));
+        c.send(
+            &e.server.ingress_url(),
+            pipewright_restate::workflow::SERVICE,
+            &id,
+            &body,
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{err}"))
+    });
+    assert!(
+        matches!(again, Submission::PreviouslyAccepted { .. }),
+        "{again:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(e.read("once.log"), "ran\n");
+}
