@@ -219,8 +219,11 @@ impl Exec {
         if let Err(e) = self.session.flush() {
             return fail(format!("the run could not be recorded: {e}"));
         }
+        let run_id = self.session.run_id().to_string();
         Dispatched::Later(Box::pin(async move {
-            (i, Completion::Shell(shell::run(command).await))
+            let ran =
+                pipewright_runtime::tools::process::for_step(&run_id, &id, shell::run(command));
+            (i, Completion::Shell(ran.await))
         }))
     }
 

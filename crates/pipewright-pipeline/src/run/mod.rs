@@ -267,9 +267,14 @@ impl Interp {
                 // A step in flight stops with the run: dropping its future kills the child's
                 // process group and drops the HTTP call or back-off sleep. It has not landed,
                 // so a resume runs it again.
+                let step = pipewright_runtime::tools::process::for_step(
+                    self.session.run_id(),
+                    &key,
+                    self.dispatch(node, frame, &key),
+                );
                 tokio::select! {
                     biased;
-                    r = self.dispatch(node, frame, &key) => r,
+                    r = step => r,
                     () = self.cancel.cancelled() => Err(Failure::Cancelled { key: key.clone() }),
                 }
             } else {

@@ -463,14 +463,18 @@ impl Exec {
             "bash"
         };
         let argv = [bash.to_string(), "-c".to_string(), line];
-        let run = process::run(process::Spec {
-            argv: &argv,
-            stdin: None,
-            cwd: &cwd,
-            timeout: NO_TIMEOUT,
-            env: &env,
-            env_remove: &self.withhold_env,
-        });
+        let run = process::for_step(
+            self.session.run_id(),
+            key,
+            process::run(process::Spec {
+                argv: &argv,
+                stdin: None,
+                cwd: &cwd,
+                timeout: NO_TIMEOUT,
+                env: &env,
+                env_remove: &self.withhold_env,
+            }),
+        );
         let limit = c
             .timeout_secs
             .map(Duration::from_secs)

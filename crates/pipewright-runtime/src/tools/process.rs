@@ -288,6 +288,18 @@ pub struct Spec<'a> {
     pub env_remove: &'a [String],
 }
 
+tokio::task_local! {
+    /// The run and step the child processes of this task are started for.
+    static STEP: (String, String);
+}
+
+/// Runs `f` with every child process it starts carrying `PIPEWRIGHT_RUN_ID` and
+/// `PIPEWRIGHT_STEP_KEY` in its environment: the key a step's own side effects can be made
+/// idempotent with, since a step in flight when its process dies runs again (docs/engines.md).
+pub async fn for_step<F: std::future::Future>(run_id: &str, key: &str, f: F) -> F::Output {
+    STEP.scope((run_id.to_string(), key.to_string()), f).await
+}
+
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
     let (prog, args) = spec.argv.split_first().ok_or(ProcessError::EmptyCommand)?;
     let temp = || tempfile::tempfile().map_err(|e| ProcessError::TempFile(e.to_string()));
@@ -314,6 +326,11 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
+    // After the step's own variables: the key is pipewright's to give.
+    let _ = STEP.try_with(|(run_id, key)| {
+        cmd.env("PIPEWRIGHT_RUN_ID", run_id)
+            .env("PIPEWRIGHT_STEP_KEY", key);
+    });
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id();

@@ -1706,3 +1706,47 @@ fn a_damaged_store_is_named_and_said_to_be_damaged() {
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(stderr(&o).contains("is damaged"), "{}", text(&o));
 }
+
+/// A step's child process carries the run id and its step key, the idempotency key of its own
+/// side effects (a step in flight when its process dies runs again: docs/engines.md), in every
+/// dialect that starts processes.
+#[test]
+fn a_steps_process_knows_its_run_and_step() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("ids.yaml"),
+        "pipeline: ids\nsteps:\n  - transform: {value: \"1\"}\n  - shell: {command: \"echo $PIPEWRIGHT_RUN_ID $PIPEWRIGHT_STEP_KEY\"}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("ids.recipe.yaml"),
+        "name: ids\ndescription: ids\nversion: \"1.0.0\"\nsteps:\n  - id: show\n    type: bash\n    command: \"echo $PIPEWRIGHT_RUN_ID $PIPEWRIGHT_STEP_KEY\"\n    output: ids\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("ids.meow.toml"),
+        "[main]\n[[main.steps]]\nid = \"show\"\nexecutor = \"shell\"\ncommand = \"echo $PIPEWRIGHT_RUN_ID $PIPEWRIGHT_STEP_KEY\"\n[main.steps.outputs]\nids = { source = \"stdout\" }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (file, ids_at) in [
+        ("ids.yaml", "/output/text"),
+        ("ids.recipe.yaml", "/stores/ids"),
+        ("ids.meow.toml", "/output/ids"),
+    ] {
+        let o = run_in(d.path(), &["run", file, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{file}: {e}: {}", text(&o)));
+        let ids = v
+            .pointer(ids_at)
+            .and_then(|x| x.as_str())
+            .unwrap_or_default();
+        let run_id = v["run_id"].as_str().unwrap_or_default();
+        let (got_run, got_key) = ids.trim().split_once(' ').unwrap_or_default();
+        assert_eq!(got_run, run_id, "{file}: {v}");
+        assert!(!got_key.is_empty(), "{file}: {v}");
+        if file == "ids.yaml" {
+            assert_eq!(got_key, "1", "{file}: the second top-level step");
+        }
+    }
+}

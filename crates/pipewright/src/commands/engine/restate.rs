@@ -68,12 +68,13 @@ pub(crate) fn worker(args: &WorkerArgs) -> ExitStatus {
 }
 
 async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
-    // What a killed worker left running of its steps must not run beside their retry.
+    // What a killed worker left running of its steps must not run beside their retry. The
+    // ledger is the project's, as a local run's (each pass of a run records there too).
     if let Ok(cwd) = std::env::current_dir() {
         if let Ok(store) = crate::commands::runs::store_path(&cwd, &cwd) {
-            let groups = crate::commands::runs::runs_dir(&store).join("groups");
-            pipewright_runtime::tools::process::kill_orphans(&groups);
-            pipewright_runtime::tools::process::record_groups_in(groups);
+            pipewright_restate::processes::adopt(
+                &crate::commands::runs::runs_dir(&store).join("groups"),
+            );
         }
     }
     let endpoint = pipewright_restate::restate_sdk::endpoint::Endpoint::builder()
@@ -114,6 +115,8 @@ async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
         "pipewright worker: stopping (runs in progress go on elsewhere or when a worker is back)"
     );
     serving.shutdown(Duration::from_secs(5)).await;
+    // A step still running would run again where the engine retries it.
+    pipewright_restate::processes::kill_all();
     ExitStatus::OK
 }
 
