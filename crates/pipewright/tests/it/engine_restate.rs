@@ -448,3 +448,118 @@ fn resubmitting_a_run_id_does_not_start_a_second_run() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(e.read("once.log"), "ran\n");
 }
+
+/// A TCP balancer on loopback: each connection goes to the first backend, in turn, that
+/// accepts it (what any balancer in front of several workers does, at the connection level).
+async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
+    let mut next = 0usize;
+    loop {
+        let Ok((mut inbound, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = inbound.set_nodelay(true);
+        let order: Vec<u16> = (0..backends.len())
+            .map(|k| backends[(next + k) % backends.len()])
+            .collect();
+        next += 1;
+        tokio::spawn(async move {
+            for port in order {
+                if let Ok(mut out) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                    let _ = out.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Two workers behind one URL: the worker running a 100-item fan-out is killed (its process
+/// group, kill -9) in the middle, and the other one, reached through the same URL, finishes it:
+/// every item is done, and only items in flight at the kill ran twice.
+#[test]
+fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    // The worker Engine::start registered is replaced by two behind a balancer.
+    e.workers.clear();
+    let (a, b) = (free_port(), free_port());
+    e.worker(a, false);
+    e.worker(b, false);
+    let listener =
+        e.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap_or_else(|err| panic!("{err}"));
+    let url = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
+    );
+    e.rt.spawn(balance(listener, vec![a, b]));
+    e.rt.block_on(async {
+        Client::new()
+            .unwrap_or_else(|err| panic!("{err}"))
+            .register(&e.server.admin_url(), &url)
+            .await
+            .unwrap_or_else(|err| panic!("{err}"))
+    });
+    let items: Vec<String> = (0..100).map(|n| format!("'{n}'")).collect();
+    e.write(
+        "fan.yaml",
+        &(format!(
+            "pipeline: fan\nsteps:\n  - transform: {{value: \"[{}]\", output: xs}}\n",
+            items.join(", ")
+        ) + r#"  - for_each:
+      over: ctx.xs
+      max_parallel: 4
+      on_error: abort
+      do:
+        shell:
+          command: !expr >-
+            ['sh', '-c', 'echo "$1 $PPID" >> items.log; sleep 0.05', 'item', item]
+      collect: {transform: {value: "count(pipe)"}}
+"#),
+    );
+    let check = e.local(&["check", "fan.yaml"]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    let detached = e.pw(&["run", "fan.yaml", "--detach", "--format", "json"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    wait_for("ten items", 60, || {
+        e.read("items.log").lines().count() >= 10
+    });
+    let runner: u32 = e
+        .read("items.log")
+        .lines()
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("an item's worker pid"));
+    let at = e
+        .workers
+        .iter()
+        .position(|w| w.child.id() == runner)
+        .unwrap_or_else(|| panic!("the item ran in a worker ({runner})"));
+    drop(e.workers.remove(at));
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    assert_eq!(report(&followed)["output"], 100);
+    let log = e.read("items.log");
+    let mut seen = std::collections::BTreeMap::<u32, u32>::new();
+    for l in log.lines() {
+        if let Some(n) = l.split(' ').next().and_then(|n| n.parse().ok()) {
+            *seen.entry(n).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), 100, "every item ran: {log}");
+    let twice = seen.values().filter(|&&c| c > 1).count();
+    assert!(
+        twice <= 4,
+        "only items in flight ran again ({twice}): {log}"
+    );
+    let other = e.workers[0].child.id();
+    assert!(
+        log.lines().any(|l| l.ends_with(&format!(" {other}"))),
+        "the other worker finished the run: {log}"
+    );
+}
