@@ -106,6 +106,55 @@ impl Event {
     }
 }
 
+impl EventKind {
+    /// The kind an event line names (`step_started`…), if it is a step's.
+    pub fn parse(name: &str) -> Option<EventKind> {
+        [
+            EventKind::Started,
+            EventKind::Completed,
+            EventKind::Failed,
+            EventKind::Replayed,
+            EventKind::Cancelled,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+    }
+}
+
+impl Event {
+    /// A step's event back from its stored line ([`Event::to_stored_line`], with or without
+    /// `run_id`), for a display that follows a run recorded elsewhere; `None` for a line that
+    /// is not a step's event (an approval's). The summary is not stored: it is empty.
+    pub fn from_line(line: &str) -> Option<Event> {
+        let v: Json = serde_json::from_str(line).ok()?;
+        let kind = EventKind::parse(v.get("event")?.as_str()?)?;
+        let text = |k: &str| v.get(k).and_then(Json::as_str).map(str::to_string);
+        Some(Event {
+            kind,
+            key: text("key")?,
+            step_kind: interned(v.get("step_kind")?.as_str()?),
+            workflow: text("workflow").unwrap_or_default(),
+            at_ms: v.get("at_ms").and_then(Json::as_f64).unwrap_or(0.0),
+            elapsed_ms: v.get("elapsed_ms").and_then(Json::as_f64),
+            error: text("error"),
+            summary: String::new(),
+        })
+    }
+}
+
+/// A step kind as `&'static str`, as events carry it: each distinct name is kept once (a
+/// workflow language has a handful).
+fn interned(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
 /// An event line with `at_ms` on the run's clock. `approve` and `deny` wrote epoch
 /// milliseconds there before they counted from the run's creation; such a line (a time past
 /// the creation itself, which a run-relative one never reaches) is read on the run's clock.
@@ -1058,5 +1107,29 @@ impl Store for SqliteStore {
             return Err(self.no_run(run_id, ""));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored event line reads back as the event it was made from (but its summary).
+    #[test]
+    fn an_event_line_reads_back() {
+        let e = Event {
+            kind: EventKind::Failed,
+            key: "1.2".into(),
+            step_kind: "shell",
+            workflow: "w".into(),
+            at_ms: 12.5,
+            elapsed_ms: Some(3.0),
+            error: Some("boom".into()),
+            summary: String::new(),
+        };
+        let back = Event::from_line(&with_run_id(&e.to_stored_line(), "r"))
+            .unwrap_or_else(|| panic!("reads back"));
+        assert_eq!(format!("{back:?}"), format!("{e:?}"));
+        assert!(Event::from_line("{\"event\":\"approval_decided\",\"key\":\"g\"}").is_none());
     }
 }

@@ -563,3 +563,30 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
         "the other worker finished the run: {log}"
     );
 }
+
+/// On a terminal, following a run on the engine draws its steps as a local run does, from the
+/// events the run recorded there.
+#[test]
+fn a_followed_run_shows_its_steps_on_a_terminal() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "slow.yaml",
+        "pipeline: slow\nsteps:\n  - shell: {command: \"sleep 1.5; echo one\"}\n  - shell: {command: \"echo two\"}\n",
+    );
+    let line = format!("{} run slow.yaml", env!("CARGO_BIN_EXE_pipewright"));
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .current_dir(&e.project)
+        .env("NO_COLOR", "1")
+        .env("PIPEWRIGHT_ENGINE", "restate")
+        .env("PIPEWRIGHT_RESTATE_INGRESS", e.server.ingress_url())
+        .env("PIPEWRIGHT_RESTATE_ADMIN", e.server.admin_url());
+    let o = output_within(c, 120);
+    let shown = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(shown.contains("✓ step 0 shell"), "{shown}");
+    assert!(shown.contains("two"), "{shown}");
+}

@@ -13,7 +13,7 @@ use pipewright_restate::workflow::{Pass, PipewrightRun, RunExecutor, RunSubmissi
 use pipewright_restate::{Client, Submission};
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::BoxFuture;
-use pipewright_runtime::store::{Store, StoreError};
+use pipewright_runtime::store::{Event, EventSink as _, Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +37,8 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitStatus> {
 
 /// How often a client asks the engine whether the run has ended or waits at a gate.
 const POLL: Duration = Duration::from_millis(200);
+/// How often it reads the run's events for the progress display (each read returns them all).
+const EVENTS_EVERY: Duration = Duration::from_secs(1);
 
 // ---- pipewright worker ----
 
@@ -367,9 +369,34 @@ fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, 
 fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
     let paused_before = store.loaded(run_id).map(|l| l.pauses).unwrap_or(0);
     let mut first = true;
+    // On a terminal, the steps' progress as a local run draws it, from the run's events.
+    let progress = match format {
+        RunFormat::Human => pipewright_runtime::progress::Progress::for_terminal(),
+        RunFormat::Json => None,
+    };
+    let mut shown = 0;
+    let mut show_events = || {
+        if let Some(p) = &progress {
+            if let Ok(lines) = store.events(run_id) {
+                for e in lines.iter().skip(shown).filter_map(|l| Event::from_line(l)) {
+                    p.event(&e);
+                }
+                shown = shown.max(lines.len());
+            }
+        }
+    };
+    let mut last_events = std::time::Instant::now() - EVENTS_EVERY;
     loop {
+        if last_events.elapsed() >= EVENTS_EVERY {
+            last_events = std::time::Instant::now();
+            show_events();
+        }
         match store.report(run_id) {
-            Ok(Some(report)) => return print(&report, format),
+            Ok(Some(report)) => {
+                // The steps that ended since the last look, before the report.
+                show_events();
+                return print(&report, format);
+            }
             Ok(None) => {}
             // Not submitted yet as far as the ingress knows (it has the send): ask again.
             Err(StoreError::NoRun { .. }) => {}
@@ -384,6 +411,7 @@ fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
             // a wait that began since.
             if waits && (l.pauses > paused_before || (first && l.pauses > 0)) {
                 if let Some(pass) = &l.pass {
+                    show_events();
                     return print(pass, format);
                 }
             }
