@@ -63,6 +63,29 @@ pub struct PassReport {
     pub human: Option<(String, String)>,
 }
 
+/// A decision for a run that is running (a MEOW approval step waits inside it): relayed to the
+/// worker running the run, which decides it where the run listens, and answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ask {
+    /// Names the answer.
+    pub id: String,
+    pub step: Option<String>,
+    pub decision: pipewright_runtime::approval::Decision,
+}
+
+/// What deciding answered: the line `approve` prints, or its exit code and message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Answer {
+    Decided(String),
+    Refused(u8, String),
+}
+
+const ASKS: &str = "asks";
+
+fn answer_key(id: &str) -> String {
+    format!("answer:{id}")
+}
+
 /// A run as `load` answers: its record, and how the engine stands with it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Loaded {
@@ -195,6 +218,47 @@ impl PipewrightRunState {
         }
         ctx.clear_all();
         Ok(())
+    }
+
+    /// Queues a decision for the worker running the run.
+    #[handler]
+    async fn ask(&self, ctx: ObjectContext<'_>, ask: Json<Ask>) -> HandlerResult<()> {
+        let mut asks = read!(ctx, Vec<Ask>, ASKS).unwrap_or_default();
+        asks.push(ask.into_inner());
+        ctx.set(ASKS, Json(asks));
+        Ok(())
+    }
+
+    /// The decisions asked for since the last call, for the worker running the run to relay.
+    #[handler]
+    async fn take_asks(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Vec<Ask>>> {
+        let asks = read!(ctx, Vec<Ask>, ASKS).unwrap_or_default();
+        if !asks.is_empty() {
+            ctx.clear(ASKS);
+        }
+        Ok(Json(asks))
+    }
+
+    /// What deciding an asked decision answered.
+    #[handler]
+    async fn answer(
+        &self,
+        ctx: ObjectContext<'_>,
+        answer: Json<(String, Answer)>,
+    ) -> HandlerResult<()> {
+        let (id, answer) = answer.into_inner();
+        ctx.set(&answer_key(&id), Json(answer));
+        Ok(())
+    }
+
+    /// The answer to an asked decision, once the worker gave it.
+    #[handler]
+    async fn answer_of(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        id: String,
+    ) -> HandlerResult<Json<Option<Answer>>> {
+        Ok(Json(read!(ctx, Answer, &answer_key(&id))))
     }
 
     /// The run as `--resume` loads it, with how the engine stands with it.

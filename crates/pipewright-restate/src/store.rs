@@ -250,6 +250,49 @@ impl RestateStore {
         }
     }
 
+    /// Queues a decision for the worker running the run.
+    pub fn ask(&self, run_id: &str, ask: &run_state::Ask) -> Result<(), StoreError> {
+        self.call(run_id, "ask", Some(to_json(ask)))?;
+        Ok(())
+    }
+
+    /// The decisions asked for the run since the last call (for its worker to relay).
+    pub fn take_asks(&self, run_id: &str) -> Result<Vec<run_state::Ask>, StoreError> {
+        let v = self.call(run_id, "take_asks", None)?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: the asks of run {run_id}: {e}",
+                self.describe()
+            ))
+        })
+    }
+
+    /// Records what deciding an asked decision answered.
+    pub fn answer(
+        &self,
+        run_id: &str,
+        id: &str,
+        answer: &run_state::Answer,
+    ) -> Result<(), StoreError> {
+        self.call(run_id, "answer", Some(to_json(&(id, answer))))?;
+        Ok(())
+    }
+
+    /// The answer to an asked decision, once its worker gave it.
+    pub fn answer_of(
+        &self,
+        run_id: &str,
+        id: &str,
+    ) -> Result<Option<run_state::Answer>, StoreError> {
+        let v = self.call(run_id, "answer_of", Some(Json::from(id)))?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: an answer of run {run_id}: {e}",
+                self.describe()
+            ))
+        })
+    }
+
     fn epoch(&self, run_id: &str) -> Result<u64, StoreError> {
         lock(&self.inner.epochs)
             .get(run_id)

@@ -13,7 +13,6 @@
 use crate::run_state::PassReport;
 use crate::store::{Engine, RestateStore};
 use pipewright_runtime::backend::BoxFuture;
-use pipewright_runtime::store::Store;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -38,7 +37,7 @@ pub struct Pass {
     pub submission: RunSubmission,
     /// The run exists on the engine: resume it (its input is the recorded one).
     pub resume: bool,
-    pub store: Arc<dyn Store>,
+    pub store: Arc<RestateStore>,
 }
 
 /// Executes a pass: what `pipewright run` would do and print, with `pass.store` as its store.

@@ -6,7 +6,7 @@
 use crate::store::{self, RunLock, RunRecord, Store};
 
 /// A decision on an approval a run waits for.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Decision {
     Approve { message: String },
     Deny { reason: String },

@@ -590,3 +590,63 @@ fn a_followed_run_shows_its_steps_on_a_terminal() {
     assert!(shown.contains("✓ step 0 shell"), "{shown}");
     assert!(shown.contains("two"), "{shown}");
 }
+
+/// A MEOW approval step waits inside a run on a worker; `approve` from another directory is
+/// relayed there through the engine, and the run goes on.
+#[test]
+fn a_meow_approval_on_a_worker_is_decided_from_elsewhere() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "gate.meow.toml",
+        r#"[main]
+[main.variables]
+pw = { default = "pipewright" }
+
+[[main.steps]]
+id = "release"
+executor = "branch"
+condition = "{{pw}} meow await-approval release --timeout 60s"
+[main.steps.on_true]
+inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
+[main.steps.on_false]
+inline = [{ id = "held", executor = "shell", command = "echo held" }]
+"#,
+    );
+    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+    let detached = e.pw(&[
+        "run",
+        "gate.meow.toml",
+        "--var",
+        &pw,
+        "--detach",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let elsewhere = tempdir();
+    // Until the step waits, there is nothing to approve (and `approve` says so).
+    let mut approved = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let o = e.pw_in(elsewhere.path(), &["approve", &id, "--step", "release"]);
+        if o.status.code() == Some(0) {
+            approved = Some(o);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let approved = approved.unwrap_or_else(|| panic!("the approval step never waited"));
+    assert!(text(&approved).contains("release"), "{}", text(&approved));
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    assert_eq!(
+        report(&followed)["steps"]["release.shipped"],
+        "done",
+        "{}",
+        text(&followed)
+    );
+}

@@ -7,7 +7,7 @@ use crate::cli::{EngineArgs, RunArgs, RunFormat, RunsArgs, WorkerArgs};
 use crate::commands::run::{run_async, RunEnv};
 use crate::exit::ExitStatus;
 use pipewright_dialect::{FlagValue, RecordedRun};
-use pipewright_restate::run_state::{PassReport, PipewrightRunState};
+use pipewright_restate::run_state::{Answer, Ask, PassReport, PipewrightRunState};
 use pipewright_restate::store::{Engine, RestateStore};
 use pipewright_restate::workflow::{Pass, PipewrightRun, RunExecutor, RunSubmission};
 use pipewright_restate::{Client, Submission};
@@ -144,7 +144,8 @@ struct Executor;
 impl RunExecutor for Executor {
     fn execute(&self, pass: Pass) -> BoxFuture<'static, PassReport> {
         Box::pin(async move {
-            let (tx, rx) = tokio::sync::oneshot::channel();
+            let (store, run_id) = (pass.store.clone(), pass.run_id.clone());
+            let (tx, mut rx) = tokio::sync::oneshot::channel();
             let spawned = std::thread::Builder::new()
                 .name("pipewright-run".into())
                 .spawn(move || {
@@ -153,10 +154,71 @@ impl RunExecutor for Executor {
             if let Err(e) = spawned {
                 return failed_pass(format!("cannot start the run's thread: {e}"));
             }
-            rx.await
-                .unwrap_or_else(|_| failed_pass("the run's thread stopped".into()))
+            // While the pass runs, decisions asked through the engine are decided here, where
+            // the run listens (a MEOW approval step's orchestrator socket).
+            loop {
+                tokio::select! {
+                    done = &mut rx => {
+                        return done.unwrap_or_else(|_| failed_pass("the run's thread stopped".into()));
+                    }
+                    () = tokio::time::sleep(RELAY_EVERY) => {
+                        let (store, run_id) = (store.clone(), run_id.clone());
+                        let _ = tokio::task::spawn_blocking(move || relay(&store, &run_id)).await;
+                    }
+                }
+            }
         })
     }
+}
+
+/// How often a worker looks for decisions asked for the run it runs.
+const RELAY_EVERY: Duration = Duration::from_millis(250);
+
+/// Decides what was asked for a run this worker runs, as `pipewright approve|deny` here would,
+/// and answers the asker through the engine.
+fn relay(store: &RestateStore, run_id: &str) {
+    let Ok(asks) = store.take_asks(run_id) else {
+        return;
+    };
+    for ask in asks {
+        let answer = match decide_here(store, run_id, ask.step.as_deref(), &ask.decision) {
+            Ok(line) => Answer::Decided(line),
+            Err((code, message)) => Answer::Refused(code, message),
+        };
+        let _ = store.answer(run_id, &ask.id, &answer);
+    }
+}
+
+/// `Runtime::decide` for a run on the engine, from this host (where a live run listens).
+fn decide_here(
+    store: &RestateStore,
+    run_id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, (u8, String)> {
+    let loaded = store.loaded(run_id).map_err(|e| (1, e.to_string()))?;
+    let record = loaded.meta.record(loaded.landings);
+    let run_dir = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| crate::commands::runs::store_path(&cwd, &cwd).ok())
+        .map(|p| crate::commands::runs::runs_dir(&p).join(run_id))
+        .unwrap_or_default();
+    let run = RecordedRun {
+        run_id,
+        store,
+        record: &record,
+        run_dir: &run_dir,
+    };
+    pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.decide(&run, step, d))
+        .unwrap_or_else(|| {
+            Err((
+                1,
+                pipewright_runtime::approval::nothing_waits(store, run_id),
+            ))
+        })
 }
 
 fn failed_pass(message: String) -> PassReport {
@@ -455,20 +517,21 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
             return ExitStatus::FAILED;
         }
     };
+    if loaded.owner.owned {
+        // The run is running on a worker: what waits there is decided there.
+        return match ask_worker(&store, id, step, d) {
+            Ok(line) => {
+                outln!("{line}");
+                ExitStatus::OK
+            }
+            Err((code, message)) => {
+                errln!("error: {message}");
+                ExitStatus::of_dialect(code)
+            }
+        };
+    }
     let pauses = loaded.pauses;
-    let record = loaded.meta.record(loaded.landings);
-    let no_dir = PathBuf::new();
-    let run = RecordedRun {
-        run_id: id,
-        store: &store,
-        record: &record,
-        run_dir: &no_dir,
-    };
-    let decided = pipewright_registry::DIALECTS
-        .iter()
-        .filter_map(|dialect| dialect.runtime())
-        .find_map(|rt| rt.decide(&run, step, d))
-        .unwrap_or_else(|| Err((1, pipewright_runtime::approval::nothing_waits(&store, id))));
+    let decided = decide_here(&store, id, step, d);
     match decided {
         Ok(line) => {
             if let Err(e) = store.wake(id, pauses) {
@@ -484,6 +547,37 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// How long `approve` waits for the worker running the run to answer.
+const ANSWER_WITHIN: Duration = Duration::from_secs(60);
+
+/// Asks the worker running the run to decide, and waits for its answer.
+fn ask_worker(
+    store: &RestateStore,
+    run_id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, (u8, String)> {
+    let ask = Ask {
+        id: pipewright_runtime::store::new_run_id(),
+        step: step.map(str::to_string),
+        decision: d.clone(),
+    };
+    store.ask(run_id, &ask).map_err(|e| (1, e.to_string()))?;
+    let deadline = std::time::Instant::now() + ANSWER_WITHIN;
+    while std::time::Instant::now() < deadline {
+        match store.answer_of(run_id, &ask.id) {
+            Ok(Some(Answer::Decided(line))) => return Ok(line),
+            Ok(Some(Answer::Refused(code, message))) => return Err((code, message)),
+            Ok(None) => std::thread::sleep(POLL),
+            Err(e) => return Err((1, e.to_string())),
+        }
+    }
+    Err((
+        1,
+        format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", ANSWER_WITHIN.as_secs()),
+    ))
 }
 
 // ---- runs --engine restate ----
