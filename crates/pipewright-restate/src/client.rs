@@ -246,6 +246,22 @@ impl Client {
         handler: &str,
         input: Option<&Value>,
     ) -> Result<Value, ClientError> {
+        self.call_once(ingress, workflow, key, handler, input, None)
+            .await
+    }
+
+    /// [`Client::call`] under an idempotency key: the server runs the call once however many
+    /// times it is sent with that key (and answers a repeat with the first call's result), so a
+    /// call whose answer was lost can be sent again safely.
+    pub async fn call_once(
+        &self,
+        ingress: &str,
+        workflow: &str,
+        key: &str,
+        handler: &str,
+        input: Option<&Value>,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value, ClientError> {
         let url = format!(
             "{}/restate/call/{}/{}/{}",
             trim(ingress),
@@ -253,12 +269,18 @@ impl Client {
             segment(key),
             segment(handler)
         );
+        let mut req = self.http.post(&url).timeout(REQUEST_TIMEOUT);
+        if let Some(k) = idempotency_key {
+            req = req.header("idempotency-key", k);
+        }
         let body = match input {
-            Some(input) => self.post_json(&url, input).await?,
-            None => {
-                let req = self.http.post(&url).timeout(REQUEST_TIMEOUT);
+            Some(input) => {
+                let req = req
+                    .header("content-type", "application/json")
+                    .body(input.to_string());
                 self.finish("POST", &url, req).await?
             }
+            None => self.finish("POST", &url, req).await?,
         };
         if body.is_empty() {
             return Ok(Value::Null);

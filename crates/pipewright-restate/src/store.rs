@@ -149,6 +149,9 @@ impl RestateStore {
 
     /// Calls a handler of the run's state object and waits for it; the engine's refusals come
     /// back as the store's (no run, busy, superseded).
+    ///
+    /// A call the engine could not answer (unreachable, or a node failing over) is sent again,
+    /// under the same idempotency key, for up to [`RETRY_FOR`]: it takes effect once.
     fn call(&self, run_id: &str, handler: &str, input: Option<Json>) -> Result<Json, StoreError> {
         store::check_run_id(run_id)?;
         let (client, ingress, id, h) = (
@@ -157,9 +160,30 @@ impl RestateStore {
             run_id.to_string(),
             handler.to_string(),
         );
-        let answer = self
-            .inner
-            .block(async move { call(&client, &ingress, &id, &h, input.as_ref()).await });
+        let once = store::new_run_id();
+        let answer = self.inner.block(async move {
+            let started = std::time::Instant::now();
+            let mut pause = std::time::Duration::from_millis(50);
+            loop {
+                let r = client
+                    .call_once(
+                        &ingress,
+                        run_state::SERVICE,
+                        &id,
+                        &h,
+                        input.as_ref(),
+                        Some(&once),
+                    )
+                    .await;
+                match r {
+                    Err(e) if transient(&e) && started.elapsed() < RETRY_FOR => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                    }
+                    other => return other,
+                }
+            }
+        });
         answer.map_err(|e| self.refusal(run_id, e))
     }
 
@@ -303,6 +327,20 @@ impl RestateStore {
                     self.describe()
                 ))
             })
+    }
+}
+
+/// How long a call is sent again while the engine cannot answer it.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// An answer that says nothing about the call itself: the engine was unreachable or failing
+/// over (a 5xx, or no answer at all), not a refusal of a handler.
+fn transient(e: &ClientError) -> bool {
+    match e {
+        ClientError::Transport { .. } => true,
+        // The handlers' own refusals are 4xx (run_state::{NO_RUN, BUSY, SUPERSEDED}).
+        ClientError::Status { status, .. } => *status >= 500,
+        _ => false,
     }
 }
 

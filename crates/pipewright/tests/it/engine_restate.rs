@@ -650,3 +650,130 @@ inline = [{ id = "held", executor = "shell", command = "echo held" }]
         text(&followed)
     );
 }
+
+/// A run on a 3-node cluster goes on while each node in turn (the one leading the run's
+/// partition among them) is killed with kill -9 and brought back: the worker reaches the
+/// cluster through a balancer over the three ingresses, as a deployment would.
+#[test]
+fn a_cluster_run_survives_losing_each_node_in_turn() {
+    if skip_engine_test() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempdir();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(project.join("pipewright.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let nodes = pipewright_restate::server::cluster_configs(&dir.path().join("cluster"), 3)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let binary = pipewright_restate::server::find_binary().unwrap_or_else(|e| panic!("{e}"));
+    let mut servers: Vec<RestateServer> = nodes
+        .into_iter()
+        .map(|c| RestateServer::spawn(binary.clone(), c).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    for s in &mut servers {
+        rt.block_on(s.wait_healthy(Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let ingress_ports: Vec<u16> = servers
+        .iter()
+        .filter_map(|s| s.ingress_url().rsplit(':').next()?.parse().ok())
+        .collect();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ingress = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    rt.spawn(balance(listener, ingress_ports));
+    let admin = servers[0].admin_url();
+    let port = free_port();
+    let log = dir.path().join("worker.log");
+    let worker = Worker {
+        child: bin()
+            .current_dir(&project)
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--ingress", &ingress, "--admin", &admin])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}")),
+            ))
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+        port,
+    };
+    wait_for("the worker to listen", 30, || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("serving"))
+    });
+    // Healthy is not yet provisioned; and every node's ingress learns of the deployment a
+    // while after it is registered.
+    let client = Client::new().unwrap_or_else(|e| panic!("{e}"));
+    let uri = format!("http://127.0.0.1:{port}");
+    wait_for("the deployment to register", 60, || {
+        rt.block_on(client.register(&admin, &uri)).is_ok()
+    });
+    for s in &servers {
+        wait_for("every node to know the deployment", 60, || {
+            let probe = rt.block_on(client.call(
+                &s.ingress_url(),
+                pipewright_restate::run_state::SERVICE,
+                "00000000-0000-7000-8000-000000000000",
+                "load",
+                None,
+            ));
+            // A run that does not exist is the object's own answer: the service is known.
+            matches!(&probe, Err(e) if e.to_string().contains("no run"))
+        });
+    }
+    let steps: String = (1..=16)
+        .map(|n| format!("  - shell: {{command: \"sleep 0.7; echo s{n} >> steps.log\"}}\n"))
+        .collect();
+    std::fs::write(
+        project.join("long.yaml"),
+        format!("pipeline: long\nsteps:\n{steps}"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pw = |args: &[&str]| {
+        let mut c = bin();
+        c.current_dir(&project)
+            .args(args)
+            .args(["--engine", "restate", "--ingress", &ingress]);
+        output_within(c, 180)
+    };
+    let detached = pw(&["run", "long.yaml", "--detach", "--format", "json"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let logged = || {
+        std::fs::read_to_string(project.join("steps.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    for k in 0..3 {
+        let before = logged();
+        wait_for("a step to land", 60, || logged() > before);
+        servers[k].kill();
+        let during = logged();
+        wait_for("a step to land without the node", 60, || logged() > during);
+        rt.block_on(servers[k].restart())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let followed = pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let log = std::fs::read_to_string(project.join("steps.log")).unwrap_or_default();
+    for n in 1..=16 {
+        assert!(log.contains(&format!("s{n}\n")), "s{n}: {log}");
+    }
+    assert!(
+        log.lines().count() <= 16 + 3,
+        "only steps in flight ran again: {log}"
+    );
+    drop(worker);
+}
