@@ -448,6 +448,7 @@ fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
         }
     };
     let mut last_events = std::time::Instant::now() - EVENTS_EVERY;
+    let mut pause = Duration::from_millis(10);
     loop {
         if last_events.elapsed() >= EVENTS_EVERY {
             last_events = std::time::Instant::now();
@@ -479,7 +480,9 @@ fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
             }
         }
         first = false;
-        std::thread::sleep(POLL);
+        // Soon at first (a short run ends in milliseconds), then every POLL.
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(POLL);
     }
 }
 
