@@ -181,7 +181,8 @@ fn env(name: &str) -> Option<String> {
 fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, String> {
     match t {
         Some(t) => {
-            super::parse_duration(t).map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+            let d = super::parse_duration(t)?;
+            Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
         }
         None => Ok(default),
     }

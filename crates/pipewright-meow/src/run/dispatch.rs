@@ -33,12 +33,12 @@ pub(crate) enum Completion {
     /// A tmux agent's session started (or was found alive).
     Spawned {
         agent: String,
-        info: Result<AgentInfo, String>,
+        info: Result<AgentInfo, super::tmux::TmuxError>,
     },
     /// A prompt was typed into a tmux agent's session (and, unless `fire_forget`, the agent
     /// reported); a failure carries its spec error type.
     Injected(Result<(), (&'static str, String)>),
-    Killed(Result<(), String>),
+    Killed(Result<(), super::tmux::TmuxError>),
 }
 
 /// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
@@ -333,7 +333,7 @@ impl Exec {
                     self.agents.insert(agent, info);
                     st.end(i, Status::Done, outputs, None, ended);
                 }
-                Err(e) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+                Err(e) => st.end(i, Status::Failed, Map::new(), Some(e.into()), ended),
             },
             Completion::Injected(Ok(())) => {
                 if st.steps[i].agent().is_some_and(Agent::fire_forget) {
@@ -346,7 +346,9 @@ impl Exec {
                 self.deadlines.retain(|(_, step)| *step != i);
                 st.fail(i, kind, Map::new(), e, ended);
             }
-            Completion::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            Completion::Killed(Err(e)) => {
+                st.end(i, Status::Failed, Map::new(), Some(e.into()), ended)
+            }
             Completion::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
         }
     }
@@ -936,7 +938,7 @@ impl Exec {
             if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
                 return (
                     i,
-                    Completion::Injected(Err((super::recovery::AGENT_NOT_FOUND, e))),
+                    Completion::Injected(Err((super::recovery::AGENT_NOT_FOUND, e.into()))),
                 );
             }
             if fire_forget {

@@ -27,7 +27,7 @@ mod subst;
 mod template;
 mod tmux;
 
-pub use duration::parse as parse_duration;
+pub use duration::{parse as parse_duration, DurationError};
 pub use plan::plan;
 
 use crate::ast::Module;
@@ -343,7 +343,7 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
                 _ => self.scope.vars.get(name).cloned(),
             }
         }
-        fn outputs(&self, _: &str) -> Result<Value, String> {
+        fn outputs(&self, _: &str) -> Result<Value, subst::SubstError> {
             Ok(Value::Object(Map::new()))
         }
     }
