@@ -541,14 +541,11 @@ impl Exec {
         let reference =
             subst::render(reference, &values, false).map_err(|e| format!("`template`: {e}"))?;
         let src = st.steps[i].src.clone();
-        let workflow = self
-            .lib
-            .resolve(&reference, &src)
-            .map_err(|message| Refused {
-                code: codes::MEOW_STEP,
-                message,
-                kind: Some(recovery::TEMPLATE_NOT_FOUND),
-            })?;
+        let workflow = self.lib.resolve(&reference, &src).map_err(|e| Refused {
+            code: codes::MEOW_STEP,
+            message: e.into(),
+            kind: Some(recovery::TEMPLATE_NOT_FOUND),
+        })?;
         let mut given = match variables {
             Some(variables) => match subst::typed_value(&variables.to_json(), &values)
                 .map_err(|e| format!("`variables`: {e}"))?
