@@ -159,8 +159,8 @@ pub async fn run(
         .workflows
         .first()
         .ok_or("the file declares no recipe".to_string())?;
-    let recipes =
-        machine::load(recipe, sources, w.file, opts.source_path.as_deref()).map_err(config)?;
+    let recipes = machine::load(recipe, sources, w.file, opts.source_path.as_deref())
+        .map_err(|e| config(e.into()))?;
     if let Some(t) = sm.model.as_deref().filter(|t| !TIERS.contains(t)) {
         return Err(config(format!(
             "`--model {t}` is not a model tier (tiers: haiku, sonnet, opus)"
