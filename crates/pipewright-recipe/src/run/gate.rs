@@ -280,20 +280,12 @@ pub fn decide(
             });
         }
     }
-    if pending.len() > 1 {
-        return Err(DecideError::Several {
-            run_id: run_id.to_string(),
-            count: pending.len(),
-            waiting: names(&pending),
-        });
-    }
-    // One is left: `pending` was not empty, and more than one returned above.
-    let Some((key, st)) = pending.pop() else {
-        return Err(DecideError::NotWaiting {
-            run_id: run_id.to_string(),
-            status: stopped.status,
-        });
-    };
+    // `pending` is not empty here: one gate waits, or several.
+    let [(key, st)] = <[_; 1]>::try_from(pending).map_err(|pending| DecideError::Several {
+        run_id: run_id.to_string(),
+        count: pending.len(),
+        waiting: names(&pending),
+    })?;
     let stage = st["stage"].as_str().unwrap_or("").to_string();
     let st = decided(&st, d);
     let event = json!({
