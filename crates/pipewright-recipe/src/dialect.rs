@@ -135,7 +135,7 @@ impl Runtime for Recipe {
                         decision.past_tense()
                     )
                 })
-                .map_err(|e| (1, e)),
+                .map_err(|e| (1, e.into())),
         )
     }
 

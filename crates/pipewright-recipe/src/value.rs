@@ -28,12 +28,62 @@ pub enum Value {
 /// Nesting limit of [`Value::from_json_text`], so no input can overflow the stack.
 pub const MAX_DEPTH: usize = 128;
 
+/// Why [`Value::from_json_text`] stopped, and the byte where it did.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{problem} at byte {at}")]
+pub struct JsonError {
+    pub problem: JsonProblem,
+    pub at: usize,
+}
+
+/// What the JSON reader found wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum JsonProblem {
+    #[error("nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("a value is missing")]
+    MissingValue,
+    #[error("expected a string key")]
+    ExpectedKey,
+    #[error("expected `:`")]
+    ExpectedColon,
+    #[error("expected `,` or `}}`")]
+    ExpectedCommaOrBrace,
+    #[error("expected `,` or `]`")]
+    ExpectedCommaOrBracket,
+    #[error("expected a JSON value")]
+    ExpectedValue,
+    #[error("malformed number")]
+    MalformedNumber,
+    #[error("expected four hex digits after `\\u`")]
+    ExpectedHex,
+    #[error("bad `\\u` escape")]
+    BadHex,
+    #[error("lone surrogate in a `\\u` escape")]
+    LoneSurrogate,
+    #[error("invalid escape")]
+    InvalidEscape,
+    #[error("control character in a string")]
+    ControlCharacter,
+    #[error("unterminated string")]
+    UnterminatedString,
+    /// A whole value was read and text follows it (where it starts is the error's byte).
+    #[error("extra data after the value")]
+    ExtraData,
+}
+
+impl From<JsonError> for String {
+    fn from(e: JsonError) -> String {
+        e.to_string()
+    }
+}
+
 impl Value {
     /// Reads JSON as Python's `json.loads` does: integers of any size stay exact, `NaN`,
     /// `Infinity` and `-Infinity` are accepted, a float literal too large becomes infinite.
     /// Unlike Python, a lone surrogate escape (`"\ud800"`) is an error: Rust strings cannot
     /// hold one.
-    pub fn from_json_text(text: &str) -> Result<Value, String> {
+    pub fn from_json_text(text: &str) -> Result<Value, JsonError> {
         let mut r = Reader {
             s: text.as_bytes(),
             text,
@@ -42,7 +92,7 @@ impl Value {
         let v = r.value(0)?;
         r.blanks();
         if r.pos < r.s.len() {
-            return Err(r.error("extra data after the value"));
+            return Err(r.error(JsonProblem::ExtraData));
         }
         Ok(v)
     }
@@ -233,8 +283,11 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn error(&self, what: &str) -> String {
-        format!("{what} at byte {}", self.pos)
+    fn error(&self, problem: JsonProblem) -> JsonError {
+        JsonError {
+            problem,
+            at: self.pos,
+        }
     }
 
     fn blanks(&mut self) {
@@ -252,13 +305,13 @@ impl Reader<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
         if depth > MAX_DEPTH {
-            return Err(self.error(&format!("nested deeper than {MAX_DEPTH} levels")));
+            return Err(self.error(JsonProblem::TooDeep));
         }
         self.blanks();
         let Some(&b) = self.s.get(self.pos) else {
-            return Err(self.error("a value is missing"));
+            return Err(self.error(JsonProblem::MissingValue));
         };
         match b {
             b'{' => {
@@ -271,12 +324,12 @@ impl Reader<'_> {
                 loop {
                     self.blanks();
                     if self.s.get(self.pos) != Some(&b'"') {
-                        return Err(self.error("expected a string key"));
+                        return Err(self.error(JsonProblem::ExpectedKey));
                     }
                     let k = self.string()?;
                     self.blanks();
                     if !self.eat(":") {
-                        return Err(self.error("expected `:`"));
+                        return Err(self.error(JsonProblem::ExpectedColon));
                     }
                     let v = self.value(depth + 1)?;
                     m.insert(k, v);
@@ -285,7 +338,7 @@ impl Reader<'_> {
                         return Ok(Value::Map(m));
                     }
                     if !self.eat(",") {
-                        return Err(self.error("expected `,` or `}`"));
+                        return Err(self.error(JsonProblem::ExpectedCommaOrBrace));
                     }
                 }
             }
@@ -303,7 +356,7 @@ impl Reader<'_> {
                         return Ok(Value::List(items));
                     }
                     if !self.eat(",") {
-                        return Err(self.error("expected `,` or `]`"));
+                        return Err(self.error(JsonProblem::ExpectedCommaOrBracket));
                     }
                 }
             }
@@ -315,7 +368,7 @@ impl Reader<'_> {
             _ if self.eat("Infinity") => Ok(Value::Float(f64::INFINITY)),
             _ if self.eat("-Infinity") => Ok(Value::Float(f64::NEG_INFINITY)),
             b'-' | b'0'..=b'9' => self.number(),
-            _ => Err(self.error("expected a JSON value")),
+            _ => Err(self.error(JsonProblem::ExpectedValue)),
         }
     }
 
@@ -327,19 +380,19 @@ impl Reader<'_> {
         self.pos - start
     }
 
-    fn number(&mut self) -> Result<Value, String> {
+    fn number(&mut self) -> Result<Value, JsonError> {
         let start = self.pos;
         self.eat("-");
         let int_start = self.pos;
         let n = self.digits();
         if n == 0 || (n > 1 && self.s[int_start] == b'0') {
-            return Err(self.error("malformed number"));
+            return Err(self.error(JsonProblem::MalformedNumber));
         }
         let mut float = false;
         if self.eat(".") {
             float = true;
             if self.digits() == 0 {
-                return Err(self.error("malformed number"));
+                return Err(self.error(JsonProblem::MalformedNumber));
             }
         }
         if matches!(self.s.get(self.pos), Some(b'e' | b'E')) {
@@ -349,7 +402,7 @@ impl Reader<'_> {
                 self.pos += 1;
             }
             if self.digits() == 0 {
-                return Err(self.error("malformed number"));
+                return Err(self.error(JsonProblem::MalformedNumber));
             }
         }
         let t = &self.text[start..self.pos];
@@ -357,7 +410,7 @@ impl Reader<'_> {
             return t
                 .parse()
                 .map(Value::Float)
-                .map_err(|_| self.error("malformed number"));
+                .map_err(|_| self.error(JsonProblem::MalformedNumber));
         }
         Ok(match t.parse::<i64>() {
             Ok(i) => Value::Int(i),
@@ -365,17 +418,17 @@ impl Reader<'_> {
         })
     }
 
-    fn hex4(&mut self) -> Result<u32, String> {
+    fn hex4(&mut self) -> Result<u32, JsonError> {
         let h = self
             .text
             .get(self.pos..self.pos + 4)
             .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| self.error("expected four hex digits after `\\u`"))?;
+            .ok_or_else(|| self.error(JsonProblem::ExpectedHex))?;
         self.pos += 4;
-        u32::from_str_radix(h, 16).map_err(|_| self.error("bad `\\u` escape"))
+        u32::from_str_radix(h, 16).map_err(|_| self.error(JsonProblem::BadHex))
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, JsonError> {
         self.pos += 1;
         let mut out = String::new();
         loop {
@@ -396,7 +449,7 @@ impl Reader<'_> {
                 Some(b'\\') => {
                     self.pos += 1;
                     let Some(&e) = self.s.get(self.pos) else {
-                        return Err(self.error("unterminated string"));
+                        return Err(self.error(JsonProblem::UnterminatedString));
                     };
                     self.pos += 1;
                     match e {
@@ -413,21 +466,21 @@ impl Reader<'_> {
                             let code = if (0xD800..0xDC00).contains(&hi) && self.eat("\\u") {
                                 let lo = self.hex4()?;
                                 if !(0xDC00..0xE000).contains(&lo) {
-                                    return Err(self.error("lone surrogate in a `\\u` escape"));
+                                    return Err(self.error(JsonProblem::LoneSurrogate));
                                 }
                                 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
                             } else {
                                 hi
                             };
                             let c = char::from_u32(code)
-                                .ok_or_else(|| self.error("lone surrogate in a `\\u` escape"))?;
+                                .ok_or_else(|| self.error(JsonProblem::LoneSurrogate))?;
                             out.push(c);
                         }
-                        _ => return Err(self.error("invalid escape")),
+                        _ => return Err(self.error(JsonProblem::InvalidEscape)),
                     }
                 }
-                Some(_) => return Err(self.error("control character in a string")),
-                None => return Err(self.error("unterminated string")),
+                Some(_) => return Err(self.error(JsonProblem::ControlCharacter)),
+                None => return Err(self.error(JsonProblem::UnterminatedString)),
             }
         }
     }
@@ -533,5 +586,32 @@ mod tests {
         }
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
         assert!(Value::from_json_text(&deep).is_err());
+    }
+
+    #[test]
+    fn a_json_error_names_the_problem_and_its_byte() {
+        let e = Value::from_json_text("[1] 2").unwrap_err();
+        assert_eq!(
+            e,
+            JsonError {
+                problem: JsonProblem::ExtraData,
+                at: 4
+            }
+        );
+        assert_eq!(e.to_string(), "extra data after the value at byte 4");
+        assert_eq!(
+            Value::from_json_text(r#""\q""#).unwrap_err().to_string(),
+            "invalid escape at byte 3"
+        );
+        assert_eq!(
+            Value::from_json_text(r#""\u12""#).unwrap_err().to_string(),
+            "expected four hex digits after `\\u` at byte 3"
+        );
+        assert_eq!(
+            Value::from_json_text(&"[".repeat(MAX_DEPTH + 2))
+                .unwrap_err()
+                .problem,
+            JsonProblem::TooDeep
+        );
     }
 }

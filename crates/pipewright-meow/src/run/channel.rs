@@ -29,6 +29,38 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
+/// Why the run's socket cannot be opened, or a `meow` command cannot get its answer through
+/// it. I/O errors are kept as their text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("cannot create the directory {}: {error}", .dir.display())]
+    CreateDir { dir: PathBuf, error: String },
+    #[error("cannot read {}: {error}", .dir.display())]
+    ReadDir { dir: PathBuf, error: String },
+    /// Another user's, or open to others: a socket there could be reached by them.
+    #[error("{} is not a directory only this user can use; the orchestrator socket cannot go there", .0.display())]
+    NotPrivate(PathBuf),
+    #[error("cannot listen on {} (a socket path may be at most 107 bytes): {error}", .path.display())]
+    Listen { path: PathBuf, error: String },
+    /// No run listens there (it ended, or never started).
+    #[error("cannot reach the orchestrator at {}: {error}", .sock.display())]
+    Unreachable { sock: PathBuf, error: String },
+    #[error("cannot write to the orchestrator: {0}")]
+    Write(String),
+    #[error("cannot read the orchestrator's answer: {0}")]
+    Read(String),
+    #[error("the orchestrator closed the connection")]
+    Closed,
+    #[error("bad answer: {0}")]
+    BadAnswer(String),
+}
+
+impl From<ChannelError> for String {
+    fn from(e: ChannelError) -> String {
+        e.to_string()
+    }
+}
+
 /// What the scheduler is asked.
 pub enum Request {
     StepDone {
@@ -169,7 +201,7 @@ impl Channel {
     /// `$XDG_RUNTIME_DIR` (else the temporary directory) in `pw-meow-<uid>/<run-id>.sock`, a
     /// directory that must be this user's and owner-only.
     /// `max_message`: the longest request line taken, in bytes (`[meow] max_message_bytes`).
-    pub fn open(dir: &Path, max_message: usize) -> Result<Channel, String> {
+    pub fn open(dir: &Path, max_message: usize) -> Result<Channel, ChannelError> {
         use std::os::unix::fs::PermissionsExt;
         private_dir(dir)?;
         let path = socket_path(dir);
@@ -177,12 +209,15 @@ impl Channel {
             private_dir(short)?;
         }
         let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path).map_err(|e| {
-            format!(
-                "cannot listen on {} (a socket path may be at most 107 bytes): {e}",
-                path.display()
-            )
-        })?;
+        let listener = match UnixListener::bind(&path) {
+            Ok(listener) => listener,
+            Err(e) => {
+                return Err(ChannelError::Listen {
+                    path,
+                    error: e.to_string(),
+                })
+            }
+        };
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         let (tx, rx) = mpsc::channel(64);
         let router = Arc::new(Mutex::new(Router::default()));
@@ -253,23 +288,25 @@ impl Drop for Channel {
 }
 
 /// Creates `dir` owner-only, or checks that an existing one is this user's and owner-only.
-fn private_dir(dir: &Path) -> Result<(), String> {
+fn private_dir(dir: &Path) -> Result<(), ChannelError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
+        .map_err(|e| ChannelError::CreateDir {
+            dir: dir.to_path_buf(),
+            error: e.to_string(),
+        })?;
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| ChannelError::ReadDir {
+        dir: dir.to_path_buf(),
+        error: e.to_string(),
+    })?;
     // SAFETY: getuid(2) has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} is not a directory only this user can use; the orchestrator socket cannot go there",
-            dir.display()
-        ));
+        return Err(ChannelError::NotPrivate(dir.to_path_buf()));
     }
     Ok(())
 }
@@ -581,21 +618,24 @@ async fn ask_scheduler(tx: &mpsc::Sender<Request>, query: Query) -> Value {
 }
 
 /// One request and its answer, for the `pipewright meow` commands.
-pub async fn ask(sock: &Path, req: &Value) -> Result<Value, String> {
+pub async fn ask(sock: &Path, req: &Value) -> Result<Value, ChannelError> {
     let conn = UnixStream::connect(sock)
         .await
-        .map_err(|e| format!("cannot reach the orchestrator at {}: {e}", sock.display()))?;
+        .map_err(|e| ChannelError::Unreachable {
+            sock: sock.to_path_buf(),
+            error: e.to_string(),
+        })?;
     let (r, mut w) = conn.into_split();
     let mut text = req.to_string();
     text.push('\n');
     w.write_all(text.as_bytes())
         .await
-        .map_err(|e| format!("cannot write to the orchestrator: {e}"))?;
+        .map_err(|e| ChannelError::Write(e.to_string()))?;
     let mut lines = BufReader::new(r).lines();
     match lines.next_line().await {
-        Ok(Some(l)) => serde_json::from_str(&l).map_err(|e| format!("bad answer: {e}")),
-        Ok(None) => Err("the orchestrator closed the connection".into()),
-        Err(e) => Err(format!("cannot read the orchestrator's answer: {e}")),
+        Ok(Some(l)) => serde_json::from_str(&l).map_err(|e| ChannelError::BadAnswer(e.to_string())),
+        Ok(None) => Err(ChannelError::Closed),
+        Err(e) => Err(ChannelError::Read(e.to_string())),
     }
 }
 
@@ -710,6 +750,25 @@ mod tests {
                 "{req}: {v}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_command_without_a_run_to_ask_cannot_reach_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let sock = d.path().join("orch.sock");
+        let e = ask(&sock, &json!({"type": "prime"})).await.err();
+        assert!(
+            matches!(&e, Some(ChannelError::Unreachable { sock: s, .. }) if *s == sock),
+            "{e:?}"
+        );
+        let e = e.map(String::from).unwrap_or_default();
+        assert!(e.starts_with("cannot reach the orchestrator at "), "{e}");
+        let file = d.path().join("file");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            Channel::open(&file, MAX_MESSAGE_BYTES),
+            Err(ChannelError::CreateDir { .. })
+        ));
     }
 
     #[tokio::test]

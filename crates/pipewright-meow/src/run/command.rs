@@ -12,6 +12,36 @@ use pipewright_dialect::{CommandContext, DialectCommand, ProjectRuns};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 
+use super::DurationError;
+use pipewright_runtime::store::StoreError;
+
+/// Why a `meow` command cannot put its question to a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum CommandError {
+    /// `what` names the flag or argument (`--output`, `event data`).
+    #[error("{what} takes KEY=VALUE, got `{got}`")]
+    NotKeyValue { what: &'static str, got: String },
+    #[error("--output-json takes a JSON object")]
+    OutputJsonNotAnObject,
+    #[error("`meow prime` runs in an agent session: MEOW_AGENT is not set")]
+    NoAgent,
+    #[error("whose session? give --agent, or run in an agent session (MEOW_AGENT)")]
+    WhoseSession,
+    #[error(transparent)]
+    Timeout(#[from] DurationError),
+    #[error(transparent)]
+    RunId(#[from] StoreError),
+    /// No project to look for the run in.
+    #[error("{0}")]
+    NoProject(String),
+    #[error("run {id} is not running in this project: no orchestrator socket at {} (the run store is {}; `pipewright runs` lists the runs)", .sock.display(), .store.display())]
+    NotRunning {
+        id: String,
+        sock: PathBuf,
+        store: PathBuf,
+    },
+}
+
 #[derive(Args)]
 pub struct MeowArgs {
     /// The run whose orchestrator to reach (its socket is in the run's directory), instead of
@@ -163,11 +193,14 @@ impl StepState {
     }
 }
 
-fn pairs(items: &[String], what: &str) -> Result<Map<String, Value>, String> {
+fn pairs(items: &[String], what: &'static str) -> Result<Map<String, Value>, CommandError> {
     let mut m = Map::new();
     for kv in items {
         let Some((k, v)) = kv.split_once('=').filter(|(k, _)| !k.is_empty()) else {
-            return Err(format!("{what} takes KEY=VALUE, got `{kv}`"));
+            return Err(CommandError::NotKeyValue {
+                what,
+                got: kv.clone(),
+            });
         };
         m.insert(k.to_string(), Value::String(v.to_string()));
     }
@@ -178,10 +211,11 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, String> {
+fn timeout_ms(t: &Option<String>, default: Option<u64>) -> Result<Option<u64>, CommandError> {
     match t {
         Some(t) => {
-            super::parse_duration(t).map(|d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+            let d = super::parse_duration(t)?;
+            Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
         }
         None => Ok(default),
     }
@@ -342,21 +376,21 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
 
 /// The orchestrator socket of run `id`, in the project's store's run directories (the same
 /// place `run` put it, whichever directory of the project this is called from).
-fn run_socket(id: &str, cx: &CommandContext<'_>) -> Result<PathBuf, String> {
+fn run_socket(id: &str, cx: &CommandContext<'_>) -> Result<PathBuf, CommandError> {
     pipewright_runtime::store::check_run_id(id)?;
-    let ProjectRuns { store, runs_dir } = (cx.project_runs)()?;
+    let ProjectRuns { store, runs_dir } = (cx.project_runs)().map_err(CommandError::NoProject)?;
     let sock = super::channel::socket_path(&runs_dir.join(id));
     if !sock.exists() {
-        return Err(format!(
-            "run {id} is not running in this project: no orchestrator socket at {} (the run store is {}; `pipewright runs` lists the runs)",
-            sock.display(),
-            store.display()
-        ));
+        return Err(CommandError::NotRunning {
+            id: id.to_string(),
+            sock,
+            store,
+        });
     }
     Ok(sock)
 }
 
-fn request(c: &MeowCommand) -> Result<Value, String> {
+fn request(c: &MeowCommand) -> Result<Value, CommandError> {
     let (agent, workflow) = (env("MEOW_AGENT"), env("MEOW_WORKFLOW"));
     Ok(match c {
         MeowCommand::Done {
@@ -369,7 +403,7 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
             if let Some(j) = output_json {
                 match serde_json::from_str::<Value>(j) {
                     Ok(Value::Object(m)) => outs.extend(m),
-                    _ => return Err("--output-json takes a JSON object".into()),
+                    _ => return Err(CommandError::OutputJsonNotAnObject),
                 }
             }
             json!({"type": "step_done", "workflow": workflow, "agent": agent,
@@ -377,15 +411,11 @@ fn request(c: &MeowCommand) -> Result<Value, String> {
                    "notes": notes})
         }
         MeowCommand::Prime { .. } => {
-            let agent =
-                agent.ok_or("`meow prime` runs in an agent session: MEOW_AGENT is not set")?;
+            let agent = agent.ok_or(CommandError::NoAgent)?;
             json!({"type": "get_prompt", "agent": agent})
         }
         MeowCommand::SessionId { agent: given } => {
-            let agent = given
-                .clone()
-                .or(agent)
-                .ok_or("whose session? give --agent, or run in an agent session (MEOW_AGENT)")?;
+            let agent = given.clone().or(agent).ok_or(CommandError::WhoseSession)?;
             json!({"type": "get_session_id", "agent": agent})
         }
         MeowCommand::StepStatus { step, .. } => {
@@ -452,5 +482,30 @@ impl DialectCommand for Meow {
 
     fn program_name(&self) -> Option<&'static str> {
         Some("meow")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_without_its_key_is_refused_naming_the_flag() {
+        let e = pairs(&["a=1".into(), "=2".into()], "--filter");
+        assert_eq!(
+            e,
+            Err(CommandError::NotKeyValue {
+                what: "--filter",
+                got: "=2".into()
+            })
+        );
+        assert_eq!(
+            e.err().map(|e| e.to_string()).unwrap_or_default(),
+            "--filter takes KEY=VALUE, got `=2`"
+        );
+        assert!(matches!(
+            timeout_ms(&Some("soon".into()), None),
+            Err(CommandError::Timeout(_))
+        ));
     }
 }

@@ -2,11 +2,13 @@
 //! how expansions insert their steps.
 
 use super::agent;
+use super::duration::DurationError;
 use super::recovery;
 use super::shell;
 use super::state::{Ended, State, Status, StepValues};
-use super::subst;
+use super::subst::{self, SubstError};
 use super::template::{under, ModuleFile, Template, TemplateStep};
+use super::tmux::AdapterError;
 use super::{AgentInfo, Dispatched, Exec, ForeachThrottle};
 use crate::ast::Text;
 use crate::executor::{
@@ -19,6 +21,7 @@ use pipewright_runtime::codes;
 use serde_json::{json, Map, Value};
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,12 +36,12 @@ pub(crate) enum Completion {
     /// A tmux agent's session started (or was found alive).
     Spawned {
         agent: String,
-        info: Result<AgentInfo, String>,
+        info: Result<AgentInfo, super::tmux::TmuxError>,
     },
     /// A prompt was typed into a tmux agent's session (and, unless `fire_forget`, the agent
     /// reported); a failure carries its spec error type.
     Injected(Result<(), (&'static str, String)>),
-    Killed(Result<(), String>),
+    Killed(Result<(), super::tmux::TmuxError>),
 }
 
 /// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
@@ -131,6 +134,57 @@ impl From<String> for Refused {
     }
 }
 
+/// Why a step could not start: a field of it did not substitute or does not say what it must.
+/// The step fails with the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum PrepareError {
+    /// A field's `{{…}}` did not resolve; `key` names the field (`env.NAME` for a variable).
+    #[error("`{key}`: {error}")]
+    Field { key: String, error: SubstError },
+    #[error("output `{name}` source: {error}")]
+    CaptureSource { name: String, error: SubstError },
+    /// A field whose errors the reference does not prefix with its key.
+    #[error(transparent)]
+    Subst(#[from] SubstError),
+    #[error("the {step} step has no `{field}`")]
+    Missing {
+        step: &'static str,
+        field: &'static str,
+    },
+    #[error("the branch has no `condition`")]
+    NoCondition,
+    #[error("`timeout`: {0}")]
+    Timeout(DurationError),
+    #[error("`timeout` must be a duration such as \"30s\"")]
+    TimeoutNotText,
+    #[error("give `items` or `items_file`, not both")]
+    ItemsAndItemsFile,
+    #[error("the foreach has neither `items` nor `items_file`")]
+    NoItems,
+    /// `got` is a preview of the text.
+    #[error("`items` must be a JSON array: {error} (got {got})")]
+    ItemsNotJson { error: String, got: String },
+    #[error("cannot read `items_file` {}: {error}", .path.display())]
+    ItemsFileUnreadable { path: PathBuf, error: String },
+    #[error("`items_file` {} is not JSON: {error}", .path.display())]
+    ItemsFileNotJson { path: PathBuf, error: String },
+    /// `0` is a preview of the value.
+    #[error("the items must be a JSON array, got {0}")]
+    ItemsNotAList(String),
+    #[error("`{key}` must be true or false, got `{got}`")]
+    NotAFlag { key: String, got: String },
+    #[error("`{0}` must be true or false")]
+    NotAFlagAtAll(String),
+    #[error(transparent)]
+    Adapter(#[from] AdapterError),
+}
+
+impl From<PrepareError> for String {
+    fn from(e: PrepareError) -> String {
+        e.to_string()
+    }
+}
+
 fn fail(why: impl Into<String>) -> Dispatched {
     Dispatched::Now(Status::Failed, Map::new(), Some(why.into()))
 }
@@ -190,12 +244,12 @@ impl Exec {
         } else {
             "command"
         };
-        let prepared = (|| -> Result<shell::Command, String> {
+        let prepared = (|| -> Result<shell::Command, PrepareError> {
             let script = render(st, i, command.script.as_ref(), key, true)?;
             let script = match (script, branch) {
                 (Some(script), _) => script,
                 (None, None) => String::new(),
-                (None, Some(_)) => return Err("the branch has no `condition`".into()),
+                (None, Some(_)) => return Err(PrepareError::NoCondition),
             };
             let cwd = match render(st, i, command.workdir.as_ref(), "workdir", false)? {
                 Some(workdir) if !workdir.is_empty() => under(&self.project, &workdir),
@@ -333,7 +387,7 @@ impl Exec {
                     self.agents.insert(agent, info);
                     st.end(i, Status::Done, outputs, None, ended);
                 }
-                Err(e) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+                Err(e) => st.end(i, Status::Failed, Map::new(), Some(e.into()), ended),
             },
             Completion::Injected(Ok(())) => {
                 if st.steps[i].agent().is_some_and(Agent::fire_forget) {
@@ -346,7 +400,9 @@ impl Exec {
                 self.deadlines.retain(|(_, step)| *step != i);
                 st.fail(i, kind, Map::new(), e, ended);
             }
-            Completion::Killed(Err(e)) => st.end(i, Status::Failed, Map::new(), Some(e), ended),
+            Completion::Killed(Err(e)) => {
+                st.end(i, Status::Failed, Map::new(), Some(e.into()), ended)
+            }
             Completion::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
         }
     }
@@ -485,14 +541,11 @@ impl Exec {
         let reference =
             subst::render(reference, &values, false).map_err(|e| format!("`template`: {e}"))?;
         let src = st.steps[i].src.clone();
-        let workflow = self
-            .lib
-            .resolve(&reference, &src)
-            .map_err(|message| Refused {
-                code: codes::MEOW_STEP,
-                message,
-                kind: Some(recovery::TEMPLATE_NOT_FOUND),
-            })?;
+        let workflow = self.lib.resolve(&reference, &src).map_err(|e| Refused {
+            code: codes::MEOW_STEP,
+            message: e.into(),
+            kind: Some(recovery::TEMPLATE_NOT_FOUND),
+        })?;
         let mut given = match variables {
             Some(variables) => match subst::typed_value(&variables.to_json(), &values)
                 .map_err(|e| format!("`variables`: {e}"))?
@@ -645,40 +698,59 @@ impl Exec {
         }
     }
 
-    fn items(&mut self, st: &State, i: usize, foreach: &Foreach) -> Result<Vec<Value>, String> {
+    fn items(
+        &mut self,
+        st: &State,
+        i: usize,
+        foreach: &Foreach,
+    ) -> Result<Vec<Value>, PrepareError> {
         let id = &st.steps[i].id;
         if let Some(Value::Array(landed)) = self.recorded(&format!("{id}#items")) {
             return Ok(landed.clone());
         }
         let items = match (&foreach.items, &foreach.items_file) {
-            (Some(_), Some(_)) => return Err("give `items` or `items_file`, not both".into()),
-            (None, None) => return Err("the foreach has neither `items` nor `items_file`".into()),
+            (Some(_), Some(_)) => return Err(PrepareError::ItemsAndItemsFile),
+            (None, None) => return Err(PrepareError::NoItems),
             (Some(items), None) => {
                 let items = subst::typed(&items.text, &StepValues::new(st, i))
-                    .map_err(|e| format!("`items`: {e}"))?;
+                    .map_err(|error| field("items", error))?;
                 match items {
-                    Value::String(text) => serde_json::from_str(&text).map_err(|e| {
-                        format!("`items` must be a JSON array: {e} (got {})", preview(&text))
-                    })?,
+                    Value::String(text) => {
+                        serde_json::from_str(&text).map_err(|e| PrepareError::ItemsNotJson {
+                            error: e.to_string(),
+                            got: preview(&text),
+                        })?
+                    }
                     other => other,
                 }
             }
             (None, Some(file)) => {
                 let file = subst::render(&file.text, &StepValues::new(st, i), false)
-                    .map_err(|e| format!("`items_file`: {e}"))?;
+                    .map_err(|error| field("items_file", error))?;
                 let path = under(&self.project, &file);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read `items_file` {}: {e}", path.display()))?;
-                serde_json::from_str(&text)
-                    .map_err(|e| format!("`items_file` {} is not JSON: {e}", path.display()))?
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        return Err(PrepareError::ItemsFileUnreadable {
+                            path,
+                            error: e.to_string(),
+                        })
+                    }
+                };
+                match serde_json::from_str(&text) {
+                    Ok(items) => items,
+                    Err(e) => {
+                        return Err(PrepareError::ItemsFileNotJson {
+                            path,
+                            error: e.to_string(),
+                        })
+                    }
+                }
             }
         };
         match items {
             Value::Array(items) => Ok(items),
-            other => Err(format!(
-                "the items must be a JSON array, got {}",
-                preview(&other.to_string())
-            )),
+            other => Err(PrepareError::ItemsNotAList(preview(&other.to_string()))),
         }
     }
 
@@ -702,7 +774,7 @@ impl Exec {
         let Some(reference) = &foreach.template else {
             return fail("the foreach has no `template`");
         };
-        let flag = |key: &str, flag: &Option<Flag>, default: bool| -> Result<bool, String> {
+        let flag = |key: &str, flag: &Option<Flag>, default: bool| -> Result<bool, PrepareError> {
             match flag {
                 None => Ok(default),
                 Some(Flag::Bool(value)) => Ok(*value),
@@ -711,10 +783,13 @@ impl Exec {
                     match text.trim().to_ascii_lowercase().as_str() {
                         "true" | "1" | "yes" => Ok(true),
                         "false" | "0" | "no" => Ok(false),
-                        _ => Err(format!("`{key}` must be true or false, got `{text}`")),
+                        _ => Err(PrepareError::NotAFlag {
+                            key: key.to_string(),
+                            got: text,
+                        }),
                     }
                 }
-                Some(Flag::Other(_)) => Err(format!("`{key}` must be true or false")),
+                Some(Flag::Other(_)) => Err(PrepareError::NotAFlagAtAll(key.to_string())),
             }
         };
         let parallel = flag("parallel", &foreach.parallel, true);
@@ -852,13 +927,22 @@ impl Exec {
         if let Some((status, outputs, error)) = self.replay(&id) {
             return Dispatched::Now(status, outputs, error);
         }
-        let prepared = (|| -> Result<(String, String, Option<std::time::Duration>), String> {
-            let name = render(st, i, agent.agent.as_ref(), "agent", false)?
-                .ok_or("the agent step has no `agent`")?;
-            let prompt = render(st, i, agent.prompt.as_ref(), "prompt", false)?
-                .ok_or("the agent step has no `prompt`")?;
-            Ok((name, prompt, timeout(agent.timeout.as_ref())?))
-        })();
+        let prepared =
+            (|| -> Result<(String, String, Option<std::time::Duration>), PrepareError> {
+                let name = render(st, i, agent.agent.as_ref(), "agent", false)?.ok_or(
+                    PrepareError::Missing {
+                        step: "agent",
+                        field: "agent",
+                    },
+                )?;
+                let prompt = render(st, i, agent.prompt.as_ref(), "prompt", false)?.ok_or(
+                    PrepareError::Missing {
+                        step: "agent",
+                        field: "prompt",
+                    },
+                )?;
+                Ok((name, prompt, timeout(agent.timeout.as_ref())?))
+            })();
         let (agent_name, prompt, timeout) = match prepared {
             Ok(prepared) => prepared,
             Err(e) => return fail(e),
@@ -936,7 +1020,7 @@ impl Exec {
             if let Err(e) = super::tmux::inject(&adapter, &session, &text).await {
                 return (
                     i,
-                    Completion::Injected(Err((super::recovery::AGENT_NOT_FOUND, e))),
+                    Completion::Injected(Err((super::recovery::AGENT_NOT_FOUND, e.into()))),
                 );
             }
             if fire_forget {
@@ -983,9 +1067,13 @@ impl Exec {
 
     /// Offline, an agent is a name and a working directory: spawning records them.
     fn spawn(&mut self, st: &mut State, i: usize, spawn: &Spawn) -> Dispatched {
-        let prepared = (|| -> Result<(String, std::path::PathBuf), String> {
-            let agent = render(st, i, spawn.agent.as_ref(), "agent", false)?
-                .ok_or("the spawn step has no `agent`")?;
+        let prepared = (|| -> Result<(String, std::path::PathBuf), PrepareError> {
+            let agent = render(st, i, spawn.agent.as_ref(), "agent", false)?.ok_or(
+                PrepareError::Missing {
+                    step: "spawn",
+                    field: "agent",
+                },
+            )?;
             let workdir = match render(st, i, spawn.workdir.as_ref(), "workdir", false)? {
                 Some(workdir) if !workdir.is_empty() => under(&self.project, &workdir),
                 _ => self.project.clone(),
@@ -1027,7 +1115,7 @@ impl Exec {
         agent: String,
         workdir: std::path::PathBuf,
     ) -> Dispatched {
-        let prepared = (|| -> Result<_, String> {
+        let prepared = (|| -> Result<_, PrepareError> {
             let name = match render(st, i, spawn.adapter.as_ref(), "adapter", false)? {
                 Some(adapter) if !adapter.is_empty() => adapter,
                 _ => "claude".to_string(),
@@ -1099,7 +1187,10 @@ impl Exec {
                 }
                 Dispatched::Now(Status::Done, Map::new(), None)
             }
-            Ok(None) => fail("the kill step has no `agent`"),
+            Ok(None) => fail(PrepareError::Missing {
+                step: "kill",
+                field: "agent",
+            }),
             Err(e) => fail(e),
         }
     }
@@ -1112,40 +1203,51 @@ fn render(
     field: Option<&Text>,
     key: &str,
     shell: bool,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, PrepareError> {
     match field {
-        Some(field) => subst::render(&field.text, &StepValues::new(st, i), shell)
+        Some(text) => subst::render(&text.text, &StepValues::new(st, i), shell)
             .map(Some)
-            .map_err(|e| format!("`{key}`: {e}")),
+            .map_err(|error| self::field(key, error)),
         None => Ok(None),
     }
 }
 
+fn field(key: &str, error: SubstError) -> PrepareError {
+    PrepareError::Field {
+        key: key.to_string(),
+        error,
+    }
+}
+
 /// The variables `env` sets, substituted.
-fn render_env(st: &State, i: usize, env: &Env) -> Result<Vec<(String, String)>, String> {
+fn render_env(st: &State, i: usize, env: &Env) -> Result<Vec<(String, String)>, PrepareError> {
     let values = StepValues::new(st, i);
     env.vars()
         .map(|(name, value)| {
             subst::render(value, &values, false)
                 .map(|value| (name.to_string(), value))
-                .map_err(|e| format!("`env.{name}`: {e}"))
+                .map_err(|error| field(&format!("env.{name}"), error))
         })
         .collect()
 }
 
-fn timeout(timeout: Option<&Timeout>) -> Result<Option<std::time::Duration>, String> {
+fn timeout(timeout: Option<&Timeout>) -> Result<Option<std::time::Duration>, PrepareError> {
     match timeout {
         None => Ok(None),
         Some(Timeout::Text(text)) => super::duration::parse(&text.text)
             .map(Some)
-            .map_err(|e| format!("`timeout`: {e}")),
+            .map_err(PrepareError::Timeout),
         Some(Timeout::Seconds(secs)) => Ok(Some(std::time::Duration::from_secs(*secs))),
-        Some(Timeout::Invalid) => Err("`timeout` must be a duration such as \"30s\"".into()),
+        Some(Timeout::Invalid) => Err(PrepareError::TimeoutNotText),
     }
 }
 
 /// The outputs a command captures, their sources substituted.
-fn captures(st: &State, i: usize, captures: &[Capture]) -> Result<Vec<shell::Capture>, String> {
+fn captures(
+    st: &State,
+    i: usize,
+    captures: &[Capture],
+) -> Result<Vec<shell::Capture>, PrepareError> {
     let values = StepValues::new(st, i);
     captures
         .iter()
@@ -1154,8 +1256,12 @@ fn captures(st: &State, i: usize, captures: &[Capture]) -> Result<Vec<shell::Cap
                 .source
                 .as_ref()
                 .map_or("stdout", |source| source.text.as_str());
-            let source = subst::render(source, &values, false)
-                .map_err(|e| format!("output `{}` source: {e}", capture.name))?;
+            let source = subst::render(source, &values, false).map_err(|error| {
+                PrepareError::CaptureSource {
+                    name: capture.name.clone(),
+                    error,
+                }
+            })?;
             Ok(shell::Capture {
                 name: capture.name.clone(),
                 source,
@@ -1185,5 +1291,31 @@ fn preview(text: &str) -> String {
         format!("`{head}…`")
     } else {
         format!("`{head}`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_that_is_no_duration_is_refused_naming_the_field() {
+        let text = Timeout::Text(Text {
+            text: "soon".into(),
+            span: Default::default(),
+        });
+        let e = timeout(Some(&text)).unwrap_err();
+        assert_eq!(
+            e,
+            PrepareError::Timeout(DurationError::NotADuration("soon".into()))
+        );
+        assert_eq!(
+            e.to_string(),
+            "`timeout`: `soon` is not a duration (write e.g. `30s`, `5m`, `1h30m`, `500ms`)"
+        );
+        assert_eq!(
+            timeout(Some(&Timeout::Invalid)).unwrap_err().to_string(),
+            "`timeout` must be a duration such as \"30s\""
+        );
     }
 }

@@ -2,9 +2,22 @@
 
 use std::time::Duration;
 
-pub fn parse(text: &str) -> Result<Duration, String> {
+/// Why a text is not a duration; it names the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("`{0}` is not a duration (write e.g. `30s`, `5m`, `1h30m`, `500ms`)")]
+    NotADuration(String),
+}
+
+impl From<DurationError> for String {
+    fn from(e: DurationError) -> String {
+        e.to_string()
+    }
+}
+
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let t = text.trim();
-    let bad = || format!("`{text}` is not a duration (write e.g. `30s`, `5m`, `1h30m`, `500ms`)");
+    let bad = || DurationError::NotADuration(text.to_string());
     if t.is_empty() {
         return Err(bad());
     }
@@ -57,7 +70,10 @@ mod tests {
         assert_eq!(parse("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse("5 minutes").is_err());
         assert!(parse("").is_err());
-        assert!(parse("10").is_err());
+        assert_eq!(
+            parse("10"),
+            Err(DurationError::NotADuration("10".to_string()))
+        );
         assert!(parse("99999999999999999999999999h").is_err());
         assert_eq!(show(Duration::from_secs(2)), "2s");
     }

@@ -27,7 +27,7 @@ mod subst;
 mod template;
 mod tmux;
 
-pub use duration::parse as parse_duration;
+pub use duration::{parse as parse_duration, DurationError};
 pub use plan::plan;
 
 use crate::ast::Module;
@@ -117,20 +117,78 @@ impl MeowPath {
     }
 }
 
+/// Why a MEOW run cannot start (besides what the run store and the channel say).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// `has` lists the module's workflows.
+    #[error("the module has no workflow `{name}` (it has {}); pick one with `file.meow.toml#NAME`", .has.join(", "))]
+    NoSuchWorkflow { name: String, has: Vec<String> },
+    #[error("the MEOW module is not among the loaded sources")]
+    SourceNotLoaded,
+    #[error("no workflow `{0}`")]
+    NoTemplate(String),
+    /// The input as JSON.
+    #[error("the variables must be a JSON object, got {0}")]
+    VariablesNotAnObject(String),
+    #[error("cannot create {}: {error}", .dir.display())]
+    CreateBin { dir: PathBuf, error: String },
+    #[error("cannot replace {}: {error}", .link.display())]
+    ReplaceLink { link: PathBuf, error: String },
+    #[error("cannot link {} to {}: {error}", .link.display(), .exe.display())]
+    Link {
+        link: PathBuf,
+        exe: PathBuf,
+        error: String,
+    },
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> String {
+        e.to_string()
+    }
+}
+
+/// The variables a run is given: its input, which must be a JSON object (or nothing).
+fn given_variables(input: &Value) -> Result<Map<String, Value>, StartError> {
+    match input {
+        Value::Null => Ok(Map::new()),
+        Value::Object(m) => Ok(m.clone()),
+        other => Err(StartError::VariablesNotAnObject(other.to_string())),
+    }
+}
+
 /// Makes `<run dir>/bin/meow` a link to `exe`, so that workflows written for the reference,
 /// whose commands and prompts call `meow done`, `meow event`… , run unchanged.
-fn meow_command_dir(run_dir: &std::path::Path, exe: &std::path::Path) -> Result<PathBuf, String> {
+fn meow_command_dir(
+    run_dir: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<PathBuf, StartError> {
     let bin = run_dir.join("bin");
     let link = bin.join("meow");
-    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    if let Err(e) = std::fs::create_dir_all(&bin) {
+        return Err(StartError::CreateBin {
+            dir: bin,
+            error: e.to_string(),
+        });
+    }
     // A resumed run finds the link of its first start, which may name an older executable.
     match std::fs::remove_file(&link) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot replace {}: {e}", link.display())),
+        Err(e) => {
+            return Err(StartError::ReplaceLink {
+                link,
+                error: e.to_string(),
+            })
+        }
     }
-    std::os::unix::fs::symlink(exe, &link)
-        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), exe.display()))?;
+    if let Err(e) = std::os::unix::fs::symlink(exe, &link) {
+        return Err(StartError::Link {
+            link,
+            exe: exe.to_path_buf(),
+            error: e.to_string(),
+        });
+    }
     Ok(bin)
 }
 
@@ -142,27 +200,22 @@ fn root_template(
     sources: &SourceMap,
     workflow: Option<&str>,
     source_path: Option<&std::path::Path>,
-) -> Result<(String, Library, Arc<Template>), String> {
+) -> Result<(String, Library, Arc<Template>), StartError> {
     let name = workflow.unwrap_or("main").to_string();
     let Some(wf) = program.workflows.iter().find(|w| w.name == name) else {
-        let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
-        return Err(format!(
-            "the module has no workflow `{name}` (it has {}); pick one with `file.meow.toml#NAME`",
-            names.join(", ")
-        ));
+        let has = program.workflows.iter().map(|w| w.name.clone()).collect();
+        return Err(StartError::NoSuchWorkflow { name, has });
     };
-    let file = sources
-        .get(wf.file)
-        .ok_or("the MEOW module is not among the loaded sources")?;
+    let file = sources.get(wf.file).ok_or(StartError::SourceNotLoaded)?;
     let path = source_path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&file.name));
     let src = Arc::new(ModuleFile { module, path });
     let mut lib = Library::default();
     lib.register(src.clone());
-    let root = lib
-        .template(&src, &name)
-        .ok_or_else(|| format!("no workflow `{name}`"))?;
+    let Some(root) = lib.template(&src, &name) else {
+        return Err(StartError::NoTemplate(name));
+    };
     Ok((name, lib, root))
 }
 
@@ -177,12 +230,7 @@ pub fn prerun(
     source_path: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let (_, _, root) = root_template(program, module, sources, workflow, source_path)?;
-    let given = match input {
-        Value::Null => Map::new(),
-        Value::Object(m) => m.clone(),
-        other => return Err(format!("the variables must be a JSON object, got {other}")),
-    };
-    let vars = root.bind(given, true)?;
+    let vars = root.bind(given_variables(input)?, true)?;
     bake_check(&root, &Arc::new(Scope { vars }), "")
 }
 
@@ -220,11 +268,7 @@ pub async fn run(
     }
     let run_id = begun.run_id.clone();
     let input = begun.input.clone();
-    let given = match &input {
-        Value::Null => Map::new(),
-        Value::Object(m) => m.clone(),
-        other => return Err(format!("the variables must be a JSON object, got {other}")),
-    };
+    let given = given_variables(&input)?;
     let vars = root.bind(given.clone(), true)?;
     let scope = Arc::new(Scope { vars });
 
@@ -343,7 +387,7 @@ fn bake_check(root: &Template, scope: &Arc<Scope>, run_id: &str) -> Result<(), S
                 _ => self.scope.vars.get(name).cloned(),
             }
         }
-        fn outputs(&self, _: &str) -> Result<Value, String> {
+        fn outputs(&self, _: &str) -> Result<Value, subst::SubstError> {
             Ok(Value::Object(Map::new()))
         }
     }
@@ -927,4 +971,26 @@ impl Exec {
 /// The executor as events name a step's kind.
 fn kind_name(executor: &Executor) -> &'static str {
     executor.keyword().unwrap_or("step")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_refuses_variables_that_are_no_object_and_a_bin_it_cannot_make() {
+        assert_eq!(
+            given_variables(&json!([1])),
+            Err(StartError::VariablesNotAnObject("[1]".into()))
+        );
+        assert_eq!(given_variables(&Value::Null), Ok(Map::new()));
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = d.path().join("run");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let e = meow_command_dir(&file, std::path::Path::new("/bin/true")).unwrap_err();
+        assert!(
+            matches!(&e, StartError::CreateBin { dir, .. } if *dir == file.join("bin")),
+            "{e}"
+        );
+    }
 }

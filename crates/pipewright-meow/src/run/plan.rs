@@ -19,11 +19,7 @@ pub fn plan(
     source_path: Option<&std::path::Path>,
 ) -> Result<Plan, String> {
     let (name, _, root) = super::root_template(program, module, sources, workflow, source_path)?;
-    let given = match input {
-        Value::Null => Map::new(),
-        Value::Object(m) => m.clone(),
-        other => return Err(format!("the variables must be a JSON object, got {other}")),
-    };
+    let given = super::given_variables(input)?;
     let missing: Vec<Lack> = root
         .vars
         .iter()

@@ -90,7 +90,10 @@ impl Exec {
         let reference = subst::render(reference, &StepValues::new(st, i), false)
             .map_err(|e| refused(format!("`on_error`: {e}")))?;
         let src = st.steps[i].src.clone();
-        let tmpl = self.lib.resolve(&reference, &src).map_err(refused)?;
+        let tmpl = self
+            .lib
+            .resolve(&reference, &src)
+            .map_err(|e| refused(e.into()))?;
         // The template's declared variables take the failing workflow's values; the rest of
         // those values are visible too, and `_failed_step` describes the failure.
         let mine = &st.steps[i].scope.vars;

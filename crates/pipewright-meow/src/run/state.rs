@@ -3,7 +3,7 @@
 //! not yet done, each step lists its dependents, and a need on a step that does not exist yet
 //! waits under that id until an expansion creates it.
 
-use super::subst::{self, Lookup};
+use super::subst::{self, Lookup, SubstError};
 use super::template::{ModuleFile, TemplateStep};
 use crate::executor::Agent;
 use crate::Executor;
@@ -459,7 +459,7 @@ impl Lookup for StepValues<'_> {
         }))
     }
 
-    fn outputs(&self, step: &str) -> Result<Value, String> {
+    fn outputs(&self, step: &str) -> Result<Value, SubstError> {
         let me = &self.state.steps[self.step].id;
         // The nearest scope first: `a.0.b` reading `setup` tries `a.0.setup`, `a.setup`,
         // then `setup`.
@@ -475,17 +475,15 @@ impl Lookup for StepValues<'_> {
                 let s = &self.state.steps[k];
                 return match s.status {
                     Status::Done => Ok(Value::Object(s.outputs.clone())),
-                    Status::Recovered => Err(format!(
-                        "step `{c}` failed and its `on_error` recovery stood in for it, so it has no outputs; read them from a step of the recovery (`{c}.on_error.<step>`)"
-                    )),
-                    other => Err(format!(
-                        "step `{c}` has not finished (it is {}); add it to `needs`",
-                        other.name()
-                    )),
+                    Status::Recovered => Err(SubstError::Recovered(c.clone())),
+                    other => Err(SubstError::NotFinished {
+                        step: c.clone(),
+                        status: other.name(),
+                    }),
                 };
             }
         }
-        Err(format!("there is no step `{step}`"))
+        Err(SubstError::NoStep(step.to_string()))
     }
 }
 

@@ -5,6 +5,61 @@
 
 use serde_json::Value;
 
+/// Why a `{{…}}` reference has no value. An unresolved reference is an error, never text left
+/// in place, so each says what the reference lacks in words for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SubstError {
+    #[error("undefined variable `{0}`")]
+    UndefinedVariable(String),
+    #[error("there is no step `{0}`")]
+    NoStep(String),
+    /// The step ran, but its `on_error` recovery stood in for it.
+    #[error("step `{0}` failed and its `on_error` recovery stood in for it, so it has no outputs; read them from a step of the recovery (`{0}.on_error.<step>`)")]
+    Recovered(String),
+    #[error("step `{step}` has not finished (it is {status}); add it to `needs`")]
+    NotFinished { step: String, status: &'static str },
+    #[error("step `{step}` has no output `{output}`")]
+    NoOutput { step: String, output: String },
+    #[error("`{what}` has no field `{field}`")]
+    NoField { what: String, field: String },
+    #[error("`{what}` is a list; `{segment}` is not an index")]
+    NotAnIndex { what: String, segment: String },
+    #[error("index {index} is out of range for `{what}` ({len} items)")]
+    OutOfRange {
+        what: String,
+        index: usize,
+        len: usize,
+    },
+    /// A field read from a scalar.
+    #[error("cannot read field `{field}` of `{what}`, which is {kind}")]
+    NotAContainer {
+        what: String,
+        field: String,
+        kind: &'static str,
+    },
+    /// Any of the above, naming the reference it happened in.
+    #[error("`{{{{{reference}}}}}`: {error}")]
+    In {
+        reference: String,
+        error: Box<SubstError>,
+    },
+}
+
+impl SubstError {
+    fn within(self, reference: &str) -> SubstError {
+        SubstError::In {
+            reference: reference.to_string(),
+            error: Box::new(self),
+        }
+    }
+}
+
+impl From<SubstError> for String {
+    fn from(e: SubstError) -> String {
+        e.to_string()
+    }
+}
+
 /// One `{{…}}` reference, parsed.
 #[derive(Debug, PartialEq)]
 pub(super) enum Ref<'a> {
@@ -59,16 +114,16 @@ pub(super) trait Lookup {
     /// A variable or builtin; `None` when undefined.
     fn var(&self, name: &str) -> Option<Value>;
     /// The outputs of a step, as seen from the step being substituted; `Err` says why not.
-    fn outputs(&self, step: &str) -> Result<Value, String>;
+    fn outputs(&self, step: &str) -> Result<Value, SubstError>;
 }
 
 /// The value a reference names.
-pub(super) fn resolve(r: &Ref<'_>, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn resolve(r: &Ref<'_>, cx: &dyn Lookup) -> Result<Value, SubstError> {
     match r {
         Ref::Var { root, path } => {
             let v = cx
                 .var(root)
-                .ok_or_else(|| format!("undefined variable `{root}`"))?;
+                .ok_or_else(|| SubstError::UndefinedVariable(root.to_string()))?;
             walk(v, path, root)
         }
         Ref::Output { step, path } => {
@@ -77,36 +132,43 @@ pub(super) fn resolve(r: &Ref<'_>, cx: &dyn Lookup) -> Result<Value, String> {
                 return Ok(outs);
             }
             if outs.get(path[0]).is_none() {
-                return Err(format!("step `{step}` has no output `{}`", path[0]));
+                return Err(SubstError::NoOutput {
+                    step: step.clone(),
+                    output: path[0].to_string(),
+                });
             }
             walk(outs, path, &format!("{step}.outputs"))
         }
     }
 }
 
-fn walk(mut v: Value, path: &[&str], what: &str) -> Result<Value, String> {
+fn walk(mut v: Value, path: &[&str], what: &str) -> Result<Value, SubstError> {
     for seg in path {
         v = match v {
-            Value::Object(mut m) => m
-                .remove(*seg)
-                .ok_or_else(|| format!("`{what}` has no field `{seg}`"))?,
+            Value::Object(mut m) => m.remove(*seg).ok_or_else(|| SubstError::NoField {
+                what: what.to_string(),
+                field: seg.to_string(),
+            })?,
             Value::Array(mut a) => {
-                let i: usize = seg
-                    .parse()
-                    .map_err(|_| format!("`{what}` is a list; `{seg}` is not an index"))?;
+                let i: usize = seg.parse().map_err(|_| SubstError::NotAnIndex {
+                    what: what.to_string(),
+                    segment: seg.to_string(),
+                })?;
                 if i >= a.len() {
-                    return Err(format!(
-                        "index {i} is out of range for `{what}` ({} items)",
-                        a.len()
-                    ));
+                    return Err(SubstError::OutOfRange {
+                        what: what.to_string(),
+                        index: i,
+                        len: a.len(),
+                    });
                 }
                 a.swap_remove(i)
             }
             other => {
-                return Err(format!(
-                    "cannot read field `{seg}` of `{what}`, which is {}",
-                    kind(&other)
-                ))
+                return Err(SubstError::NotAContainer {
+                    what: what.to_string(),
+                    field: seg.to_string(),
+                    kind: kind(&other),
+                })
             }
         };
     }
@@ -151,7 +213,7 @@ fn sorted(v: &Value) -> Value {
 
 /// `text` with every reference replaced. In a shell context (`command`, `condition`) a value
 /// that is not plain (letters, digits, `_./:@%+=,-`) is single-quoted.
-pub(super) fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String, String> {
+pub(super) fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String, SubstError> {
     let found = refs(text);
     if found.is_empty() {
         return Ok(text.to_string());
@@ -160,7 +222,7 @@ pub(super) fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String,
     let mut last = 0;
     for (start, end, inner) in found {
         out.push_str(&text[last..start]);
-        let v = resolve(&parse(inner), cx).map_err(|e| format!("`{{{{{inner}}}}}`: {e}"))?;
+        let v = resolve(&parse(inner), cx).map_err(|e| e.within(inner))?;
         let t = to_text(&v);
         if shell {
             out.push_str(&quote(&t));
@@ -175,19 +237,19 @@ pub(super) fn render(text: &str, cx: &dyn Lookup, shell: bool) -> Result<String,
 
 /// A string that is exactly one reference yields the value itself (a map stays a map);
 /// anything else renders to a string (notes §2.1, typed evaluation).
-pub(super) fn typed(text: &str, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn typed(text: &str, cx: &dyn Lookup) -> Result<Value, SubstError> {
     let t = text.trim();
     let found = refs(t);
     if let [(0, end, inner)] = found.as_slice() {
         if *end == t.len() {
-            return resolve(&parse(inner), cx).map_err(|e| format!("`{{{{{inner}}}}}`: {e}"));
+            return resolve(&parse(inner), cx).map_err(|e| e.within(inner));
         }
     }
     render(text, cx, false).map(Value::String)
 }
 
 /// Every string inside `v` substituted, typed where a string is one reference.
-pub(super) fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, String> {
+pub(super) fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, SubstError> {
     Ok(match v {
         Value::String(s) => typed(s, cx)?,
         Value::Array(a) => Value::Array(
@@ -198,7 +260,7 @@ pub(super) fn typed_value(v: &Value, cx: &dyn Lookup) -> Result<Value, String> {
         Value::Object(m) => Value::Object(
             m.iter()
                 .map(|(k, x)| Ok((k.clone(), typed_value(x, cx)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, SubstError>>()?,
         ),
         other => other.clone(),
     })
@@ -231,10 +293,10 @@ mod tests {
                 _ => None,
             }
         }
-        fn outputs(&self, step: &str) -> Result<Value, String> {
+        fn outputs(&self, step: &str) -> Result<Value, SubstError> {
             match step {
                 "a.b" => Ok(json!({"path": "/tmp/x"})),
-                _ => Err(format!("no step `{step}` has finished")),
+                _ => Err(SubstError::NoStep(step.to_string())),
             }
         }
     }
@@ -287,13 +349,40 @@ mod tests {
     fn unresolved_references_are_errors() {
         assert!(render("{{nope}}", &Fixed, false)
             .unwrap_err()
+            .to_string()
             .contains("undefined variable `nope`"));
         assert!(render("{{a.b.outputs.size}}", &Fixed, false)
             .unwrap_err()
+            .to_string()
             .contains("has no output `size`"));
         assert!(render("{{task.b.5}}", &Fixed, false)
             .unwrap_err()
+            .to_string()
             .contains("out of range"));
+    }
+
+    #[test]
+    fn an_error_names_the_reference_and_what_it_lacks() {
+        let e = render("x {{task.b.5}}", &Fixed, false).unwrap_err();
+        assert_eq!(
+            e,
+            SubstError::In {
+                reference: "task.b.5".into(),
+                error: Box::new(SubstError::OutOfRange {
+                    what: "task".into(),
+                    index: 5,
+                    len: 2
+                }),
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "`{{task.b.5}}`: index 5 is out of range for `task` (2 items)"
+        );
+        assert_eq!(
+            typed("{{who.first}}", &Fixed).unwrap_err().to_string(),
+            "`{{who.first}}`: cannot read field `first` of `who`, which is a string"
+        );
     }
 
     #[test]

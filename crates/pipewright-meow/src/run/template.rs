@@ -12,6 +12,99 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Why given variables do not bind to a workflow's declarations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum BindError {
+    /// On the command line: the message the other dialects give (`prerun`), said once there.
+    #[error("{0}")]
+    Run(String),
+    #[error("workflow `{workflow}` declares no variables, but `{name}` is given")]
+    NoneDeclared { workflow: String, name: String },
+    /// `hint` is ` (did you mean …?)` or empty.
+    #[error("workflow `{workflow}` does not declare a variable `{name}`{hint}; it declares {}", listed(.declared))]
+    Undeclared {
+        workflow: String,
+        name: String,
+        hint: String,
+        declared: Vec<String>,
+    },
+    #[error("variable `{name}`: {error}")]
+    Type { name: String, error: CoerceError },
+    /// `missing` as listed: `` `a`, `b` ``.
+    #[error("workflow `{workflow}` needs {missing} (required, no default): pass them in the expanding step's `variables`")]
+    Missing { workflow: String, missing: String },
+}
+
+fn listed(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|d| format!("`{d}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<BindError> for String {
+    fn from(e: BindError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why a value does not have its variable's declared type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum CoerceError {
+    #[error("reading file {path}: {error}")]
+    File { path: String, error: String },
+    #[error("invalid JSON: {0}")]
+    Json(String),
+    #[error("expected an object (a JSON map)")]
+    NotAnObjectText,
+    /// The value as JSON.
+    #[error("expected an object, got {0}")]
+    NotAnObject(String),
+    #[error("expected an integer, got `{0}`")]
+    NotAnInteger(String),
+    #[error("expected true or false, got `{0}`")]
+    NotABool(String),
+}
+
+/// Why a template reference names no workflow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ResolveError {
+    /// In this file (`.name`) or the file found.
+    #[error("template `{reference}`: no workflow `{workflow}`")]
+    NoWorkflow { reference: String, workflow: String },
+    #[error("template `{reference}` still holds a `{{{{…}}}}` reference")]
+    Dynamic { reference: String },
+    #[error("template `{reference}`: this file has no workflow `{name}`")]
+    UnknownLocal { reference: String, name: String },
+    #[error("template `{reference}` not found; looked for {}", shown(.searched))]
+    FileNotFound {
+        reference: String,
+        searched: Vec<PathBuf>,
+    },
+    #[error("template `{reference}`: {} has no workflow `{workflow}` (it has {})", .path.display(), .available.join(", "))]
+    WorkflowNotInFile {
+        reference: String,
+        path: PathBuf,
+        workflow: String,
+        available: Vec<String>,
+    },
+}
+
+fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<ResolveError> for String {
+    fn from(e: ResolveError) -> String {
+        e.to_string()
+    }
+}
+
 /// The file a step came from: its own `.name` references resolve in it.
 pub(super) struct ModuleFile {
     pub module: Arc<Module>,
@@ -88,22 +181,24 @@ impl Template {
         &self,
         given: Map<String, Value>,
         root: bool,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, BindError> {
         let declared: Vec<&str> = self.vars.iter().map(|v| v.name.as_str()).collect();
         for k in given.keys() {
             if k.starts_with("__") || declared.contains(&k.as_str()) {
                 continue;
             }
             if root {
-                return Err(pipewright_runtime::prerun::undeclared_message(
-                    &format!("workflow `{}`", self.name),
-                    "variable",
-                    k,
-                    &declared,
-                    &format!(
-                        "declare it under `[{}.variables]`: `{k} = {{ required = true }}` \
+                return Err(BindError::Run(
+                    pipewright_runtime::prerun::undeclared_message(
+                        &format!("workflow `{}`", self.name),
+                        "variable",
+                        k,
+                        &declared,
+                        &format!(
+                            "declare it under `[{}.variables]`: `{k} = {{ required = true }}` \
                          (a value every run must give), or `{k} = {{ default = \"…\" }}`",
-                        self.name
+                            self.name
+                        ),
                     ),
                 ));
             }
@@ -111,20 +206,17 @@ impl Template {
                 .map(|c| format!(" (did you mean `{c}`?)"))
                 .unwrap_or_default();
             return Err(if declared.is_empty() {
-                format!(
-                    "workflow `{}` declares no variables, but `{k}` is given",
-                    self.name
-                )
+                BindError::NoneDeclared {
+                    workflow: self.name.clone(),
+                    name: k.clone(),
+                }
             } else {
-                format!(
-                    "workflow `{}` does not declare a variable `{k}`{hint}; it declares {}",
-                    self.name,
-                    declared
-                        .iter()
-                        .map(|d| format!("`{d}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                BindError::Undeclared {
+                    workflow: self.name.clone(),
+                    name: k.clone(),
+                    hint,
+                    declared: declared.iter().map(|d| d.to_string()).collect(),
+                }
             });
         }
         let mut out = Map::new();
@@ -133,8 +225,10 @@ impl Template {
         for v in &self.vars {
             match given.get(&v.name) {
                 Some(x) => {
-                    let x =
-                        coerce(v, x.clone()).map_err(|e| format!("variable `{}`: {e}", v.name))?;
+                    let x = coerce(v, x.clone()).map_err(|error| BindError::Type {
+                        name: v.name.clone(),
+                        error,
+                    })?;
                     out.insert(v.name.clone(), x);
                 }
                 None => match &v.default {
@@ -156,17 +250,16 @@ impl Template {
             }
         }
         if root && !lacks.is_empty() {
-            return Err(pipewright_runtime::prerun::needs_message(
+            return Err(BindError::Run(pipewright_runtime::prerun::needs_message(
                 &format!("workflow `{}`", self.name),
                 &lacks,
-            ));
+            )));
         }
         if !missing.is_empty() {
-            return Err(format!(
-                "workflow `{}` needs {} (required, no default): pass them in the expanding step's `variables`",
-                self.name,
-                missing.join(", ")
-            ));
+            return Err(BindError::Missing {
+                workflow: self.name.clone(),
+                missing: missing.join(", "),
+            });
         }
         for (k, x) in given {
             if k.starts_with("__") {
@@ -179,35 +272,38 @@ impl Template {
 
 /// Declared types applied to a supplied value (notes §2.5; `int` and `bool` are coerced too,
 /// where the reference passes the text through).
-fn coerce(v: &VarSpec, x: Value) -> Result<Value, String> {
+fn coerce(v: &VarSpec, x: Value) -> Result<Value, CoerceError> {
     Ok(match (v.ty.as_deref(), x) {
-        (Some("file"), Value::String(p)) => Value::String(
-            std::fs::read_to_string(&p)
-                .map_err(|e| format!("reading file {p}: {e}"))?
-                .trim()
-                .to_string(),
-        ),
+        (Some("file"), Value::String(p)) => match std::fs::read_to_string(&p) {
+            Ok(text) => Value::String(text.trim().to_string()),
+            Err(e) => {
+                return Err(CoerceError::File {
+                    path: p,
+                    error: e.to_string(),
+                })
+            }
+        },
         (Some("json"), Value::String(s)) => {
-            serde_json::from_str(&s).map_err(|e| format!("invalid JSON: {e}"))?
+            serde_json::from_str(&s).map_err(|e| CoerceError::Json(e.to_string()))?
         }
         (Some("object"), Value::String(s)) => match serde_json::from_str::<Value>(&s) {
             Ok(o @ Value::Object(_)) => o,
-            _ => return Err("expected an object (a JSON map)".into()),
+            _ => return Err(CoerceError::NotAnObjectText),
         },
         (Some("object"), o @ Value::Object(_)) => o,
         (Some("object"), other) => {
-            return Err(format!("expected an object, got {other}"));
+            return Err(CoerceError::NotAnObject(other.to_string()));
         }
         (Some("string"), x @ (Value::Object(_) | Value::Array(_))) => Value::String(x.to_string()),
         (Some("int"), Value::String(s)) => s
             .trim()
             .parse::<i64>()
             .map(Value::from)
-            .map_err(|_| format!("expected an integer, got `{s}`"))?,
+            .map_err(|_| CoerceError::NotAnInteger(s))?,
         (Some("bool"), Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" => Value::Bool(true),
             "false" | "0" | "no" => Value::Bool(false),
-            _ => return Err(format!("expected true or false, got `{s}`")),
+            _ => return Err(CoerceError::NotABool(s)),
         },
         (_, x) => x,
     })
@@ -242,15 +338,19 @@ impl Library {
         &mut self,
         reference: &str,
         from: &Arc<ModuleFile>,
-    ) -> Result<Arc<Template>, String> {
+    ) -> Result<Arc<Template>, ResolveError> {
         let target = self
             .refs
             .resolve(reference, &from.path, &from.module)
             .map_err(|p| problem(reference, p))?;
         match target {
-            Target::Local(name) => self
-                .template(from, &name)
-                .ok_or_else(|| format!("template `{reference}`: no workflow `{name}`")),
+            Target::Local(name) => {
+                self.template(from, &name)
+                    .ok_or_else(|| ResolveError::NoWorkflow {
+                        reference: reference.to_string(),
+                        workflow: name,
+                    })
+            }
             Target::File {
                 module,
                 workflow,
@@ -262,37 +362,36 @@ impl Library {
                     .or_insert_with(|| Arc::new(ModuleFile { module, path }))
                     .clone();
                 self.template(&src, &workflow)
-                    .ok_or_else(|| format!("template `{reference}`: no workflow `{workflow}`"))
+                    .ok_or_else(|| ResolveError::NoWorkflow {
+                        reference: reference.to_string(),
+                        workflow,
+                    })
             }
-            Target::Dynamic => Err(format!(
-                "template `{reference}` still holds a `{{{{…}}}}` reference"
-            )),
+            Target::Dynamic => Err(ResolveError::Dynamic {
+                reference: reference.to_string(),
+            }),
         }
     }
 }
 
-fn problem(reference: &str, p: Problem) -> String {
+fn problem(reference: &str, p: Problem) -> ResolveError {
+    let reference = reference.to_string();
     match p {
-        Problem::UnknownLocal { name } => {
-            format!("template `{reference}`: this file has no workflow `{name}`")
-        }
-        Problem::FileNotFound { searched } => format!(
-            "template `{reference}` not found; looked for {}",
-            searched
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Problem::UnknownLocal { name } => ResolveError::UnknownLocal { reference, name },
+        Problem::FileNotFound { searched } => ResolveError::FileNotFound {
+            reference,
+            searched,
+        },
         Problem::WorkflowNotInFile {
             path,
             workflow,
             available,
-        } => format!(
-            "template `{reference}`: {} has no workflow `{workflow}` (it has {})",
-            path.display(),
-            available.join(", ")
-        ),
+        } => ResolveError::WorkflowNotInFile {
+            reference,
+            path,
+            workflow,
+            available,
+        },
     }
 }
 
@@ -303,5 +402,78 @@ pub(super) fn under(project: &Path, p: &str) -> PathBuf {
         p.to_path_buf()
     } else {
         project.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn template(vars: Vec<VarSpec>) -> Template {
+        Template {
+            name: "w".into(),
+            src: Arc::new(ModuleFile {
+                module: Arc::new(Module { workflows: vec![] }),
+                path: PathBuf::from("t.meow.toml"),
+            }),
+            steps: vec![],
+            vars,
+            cleanup: Cleanup::default(),
+            span: Span::default(),
+        }
+    }
+
+    fn var(name: &str, required: bool, ty: Option<&str>) -> VarSpec {
+        VarSpec {
+            name: name.into(),
+            required,
+            default: None,
+            ty: ty.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn binding_says_which_variable_is_wrong_and_how() {
+        let given = |pairs: Value| pairs.as_object().cloned().unwrap_or_default();
+        let t = template(vec![var("n", false, Some("int")), var("who", true, None)]);
+        let e = t.bind(given(json!({"n": "x", "who": "a"})), false);
+        assert_eq!(
+            e,
+            Err(BindError::Type {
+                name: "n".into(),
+                error: CoerceError::NotAnInteger("x".into())
+            })
+        );
+        assert_eq!(
+            t.bind(given(json!({"nn": 1})), false)
+                .unwrap_err()
+                .to_string(),
+            "workflow `w` does not declare a variable `nn` (did you mean `n`?); it declares `n`, `who`"
+        );
+        assert_eq!(
+            t.bind(Map::new(), false).unwrap_err().to_string(),
+            "workflow `w` needs `who` (required, no default): pass them in the expanding step's `variables`"
+        );
+        assert!(matches!(
+            template(vec![]).bind(given(json!({"x": 1})), false),
+            Err(BindError::NoneDeclared { name, .. }) if name == "x"
+        ));
+    }
+
+    #[test]
+    fn a_reference_still_holding_a_placeholder_resolves_to_nothing() {
+        let t = template(vec![]);
+        let e = Library::default().resolve("{{which}}", &t.src).err();
+        assert_eq!(
+            e,
+            Some(ResolveError::Dynamic {
+                reference: "{{which}}".into()
+            })
+        );
+        assert_eq!(
+            e.map(String::from).unwrap_or_default(),
+            "template `{{which}}` still holds a `{{…}}` reference"
+        );
     }
 }

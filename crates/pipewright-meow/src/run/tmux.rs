@@ -8,10 +8,70 @@
 //! `PIPEWRIGHT_TMUX_SOCKET` names a private tmux server (`tmux -L`), which tests use so their
 //! sessions never meet a user's.
 
-use super::duration;
+use super::duration::{self, DurationError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
+
+/// Why an adapter cannot be used: not found, or its adapter.toml says something wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AdapterError {
+    #[error("no adapter `{name}`: looked for {}", shown(.looked))]
+    NotFound { name: String, looked: Vec<PathBuf> },
+    #[error("invalid TOML: {0}")]
+    InvalidToml(String),
+    #[error("[spawn] command is missing")]
+    NoCommand,
+    #[error("[{table}] {key}: {error}")]
+    BadDuration {
+        table: String,
+        key: String,
+        error: DurationError,
+    },
+    /// Any of the above, in the adapter.toml that says it.
+    #[error("{}: {error}", .path.display())]
+    In {
+        path: PathBuf,
+        error: Box<AdapterError>,
+    },
+}
+
+fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|c| c.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<AdapterError> for String {
+    fn from(e: AdapterError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why tmux did not do what an agent's step asked of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TmuxError {
+    /// tmux itself could not be started.
+    #[error("cannot run tmux (is it installed?): {0}")]
+    Unavailable(String),
+    /// tmux ran and refused; `stderr` is what it said.
+    #[error("tmux {command}: {stderr}")]
+    Failed { command: String, stderr: String },
+    #[error(
+        "the agent's session ended during its startup delay (adapter `{adapter}`: `{command}`)"
+    )]
+    EndedAtStartup { adapter: String, command: String },
+    #[error("the agent's session is gone")]
+    SessionGone,
+}
+
+impl From<TmuxError> for String {
+    fn from(e: TmuxError) -> String {
+        e.to_string()
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Adapter {
@@ -52,7 +112,7 @@ wait = "2s"
 
 impl Adapter {
     /// The adapter `name` (or a path to an adapter.toml) as seen from `project`.
-    pub(crate) fn find(name: &str, project: &Path) -> Result<Adapter, String> {
+    pub(crate) fn find(name: &str, project: &Path) -> Result<Adapter, AdapterError> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if name.ends_with(".toml") {
             candidates.push(super::template::under(project, name));
@@ -74,24 +134,25 @@ impl Adapter {
         }
         for c in &candidates {
             if let Ok(text) = std::fs::read_to_string(c) {
-                return Adapter::parse(name, &text).map_err(|e| format!("{}: {e}", c.display()));
+                return Adapter::parse(name, &text).map_err(|e| AdapterError::In {
+                    path: c.clone(),
+                    error: Box::new(e),
+                });
             }
         }
         if name == "claude" {
             return Adapter::parse("claude", CLAUDE);
         }
-        Err(format!(
-            "no adapter `{name}`: looked for {}",
-            candidates
-                .iter()
-                .map(|c| c.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
+        Err(AdapterError::NotFound {
+            name: name.to_string(),
+            looked: candidates,
+        })
     }
 
-    pub(crate) fn parse(name: &str, text: &str) -> Result<Adapter, String> {
-        let doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("invalid TOML: {e}"))?;
+    pub(crate) fn parse(name: &str, text: &str) -> Result<Adapter, AdapterError> {
+        let doc: toml_edit::DocumentMut = text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| AdapterError::InvalidToml(e.to_string()))?;
         let s = |t: &str, k: &str| {
             doc.get(t)
                 .and_then(|x| x.get(k))
@@ -109,13 +170,17 @@ impl Adapter {
                 })
                 .unwrap_or_default()
         };
-        let dur = |t: &str, k: &str, d: Duration| -> Result<Duration, String> {
+        let dur = |t: &str, k: &str, d: Duration| -> Result<Duration, AdapterError> {
             match s(t, k) {
-                Some(v) => duration::parse(&v).map_err(|e| format!("[{t}] {k}: {e}")),
+                Some(v) => duration::parse(&v).map_err(|error| AdapterError::BadDuration {
+                    table: t.to_string(),
+                    key: k.to_string(),
+                    error,
+                }),
                 None => Ok(d),
             }
         };
-        let command = s("spawn", "command").ok_or("[spawn] command is missing")?;
+        let command = s("spawn", "command").ok_or(AdapterError::NoCommand)?;
         let environment = doc
             .get("environment")
             .and_then(|e| e.as_table_like())
@@ -196,20 +261,19 @@ pub(super) fn pause(a: &Adapter, session: &str) {
     }
 }
 
-async fn tmux_ok(args: &[&str]) -> Result<(), String> {
+async fn tmux_ok(args: &[&str]) -> Result<(), TmuxError> {
     let out = tmux()
         .args(args)
         .output()
         .await
-        .map_err(|e| format!("cannot run tmux (is it installed?): {e}"))?;
+        .map_err(|e| TmuxError::Unavailable(e.to_string()))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "tmux {}: {}",
-            args.first().unwrap_or(&""),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(TmuxError::Failed {
+            command: args.first().unwrap_or(&"").to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 
@@ -272,7 +336,7 @@ pub(super) async fn spawn(
     env: &[(String, String)],
     extra_args: &str,
     resume: Option<&str>,
-) -> Result<SessionId, String> {
+) -> Result<SessionId, TmuxError> {
     if alive(session).await {
         return Ok(SessionId::Unchanged);
     }
@@ -306,7 +370,9 @@ pub(super) async fn spawn(
     let mut tries = 0;
     loop {
         match tmux_ok(&refs).await {
-            Err(e) if e.contains("server exited unexpectedly") && tries < 3 => {
+            Err(TmuxError::Failed { stderr, .. })
+                if stderr.contains("server exited unexpectedly") && tries < 3 =>
+            {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -315,19 +381,19 @@ pub(super) async fn spawn(
     }
     tokio::time::sleep(a.startup_delay).await;
     if !alive(session).await {
-        return Err(format!(
-            "the agent's session ended during its startup delay (adapter `{}`: `{}`)",
-            a.name, a.command
-        ));
+        return Err(TmuxError::EndedAtStartup {
+            adapter: a.name.clone(),
+            command: a.command.clone(),
+        });
     }
     Ok(SessionId::Started(sid))
 }
 
 /// Types a prompt into the agent's session as the adapter says.
-pub(super) async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), String> {
+pub(super) async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(), TmuxError> {
     let target = format!("={session}:");
     if !alive(session).await {
-        return Err("the agent's session is gone".into());
+        return Err(TmuxError::SessionGone);
     }
     if !a.pre_keys.is_empty() {
         let mut args = vec!["send-keys", "-t", &target];
@@ -346,7 +412,11 @@ pub(super) async fn inject(a: &Adapter, session: &str, prompt: &str) -> Result<(
 }
 
 /// Stops the session: the adapter's keys and wait when graceful, then kill-session.
-pub(super) async fn kill(a: Option<&Adapter>, session: &str, graceful: bool) -> Result<(), String> {
+pub(super) async fn kill(
+    a: Option<&Adapter>,
+    session: &str,
+    graceful: bool,
+) -> Result<(), TmuxError> {
     if !alive(session).await {
         return Ok(());
     }
@@ -386,12 +456,22 @@ mod tests {
         assert!(c.command.starts_with("claude "));
         assert_eq!(c.pre_keys, ["Escape"]);
         assert_eq!(c.environment, [("TMUX".to_string(), String::new())]);
+        assert_eq!(
+            Adapter::parse("x", "[spawn]\n").unwrap_err(),
+            AdapterError::NoCommand
+        );
         assert!(Adapter::parse("x", "[spawn]\n")
             .unwrap_err()
+            .to_string()
             .contains("command"));
         assert!(Adapter::find("nope", Path::new("/nonexistent"))
             .unwrap_err()
+            .to_string()
             .contains("no adapter `nope`"));
+        assert!(matches!(
+            Adapter::parse("x", "[spawn]\ncommand = \"a\"\n[graceful_stop]\nwait = \"soon\"\n"),
+            Err(AdapterError::BadDuration { table, key, .. }) if table == "graceful_stop" && key == "wait"
+        ));
         assert_eq!(
             session_name("0123-4567-89ab-cdef", "w.1"),
             "pw-456789abcdef-w_1"

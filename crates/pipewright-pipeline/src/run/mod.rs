@@ -21,7 +21,7 @@ use pipewright_runtime::outcome::{RunOutcome, RunStatus};
 use pipewright_runtime::session::{
     finish_record, Begun, Caps, ResumeOf, RunOptions, RunSession, RunStart,
 };
-use pipewright_runtime::store::{self, Event, EventKind, Landed};
+use pipewright_runtime::store::{self, Event, EventKind, Landed, StoreError};
 use pipewright_runtime::tools::Tools;
 use pipewright_syntax::SourceMap;
 use std::sync::atomic::AtomicU64;
@@ -43,6 +43,47 @@ pub(crate) struct Interp {
     default_max_parallel: usize,
 }
 
+/// Why a run of a pipeline file cannot start (besides what the run store says).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    #[error("no pipeline named `{name}` (this file declares: {})", .declared.join(", "))]
+    NoSuchPipeline { name: String, declared: Vec<String> },
+    #[error("the file declares no pipeline")]
+    NoPipeline,
+    /// The input as JSON.
+    #[error("the input must be a JSON object (its keys become named stores), got {0}")]
+    InputNotAnObject(String),
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> String {
+        e.to_string()
+    }
+}
+
+/// The workflow a run runs: the one `name`d, else the file's first.
+fn pick(program: &Program, name: Option<&str>) -> Result<WorkflowId, StartError> {
+    match name {
+        Some(name) => program
+            .find(name)
+            .ok_or_else(|| StartError::NoSuchPipeline {
+                name: name.to_string(),
+                declared: program.workflows.iter().map(|w| w.name.clone()).collect(),
+            }),
+        None if program.workflows.is_empty() => Err(StartError::NoPipeline),
+        None => Ok(WorkflowId(0)),
+    }
+}
+
+/// The named stores a run starts with: the input's keys.
+fn stores_of(input: &serde_json::Value) -> Result<Value, StartError> {
+    match input {
+        serde_json::Value::Null => Ok(Value::Object(IndexMap::new())),
+        v @ serde_json::Value::Object(_) => Ok(Value::from_json(v)),
+        other => Err(StartError::InputNotAnObject(other.to_string())),
+    }
+}
+
 /// Runs one workflow. `Err` is a setup problem (unknown workflow, bad input, unreadable run
 /// store, a resume the store refuses) reported before anything runs; everything after that
 /// is in the [`RunOutcome`].
@@ -61,27 +102,9 @@ pub async fn run(
     let begun = Begun::new(&opts, resume, opts.input.clone(), &source_hash)?;
     let resumed_workflow = begun.resumed.as_ref().map(|r| r.workflow.clone());
     let workflow_name = opts.workflow.clone().or(resumed_workflow);
-    let wid = match &workflow_name {
-        Some(name) => program.find(name).ok_or_else(|| {
-            let names: Vec<&str> = program.workflows.iter().map(|w| w.name.as_str()).collect();
-            format!(
-                "no pipeline named `{name}` (this file declares: {})",
-                names.join(", ")
-            )
-        })?,
-        None if program.workflows.is_empty() => return Err("the file declares no pipeline".into()),
-        None => WorkflowId(0),
-    };
+    let wid = pick(&program, workflow_name.as_deref())?;
     let input = begun.input.clone();
-    let stores = match &input {
-        serde_json::Value::Null => Value::Object(IndexMap::new()),
-        v @ serde_json::Value::Object(_) => Value::from_json(v),
-        other => {
-            return Err(format!(
-                "the input must be a JSON object (its keys become named stores), got {other}"
-            ))
-        }
-    };
+    let stores = stores_of(&input)?;
     let workflow = program
         .workflow(wid)
         .ok_or("internal: workflow index out of range")?;
@@ -257,7 +280,7 @@ impl Interp {
                         node,
                         frame,
                         Some(0.0),
-                        Some(msg.clone()),
+                        Some(msg.to_string()),
                     );
                     self.report(failed);
                     return Err(self.fail(codes::STORE, &key, node, msg).into());
@@ -293,7 +316,7 @@ impl Interp {
                             node,
                             frame,
                             elapsed,
-                            Some(msg.clone()),
+                            Some(msg.to_string()),
                         );
                         self.report(failed);
                         return Err(self.fail(codes::STORE, &key, node, msg).into());
@@ -356,24 +379,24 @@ impl Interp {
         landed: Landed,
         event: Option<Event>,
         now: bool,
-    ) -> Result<(), String> {
-        Ok(self.session.land(key, &hash, landed, event, now)?)
+    ) -> Result<(), StoreError> {
+        self.session.land(key, &hash, landed, event, now)
     }
 
     /// Forgets the landing at `key` and every landing under it, so the next attempt of a
     /// fan-out item (a retry) runs its whole body again.
-    pub(crate) fn forget_under(&self, key: &str) -> Result<(), String> {
-        Ok(self.session.forget_under(key, true)?)
+    pub(crate) fn forget_under(&self, key: &str) -> Result<(), StoreError> {
+        self.session.forget_under(key, true)
     }
 
     /// Commits everything staged.
-    pub(crate) fn flush(&self) -> Result<(), String> {
-        Ok(self.session.flush()?)
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        self.session.flush()
     }
 
     /// Persists the spawn count before the agent runs, so a resume counts on from it.
-    pub(crate) fn record_spawns(&self, n: u64) -> Result<(), String> {
-        Ok(self.session.spawns(n)?)
+    pub(crate) fn record_spawns(&self, n: u64) -> Result<(), StoreError> {
+        self.session.spawns(n)
     }
 
     fn event(
@@ -437,5 +460,29 @@ impl Interp {
         message: impl Into<String>,
     ) -> RunError {
         RunError::new(code, key, node.kind.name(), node.span, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_its_pipeline_or_with_a_list_for_input_does_not_start() {
+        let empty = Program::default();
+        assert_eq!(pick(&empty, None), Err(StartError::NoPipeline));
+        assert_eq!(
+            pick(&empty, Some("build")),
+            Err(StartError::NoSuchPipeline {
+                name: "build".into(),
+                declared: vec![]
+            })
+        );
+        let e = stores_of(&serde_json::json!([1])).unwrap_err();
+        assert_eq!(e, StartError::InputNotAnObject("[1]".into()));
+        assert_eq!(
+            e.to_string(),
+            "the input must be a JSON object (its keys become named stores), got [1]"
+        );
     }
 }

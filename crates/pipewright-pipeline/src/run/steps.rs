@@ -645,14 +645,14 @@ fn narrow(step: Option<&[String]>, envelope: Option<&[String]>, all: &[String]) 
 }
 
 /// Agents often wrap JSON in a Markdown fence; accept that, nothing looser.
-fn parse_reply(text: &str) -> Result<serde_json::Value, String> {
+fn parse_reply(text: &str) -> Result<serde_json::Value, serde_json::Error> {
     let t = text.trim();
     let inner = t
         .strip_prefix("```json")
         .or_else(|| t.strip_prefix("```"))
         .and_then(|r| r.trim_end().strip_suffix("```"))
         .unwrap_or(t);
-    serde_json::from_str(inner.trim()).map_err(|e| e.to_string())
+    serde_json::from_str(inner.trim())
 }
 
 /// This interpreter evaluates the pipeline dialect's languages; another language reaching it is

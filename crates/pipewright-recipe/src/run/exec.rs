@@ -9,7 +9,7 @@ use pipewright_ir::{
 use pipewright_runtime::backend::AgentRequest;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::RunError;
-use pipewright_runtime::store::EventKind;
+use pipewright_runtime::store::{EventKind, StoreError};
 use pipewright_runtime::tools::process;
 use std::future::Future;
 use std::path::PathBuf;
@@ -274,7 +274,7 @@ impl Exec {
 
     /// Adds `n` agent turns to the run's budget count and records it (committing what is
     /// staged, before the turns run). Returns the new total.
-    fn count_turns(&self, n: u64) -> Result<u64, String> {
+    fn count_turns(&self, n: u64) -> Result<u64, StoreError> {
         let total = self.agent_turns.fetch_add(n, Ordering::SeqCst) + n;
         self.session.spawns(total)?;
         Ok(total)

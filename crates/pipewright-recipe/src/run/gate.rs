@@ -7,7 +7,7 @@ use crate::runtime as rt;
 use crate::value::Value;
 use pipewright_ir::{Node, NodeKind};
 use pipewright_runtime::codes;
-use pipewright_runtime::store::{self, Landed, Landing, Store, Write};
+use pipewright_runtime::store::{self, Landed, Landing, Store, StoreError, Write};
 use serde_json::json;
 
 pub use pipewright_runtime::approval::Decision;
@@ -201,6 +201,39 @@ fn ask_on_terminal(prompt: &str, stage: &str) -> Decision {
     }
 }
 
+/// Why a decision on a run's gate cannot be recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    /// The run cannot be owned or read (no such run, another process runs it, the store).
+    #[error("{0}")]
+    NotOwned(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("run {run_id} is {status} and waits for no approval")]
+    NotWaiting { run_id: String, status: String },
+    /// `waiting` lists the stages that do wait (`'a', 'b'`).
+    #[error("run {run_id} waits for no approval at '{at}'; it waits at {waiting}")]
+    NotWaitingAt {
+        run_id: String,
+        at: String,
+        waiting: String,
+    },
+    #[error(
+        "run {run_id} waits for approval at {count} stages: {waiting}; say which with --step STAGE"
+    )]
+    Several {
+        run_id: String,
+        count: usize,
+        waiting: String,
+    },
+}
+
+impl From<DecideError> for String {
+    fn from(e: DecideError) -> String {
+        e.to_string()
+    }
+}
+
 /// Records a decision on the pending gate of a paused run (`pipewright approve|deny`); `step`
 /// picks the gate by its stage (or key) when more than one waits. Returns the stage decided.
 pub fn decide(
@@ -208,9 +241,10 @@ pub fn decide(
     run_id: &str,
     step: Option<&str>,
     d: &Decision,
-) -> Result<String, String> {
+) -> Result<String, DecideError> {
     // Owning the run means no process is running it now.
-    let stopped = pipewright_runtime::approval::own_stopped(store, run_id)?;
+    let stopped =
+        pipewright_runtime::approval::own_stopped(store, run_id).map_err(DecideError::NotOwned)?;
     let rec = &stopped.record;
     let mut pending: Vec<(String, serde_json::Value)> = Vec::new();
     for l in rec.landings.iter().rev() {
@@ -223,10 +257,10 @@ pub fn decide(
         }
     }
     if pending.is_empty() {
-        return Err(format!(
-            "run {run_id} is {} and waits for no approval",
-            stopped.status
-        ));
+        return Err(DecideError::NotWaiting {
+            run_id: run_id.to_string(),
+            status: stopped.status,
+        });
     }
     let stage_of = |s: &serde_json::Value| s["stage"].as_str().unwrap_or("").to_string();
     let names = |p: &[(String, serde_json::Value)]| {
@@ -239,21 +273,19 @@ pub fn decide(
         let all = names(&pending);
         pending.retain(|(k, s)| k == want || stage_of(s) == want);
         if pending.is_empty() {
-            return Err(format!(
-                "run {run_id} waits for no approval at '{want}'; it waits at {all}"
-            ));
+            return Err(DecideError::NotWaitingAt {
+                run_id: run_id.to_string(),
+                at: want.to_string(),
+                waiting: all,
+            });
         }
     }
-    if pending.len() > 1 {
-        return Err(format!(
-            "run {run_id} waits for approval at {} stages: {}; say which with --step STAGE",
-            pending.len(),
-            names(&pending)
-        ));
-    }
-    let Some((key, st)) = pending.pop() else {
-        return Err(format!("run {run_id} waits for no approval"));
-    };
+    // `pending` is not empty here: one gate waits, or several.
+    let [(key, st)] = <[_; 1]>::try_from(pending).map_err(|pending| DecideError::Several {
+        run_id: run_id.to_string(),
+        count: pending.len(),
+        waiting: names(&pending),
+    })?;
     let stage = st["stage"].as_str().unwrap_or("").to_string();
     let st = decided(&st, d);
     let event = json!({
@@ -276,4 +308,38 @@ pub fn decide(
         ],
     )?;
     Ok(stage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipewright_runtime::store::{NewRun, SqliteStore};
+
+    #[test]
+    fn a_run_at_no_gate_has_nothing_to_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+        let run_id = store::new_run_id();
+        st.create_run(&NewRun {
+            run_id: run_id.clone(),
+            file: "r.yaml".into(),
+            workflow: "r".into(),
+            source_hash: String::new(),
+            input: json!({}),
+        })
+        .unwrap();
+        let approve = Decision::Approve {
+            message: String::new(),
+        };
+        let e = decide(&st, &run_id, None, &approve).unwrap_err();
+        assert!(
+            matches!(&e, DecideError::NotWaiting { run_id: id, .. } if *id == run_id),
+            "{e}"
+        );
+        assert!(e.to_string().ends_with(" and waits for no approval"), "{e}");
+        assert!(matches!(
+            decide(&st, "../x", None, &approve),
+            Err(DecideError::NotOwned(_))
+        ));
+    }
 }

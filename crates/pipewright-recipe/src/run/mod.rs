@@ -26,7 +26,7 @@ use pipewright_runtime::outcome::{RunOutcome, RunStatus};
 use pipewright_runtime::session::{
     finish_record, Begun, ResumeOf, RunOptions, RunSession, RunStart,
 };
-use pipewright_runtime::store::{self, Event, EventKind, Landed};
+use pipewright_runtime::store::{self, Event, EventKind, Landed, StoreError};
 use pipewright_syntax::SourceMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -322,21 +322,21 @@ impl Exec {
         hash: &str,
         v: serde_json::Value,
         now: bool,
-    ) -> Result<(), String> {
-        Ok(self.session.land(key, hash, Landed::Value(v), None, now)?)
+    ) -> Result<(), StoreError> {
+        self.session.land(key, hash, Landed::Value(v), None, now)
     }
 
     /// Everything landed so far is committed before a step with effects outside the run
     /// starts: a crash then never loses a landing whose step would repeat those effects.
-    fn before_side_effects(&self) -> Result<(), String> {
-        Ok(self.session.flush()?)
+    fn before_side_effects(&self) -> Result<(), StoreError> {
+        self.session.flush()
     }
 
     /// Forgets what an earlier attempt landed inside an iteration that runs again (the
     /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
     /// must not be replayed from the attempt that died.
-    fn forget_under(&self, key: &str) -> Result<(), String> {
-        Ok(self.session.forget_under(key, false)?)
+    fn forget_under(&self, key: &str) -> Result<(), StoreError> {
+        self.session.forget_under(key, false)
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.
@@ -374,11 +374,16 @@ impl Exec {
     /// Lands a step's change of the context with its completion event, in one transaction.
     /// Staged, not committed: the next step with side effects commits it before it starts
     /// (`Exec::before_side_effects`), so one commit per step suffices.
-    fn land_step(&self, key: &str, hash: &str, delta: &Value, done: Event) -> Result<(), String> {
+    fn land_step(
+        &self,
+        key: &str,
+        hash: &str,
+        delta: &Value,
+        done: Event,
+    ) -> Result<(), StoreError> {
         let v = values::to_landed(delta);
-        Ok(self
-            .session
-            .land(key, hash, Landed::Value(v), Some(done), false)?)
+        self.session
+            .land(key, hash, Landed::Value(v), Some(done), false)
     }
 
     fn finish(self, f: &Frame, ctx: Ctx, result: Result<(), Stop>) -> RunOutcome {

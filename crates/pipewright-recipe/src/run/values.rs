@@ -34,7 +34,7 @@ pub(super) fn to_text(v: &Value) -> String {
     out
 }
 
-pub(super) fn from_text(text: &str) -> Result<Value, String> {
+pub(super) fn from_text(text: &str) -> Result<Value, crate::value::JsonError> {
     Value::from_json_text(text)
 }
 

@@ -115,6 +115,30 @@ fn paste(v: &VarRef, ctx: &Context, out: &mut String) -> Result<(), ConditionErr
     Ok(())
 }
 
+/// Why substituted condition text is not an expression: the detail after `Invalid
+/// expression: `, in the runner's words. Positions count characters, or tokens for
+/// `UnexpectedToken`, as the runner's do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SyntaxError {
+    #[error("Unterminated string literal starting at position {0}")]
+    UnterminatedString(usize),
+    #[error("Unexpected character '{found}' at position {at}")]
+    UnexpectedCharacter { found: char, at: usize },
+    #[error("expression nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("Unexpected end of expression")]
+    UnexpectedEnd,
+    #[error("Expected ')' to close parenthesized expression")]
+    UnclosedParen,
+    #[error("Unexpected keyword '{0}' where value expected")]
+    KeywordForValue(String),
+    #[error("Unexpected operator '{0}' where value expected")]
+    OperatorForValue(String),
+    /// Text left over after a whole expression.
+    #[error("Unexpected token '{token}' at position {at}")]
+    UnexpectedToken { token: String, at: usize },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     /// A quoted literal as written, quotes included.
@@ -140,7 +164,7 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '.'
 }
 
-fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
+fn tokenize(text: &str) -> Result<Vec<Tok>, SyntaxError> {
     let chars: Vec<char> = text.chars().collect();
     let mut toks = Vec::new();
     let mut i = 0;
@@ -154,11 +178,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
             i += 1;
             loop {
                 match chars.get(i) {
-                    None => {
-                        return Err(format!(
-                            "Unterminated string literal starting at position {start}"
-                        ))
-                    }
+                    None => return Err(SyntaxError::UnterminatedString(start)),
                     Some('\\') => i += 2,
                     Some(&d) if d == c => break,
                     Some(_) => i += 1,
@@ -191,7 +211,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, String> {
             }
             toks.push(Tok::Word(chars[start..i].iter().collect()));
         } else {
-            return Err(format!("Unexpected character '{c}' at position {i}"));
+            return Err(SyntaxError::UnexpectedCharacter { found: c, at: i });
         }
     }
     Ok(toks)
@@ -253,15 +273,15 @@ impl Parser {
         matches!(self.toks.get(self.pos), Some(Tok::Word(x)) if x == w)
     }
 
-    fn descend(&mut self) -> Result<(), String> {
+    fn descend(&mut self) -> Result<(), SyntaxError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(format!("expression nested deeper than {MAX_DEPTH} levels"));
+            return Err(SyntaxError::TooDeep);
         }
         Ok(())
     }
 
-    fn or_expr(&mut self) -> Result<bool, String> {
+    fn or_expr(&mut self) -> Result<bool, SyntaxError> {
         let mut v = self.and_expr()?;
         while self.peek_word("or") {
             self.pos += 1;
@@ -271,7 +291,7 @@ impl Parser {
         Ok(v)
     }
 
-    fn and_expr(&mut self) -> Result<bool, String> {
+    fn and_expr(&mut self) -> Result<bool, SyntaxError> {
         let mut v = self.not_expr()?;
         while self.peek_word("and") {
             self.pos += 1;
@@ -281,7 +301,7 @@ impl Parser {
         Ok(v)
     }
 
-    fn not_expr(&mut self) -> Result<bool, String> {
+    fn not_expr(&mut self) -> Result<bool, SyntaxError> {
         if self.peek_word("not") {
             self.pos += 1;
             self.descend()?;
@@ -299,9 +319,9 @@ impl Parser {
         Ok(!FALSY.contains(&left.as_str()))
     }
 
-    fn atom(&mut self) -> Result<String, String> {
+    fn atom(&mut self) -> Result<String, SyntaxError> {
         let Some(t) = self.toks.get(self.pos).cloned() else {
-            return Err("Unexpected end of expression".into());
+            return Err(SyntaxError::UnexpectedEnd);
         };
         self.pos += 1;
         match t {
@@ -310,18 +330,15 @@ impl Parser {
                 let v = self.or_expr()?;
                 self.depth -= 1;
                 if self.toks.get(self.pos) != Some(&Tok::RParen) {
-                    return Err("Expected ')' to close parenthesized expression".into());
+                    return Err(SyntaxError::UnclosedParen);
                 }
                 self.pos += 1;
                 Ok(if v { "true" } else { "false" }.into())
             }
             Tok::Word(w) if matches!(w.as_str(), "and" | "or" | "not") => {
-                Err(format!("Unexpected keyword '{w}' where value expected"))
+                Err(SyntaxError::KeywordForValue(w))
             }
-            Tok::Op(_) | Tok::RParen => Err(format!(
-                "Unexpected operator '{}' where value expected",
-                t.text()
-            )),
+            Tok::Op(_) | Tok::RParen => Err(SyntaxError::OperatorForValue(t.text().to_owned())),
             other => Ok(operand_text(&other)),
         }
     }
@@ -329,7 +346,7 @@ impl Parser {
 
 /// Tokenizes and evaluates substituted, stripped, non-empty text; the error is the detail
 /// that follows `Invalid expression: `.
-fn evaluate(text: &str) -> Result<bool, String> {
+fn evaluate(text: &str) -> Result<bool, SyntaxError> {
     let toks = tokenize(text)?;
     let mut p = Parser {
         toks,
@@ -338,11 +355,40 @@ fn evaluate(text: &str) -> Result<bool, String> {
     };
     let v = p.or_expr()?;
     if let Some(t) = p.toks.get(p.pos) {
-        return Err(format!(
-            "Unexpected token '{}' at position {}",
-            t.text(),
-            p.pos
-        ));
+        return Err(SyntaxError::UnexpectedToken {
+            token: t.text().to_owned(),
+            at: p.pos,
+        });
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_syntax_error_says_what_was_found_where() {
+        assert_eq!(
+            evaluate("1 < 2 < 3"),
+            Err(SyntaxError::UnexpectedToken {
+                token: "<".into(),
+                at: 3
+            })
+        );
+        assert_eq!(
+            evaluate("1 = 1"),
+            Err(SyntaxError::UnexpectedCharacter { found: '=', at: 2 })
+        );
+        let deep = format!(
+            "{}a{}",
+            "(".repeat(MAX_DEPTH + 1),
+            ")".repeat(MAX_DEPTH + 1)
+        );
+        assert_eq!(evaluate(&deep), Err(SyntaxError::TooDeep));
+        assert_eq!(
+            SyntaxError::TooDeep.to_string(),
+            "expression nested deeper than 200 levels"
+        );
+    }
 }

@@ -9,7 +9,7 @@
 //! where Python 3.11+ raises `ValueError`.
 
 use super::py::{is_py_space, py_strip};
-use crate::value::Value;
+use crate::value::{JsonError, JsonProblem, Value};
 
 /// `json.loads(s)`: one JSON value, JSON blanks around it allowed.
 pub fn loads(s: &str) -> Option<Value> {
@@ -32,15 +32,12 @@ pub fn raw_decode(s: &str) -> Option<Value> {
     }
     match Value::from_json_text(s) {
         Ok(v) => Some(v),
-        Err(e) => {
-            // The reader reports trailing text with the byte where it starts; the value is
-            // everything before it.
-            let end: usize = e
-                .strip_prefix("extra data after the value at byte ")?
-                .parse()
-                .ok()?;
-            loads(s.get(..end)?)
-        }
+        // Trailing text starts at the error's byte; the value is everything before it.
+        Err(JsonError {
+            problem: JsonProblem::ExtraData,
+            at,
+        }) => loads(s.get(..at)?),
+        Err(_) => None,
     }
 }
 

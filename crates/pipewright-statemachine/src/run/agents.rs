@@ -58,6 +58,24 @@ impl Profile {
 /// §13.2: a recipe step may run for a day before it is killed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(86_400);
 
+/// Why a coding-agent CLI cannot be used: a configuration error that names what is missing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// `looked` says where, with a leading space.
+    #[error("configuration error: the {backend} backend needs the `{program}` command, which was not found{looked}")]
+    NotFound {
+        backend: &'static str,
+        program: &'static str,
+        looked: &'static str,
+    },
+}
+
+impl From<AgentError> for String {
+    fn from(e: AgentError) -> String {
+        e.to_string()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CliAgent {
     pub profile: Profile,
@@ -69,17 +87,22 @@ pub struct CliAgent {
 impl CliAgent {
     /// Finds the profile's executable (§13.3); a missing one is a configuration error that
     /// names it.
-    pub fn find(profile: Profile) -> Result<CliAgent, String> {
-        let program = resolve(profile).ok_or_else(|| {
-            let how = match profile {
+    pub fn find(profile: Profile) -> Result<CliAgent, AgentError> {
+        CliAgent::find_with(profile, |name| std::env::var_os(name))
+    }
+
+    /// [`CliAgent::find`] with the environment `var` gives.
+    fn find_with(
+        profile: Profile,
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<CliAgent, AgentError> {
+        let program = resolve(profile, var).ok_or_else(|| AgentError::NotFound {
+            backend: profile.name(),
+            program: profile.program(),
+            looked: match profile {
                 Profile::Claude => " (looked at $CLAUDE_CLI_PATH, ~/.claude/local/claude and PATH)",
                 _ => " (looked on PATH)",
-            };
-            format!(
-                "configuration error: the {} backend needs the `{}` command, which was not found{how}",
-                profile.name(),
-                profile.program()
-            )
+            },
         })?;
         Ok(CliAgent {
             profile,
@@ -165,19 +188,19 @@ impl CliAgent {
     }
 }
 
-fn resolve(profile: Profile) -> Option<PathBuf> {
+fn resolve(profile: Profile, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
     if profile == Profile::Claude {
-        if let Some(p) = std::env::var_os("CLAUDE_CLI_PATH").filter(|p| !p.is_empty()) {
+        if let Some(p) = var("CLAUDE_CLI_PATH").filter(|p| !p.is_empty()) {
             return Some(PathBuf::from(p)).filter(|p| is_executable(p));
         }
-        if let Some(home) = std::env::var_os("HOME") {
+        if let Some(home) = var("HOME") {
             let local = Path::new(&home).join(".claude/local/claude");
             if is_executable(&local) {
                 return Some(local);
             }
         }
     }
-    let path = std::env::var_os("PATH")?;
+    let path = var("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(profile.program()))
         .find(|p| is_executable(p))
@@ -383,6 +406,24 @@ mod tests {
             program: PathBuf::from(p.program()),
             timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    #[test]
+    fn a_missing_cli_is_a_configuration_error_naming_it() {
+        let e = CliAgent::find_with(Profile::Claude, |_| None).err();
+        assert_eq!(
+            e,
+            Some(AgentError::NotFound {
+                backend: "claude-code",
+                program: "claude",
+                looked: " (looked at $CLAUDE_CLI_PATH, ~/.claude/local/claude and PATH)",
+            })
+        );
+        let e = CliAgent::find_with(Profile::OpenCode, |_| Some("/nonexistent".into())).err();
+        assert_eq!(
+            e.map(String::from).unwrap_or_default(),
+            "configuration error: the opencode backend needs the `opencode` command, which was not found (looked on PATH)"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use pipewright_runtime::outcome::{RunOutcome, RunStatus};
 use pipewright_runtime::session::{
     finish_record, Begun, ResumeOf, RunOptions, RunSession, RunStart,
 };
-use pipewright_runtime::store::{self, Event, EventKind, Landed, Landing};
+use pipewright_runtime::store::{self, Event, EventKind, Landed, Landing, StoreError};
 use pipewright_syntax::SourceMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -159,8 +159,8 @@ pub async fn run(
         .workflows
         .first()
         .ok_or("the file declares no recipe".to_string())?;
-    let recipes =
-        machine::load(recipe, sources, w.file, opts.source_path.as_deref()).map_err(config)?;
+    let recipes = machine::load(recipe, sources, w.file, opts.source_path.as_deref())
+        .map_err(|e| config(e.into()))?;
     if let Some(t) = sm.model.as_deref().filter(|t| !TIERS.contains(t)) {
         return Err(config(format!(
             "`--model {t}` is not a model tier (tiers: haiku, sonnet, opus)"
@@ -250,10 +250,106 @@ pub async fn run(
         // The record does not fit the recipe (after `--force`) or cannot be read.
         Err(e) => End::failed(
             "configuration-error",
-            RunError::new(codes::SM_CONFIG, "", "recipe", ex.recipes.root_span, e),
+            RunError::new(
+                codes::SM_CONFIG,
+                "",
+                "recipe",
+                ex.recipes.root_span,
+                e.to_string(),
+            ),
         ),
     };
     Ok(ex.finish(end))
+}
+
+/// The turns and sessions a run recorded, by number; `None` when it started none. Each
+/// session must have its start recorded, as every turn's session is read by its number.
+#[allow(clippy::type_complexity)]
+fn recorded(
+    landings: &[Landing],
+) -> Result<Option<(BTreeMap<u64, Value>, Vec<Session>)>, ReplayError> {
+    let mut turns: BTreeMap<u64, Value> = BTreeMap::new();
+    let mut sessions: BTreeMap<usize, Session> = BTreeMap::new();
+    for l in landings {
+        let Landed::Value(v) = &l.landed else {
+            continue;
+        };
+        let parts: Vec<&str> = l.key.split('.').collect();
+        match parts.as_slice() {
+            ["turn", n] => {
+                if let Ok(n) = n.parse() {
+                    turns.insert(n, v.clone());
+                }
+            }
+            ["session", k] => {
+                let (Ok(k), Some(id), Some(recipe)) = (
+                    k.parse(),
+                    v.get("id").and_then(Value::as_str),
+                    v.get("recipe").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                let s = sessions.entry(k).or_insert_with(|| Session {
+                    id: String::new(),
+                    recipe: String::new(),
+                    created: false,
+                    backend_id: None,
+                });
+                s.id = id.to_string();
+                s.recipe = recipe.to_string();
+            }
+            ["session", k, "created"] => {
+                if let Ok(k) = k.parse() {
+                    let s = sessions.entry(k).or_insert_with(|| Session {
+                        id: String::new(),
+                        recipe: String::new(),
+                        created: false,
+                        backend_id: None,
+                    });
+                    s.created = true;
+                    s.backend_id = v
+                        .get("backend_session")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+            }
+            _ => {}
+        }
+    }
+    if sessions.is_empty() {
+        return Ok(None);
+    }
+    let sessions = sessions
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, s))| {
+            if i == k && !s.id.is_empty() {
+                Ok(s)
+            } else {
+                Err(ReplayError::NoSessionStart(i))
+            }
+        })
+        .collect::<Result<_, ReplayError>>()?;
+    Ok(Some((turns, sessions)))
+}
+
+/// Why a recorded run cannot go on under the recipe: its record does not fit the recipe (after
+/// `--force`), cannot be read, or cannot be added to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ReplayError {
+    #[error("the run store holds no start of session {0}")]
+    NoSessionStart(usize),
+    #[error("the landing turn.{0} cannot be read")]
+    Unreadable(u64),
+    #[error("the landing turn.{0} has no decision")]
+    NoDecision(u64),
+    /// What the record names (`step `x``, `recipe `r``).
+    #[error("the recorded run names {0}, which the recipe no longer has; it cannot be resumed")]
+    Gone(String),
+    #[error("the recorded sessions do not follow the recorded turns")]
+    OutOfStep,
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The exit reason when the run store cannot record the run.
@@ -296,7 +392,7 @@ impl Exec {
         }
     }
 
-    fn store_error(&self, e: String) -> RunError {
+    fn store_error(&self, e: StoreError) -> RunError {
         RunError::new(
             codes::STORE,
             "",
@@ -308,10 +404,8 @@ impl Exec {
 
     /// Lands `value` at `key` and commits it (with `done`, the event it completes) before
     /// the run goes on: every landing here follows an agent turn or precedes one.
-    fn land(&self, key: &str, value: Value, done: Option<Event>) -> Result<(), String> {
-        Ok(self
-            .session
-            .land(key, "", Landed::Value(value), done, true)?)
+    fn land(&self, key: &str, value: Value, done: Option<Event>) -> Result<(), StoreError> {
+        self.session.land(key, "", Landed::Value(value), done, true)
     }
 
     fn event(&self, kind: EventKind, key: &str, recipe: &str, step: &str) -> Event {
@@ -333,7 +427,7 @@ impl Exec {
 
     /// Starts session K (a restart's, or the first) for `recipe`: a new id, landed before it
     /// is used.
-    fn new_session(&mut self, recipe: &str) -> Result<(), String> {
+    fn new_session(&mut self, recipe: &str) -> Result<(), StoreError> {
         let k = self.sessions.len();
         let s = Session {
             id: new_session_id(),
@@ -353,79 +447,22 @@ impl Exec {
     /// Rebuilds the run from its landings: `None` when nothing landed; else the state to go
     /// on from, or how the run already ended.
     #[allow(clippy::type_complexity)]
-    fn replay(&mut self, landings: &[Landing]) -> Result<Option<(State, Option<End>)>, String> {
-        let mut turns: BTreeMap<u64, Value> = BTreeMap::new();
-        let mut sessions: BTreeMap<usize, Session> = BTreeMap::new();
-        for l in landings {
-            let Landed::Value(v) = &l.landed else {
-                continue;
-            };
-            let parts: Vec<&str> = l.key.split('.').collect();
-            match parts.as_slice() {
-                ["turn", n] => {
-                    if let Ok(n) = n.parse() {
-                        turns.insert(n, v.clone());
-                    }
-                }
-                ["session", k] => {
-                    let (Ok(k), Some(id), Some(recipe)) = (
-                        k.parse(),
-                        v.get("id").and_then(Value::as_str),
-                        v.get("recipe").and_then(Value::as_str),
-                    ) else {
-                        continue;
-                    };
-                    let s = sessions.entry(k).or_insert_with(|| Session {
-                        id: String::new(),
-                        recipe: String::new(),
-                        created: false,
-                        backend_id: None,
-                    });
-                    s.id = id.to_string();
-                    s.recipe = recipe.to_string();
-                }
-                ["session", k, "created"] => {
-                    if let Ok(k) = k.parse() {
-                        let s = sessions.entry(k).or_insert_with(|| Session {
-                            id: String::new(),
-                            recipe: String::new(),
-                            created: false,
-                            backend_id: None,
-                        });
-                        s.created = true;
-                        s.backend_id = v
-                            .get("backend_session")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if sessions.is_empty() {
+    fn replay(
+        &mut self,
+        landings: &[Landing],
+    ) -> Result<Option<(State, Option<End>)>, ReplayError> {
+        let Some((turns, sessions)) = recorded(landings)? else {
             return Ok(None);
-        }
-        self.sessions = sessions
-            .into_iter()
-            .enumerate()
-            .map(|(i, (k, s))| {
-                if i == k && !s.id.is_empty() {
-                    Ok(s)
-                } else {
-                    Err(format!("the run store holds no start of session {i}"))
-                }
-            })
-            .collect::<Result<_, String>>()?;
-        let unknown = |what: &str| {
-            format!("the recorded run names {what}, which the recipe no longer has; it cannot be resumed")
         };
+        self.sessions = sessions;
+        let unknown = |what: &str| ReplayError::Gone(what.to_string());
         let mut current: Option<(usize, State)> = None;
         for (n, t) in &turns {
             let k = t.get("session").and_then(Value::as_u64).unwrap_or(0) as usize;
             let state = t
                 .get("state")
                 .and_then(State::from_json)
-                .ok_or_else(|| format!("the landing turn.{n} cannot be read"))?;
+                .ok_or(ReplayError::Unreadable(*n))?;
             let m = self
                 .recipes
                 .get(&state.recipe)
@@ -457,7 +494,7 @@ impl Exec {
             let d = t
                 .get("decision")
                 .and_then(decision_from)
-                .ok_or_else(|| format!("the landing turn.{n} has no decision"))?;
+                .ok_or(ReplayError::NoDecision(*n))?;
             let step = state.current_step.clone();
             self.report(self.event(
                 EventKind::Replayed,
@@ -509,7 +546,7 @@ impl Exec {
             // Killed between a restart's decision and its session's start.
             self.new_session(&state.recipe)?;
         } else if k + 1 != self.sessions.len() {
-            return Err("the recorded sessions do not follow the recorded turns".into());
+            return Err(ReplayError::OutOfStep);
         }
         // A session whose first turn never came back may exist at the backend or not: a
         // fresh id cannot collide with it.
@@ -583,7 +620,7 @@ impl Exec {
     }
 
     /// §3.1: the first successful turn creates the session.
-    fn created(&mut self, r: &AgentResponse) -> Result<(), String> {
+    fn created(&mut self, r: &AgentResponse) -> Result<(), StoreError> {
         let k = self.sessions.len() - 1;
         if self.sessions[k].created {
             return Ok(());
@@ -694,7 +731,7 @@ impl Exec {
                 RunError::new(code, &step.name, "agent", span, msg)
             };
             if let Err(e) = self.session.flush() {
-                return Err(End::failed(STORE_ERROR, self.store_error(e.to_string())));
+                return Err(End::failed(STORE_ERROR, self.store_error(e)));
             }
             self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
             let t0 = Instant::now();
@@ -965,5 +1002,34 @@ impl Exec {
             exit_reason,
             trace: self.trace,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn landing(key: &str, v: Value) -> Landing {
+        Landing {
+            key: key.into(),
+            step_hash: String::new(),
+            landed: Landed::Value(v),
+        }
+    }
+
+    #[test]
+    fn a_session_without_its_recorded_start_cannot_be_resumed() {
+        let first = landing("session.0", json!({"id": "s0", "recipe": "r"}));
+        let created = landing("session.1.created", json!({"backend_session": "b"}));
+        assert_eq!(
+            recorded(&[first.clone(), created]).err(),
+            Some(ReplayError::NoSessionStart(1))
+        );
+        assert_eq!(
+            ReplayError::NoSessionStart(1).to_string(),
+            "the run store holds no start of session 1"
+        );
+        assert!(matches!(recorded(&[]), Ok(None)));
+        assert!(matches!(recorded(&[first]), Ok(Some((_, s))) if s.len() == 1));
     }
 }

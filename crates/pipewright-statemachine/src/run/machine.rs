@@ -159,6 +159,26 @@ impl Recipes {
     }
 }
 
+/// Why the recipes a run reaches cannot all be loaded when it starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("the recipe's source is not loaded")]
+    SourceNotLoaded,
+    #[error("a restart-new-session names recipe `{id}`, and no `*.json` file in {} has that id", .dir.display())]
+    NoSuchRecipe { id: String, dir: PathBuf },
+    #[error("recipe `{id}` ({}), which a restart-new-session starts, has errors: run `pipewright check {}`", .path.display(), .path.display())]
+    HasErrors { id: String, path: PathBuf },
+    /// `message` is the first error loading it reported.
+    #[error("{}: {message}", .path.display())]
+    Unloadable { path: PathBuf, message: String },
+}
+
+impl From<LoadError> for String {
+    fn from(e: LoadError) -> String {
+        e.to_string()
+    }
+}
+
 /// The recipe `root`, checked from `file` (`crate::check_and_lower`), and, through the
 /// sibling `*.json` files of its directory, every recipe its restarts reach. Those are read
 /// here, when the run starts, and must check without errors: a run fails before its first step
@@ -168,10 +188,8 @@ pub fn load(
     sources: &SourceMap,
     file: FileId,
     path: Option<&Path>,
-) -> Result<Recipes, String> {
-    let src = sources
-        .get(file)
-        .ok_or("the recipe's source is not loaded")?;
+) -> Result<Recipes, LoadError> {
+    let src = sources.get(file).ok_or(LoadError::SourceNotLoaded)?;
     let path = path
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(&src.name));
@@ -202,19 +220,15 @@ pub fn load(
         }
         let list = siblings.get_or_insert_with(|| sibling_recipes(&dir));
         let Some((p, text, _)) = list.iter().find(|(_, _, i)| *i == id) else {
-            return Err(format!(
-                "a restart-new-session names recipe `{id}`, and no `*.json` file in {} has that id",
-                dir.display()
-            ));
+            return Err(LoadError::NoSuchRecipe { id, dir });
         };
         let mut scratch = SourceMap::new();
         let diags = crate::check_file(&mut scratch, p, text);
         if diags.iter().any(Diagnostic::is_error) {
-            return Err(format!(
-                "recipe `{id}` ({}), which a restart-new-session starts, has errors: run `pipewright check {}`",
-                p.display(),
-                p.display()
-            ));
+            return Err(LoadError::HasErrors {
+                id,
+                path: p.clone(),
+            });
         }
         let f = scratch.add(p.display().to_string(), text.as_str());
         let mut sink = Vec::new();
@@ -227,10 +241,14 @@ pub fn load(
     Ok(out)
 }
 
-fn first_error(diags: &[Diagnostic], path: &Path) -> String {
-    match diags.iter().find(|d| d.is_error()) {
-        Some(d) => format!("{}: {}", path.display(), d.message),
-        None => format!("{}: not a state-machine recipe", path.display()),
+fn first_error(diags: &[Diagnostic], path: &Path) -> LoadError {
+    let message = match diags.iter().find(|d| d.is_error()) {
+        Some(d) => d.message.clone(),
+        None => "not a state-machine recipe".to_string(),
+    };
+    LoadError::Unloadable {
+        path: path.to_path_buf(),
+        message,
     }
 }
 
@@ -281,7 +299,7 @@ mod tests {
         let file = sources.add(path.display().to_string(), text);
         let root = crate::load(&mut sources, &path, file, text, &mut Vec::new())
             .ok_or("the recipe does not load")?;
-        load(&root, &sources, file, Some(&path))
+        Ok(load(&root, &sources, file, Some(&path))?)
     }
 
     #[test]
@@ -356,5 +374,18 @@ mod tests {
         let missing = RECIPE.replace("\"recipeId\": \"r\"", "\"recipeId\": \"t\"");
         let e = load_text(d.path(), "r.json", &missing).unwrap_err();
         assert!(e.contains("names recipe `t`"), "{e}");
+        let mut sources = SourceMap::new();
+        let path = d.path().join("r.json");
+        let file = sources.add(path.display().to_string(), missing.as_str());
+        let root = crate::load(&mut sources, &path, file, &missing, &mut Vec::new())
+            .ok_or("the recipe does not load")
+            .unwrap();
+        assert_eq!(
+            load(&root, &sources, file, Some(&path)).err(),
+            Some(LoadError::NoSuchRecipe {
+                id: "t".into(),
+                dir: d.path().to_path_buf()
+            })
+        );
     }
 }

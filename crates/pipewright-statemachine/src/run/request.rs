@@ -153,7 +153,9 @@ pub async fn run(
     }
     let backend: Arc<dyn session::SessionBackend> = match &req.backend {
         Some((name, script)) => match agent_profile(name) {
-            Some(profile) => Arc::new(agents::CliAgent::find(profile).map_err(config_error)?),
+            Some(profile) => {
+                Arc::new(agents::CliAgent::find(profile).map_err(|e| config_error(e.into()))?)
+            }
             None => {
                 let b = pipewright_runtime::backend::from_config(
                     name,

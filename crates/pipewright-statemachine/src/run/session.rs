@@ -5,7 +5,7 @@
 //! command, openai), which answer one prompt at a time, take part through [`Stateless`].
 
 use pipewright_runtime::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture};
-use pipewright_runtime::store::{RunLock, Store};
+use pipewright_runtime::store::{RunLock, Store, StoreError};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -114,6 +114,22 @@ fn held() -> std::sync::MutexGuard<'static, Option<HashSet<String>>> {
     HELD.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Why a session cannot be had: another recipe execution is using it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionLockError {
+    #[error("session {0} is locked: another recipe execution in this process is using it")]
+    HeldHere(String),
+    /// The lock file beside the run store's run locks could not be taken.
+    #[error("session {id} is locked: {error}")]
+    Locked { id: String, error: StoreError },
+}
+
+impl From<SessionLockError> for String {
+    fn from(e: SessionLockError) -> String {
+        e.to_string()
+    }
+}
+
 /// Ownership of a session for as long as a recipe execution uses it: within this process,
 /// and across processes through a lock file beside the run store's run locks (the same
 /// `flock` mechanism, which the kernel releases when the process dies).
@@ -123,23 +139,27 @@ pub struct SessionLock {
 }
 
 impl SessionLock {
-    pub fn acquire(id: &str, store: Option<&Arc<dyn Store>>) -> Result<SessionLock, String> {
+    pub fn acquire(
+        id: &str,
+        store: Option<&Arc<dyn Store>>,
+    ) -> Result<SessionLock, SessionLockError> {
         if !held()
             .get_or_insert_with(HashSet::new)
             .insert(id.to_string())
         {
-            return Err(format!(
-                "session {id} is locked: another recipe execution in this process is using it"
-            ));
+            return Err(SessionLockError::HeldHere(id.to_string()));
         }
         // Session ids are UUIDs like run ids, and never equal one (v7 ids with their own
         // random bits), so they can share the run locks' directory.
         let file = match store.map(|s| s.lock_run(id)) {
             None => None,
             Some(Ok(l)) => Some(l),
-            Some(Err(e)) => {
+            Some(Err(error)) => {
                 release(id);
-                return Err(format!("session {id} is locked: {e}"));
+                return Err(SessionLockError::Locked {
+                    id: id.to_string(),
+                    error,
+                });
             }
         };
         Ok(SessionLock {
@@ -188,7 +208,8 @@ mod tests {
         let id = new_session_id();
         let first = SessionLock::acquire(&id, None).unwrap();
         let err = SessionLock::acquire(&id, None).err().unwrap();
-        assert!(err.contains("is locked"), "{err}");
+        assert_eq!(err, SessionLockError::HeldHere(id.clone()));
+        assert!(err.to_string().contains("is locked"), "{err}");
         drop(first);
         assert!(SessionLock::acquire(&id, None).is_ok());
     }
