@@ -94,6 +94,11 @@ pub struct ProjectConfig {
     pub key_order: KeyOrder,
     /// `[engine]`: which engine runs and records the project's runs.
     pub engine: EngineConfig,
+    /// `[run] max_cost_usd`, `max_tokens`, `max_agent_calls`: a run's budgets (the `run`
+    /// flags of the same names override them).
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_agent_calls: Option<u64>,
 }
 
 /// `[engine] kind = "local" | "restate"`, with the Restate server's `ingress` and `admin`
@@ -149,6 +154,8 @@ pub enum ConfigError {
     KeyOrder,
     #[error("`engine.kind` is \"local\" or \"restate\", not \"{0}\"")]
     EngineKind(String),
+    #[error("`{0}` must be a non-negative number of US dollars")]
+    NotACost(&'static str),
     /// A `[check]` list names something that is not a code.
     #[error("`{list}` lists `{code}`, which is not a diagnostic code (like \"PW0528\")")]
     NotACode { list: String, code: String },
@@ -246,6 +253,9 @@ impl Default for ProjectConfig {
             check: CheckRules::default(),
             key_order: KeyOrder::default(),
             engine: EngineConfig::default(),
+            max_cost_usd: None,
+            max_tokens: None,
+            max_agent_calls: None,
         }
     }
 }
@@ -422,6 +432,16 @@ impl ProjectConfig {
             }
             if let Some(n) = uint(run.get("max_call_depth"), "run.max_call_depth")? {
                 cfg.max_call_depth = n;
+            }
+            cfg.max_tokens = uint(run.get("max_tokens"), "run.max_tokens")?;
+            cfg.max_agent_calls = uint(run.get("max_agent_calls"), "run.max_agent_calls")?;
+            if let Some(v) = run.get("max_cost_usd") {
+                let usd = v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .filter(|c| *c >= 0.0 && c.is_finite())
+                    .ok_or(ConfigError::NotACost("run.max_cost_usd"))?;
+                cfg.max_cost_usd = Some(usd);
             }
             if let Some(b) = boolean(run.get("pass_secrets"), "run.pass_secrets")? {
                 cfg.pass_secrets = b;
@@ -617,6 +637,21 @@ mod tests {
     fn run_identity_is_a_non_empty_string() {
         let id = |t: &str| ProjectConfig::parse(t).map(|c| c.identity);
         assert_eq!(id("[run]\nidentity = \"bot\"\n"), Ok(Some("bot".into())));
+        let budgets = |t: &str| {
+            ProjectConfig::parse(t).map(|c| (c.max_cost_usd, c.max_tokens, c.max_agent_calls))
+        };
+        assert_eq!(
+            budgets("[run]\nmax_cost_usd = 2.5\nmax_tokens = 1000\nmax_agent_calls = 3\n"),
+            Ok((Some(2.5), Some(1000), Some(3)))
+        );
+        assert_eq!(
+            budgets("[run]\nmax_cost_usd = 2\n"),
+            Ok((Some(2.0), None, None))
+        );
+        assert_eq!(
+            budgets("[run]\nmax_cost_usd = -1.0\n"),
+            Err(ConfigError::NotACost("run.max_cost_usd"))
+        );
         let engine = |t: &str| ProjectConfig::parse(t).map(|c| c.engine);
         assert_eq!(
             engine("[engine]\nkind = \"restate\"\ningress = \"http://h:8080\"\n"),

@@ -17,6 +17,7 @@ pipewright_syntax::codes! {
     pub const STORE = "PW0811": "the run store could not record the run";
     pub const CALL_DEPTH = "PW0812": "call/match nesting exceeds the depth cap";
     pub const GATE = "PW0813": "an approval gate denied the run";
+    pub const BUDGET = "PW0814": "a budget stopped the run before an agent call";
     /// Recipe runtime failures (the pipeline codes above describe pipeline steps).
     pub const RECIPE_BASH = "PW0820": "a recipe's bash step failed";
     pub const RECIPE_AGENT = "PW0821": "a recipe's agent step failed";

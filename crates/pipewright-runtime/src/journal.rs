@@ -26,6 +26,9 @@ pub trait Journal: Send + Sync {
     fn event(&self, e: &Event);
     /// The run has spawned at least `n` agents; durable before the next one starts.
     fn spawns(&self, n: u64) -> Result<(), StoreError>;
+    /// What an agent call of step `key` cost; recorded with the next write (a step with an
+    /// agent call lands durably right after it).
+    fn usage(&self, key: &str, usage: &crate::usage::Usage) -> Result<(), StoreError>;
     /// Makes everything recorded so far durable: a step with effects outside the run starts
     /// only after this.
     fn flush(&self) -> Result<(), StoreError>;
@@ -62,6 +65,14 @@ impl Journal for Recorder {
 
     fn spawns(&self, n: u64) -> Result<(), StoreError> {
         Ok(self.stage(vec![Write::Spawns(n)], None, true)?)
+    }
+
+    fn usage(&self, key: &str, usage: &crate::usage::Usage) -> Result<(), StoreError> {
+        let w = Write::Usage {
+            key: key.to_string(),
+            usage: usage.clone(),
+        };
+        Ok(self.stage(vec![w], None, false)?)
     }
 
     fn flush(&self) -> Result<(), StoreError> {

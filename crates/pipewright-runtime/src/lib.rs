@@ -24,6 +24,7 @@ pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod tools;
+pub mod usage;
 pub mod value;
 
 pub use backend::{AgentBackend, AgentRequest, BackendError};

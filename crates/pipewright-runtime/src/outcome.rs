@@ -14,6 +14,8 @@ pub enum RunStatus {
     Cancelled,
     /// At an approval gate that waits for a decision.
     Paused,
+    /// Before an agent call that would go past a budget (resumable with a higher one).
+    Stopped,
 }
 
 impl RunStatus {
@@ -23,6 +25,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Paused => "paused",
+            RunStatus::Stopped => "stopped",
         }
     }
 }
@@ -50,6 +53,9 @@ pub struct RunOutcome {
     pub pending: Option<serde_json::Value>,
     /// A MEOW run: each step's status by id (expanded steps under their prefixed ids).
     pub steps: Option<serde_json::Value>,
+    /// What the run's agent calls cost, in all and per step, when it made any
+    /// (`crate::usage::Meter::report_json`).
+    pub usage: Option<serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -76,6 +82,7 @@ impl RunOutcome {
             signal: None,
             pending: None,
             steps: None,
+            usage: None,
         }
     }
 
@@ -99,7 +106,7 @@ impl RunOutcome {
         ));
     }
 
-    /// 0 ok, 1 failed, 3 paused at an approval gate; cancelled: 128 + the signal (the shell
+    /// 0 ok, 1 failed, 3 paused at an approval gate, 4 stopped by a budget; cancelled: 128 + the signal (the shell
     /// convention), 130 for SIGINT or a cancel without a signal, 143 for SIGTERM.
     pub fn exit_code(&self) -> i32 {
         match self.status {
@@ -107,6 +114,7 @@ impl RunOutcome {
             RunStatus::Failed => 1,
             RunStatus::Cancelled => 128 + self.signal.unwrap_or(2),
             RunStatus::Paused => 3,
+            RunStatus::Stopped => 4,
         }
     }
 
@@ -161,6 +169,9 @@ impl RunOutcome {
         }
         // The report is printed: nothing in it may show a secret (crate::secrets).
         secrets::redact_json(&mut o);
+        if let Some(u) = &self.usage {
+            o["usage"] = u.clone();
+        }
         o
     }
 }

@@ -73,6 +73,12 @@ impl Report for RunOutcome {
                 h.stderr.push_str(&format!("run {id} failed\n"));
                 h.stderr.push_str(&stopped_summary(self));
             }
+            RunStatus::Stopped => {
+                h.stderr.push_str(&format!(
+                    "run {id} stopped at its budget; continue it with a higher one: `pipewright run --resume {id} --max-…`\n"
+                ));
+                h.stderr.push_str(&stopped_summary(self));
+            }
             RunStatus::Paused => {
                 let p = self.pending.clone().unwrap_or_default();
                 h.stderr.push_str(&format!(

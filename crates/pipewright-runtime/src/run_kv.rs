@@ -64,6 +64,9 @@ pub struct RunMeta {
     pub next_landing: u64,
     /// How many batches of events are kept.
     pub event_batches: u64,
+    /// What each agent call cost, by step key, in call order (small: one entry per call).
+    #[serde(default)]
+    pub usage: Vec<(String, crate::usage::Usage)>,
 }
 
 /// One landing as kept: its order among the run's landings, its step hash, and its value or
@@ -103,6 +106,7 @@ impl RunMeta {
             cancelled_at: None,
             next_landing: 0,
             event_batches: 0,
+            usage: Vec::new(),
         }
     }
 
@@ -155,6 +159,7 @@ impl RunMeta {
                     lines.push('\n');
                 }
                 Write::Spawns(n) => self.spawns = self.spawns.max(*n),
+                Write::Usage { key, usage } => self.usage.push((key.clone(), usage.clone())),
                 Write::Status(s) => {
                     self.status = s.clone();
                     self.updated_ms = now_ms;
@@ -208,6 +213,7 @@ impl RunMeta {
                 })
                 .collect(),
             spawns: self.spawns,
+            usage: self.usage.clone(),
         }
     }
 
@@ -438,6 +444,7 @@ mod tests {
         Spawns(u64),
         Status(&'static str),
         Finish,
+        Usage(String, u64),
         Commit,
     }
 
@@ -455,6 +462,7 @@ mod tests {
             1 => (0u64..20).prop_map(Step::Spawns),
             1 => prop_oneof![Just("running"), Just("paused")].prop_map(Step::Status),
             1 => Just(Step::Finish),
+            1 => (key(), 0u64..50).prop_map(|(k, n)| Step::Usage(k, n)),
             2 => Just(Step::Commit),
         ]
     }
@@ -482,6 +490,16 @@ mod tests {
                 error: Some(json!({"code": "PW0500", "message": format!("boom {n}")})),
                 cancelled_at: Some(format!("k{n}")),
             }),
+            Step::Usage(k, n) => Write::Usage {
+                key: k.clone(),
+                usage: crate::usage::Usage {
+                    input_tokens: Some(*n),
+                    output_tokens: (n % 2 == 0).then_some(n * 2),
+                    cost_usd: (n % 3 == 0).then_some(*n as f64 / 100.0),
+                    agent_calls: 1,
+                    wall_ms: 1.5,
+                },
+            },
             Step::Commit => return None,
         })
     }

@@ -78,6 +78,11 @@ pub struct RunOptions {
     /// The run may listen on a socket in its run directory for its steps to report over (a
     /// MEOW run's orchestrator socket).
     pub channel: bool,
+    /// The run's budgets (`--max-cost`, `--max-tokens`, `--max-agent-calls`).
+    pub budgets: crate::usage::Budgets,
+    /// What the run's agent calls cost, admitted against `budgets`: the runtime's backend
+    /// charges it (`RunRequest::into_options` wraps the backend), the session records it.
+    pub meter: Arc<crate::usage::Meter>,
     /// The `pipewright` executable, for steps that call back into it: it answers `meow …` (the
     /// MEOW reference's command name) when called `meow`. `None`: only `pipewright meow` works
     /// there.
@@ -111,6 +116,11 @@ impl RunOptions {
             interactive: false,
             config: Arc::new(ProjectConfig::default()),
             channel: false,
+            budgets: crate::usage::Budgets::default(),
+            meter: Arc::new(crate::usage::Meter::new(
+                crate::usage::Budgets::default(),
+                CancelToken::new(),
+            )),
             self_exe: None,
             runs_dir: None,
         }
@@ -249,9 +259,10 @@ impl Begun {
         store: Option<&Arc<dyn Store>>,
         start: RunStart,
         sinks: Vec<Arc<dyn EventSink>>,
+        meter: &Arc<crate::usage::Meter>,
     ) -> Result<RunSession, String> {
         let sinks = Arc::new(sinks);
-        let journal: Option<Box<dyn Journal>> = match store {
+        let journal: Option<Arc<dyn Journal>> = match store {
             None => None,
             Some(st) => {
                 let lock = match self.lock {
@@ -272,9 +283,24 @@ impl Begun {
                     }
                 };
                 let rec = Recorder::new(st.clone(), self.run_id.clone(), lock, sinks.clone())?;
-                Some(Box::new(rec))
+                Some(Arc::new(rec))
             }
         };
+        if let Some(rec) = &self.resumed {
+            // Budgets count on from what the earlier attempts spent.
+            meter.seed(&rec.usage);
+        }
+        if let Some(j) = &journal {
+            // Weak: the meter may outlive the run (it is the caller's), and the journal holds
+            // the run's lock, which must go when the session does.
+            let j = Arc::downgrade(j);
+            meter.record_with(Box::new(move |key, usage| {
+                if let Some(j) = j.upgrade() {
+                    // A failed write is the journal's to remember: the run fails of it at its end.
+                    let _ = j.usage(key, usage);
+                }
+            }));
+        }
         let (landed, spawns) = match self.resumed {
             Some(rec) => (
                 rec.landings
@@ -287,6 +313,7 @@ impl Begun {
         };
         Ok(RunSession {
             run_id: self.run_id,
+            meter: meter.clone(),
             journal,
             landed: Mutex::new(landed),
             failed: Mutex::new(None),
@@ -316,7 +343,8 @@ pub struct RunStart {
 pub struct RunSession {
     run_id: String,
     /// `None`: the run is recorded nowhere (no store).
-    journal: Option<Box<dyn Journal>>,
+    journal: Option<Arc<dyn Journal>>,
+    meter: Arc<crate::usage::Meter>,
     /// Every landing of this run and of its earlier attempts, by key: (step hash, landed).
     landed: Mutex<HashMap<String, (String, Landed)>>,
     /// The first write that failed.
@@ -463,12 +491,34 @@ impl RunSession {
     /// Ends the run: makes everything landed durable, then records how it ended. `record`
     /// describes the outcome to the journal; `on_failure` applies a failed write to it (the
     /// first one the run met, then the final record's own), before and after recording.
+    ///
+    /// A run its meter stopped (a budget reached: the run was cancelled before the call) ends
+    /// `stopped`, with the error that names the budget (at `span`). A run that made agent calls
+    /// reports what they cost.
     pub fn finish(
         self,
         outcome: &mut RunOutcome,
+        span: pipewright_syntax::Span,
         record: impl Fn(&RunOutcome) -> store::Finish,
         on_failure: impl Fn(&mut RunOutcome, String),
     ) {
+        if let Some(e) = self.meter.exhausted() {
+            if outcome.status == crate::outcome::RunStatus::Cancelled && outcome.error.is_none() {
+                outcome.status = crate::outcome::RunStatus::Stopped;
+                outcome.signal = None;
+                let key = outcome.cancelled_at.clone().unwrap_or_default();
+                outcome.error = Some(crate::failure::RunError::new(
+                    crate::codes::BUDGET,
+                    &key,
+                    "run",
+                    span,
+                    e.message(),
+                ));
+            }
+        }
+        if self.meter.total().agent_calls > 0 {
+            outcome.usage = Some(self.meter.report_json());
+        }
         let Some(j) = &self.journal else { return };
         outcome.store = Some(j.describe());
         // Pure landings are written in the background: flush them first, so a write that
@@ -583,7 +633,7 @@ mod tests {
         let begun = Begun::new(&opts, None, serde_json::json!({"a": 1}), "h")
             .unwrap_or_else(|e| panic!("{e}"));
         let session = begun
-            .open(Some(&st), start(), Vec::new())
+            .open(Some(&st), start(), Vec::new(), &opts.meter)
             .unwrap_or_else(|e| panic!("{e}"));
         let id = session.run_id().to_string();
         let land = |key: &str, v: i64, durable: bool| {
@@ -606,7 +656,12 @@ mod tests {
             pipewright_r1::Value::Null,
             pipewright_r1::Value::Null,
         );
-        session.finish(&mut outcome, finish_record, |_, e| panic!("{e}"));
+        session.finish(
+            &mut outcome,
+            pipewright_syntax::Span::default(),
+            finish_record,
+            |_, e| panic!("{e}"),
+        );
 
         let of = ResumeOf {
             id: &id,
@@ -620,7 +675,7 @@ mod tests {
         let keys: Vec<&str> = begun.landings().iter().map(|l| l.key.as_str()).collect();
         assert_eq!(keys, ["0", "10"]);
         let resumed = begun
-            .open(Some(&st), start(), Vec::new())
+            .open(Some(&st), start(), Vec::new(), &opts.meter)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(resumed.run_id(), id);
         assert_eq!(resumed.replayed("0", "k"), Some(serde_json::json!(1)));

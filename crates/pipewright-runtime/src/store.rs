@@ -223,6 +223,8 @@ pub struct RunRecord {
     pub landings: Vec<Landing>,
     /// Agent executions so far, over every attempt of the run.
     pub spawns: u64,
+    /// What each agent call cost, by step key, in call order, over every attempt.
+    pub usage: Vec<(String, crate::usage::Usage)>,
 }
 
 /// A new run, recorded before its first step starts.
@@ -258,6 +260,12 @@ pub enum Write {
     Event(String),
     /// The spawn count is at least this.
     Spawns(u64),
+    /// What one agent call of step `key` cost (each call is kept, so a total counts every
+    /// attempt and a replay adds nothing).
+    Usage {
+        key: String,
+        usage: crate::usage::Usage,
+    },
     Status(String),
     Finish(Finish),
 }
@@ -393,6 +401,9 @@ pub fn state_document(rec: RunRecord, ended: Ended) -> Json {
     if let Some(k) = ended.cancelled_at {
         o.insert("cancelled_at", json!(k));
     }
+    if !rec.usage.is_empty() {
+        o.insert("usage", crate::usage::report_json(&rec.usage));
+    }
     Json::Object(o.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
@@ -508,6 +519,14 @@ const MIGRATIONS: &[&str] = &[
         updated_ms INTEGER NOT NULL,
         PRIMARY KEY (run, name)
     );",
+    // 2: what each agent call cost (issue 25), one row per call.
+    "CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        run INTEGER NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL
+    );
+    CREATE INDEX usage_by_run ON usage (run, id);",
 ];
 
 pub const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -623,6 +642,11 @@ impl SqliteStore {
                 .execute(params![run, key, format!("{key}."), format!("{key}/")])?;
             }
             Write::Event(_) => {}
+            Write::Usage { key, usage } => {
+                let value = serde_json::to_string(usage).unwrap_or_default();
+                tx.prepare_cached("INSERT INTO usage (run, key, value) VALUES (?1, ?2, ?3)")?
+                    .execute(params![run, key, value])?;
+            }
             Write::Spawns(n) => {
                 tx.prepare_cached("UPDATE runs SET spawns = MAX(spawns, ?2) WHERE seq = ?1")?
                     .execute(params![run, i64::try_from(*n).unwrap_or(i64::MAX)])?;
@@ -978,6 +1002,24 @@ impl Store for SqliteStore {
                 landed,
             });
         }
+        let mut usage = Vec::new();
+        let mut stmt = c
+            .prepare("SELECT key, value FROM usage WHERE run = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([seq], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            let (key, value) = row.map_err(|e| self.err(e))?;
+            let u = serde_json::from_str(&value).map_err(|e| {
+                self.err(format!(
+                    "a usage of run {run_id} ({key}) is not readable: {e}"
+                ))
+            })?;
+            usage.push((key, u));
+        }
         Ok(RunRecord {
             run_id: run_id.to_string(),
             status,
@@ -987,6 +1029,7 @@ impl Store for SqliteStore {
             source_hash,
             landings,
             spawns: u64::try_from(spawns).unwrap_or(0),
+            usage,
         })
     }
 

@@ -36,7 +36,7 @@ pub(crate) enum Command {
     Fmt(FmtArgs),
     /// Print the lowered workflow graph.
     Graph(GraphArgs),
-    /// Execute a workflow file (exit 0 ok, 1 failed, 2 could not start, 3 paused at an approval gate).
+    /// Execute a workflow file (exit 0 ok, 1 failed, 2 could not start, 3 paused at an approval gate, 4 stopped by a budget).
     Run(RunArgs),
     /// Approve the approval gate a paused or waiting run waits at (a paused run then continues
     /// with `run --resume`).
@@ -278,6 +278,17 @@ pub(crate) struct RunArgs {
     /// loops) and execute nothing: no command, no agent, no file, no run store.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    /// Stop the run before an agent call once its known cost reaches USD (default: `[run]
+    /// max_cost_usd`); a stopped run is resumed with a higher budget (exit 4).
+    #[arg(long, value_name = "USD", value_parser = cost_parser)]
+    pub max_cost: Option<f64>,
+    /// Stop the run before an agent call once its input and output tokens reach N (default:
+    /// `[run] max_tokens`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Stop the run before its agent call number N + 1 (default: `[run] max_agent_calls`).
+    #[arg(long, value_name = "N")]
+    pub max_agent_calls: Option<u64>,
     /// With an engine other than local: print the run id once the engine has the run, and
     /// return (`run --resume ID` follows it later).
     #[arg(long, conflicts_with = "dry_run")]
@@ -287,6 +298,14 @@ pub(crate) struct RunArgs {
     /// The flags a dialect declares for its own runs (`Runtime::flags`), as given.
     #[arg(skip)]
     pub dialect_flags: FlagValues,
+}
+
+/// `--max-cost USD`: a non-negative number.
+fn cost_parser(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|c| *c >= 0.0 && c.is_finite())
+        .ok_or_else(|| format!("`{s}` is not a number of US dollars"))
 }
 
 /// `--backend NAME`: the shared backends, then those a dialect declares for its own runs; an

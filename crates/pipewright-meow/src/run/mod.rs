@@ -287,6 +287,7 @@ pub async fn run(
             source_hash,
         },
         opts.sinks,
+        &opts.meter,
     )?;
     let project = opts.tools.workdir.clone();
     let run_dir = opts
@@ -961,9 +962,10 @@ impl Exec {
                 .map(|s| s.id.clone());
         }
         // The run's own status stands: `store_error` reports the failed write beside it.
-        self.session.finish(&mut o, finish_record, |o, msg| {
-            o.store_error.get_or_insert(msg);
-        });
+        self.session
+            .finish(&mut o, root.span, finish_record, |o, msg| {
+                o.store_error.get_or_insert(msg);
+            });
         o
     }
 }

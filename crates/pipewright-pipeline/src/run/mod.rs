@@ -116,6 +116,7 @@ pub async fn run(
             source_hash,
         },
         opts.sinks,
+        &opts.meter,
     )?;
     let interp = Interp {
         program: program.clone(),
@@ -163,6 +164,7 @@ pub async fn run(
     }
     interp.session.finish(
         &mut outcome,
+        workflow.span,
         |o| store::Finish {
             // The input is stored once, at the start.
             stores: store::stores_delta(&input, &o.stores.to_json()),

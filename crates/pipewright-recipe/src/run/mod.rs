@@ -212,6 +212,7 @@ pub async fn run(
             source_hash,
         },
         opts.sinks,
+        &opts.meter,
     )?;
     let limits = workflow.limits.clone();
     let ex = Exec {
@@ -412,9 +413,10 @@ impl Exec {
                 o
             }
         };
-        self.session.finish(&mut outcome, finish_record, |o, msg| {
-            o.fail_store(msg, f.workflow.span)
-        });
+        self.session
+            .finish(&mut outcome, f.workflow.span, finish_record, |o, msg| {
+                o.fail_store(msg, f.workflow.span)
+            });
         outcome
     }
 }

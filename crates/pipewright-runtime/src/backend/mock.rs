@@ -2,7 +2,7 @@
 //! steps read) it replies with JSON that satisfies it; without, a short text naming the step.
 //! Any pipeline or recipe can be dry-run.
 
-use super::{AgentBackend, AgentRequest, BackendError, BoxFuture};
+use super::{counted_usage, AgentBackend, AgentRequest, BackendError, BoxFuture, Reply};
 use serde_json::{json, Value};
 
 #[derive(Debug, Default, Clone)]
@@ -22,6 +22,14 @@ impl AgentBackend for MockBackend {
                 (Some(s), _) | (None, Some(s)) => synthesize(s, &req.step, 0).to_string(),
                 (None, None) => format!("mock reply for step {} of {}", req.step, req.workflow),
             })
+        })
+    }
+
+    fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {
+        Box::pin(async move {
+            let text = self.complete(req).await?;
+            let usage = counted_usage(&req.prompt, &text);
+            Ok(Reply { text, usage })
         })
     }
 }

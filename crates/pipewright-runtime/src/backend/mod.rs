@@ -52,6 +52,34 @@ pub trait AgentBackend: Send + Sync {
     fn name(&self) -> &str;
     fn complete<'a>(&'a self, req: &'a AgentRequest)
         -> BoxFuture<'a, Result<String, BackendError>>;
+    /// [`AgentBackend::complete`] with what the call cost, as far as the backend knows it
+    /// (unknown unless it says: never 0).
+    fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {
+        Box::pin(async move {
+            self.complete(req).await.map(|text| Reply {
+                text,
+                usage: crate::usage::Usage::unknown(),
+            })
+        })
+    }
+}
+
+/// What an agent call answered, and what it cost.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub text: String,
+    pub usage: crate::usage::Usage,
+}
+
+/// The offline backends' usage: a token per four characters, in and out, so that tests can
+/// assert totals; their calls cost nothing that is known.
+pub fn counted_usage(prompt: &str, text: &str) -> crate::usage::Usage {
+    let tokens = |s: &str| (s.chars().count() as u64).div_ceil(4);
+    crate::usage::Usage {
+        input_tokens: Some(tokens(prompt)),
+        output_tokens: Some(tokens(text)),
+        ..crate::usage::Usage::unknown()
+    }
 }
 
 /// Why the backend `--backend NAME` asks for cannot be built; what to add or fix is in the

@@ -68,13 +68,34 @@ impl AgentBackend for OpenAiBackend {
         &'a self,
         req: &'a AgentRequest,
     ) -> BoxFuture<'a, Result<String, BackendError>> {
+        Box::pin(async move { self.reply(req).await.map(|r| r.text) })
+    }
+
+    fn reply<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<super::Reply, BackendError>> {
         // Every error and reply leaves through here, redacted: the one place that knows the key.
         Box::pin(async move {
             self.exchange(req)
                 .await
-                .map(|reply| self.hide(&reply))
+                .map(|(text, usage)| super::Reply {
+                    text: self.hide(&text),
+                    usage,
+                })
                 .map_err(|e| BackendError::new(self.hide(&e.message)))
         })
+    }
+}
+
+/// The `usage` of a chat completion: prompt and completion tokens as the server counts them
+/// (no cost: an OpenAI-compatible server does not say one).
+fn usage_of(v: &Value) -> crate::usage::Usage {
+    let n = |k: &str| v.pointer(&format!("/usage/{k}")).and_then(Value::as_u64);
+    crate::usage::Usage {
+        input_tokens: n("prompt_tokens"),
+        output_tokens: n("completion_tokens"),
+        ..crate::usage::Usage::unknown()
     }
 }
 
@@ -85,7 +106,10 @@ impl OpenAiBackend {
         secrets::redact_with(text, self.api_key.as_deref()).into_owned()
     }
 
-    async fn exchange(&self, req: &AgentRequest) -> Result<String, BackendError> {
+    async fn exchange(
+        &self,
+        req: &AgentRequest,
+    ) -> Result<(String, crate::usage::Usage), BackendError> {
         let url = http::parse_url(&self.url).map_err(BackendError::new)?;
         // Built per call rather than cached: it costs little next to a network round trip,
         // and a fixed ca_file is picked up without restarting. Only https reads the CA file.
@@ -140,7 +164,7 @@ impl OpenAiBackend {
             return v
                 .pointer("/choices/0/message/content")
                 .and_then(Value::as_str)
-                .map(str::to_string)
+                .map(|text| (text.to_string(), usage_of(&v)))
                 .ok_or_else(|| {
                     BackendError::new("the response has no choices[0].message.content")
                 });

@@ -162,6 +162,17 @@ impl AgentBackend for ScriptBackend {
             }
         })
     }
+
+    fn reply<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<super::Reply, BackendError>> {
+        Box::pin(async move {
+            let text = self.complete(req).await?;
+            let usage = super::counted_usage(&req.prompt, &text);
+            Ok(super::Reply { text, usage })
+        })
+    }
 }
 
 #[cfg(test)]

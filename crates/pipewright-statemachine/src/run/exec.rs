@@ -223,6 +223,7 @@ pub async fn run(
             source_hash,
         },
         opts.sinks,
+        &opts.meter,
     )?;
     let mut ex = Exec {
         recipes: Arc::new(recipes),
@@ -988,6 +989,7 @@ impl Exec {
         let span = self.recipes.root_span;
         self.session.finish(
             &mut run,
+            span,
             |o| {
                 let mut fin = finish_record(o);
                 if let Some(e) = fin.error.as_mut() {

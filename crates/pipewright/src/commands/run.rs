@@ -222,6 +222,11 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
         },
     };
     o.runs_dir = Some(super::runs::runs_dir(&store_path));
+    o.budgets = pipewright_runtime::usage::Budgets {
+        max_cost_usd: args.max_cost.or(cfg.max_cost_usd),
+        max_tokens: args.max_tokens.or(cfg.max_tokens),
+        max_agent_calls: args.max_agent_calls.or(cfg.max_agent_calls),
+    };
     o.force = args.force;
     o.file_label = crate::read::display_name(&file);
     o.source_path = Some(file.clone());

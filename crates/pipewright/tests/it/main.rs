@@ -26,6 +26,7 @@ mod run_error_data;
 mod run_prerun;
 mod run_recursion;
 mod run_secrets;
+mod run_usage;
 mod schemas;
 mod statemachine_cli;
 mod statemachine_run;

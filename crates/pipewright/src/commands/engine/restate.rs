@@ -406,6 +406,15 @@ fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, 
     if let Some(i) = &args.identity {
         push("--identity", i.clone());
     }
+    if let Some(c) = args.max_cost {
+        push("--max-cost", c.to_string());
+    }
+    if let Some(n) = args.max_tokens {
+        push("--max-tokens", n.to_string());
+    }
+    if let Some(n) = args.max_agent_calls {
+        push("--max-agent-calls", n.to_string());
+    }
     let kinds: Vec<(&str, FlagValue)> = crate::cli::runtimes()
         .flat_map(|r| r.flags())
         .map(|f| (f.long, f.value))

@@ -1,0 +1,339 @@
+//! What agent calls cost (issue 25): tokens, dollars, calls and wall time, per step and per
+//! run, and the budgets that stop a run before a call would go past them.
+//!
+//! Every backend reports what it knows per call ([`crate::backend::AgentBackend::reply`]);
+//! what it does not know stays `None`, never 0. The [`Meter`] of a run sums the calls, per step
+//! key and in all, admits each call against the run's budgets first, and has each call's usage
+//! recorded by the run's journal, so a resumed run counts on from what its earlier attempts
+//! spent and a replayed step (which calls nothing) is not counted twice.
+
+use crate::backend::{AgentBackend, AgentRequest, BackendError, BoxFuture, Reply};
+use crate::cancel::CancelToken;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// The cost of one call, or the sum of several.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub agent_calls: u64,
+    pub wall_ms: f64,
+}
+
+/// A sum of what is known: `None` only when no addend knew.
+fn add<T: std::ops::Add<Output = T> + Default>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or_default() + b.unwrap_or_default()),
+    }
+}
+
+impl Usage {
+    /// One call that reported nothing but how long it took.
+    pub fn unknown() -> Usage {
+        Usage::default()
+    }
+
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens = add(self.input_tokens, o.input_tokens);
+        self.output_tokens = add(self.output_tokens, o.output_tokens);
+        self.cost_usd = add(self.cost_usd, o.cost_usd);
+        self.agent_calls += o.agent_calls;
+        self.wall_ms += o.wall_ms;
+    }
+
+    /// Input and output tokens, when either is known.
+    pub fn tokens(&self) -> Option<u64> {
+        add(self.input_tokens, self.output_tokens)
+    }
+
+    /// `run --format json`'s shape: unknown figures are null.
+    pub fn to_json(&self) -> Json {
+        json!({
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd.map(|c| (c * 1e6).round() / 1e6),
+            "agent_calls": self.agent_calls,
+            "wall_ms": (self.wall_ms * 1000.0).round() / 1000.0,
+        })
+    }
+}
+
+/// `run --format json`'s `usage` of a run: its totals, and each step's under `steps`.
+pub fn report_json(calls: &[(String, Usage)]) -> Json {
+    let mut total = Usage::default();
+    let mut steps: IndexMap<&str, Usage> = IndexMap::new();
+    for (key, u) in calls {
+        total.add(u);
+        steps.entry(key).or_default().add(u);
+    }
+    steps_json(&total, steps.iter().map(|(k, u)| (*k, u)))
+}
+
+fn steps_json<'a>(total: &Usage, steps: impl Iterator<Item = (&'a str, &'a Usage)>) -> Json {
+    let mut o = total.to_json();
+    o["steps"] = Json::Object(steps.map(|(k, u)| (k.to_string(), u.to_json())).collect());
+    o
+}
+
+/// A run's budgets (`--max-cost`, `--max-tokens`, `--max-agent-calls`, or `[run]` in
+/// pipewright.toml); `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budgets {
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_agent_calls: Option<u64>,
+}
+
+/// Why a run stopped: the budget it reached, and what it had spent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exhausted {
+    pub budget: &'static str,
+    pub limit: String,
+    pub spent: Usage,
+}
+
+impl Exhausted {
+    pub fn message(&self) -> String {
+        let spent = match self.budget {
+            "--max-cost" => format!("${:.6} spent", self.spent.cost_usd.unwrap_or_default()),
+            "--max-tokens" => format!("{} tokens spent", self.spent.tokens().unwrap_or_default()),
+            _ => format!("{} agent calls made", self.spent.agent_calls),
+        };
+        format!(
+            "the run stopped before an agent call that would go past its budget ({} {}: {spent}); resume it with a higher budget",
+            self.budget, self.limit
+        )
+    }
+}
+
+/// Records one call's usage for step `key` where the run is recorded.
+pub type RecordUsage = Box<dyn Fn(&str, &Usage) + Send + Sync>;
+
+/// A run's meter. Shared by the run's backend (which admits and charges each call) and its
+/// session (which seeds it on resume, records each charge, and reports the totals).
+pub struct Meter {
+    budgets: Budgets,
+    state: Mutex<MeterState>,
+    record: OnceLock<RecordUsage>,
+    cancel: CancelToken,
+}
+
+#[derive(Default)]
+struct MeterState {
+    total: Usage,
+    steps: IndexMap<String, Usage>,
+    exhausted: Option<Exhausted>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Meter {
+    /// A meter with `budgets` that stops the run through `cancel` when one is reached.
+    pub fn new(budgets: Budgets, cancel: CancelToken) -> Meter {
+        Meter {
+            budgets,
+            state: Mutex::new(MeterState::default()),
+            record: OnceLock::new(),
+            cancel,
+        }
+    }
+
+    /// What the earlier attempts of a resumed run spent, per call, by step key.
+    pub fn seed(&self, recorded: &[(String, Usage)]) {
+        let mut st = lock(&self.state);
+        for (key, u) in recorded {
+            st.total.add(u);
+            st.steps.entry(key.clone()).or_default().add(u);
+        }
+    }
+
+    /// Where each call's usage is recorded from now on (the run's journal).
+    pub fn record_with(&self, record: RecordUsage) {
+        let _ = self.record.set(record);
+    }
+
+    /// Admits a call, or stops the run: the budget reached is kept, and the run is cancelled.
+    pub fn admit(&self) -> Result<(), Exhausted> {
+        let mut st = lock(&self.state);
+        if let Some(e) = &st.exhausted {
+            return Err(e.clone());
+        }
+        let b = self.budgets;
+        let t = &st.total;
+        let over = if b.max_agent_calls.is_some_and(|m| t.agent_calls >= m) {
+            Some((
+                "--max-agent-calls",
+                b.max_agent_calls.map(|m| m.to_string()),
+            ))
+        } else if b.max_tokens.is_some_and(|m| t.tokens().unwrap_or(0) >= m) {
+            Some(("--max-tokens", b.max_tokens.map(|m| m.to_string())))
+        } else if b
+            .max_cost_usd
+            .is_some_and(|m| t.cost_usd.unwrap_or(0.0) >= m)
+        {
+            Some(("--max-cost", b.max_cost_usd.map(|m| m.to_string())))
+        } else {
+            None
+        };
+        let Some((budget, limit)) = over else {
+            return Ok(());
+        };
+        let e = Exhausted {
+            budget,
+            limit: limit.unwrap_or_default(),
+            spent: st.total.clone(),
+        };
+        st.exhausted = Some(e.clone());
+        drop(st);
+        self.cancel.cancel();
+        Err(e)
+    }
+
+    /// Counts one call of step `key`, and has it recorded.
+    pub fn charge(&self, key: &str, usage: &Usage) {
+        {
+            let mut st = lock(&self.state);
+            st.total.add(usage);
+            st.steps.entry(key.to_string()).or_default().add(usage);
+        }
+        if let Some(record) = self.record.get() {
+            record(key, usage);
+        }
+    }
+
+    pub fn total(&self) -> Usage {
+        lock(&self.state).total.clone()
+    }
+
+    pub fn steps(&self) -> IndexMap<String, Usage> {
+        lock(&self.state).steps.clone()
+    }
+
+    /// The budget that stopped the run, if one did.
+    pub fn exhausted(&self) -> Option<Exhausted> {
+        lock(&self.state).exhausted.clone()
+    }
+
+    /// `run --format json`'s `usage`: totals and each step's.
+    pub fn report_json(&self) -> Json {
+        let st = lock(&self.state);
+        steps_json(&st.total, st.steps.iter().map(|(k, u)| (k.as_str(), u)))
+    }
+
+    /// Whether any budget is set.
+    pub fn budgeted(&self) -> bool {
+        self.budgets != Budgets::default()
+    }
+}
+
+/// A backend whose calls the run's meter admits and charges.
+pub struct Metered {
+    inner: Arc<dyn AgentBackend>,
+    meter: Arc<Meter>,
+}
+
+impl Metered {
+    pub fn new(inner: Arc<dyn AgentBackend>, meter: Arc<Meter>) -> Metered {
+        Metered { inner, meter }
+    }
+}
+
+impl AgentBackend for Metered {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<String, BackendError>> {
+        Box::pin(async move { self.reply(req).await.map(|r| r.text) })
+    }
+
+    fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {
+        Box::pin(async move {
+            if self.meter.admit().is_err() {
+                // The run is being stopped (its cancel token is set): the call is not made, and
+                // the step waits for the stop to reach it, as it does on Ctrl-C.
+                std::future::pending::<()>().await;
+            }
+            let t0 = Instant::now();
+            let r = self.inner.reply(req).await;
+            let wall_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let mut usage = match &r {
+                Ok(reply) => reply.usage.clone(),
+                Err(_) => Usage::unknown(),
+            };
+            usage.agent_calls = 1;
+            usage.wall_ms = wall_ms;
+            self.meter.charge(&req.step, &usage);
+            r
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(input: Option<u64>, cost: Option<f64>) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: input.map(|i| i * 2),
+            cost_usd: cost,
+            agent_calls: 1,
+            wall_ms: 1.0,
+        }
+    }
+
+    /// Unknown stays unknown (never 0), and a known figure is summed over the calls that knew.
+    #[test]
+    fn sums_keep_unknown_apart_from_zero() {
+        let mut u = Usage::default();
+        u.add(&call(None, None));
+        assert_eq!(u.tokens(), None);
+        assert_eq!(u.to_json()["cost_usd"], Json::Null);
+        u.add(&call(Some(10), None));
+        u.add(&call(Some(5), Some(0.25)));
+        assert_eq!((u.input_tokens, u.output_tokens), (Some(15), Some(30)));
+        assert_eq!(u.cost_usd, Some(0.25));
+        assert_eq!(u.agent_calls, 3);
+    }
+
+    /// A budget admits calls until it is reached, then stops the run and keeps refusing.
+    #[test]
+    fn a_reached_budget_stops_the_run_and_says_what_was_spent() {
+        let cancel = CancelToken::new();
+        let m = Meter::new(
+            Budgets {
+                max_agent_calls: Some(2),
+                ..Budgets::default()
+            },
+            cancel.clone(),
+        );
+        m.seed(&[("0".into(), call(Some(1), None))]);
+        assert!(m.admit().is_ok());
+        m.charge("1", &call(Some(1), None));
+        let e = m
+            .admit()
+            .err()
+            .unwrap_or_else(|| panic!("the third call is refused"));
+        assert_eq!(e.budget, "--max-agent-calls");
+        assert!(
+            e.message().contains("2 agent calls made"),
+            "{}",
+            e.message()
+        );
+        assert!(cancel.is_cancelled());
+        assert!(m.admit().is_err());
+        assert_eq!(m.steps().len(), 2);
+    }
+}

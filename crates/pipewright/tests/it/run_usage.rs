@@ -1,0 +1,205 @@
+//! What agent calls cost (issue 25) through the real binary: every dialect that calls agents
+//! through the shared backends reports tokens and calls per run and per step (the offline
+//! backends count a token per four characters, so totals are exact); a budget stops a run
+//! before the call that would go past it, nothing past it is called, and a resume with a higher
+//! budget finishes with the totals an uninterrupted run has, nothing counted twice.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn json_run(dir: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let o = run_in(dir, args);
+    let v = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("a JSON report ({e}): {}", text(&o)));
+    (o.status.code(), v)
+}
+
+const THREE: &str = "pipeline: three\nsteps:\n  - agent: {prompt: \"first question\", output: a}\n  - agent: {prompt: \"second question\", output: b}\n  - agent: {prompt: \"third\", output: c}\n";
+
+/// The run's totals are the sum of its steps', which are each call's; unknown cost is null.
+#[test]
+fn a_pipelines_agent_calls_are_summed_per_step_and_per_run() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(d.path(), &["run", "three.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    let u = &v["usage"];
+    assert_eq!(u["agent_calls"], 3, "{u}");
+    assert_eq!(
+        u["cost_usd"],
+        Value::Null,
+        "unknown stays null, never 0: {u}"
+    );
+    // "first question" is 14 characters: 4 tokens; the mock's reply
+    // "mock reply for step 0 of three" is 30: 8 tokens.
+    assert_eq!(u["steps"]["0"]["input_tokens"], 4, "{u}");
+    assert_eq!(u["steps"]["0"]["output_tokens"], 8, "{u}");
+    let steps = u["steps"].as_object().cloned().unwrap_or_default();
+    let sum = |k: &str| {
+        steps
+            .values()
+            .map(|s| s[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    assert_eq!(u["input_tokens"], sum("input_tokens"));
+    assert_eq!(u["output_tokens"], sum("output_tokens"));
+    // The store keeps them too: `runs show` says the same.
+    let id = v["run_id"].as_str().unwrap_or_default();
+    let shown = run_in(d.path(), &["runs", "show", id]);
+    let state: Value = serde_json::from_slice(&shown.stdout).unwrap_or_default();
+    assert_eq!(state["usage"]["agent_calls"], 3, "{state}");
+    assert_eq!(state["usage"]["input_tokens"], u["input_tokens"], "{state}");
+}
+
+/// `--max-agent-calls 2` stops a three-agent run before its third call (exit 4, PW0814);
+/// resuming with a higher budget finishes it, with the totals of an uninterrupted run.
+#[test]
+fn a_budget_stops_a_run_before_the_call_past_it_and_a_resume_finishes_it() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let (_, whole) = json_run(d.path(), &["run", "three.yaml", "--format", "json"]);
+    let (code, v) = json_run(
+        d.path(),
+        &[
+            "run",
+            "three.yaml",
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(4), "{v}");
+    assert_eq!(v["status"], "stopped", "{v}");
+    assert_eq!(v["error"]["code"], "PW0814", "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("--max-agent-calls 2: 2 agent calls made"),
+        "{message}"
+    );
+    assert_eq!(v["usage"]["agent_calls"], 2, "{v}");
+    assert!(
+        v["stores"].get("c").is_none(),
+        "the third agent was not called: {v}"
+    );
+    let id = v["run_id"].as_str().unwrap_or_default().to_string();
+    // The same budget stops it again at once: nothing more is called.
+    let (code, again) = json_run(
+        d.path(),
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(4), "{again}");
+    assert_eq!(again["usage"]["agent_calls"], 2, "{again}");
+    let (code, done) = json_run(
+        d.path(),
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "5",
+        ],
+    );
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["usage"]["agent_calls"], 3, "{done}");
+    for k in ["input_tokens", "output_tokens"] {
+        assert_eq!(done["usage"][k], whole["usage"][k], "{k}: {done}");
+    }
+}
+
+/// A budget reached in the middle of a fan-out: the items already admitted finish, none past
+/// the budget is called, and the resume calls only the rest.
+#[test]
+fn a_budget_reached_mid_fan_out_calls_nothing_past_it() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("fan.yaml"),
+        "pipeline: fan\nsteps:\n  - transform: {value: \"['a', 'b', 'c', 'd', 'e', 'f']\", output: xs}\n  - for_each:\n      over: ctx.xs\n      max_parallel: 1\n      on_error: abort\n      do: {agent: {prompt: \"item\"}}\n      collect: {transform: {value: \"count(pipe)\"}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(
+        d.path(),
+        &[
+            "run",
+            "fan.yaml",
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "4",
+        ],
+    );
+    assert_eq!(
+        (code, &v["status"]),
+        (Some(4), &Value::from("stopped")),
+        "{v}"
+    );
+    assert_eq!(v["usage"]["agent_calls"], 4, "{v}");
+    let id = v["run_id"].as_str().unwrap_or_default().to_string();
+    let (code, done) = json_run(
+        d.path(),
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "100",
+        ],
+    );
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["output"], 6, "{done}");
+    assert_eq!(done["usage"]["agent_calls"], 6, "{done}");
+}
+
+/// A recipe's and a MEOW template's agent steps are counted the same way.
+#[test]
+fn recipes_and_meow_templates_report_their_agent_calls() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("two.recipe.yaml"),
+        "name: two\ndescription: two agents\nversion: \"1.0.0\"\nsteps:\n  - id: one\n    agent: \"x:y\"\n    prompt: \"first\"\n    output: one\n  - id: two\n    agent: \"x:y\"\n    prompt: \"second\"\n    output: two\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(d.path(), &["run", "two.recipe.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["usage"]["agent_calls"], 2, "{v}");
+    let (code, stopped) = json_run(
+        d.path(),
+        &[
+            "run",
+            "two.recipe.yaml",
+            "--format",
+            "json",
+            "--max-tokens",
+            "1",
+        ],
+    );
+    assert_eq!(code, Some(4), "{stopped}");
+    assert_eq!(stopped["usage"]["agent_calls"], 1, "{stopped}");
+    assert!(
+        stopped["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-tokens 1")),
+        "{stopped}"
+    );
+
+    let meow = copy_into(&testdata("meow/run/agents.meow.toml"), d.path());
+    let (code, v) = json_run(d.path(), &["run", &meow, "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    // plan and build each ask the agent once (a fire-and-forget nudge asks nothing back).
+    assert_eq!(v["usage"]["agent_calls"], 2, "{v}");
+    let steps = v["usage"]["steps"].as_object().cloned().unwrap_or_default();
+    assert_eq!(steps.keys().collect::<Vec<_>>(), ["plan", "build"], "{v}");
+}
