@@ -372,7 +372,8 @@ pub(crate) fn command() -> clap::Command {
 
 /// What the command line asks for.
 pub(crate) enum Parsed {
-    Builtin(Cli),
+    /// Boxed: a `Cli` (with every `run` flag) is much larger than the other variant.
+    Builtin(Box<Cli>),
     /// A dialect's own command, with its arguments.
     Dialect(&'static dyn DialectCommand, clap::ArgMatches),
 }
@@ -402,7 +403,7 @@ pub(crate) fn parse(args: Vec<std::ffi::OsString>) -> Parsed {
     if let (Command::Run(run), Some(m)) = (&mut cli.command, matches.subcommand_matches("run")) {
         dialect_flags(run, m);
     }
-    Parsed::Builtin(cli)
+    Parsed::Builtin(Box::new(cli))
 }
 
 /// The values of the dialects' own `run` flags, into `run`.

@@ -14,7 +14,8 @@ impl ExitStatus {
     /// could not start (nothing ran, nothing was recorded), output that could not be written.
     pub(crate) const COULD_NOT_START: ExitStatus = ExitStatus(2);
 
-    /// A run's own status: 3 paused at an approval gate, 128 + the signal when cancelled.
+    /// A run's own status: 3 paused at an approval gate, 4 stopped by a budget, 128 + the
+    /// signal when cancelled.
     pub(crate) fn of_run(code: i32) -> ExitStatus {
         ExitStatus(u8::try_from(code).unwrap_or(1))
     }

@@ -67,7 +67,7 @@ fn arguments() -> Vec<std::ffi::OsString> {
 /// Parses the command line and runs the command; the process exit code.
 pub fn main() -> ExitCode {
     let cli = match cli::parse(arguments()) {
-        cli::Parsed::Builtin(cli) => cli,
+        cli::Parsed::Builtin(cli) => *cli,
         cli::Parsed::Dialect(command, matches) => {
             let code = commands::dialect_command(command, &matches);
             return exit(code);

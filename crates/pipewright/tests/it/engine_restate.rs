@@ -264,6 +264,15 @@ fn every_dialect_reports_on_the_engine_what_it_reports_locally() {
         // The state machine's session ids, and a recipe's `session.id` (its run id), are new in
         // every run.
         for v in [&mut a, &mut b] {
+            // How long the agent calls took differs from run to run.
+            if v["usage"].is_object() {
+                v["usage"]["wall_ms"] = Value::Null;
+                if let Some(steps) = v["usage"]["steps"].as_object_mut() {
+                    for s in steps.values_mut() {
+                        s["wall_ms"] = Value::Null;
+                    }
+                }
+            }
             if v["stores"]["session"].is_object() {
                 v["stores"]["session"]["id"] = Value::Null;
                 v["stores"]["session"]["started"] = Value::Null;
@@ -756,13 +765,13 @@ fn a_cluster_run_survives_losing_each_node_in_turn() {
             .lines()
             .count()
     };
-    for k in 0..3 {
+    for server in &mut servers {
         let before = logged();
         wait_for("a step to land", 60, || logged() > before);
-        servers[k].kill();
+        server.kill();
         let during = logged();
         wait_for("a step to land without the node", 60, || logged() > during);
-        rt.block_on(servers[k].restart())
+        rt.block_on(server.restart())
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let followed = pw(&["run", "--resume", &id, "--format", "json"]);
@@ -771,8 +780,10 @@ fn a_cluster_run_survives_losing_each_node_in_turn() {
     for n in 1..=16 {
         assert!(log.contains(&format!("s{n}\n")), "s{n}: {log}");
     }
+    // A node's death, and its return (leadership may move back), can each interrupt the step
+    // in flight: at most two per node.
     assert!(
-        log.lines().count() <= 16 + 3,
+        log.lines().count() <= 16 + 6,
         "only steps in flight ran again: {log}"
     );
     drop(worker);

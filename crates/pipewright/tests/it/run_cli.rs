@@ -84,7 +84,12 @@ fn json_report_has_exactly_the_documented_fields() {
     copy_into(&examples().join("hello.yaml"), d.path());
     let (code, v) = run_json(d.path(), &["hello.yaml"]);
     assert_eq!(code, Some(0), "{v}");
-    assert_eq!(keys(&v), ["status", "run_id", "output", "stores"], "{v}");
+    // `usage`: the example calls agents (docs/run.md, "Usage and budgets").
+    assert_eq!(
+        keys(&v),
+        ["status", "run_id", "output", "stores", "usage"],
+        "{v}"
+    );
     assert_eq!(v["status"], "ok");
     assert_eq!(v["output"], "Hello, world! All reviews passed.");
     assert_eq!(run_ids(d.path()), [v["run_id"].as_str().unwrap_or("?")]);

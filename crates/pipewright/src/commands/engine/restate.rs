@@ -145,11 +145,15 @@ impl RunExecutor for Executor {
     fn execute(&self, pass: Pass) -> BoxFuture<'static, PassReport> {
         Box::pin(async move {
             let (store, run_id) = (pass.store.clone(), pass.run_id.clone());
+            // The engine drops this future when it gives the invocation up (a server node that
+            // led it died): the pass stops then, as on Ctrl-C, rather than run beside the retry.
+            let cancel = pipewright_runtime::CancelToken::new();
+            let _stop_with_the_invocation = CancelOnDrop(cancel.clone());
             let (tx, mut rx) = tokio::sync::oneshot::channel();
             let spawned = std::thread::Builder::new()
                 .name("pipewright-run".into())
                 .spawn(move || {
-                    let _ = tx.send(execute(pass));
+                    let _ = tx.send(execute(pass, cancel));
                 });
             if let Err(e) = spawned {
                 return failed_pass(format!("cannot start the run's thread: {e}"));
@@ -231,7 +235,16 @@ fn failed_pass(message: String) -> PassReport {
     }
 }
 
-fn execute(pass: Pass) -> PassReport {
+/// Cancels a pass when the future that waits for it is dropped.
+struct CancelOnDrop(pipewright_runtime::CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+fn execute(pass: Pass, cancel: pipewright_runtime::CancelToken) -> PassReport {
     let mut args = match crate::cli::parse_run(&pass.submission.args) {
         Ok(a) => a,
         Err(e) => {
@@ -253,7 +266,7 @@ fn execute(pass: Pass) -> PassReport {
         store: Some(pass.store),
         run_id: Some(pass.run_id),
         unattended: true,
-        cancel: None,
+        cancel: Some(cancel),
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
