@@ -136,6 +136,9 @@ struct Exec {
     opts_cancel: pipewright_runtime::cancel::CancelToken,
     /// The run's lock, journal and replayed landings (see [`RunSession`]).
     session: RunSession,
+    /// Admits each agent turn against the run's budgets and charges it (its backends are
+    /// session backends, which the shared `Metered` wrapper does not reach).
+    meter: Arc<pipewright_runtime::usage::Meter>,
     store: Option<Arc<dyn store::Store>>,
     // The run so far.
     sessions: Vec<Session>,
@@ -215,6 +218,10 @@ pub async fn run(
         }
     }
     let landings = begun.landings().to_vec();
+    let meter = Arc::new(pipewright_runtime::usage::Meter::new(
+        opts.budgets,
+        opts.cancel.clone(),
+    ));
     let session = begun.open(
         opts.store.as_ref(),
         RunStart {
@@ -223,13 +230,14 @@ pub async fn run(
             source_hash,
         },
         opts.sinks,
-        &opts.meter,
+        &meter,
     )?;
     let mut ex = Exec {
         recipes: Arc::new(recipes),
         sm,
         opts_cancel: opts.cancel,
         session,
+        meter,
         store: opts.store,
         sessions: Vec::new(),
         trace: Vec::new(),
@@ -775,6 +783,14 @@ impl Exec {
                             .unwrap_or_default()
                     ),
                 );
+                if self.meter.admit().is_err() {
+                    // A budget is reached: the turn is not sent, and the run stops here.
+                    let mut e = self.event(EventKind::Cancelled, &key, &state.recipe, &step.name);
+                    e.error = Some("stopped at its budget".into());
+                    self.report(e);
+                    return Err(End::Cancelled(key));
+                }
+                let asked = Instant::now();
                 let r = match self.ask(&text, state, model.as_deref(), mock).await {
                     Ok(r) => r,
                     Err(Err(())) => {
@@ -809,6 +825,16 @@ impl Exec {
                     }
                 };
                 usage.add(&r);
+                self.meter.charge(
+                    &key,
+                    &pipewright_runtime::usage::Usage {
+                        input_tokens: r.input_tokens,
+                        output_tokens: r.output_tokens,
+                        cost_usd: r.cost_usd,
+                        agent_calls: 1,
+                        wall_ms: asked.elapsed().as_secs_f64() * 1000.0,
+                    },
+                );
                 if let Err(e) = self.created(&r) {
                     return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }

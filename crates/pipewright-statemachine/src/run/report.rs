@@ -79,6 +79,9 @@ impl Outcome {
         if let Some(k) = base.get("cancelled_at") {
             o.insert("cancelled_at".into(), k.clone());
         }
+        if let Some(u) = base.get("usage") {
+            o.insert("usage".into(), u.clone());
+        }
         let mut v = Value::Object(o);
         // Replies are printed: nothing in them may show a secret (pipewright_runtime::secrets).
         pipewright_runtime::secrets::redact_json(&mut v);

@@ -203,3 +203,74 @@ fn recipes_and_meow_templates_report_their_agent_calls() {
     let steps = v["usage"]["steps"].as_object().cloned().unwrap_or_default();
     assert_eq!(steps.keys().collect::<Vec<_>>(), ["plan", "build"], "{v}");
 }
+
+/// A state machine's agent turns are metered too: `--max-agent-calls` stops it before the turn
+/// past the budget, and a resume with a higher one finishes it.
+#[test]
+fn a_state_machines_turns_are_budgeted() {
+    let d = tempdir();
+    let ok = testdata("statemachine/ok");
+    for entry in std::fs::read_dir(&ok).unwrap_or_else(|e| panic!("{e}")) {
+        let p = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if p.is_file() {
+            copy_into(&p, d.path());
+        } else if let Some(name) = p.file_name() {
+            let to = d.path().join(name);
+            std::fs::create_dir_all(&to).unwrap_or_else(|e| panic!("{e}"));
+            for f in std::fs::read_dir(&p).unwrap_or_else(|e| panic!("{e}")) {
+                copy_into(&f.unwrap_or_else(|e| panic!("{e}")).path(), &to);
+            }
+        }
+    }
+    let script = copy_into(
+        &testdata("statemachine/run/review-and-commit.yaml"),
+        d.path(),
+    );
+    let args = [
+        "run",
+        "review-and-commit.json",
+        "--backend",
+        "script",
+        "--script",
+        &script,
+        "--format",
+        "json",
+    ];
+    let (code, whole) = json_run(d.path(), &args);
+    assert_eq!(code, Some(0), "{whole}");
+    let calls = whole["usage"]["agent_calls"].as_u64().unwrap_or(0);
+    assert!(calls > 2, "{whole}");
+    let mut limited = args.to_vec();
+    limited.extend(["--max-agent-calls", "2"]);
+    let (code, stopped) = json_run(d.path(), &limited);
+    assert_eq!(code, Some(4), "{stopped}");
+    assert_eq!(stopped["status"], "stopped", "{stopped}");
+    assert_eq!(stopped["usage"]["agent_calls"], 2, "{stopped}");
+    let id = stopped["run_id"].as_str().unwrap_or_default().to_string();
+    let (code, done) = json_run(
+        d.path(),
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--backend",
+            "script",
+            "--script",
+            &script,
+            "--format",
+            "json",
+            "--max-agent-calls",
+            "50",
+        ],
+    );
+    assert_eq!(code, Some(0), "{done}");
+    // The turn that landed before the stop is replayed, not asked again: counted once. (The
+    // turn the stop interrupted was asked once before it, and is asked again: both count. The
+    // script's replies follow its call counts, which start over in the resuming process, so
+    // the whole run's total is not the figure to compare with.)
+    assert_eq!(done["usage"]["steps"]["turn.1"]["agent_calls"], 1, "{done}");
+    assert!(
+        done["usage"]["agent_calls"].as_u64().unwrap_or(0) >= calls,
+        "{done}"
+    );
+}
