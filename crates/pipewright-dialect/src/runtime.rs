@@ -133,10 +133,10 @@ impl RunRequest {
         }
         self.open_store()?;
         // Every agent call of the run is admitted against its budgets and charged.
-        let meter = Arc::new(pipewright_runtime::usage::Meter::new(
-            self.opts.budgets,
-            self.opts.cancel.clone(),
-        ));
+        let meter = Arc::new(
+            pipewright_runtime::usage::Meter::new(self.opts.budgets, self.opts.cancel.clone())
+                .with_prices(self.opts.config.prices.clone()),
+        );
         self.opts.backend = Arc::new(pipewright_runtime::usage::Metered::new(
             self.opts.backend.clone(),
             meter.clone(),

@@ -99,6 +99,16 @@ pub struct ProjectConfig {
     pub max_cost_usd: Option<f64>,
     pub max_tokens: Option<u64>,
     pub max_agent_calls: Option<u64>,
+    /// `[prices]`: what a model's tokens cost, for backends that report tokens but no cost.
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// `[prices] "model" = { input_per_mtok = …, output_per_mtok = … }`: US dollars per million
+/// tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
 }
 
 /// `[engine] kind = "local" | "restate"`, with the Restate server's `ingress` and `admin`
@@ -156,6 +166,10 @@ pub enum ConfigError {
     EngineKind(String),
     #[error("`{0}` must be a non-negative number of US dollars")]
     NotACost(&'static str),
+    #[error("[prices] \"{0}\" must be a table: {{ input_per_mtok = …, output_per_mtok = … }}")]
+    PriceNotATable(String),
+    #[error("[prices] \"{model}\" needs `{key}`, a non-negative number of US dollars per million tokens")]
+    PriceWithout { model: String, key: String },
     /// A `[check]` list names something that is not a code.
     #[error("`{list}` lists `{code}`, which is not a diagnostic code (like \"PW0528\")")]
     NotACode { list: String, code: String },
@@ -256,6 +270,7 @@ impl Default for ProjectConfig {
             max_cost_usd: None,
             max_tokens: None,
             max_agent_calls: None,
+            prices: BTreeMap::new(),
         }
     }
 }
@@ -401,6 +416,31 @@ impl ProjectConfig {
                     timeout_secs: uint(c.get("timeout_secs"), "backend.command.timeout_secs")?
                         .unwrap_or(600),
                 });
+            }
+        }
+        if let Some(prices) = table(doc.as_table(), "prices")? {
+            for (model, item) in prices.iter() {
+                let t = item
+                    .as_table_like()
+                    .ok_or_else(|| ConfigError::PriceNotATable(model.to_string()))?;
+                let rate = |k: &str| -> Result<f64, ConfigError> {
+                    let v = t.get(k).ok_or_else(|| ConfigError::PriceWithout {
+                        model: model.to_string(),
+                        key: k.to_string(),
+                    })?;
+                    v.as_float()
+                        .or_else(|| v.as_integer().map(|i| i as f64))
+                        .filter(|r| *r >= 0.0 && r.is_finite())
+                        .ok_or_else(|| ConfigError::PriceWithout {
+                            model: model.to_string(),
+                            key: k.to_string(),
+                        })
+                };
+                let price = Price {
+                    input_per_mtok: rate("input_per_mtok")?,
+                    output_per_mtok: rate("output_per_mtok")?,
+                };
+                cfg.prices.insert(model.to_string(), price);
             }
         }
         if let Some(engine) = table(doc.as_table(), "engine")? {

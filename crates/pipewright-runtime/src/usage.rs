@@ -119,6 +119,8 @@ pub type RecordUsage = Box<dyn Fn(&str, &Usage) + Send + Sync>;
 /// session (which seeds it on resume, records each charge, and reports the totals).
 pub struct Meter {
     budgets: Budgets,
+    /// `[prices]`: the cost of a call whose backend gives tokens but no cost.
+    prices: std::collections::BTreeMap<String, crate::config::Price>,
     state: Mutex<MeterState>,
     record: OnceLock<RecordUsage>,
     cancel: CancelToken,
@@ -140,10 +142,38 @@ impl Meter {
     pub fn new(budgets: Budgets, cancel: CancelToken) -> Meter {
         Meter {
             budgets,
+            prices: Default::default(),
             state: Mutex::new(MeterState::default()),
             record: OnceLock::new(),
             cancel,
         }
+    }
+
+    /// The meter with `[prices]` (model → dollars per million tokens).
+    pub fn with_prices(
+        mut self,
+        prices: std::collections::BTreeMap<String, crate::config::Price>,
+    ) -> Meter {
+        self.prices = prices;
+        self
+    }
+
+    /// A call's cost from its tokens and the price of `model`, when the backend gave none;
+    /// unknown (`None`) without a price or without tokens.
+    pub fn priced(&self, usage: &mut Usage, model: Option<&str>) {
+        if usage.cost_usd.is_some() {
+            return;
+        }
+        let (Some(price), Some(input), Some(output)) = (
+            model.and_then(|m| self.prices.get(m)),
+            usage.input_tokens,
+            usage.output_tokens,
+        ) else {
+            return;
+        };
+        usage.cost_usd = Some(
+            (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok) / 1e6,
+        );
     }
 
     /// What the earlier attempts of a resumed run spent, per call, by step key.
@@ -269,7 +299,12 @@ impl AgentBackend for Metered {
             let r = self.inner.reply(req).await;
             let wall_ms = t0.elapsed().as_secs_f64() * 1000.0;
             let mut usage = match &r {
-                Ok(reply) => reply.usage.clone(),
+                Ok(reply) => {
+                    let mut u = reply.usage.clone();
+                    let model = reply.model.as_deref().or(req.model.as_deref());
+                    self.meter.priced(&mut u, model);
+                    u
+                }
                 Err(_) => Usage::unknown(),
             };
             usage.agent_calls = 1;

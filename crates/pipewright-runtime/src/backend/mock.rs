@@ -29,7 +29,11 @@ impl AgentBackend for MockBackend {
         Box::pin(async move {
             let text = self.complete(req).await?;
             let usage = counted_usage(&req.prompt, &text);
-            Ok(Reply { text, usage })
+            Ok(Reply {
+                text,
+                usage,
+                model: None,
+            })
         })
     }
 }

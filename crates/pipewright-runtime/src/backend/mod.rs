@@ -59,6 +59,7 @@ pub trait AgentBackend: Send + Sync {
             self.complete(req).await.map(|text| Reply {
                 text,
                 usage: crate::usage::Usage::unknown(),
+                model: None,
             })
         })
     }
@@ -69,6 +70,8 @@ pub trait AgentBackend: Send + Sync {
 pub struct Reply {
     pub text: String,
     pub usage: crate::usage::Usage,
+    /// The model that answered, when the backend knows (for `[prices]`).
+    pub model: Option<String>,
 }
 
 /// The offline backends' usage: a token per four characters, in and out, so that tests can

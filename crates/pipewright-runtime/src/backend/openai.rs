@@ -82,6 +82,7 @@ impl AgentBackend for OpenAiBackend {
                 .map(|(text, usage)| super::Reply {
                     text: self.hide(&text),
                     usage,
+                    model: Some(req.model.clone().unwrap_or_else(|| self.model.clone())),
                 })
                 .map_err(|e| BackendError::new(self.hide(&e.message)))
         })

@@ -170,7 +170,11 @@ impl AgentBackend for ScriptBackend {
         Box::pin(async move {
             let text = self.complete(req).await?;
             let usage = super::counted_usage(&req.prompt, &text);
-            Ok(super::Reply { text, usage })
+            Ok(super::Reply {
+                text,
+                usage,
+                model: None,
+            })
         })
     }
 }

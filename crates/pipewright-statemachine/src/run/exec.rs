@@ -218,10 +218,10 @@ pub async fn run(
         }
     }
     let landings = begun.landings().to_vec();
-    let meter = Arc::new(pipewright_runtime::usage::Meter::new(
-        opts.budgets,
-        opts.cancel.clone(),
-    ));
+    let meter = Arc::new(
+        pipewright_runtime::usage::Meter::new(opts.budgets, opts.cancel.clone())
+            .with_prices(opts.config.prices.clone()),
+    );
     let session = begun.open(
         opts.store.as_ref(),
         RunStart {
@@ -825,16 +825,15 @@ impl Exec {
                     }
                 };
                 usage.add(&r);
-                self.meter.charge(
-                    &key,
-                    &pipewright_runtime::usage::Usage {
-                        input_tokens: r.input_tokens,
-                        output_tokens: r.output_tokens,
-                        cost_usd: r.cost_usd,
-                        agent_calls: 1,
-                        wall_ms: asked.elapsed().as_secs_f64() * 1000.0,
-                    },
-                );
+                let mut spent = pipewright_runtime::usage::Usage {
+                    input_tokens: r.input_tokens,
+                    output_tokens: r.output_tokens,
+                    cost_usd: r.cost_usd,
+                    agent_calls: 1,
+                    wall_ms: asked.elapsed().as_secs_f64() * 1000.0,
+                };
+                self.meter.priced(&mut spent, model.as_deref());
+                self.meter.charge(&key, &spent);
                 if let Err(e) = self.created(&r) {
                     return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }

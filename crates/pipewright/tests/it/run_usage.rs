@@ -274,3 +274,39 @@ fn a_state_machines_turns_are_budgeted() {
         "{done}"
     );
 }
+
+/// `[prices]` turns a backend's tokens into cost for the model a step names; a model without a
+/// price keeps its cost unknown (null), and `--max-cost` then counts what is known.
+#[test]
+fn prices_turn_tokens_into_cost_and_a_cost_budget_stops_the_run() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[prices]\n\"m1\" = { input_per_mtok = 1000000, output_per_mtok = 2000000 }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("priced.yaml"),
+        "pipeline: priced\nsteps:\n  - agent: {prompt: \"first question\", model: m1, output: a}\n  - agent: {prompt: \"second question\", model: m2, output: b}\n  - agent: {prompt: \"third question\", model: m1, output: c}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(d.path(), &["run", "priced.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    let steps = &v["usage"]["steps"];
+    // 4 tokens in at $1 each, 8 out at $2 each (the price is per million tokens).
+    assert_eq!(steps["0"]["cost_usd"], 20.0, "{v}");
+    assert_eq!(steps["1"]["cost_usd"], Value::Null, "no price for m2: {v}");
+    assert_eq!(v["usage"]["cost_usd"], 40.0, "the known costs: {v}");
+    let (code, stopped) = json_run(
+        d.path(),
+        &["run", "priced.yaml", "--format", "json", "--max-cost", "15"],
+    );
+    assert_eq!(code, Some(4), "{stopped}");
+    assert_eq!(stopped["usage"]["agent_calls"], 1, "{stopped}");
+    assert!(
+        stopped["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-cost 15: $20.000000 spent")),
+        "{stopped}"
+    );
+}

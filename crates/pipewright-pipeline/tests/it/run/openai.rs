@@ -256,3 +256,46 @@ fn openai_key_echoed_in_an_error_body_is_recorded_nowhere() {
         }
     }
 }
+
+/// A chat completion's `usage` is what the call cost: its prompt and completion tokens (no
+/// cost: the server does not say one), with the model that answered, for `[prices]`.
+#[test]
+fn openai_usage_is_read_from_the_response() {
+    use pipewright_runtime::backend::{AgentBackend as _, AgentRequest};
+    let rt = rt();
+    fn with_usage(_: &str) -> String {
+        let body = serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": "fine"}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 34, "total_tokens": 46}
+        })
+        .to_string();
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+    let (url, _, server) = rt.block_on(serve_replies(vec![with_usage]));
+    let b = backend(url, 0);
+    let req = AgentRequest {
+        run_id: "r".into(),
+        step: "0".into(),
+        workflow: "w".into(),
+        prompt: "p".into(),
+        identity: "i".into(),
+        tools: Vec::new(),
+        schema_name: None,
+        schema: None,
+        model: None,
+        mode: None,
+        shape: None,
+    };
+    let reply = rt
+        .block_on(b.reply(&req))
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    assert_eq!(reply.text, "fine");
+    assert_eq!(reply.usage.input_tokens, Some(12));
+    assert_eq!(reply.usage.output_tokens, Some(34));
+    assert_eq!(reply.usage.cost_usd, None, "unknown, never 0");
+    assert_eq!(reply.model.as_deref(), Some("test-model"));
+    let _ = rt.block_on(server);
+}
