@@ -386,6 +386,11 @@ impl NodeKind {
         }
     }
 
+    /// Whether running the step asks an agent (what costs money: graph JSON's `agent`).
+    pub fn asks_an_agent(&self) -> bool {
+        matches!(self, NodeKind::Agent { .. } | NodeKind::Ask(_))
+    }
+
     /// The nested regions with the role each plays (`do`, `collect`, `branch NAME`).
     pub fn regions(&self) -> Vec<(String, &Region)> {
         match self {

@@ -200,6 +200,10 @@ impl Serialize for NodeSer<'_, '_> {
         let mut m = s.serialize_map(Some(8))?;
         m.serialize_entry("id", &n.path)?;
         m.serialize_entry("kind", node.kind.name())?;
+        // Agent calls cost money: a view can mark them without knowing every dialect's kinds.
+        if node.kind.asks_an_agent() {
+            m.serialize_entry("agent", &true)?;
+        }
         // Only dialects that name their steps or kinds otherwise have these; a pipeline's
         // document is unchanged.
         if let Some(word) = node.kind_word {

@@ -288,3 +288,35 @@ fn graphs_use_the_dialects_words_and_title_stages_by_name() {
     assert!(dot.contains("label=\"stage execution\";"), "{}", text(&o));
     assert!(!dot.contains("stage stage"), "{dot}");
 }
+
+/// `graph --format json` marks the steps that ask an agent (`agent: true`), in every dialect
+/// whose steps do: a pipeline's `agent`, a recipe's agent step (`kind: ask`).
+#[test]
+fn graph_json_marks_the_steps_that_ask_an_agent() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("p.yaml"),
+        "pipeline: p\nsteps:\n  - transform: {value: \"1\"}\n  - agent: {prompt: \"hi\"}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("r.recipe.yaml"),
+        "name: r\ndescription: r\nversion: \"1.0.0\"\nsteps:\n  - id: ask\n    agent: \"x:y\"\n    prompt: \"hi\"\n  - id: sh\n    type: bash\n    command: \"true\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (file, asking) in [("p.yaml", "agent"), ("r.recipe.yaml", "ask")] {
+        let o = run_in(d.path(), &["graph", file, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{file}: {e}: {}", text(&o)));
+        let nodes = v["workflows"][0]["body"]["nodes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(nodes.len(), 2, "{file}: {v}");
+        for n in &nodes {
+            let marked = n.get("agent") == Some(&serde_json::Value::Bool(true));
+            assert_eq!(marked, n["kind"] == asking, "{file}: {n}");
+        }
+    }
+}
