@@ -91,6 +91,9 @@ impl Report for RunOutcome {
                 ));
             }
         }
+        if let Some(u) = &self.usage {
+            h.stderr.push_str(&usage_line(u));
+        }
         h
     }
 
@@ -105,6 +108,30 @@ impl Report for RunOutcome {
 
 /// For a failed or cancelled run: the named stores as they were when it stopped, with a
 /// one-line preview of each, and where the full state is.
+/// The one line a person reads of what a run's agent calls cost: `usage: 3 agent calls, 120
+/// tokens in, 240 out, cost unknown, 1.2 s`.
+fn usage_line(u: &Value) -> String {
+    let n = |k: &str| u[k].as_u64();
+    let calls = n("agent_calls").unwrap_or(0);
+    let tokens = match (n("input_tokens"), n("output_tokens")) {
+        (None, None) => "tokens unknown".to_string(),
+        (i, o) => format!(
+            "{} tokens in, {} out",
+            i.map_or("?".into(), |i| i.to_string()),
+            o.map_or("?".into(), |o| o.to_string())
+        ),
+    };
+    let cost = match u["cost_usd"].as_f64() {
+        Some(c) => format!("${c:.4}"),
+        None => "cost unknown".into(),
+    };
+    let secs = u["wall_ms"].as_f64().unwrap_or(0.0) / 1000.0;
+    format!(
+        "usage: {calls} agent call{}, {tokens}, {cost}, {secs:.1} s\n",
+        if calls == 1 { "" } else { "s" }
+    )
+}
+
 fn stopped_summary(outcome: &RunOutcome) -> String {
     let mut out = String::new();
     let mut stores = outcome.stores.to_json();

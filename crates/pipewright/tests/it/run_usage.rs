@@ -310,3 +310,21 @@ fn prices_turn_tokens_into_cost_and_a_cost_budget_stops_the_run() {
         "{stopped}"
     );
 }
+
+/// A person reads the totals in one line at the end of the run.
+#[test]
+fn the_human_report_ends_with_one_line_of_usage() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "three.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("usage: "))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(
+        line.starts_with("usage: 3 agent calls, 10 tokens in, 24 out, cost unknown, "),
+        "{line}"
+    );
+}
