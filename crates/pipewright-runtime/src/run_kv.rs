@@ -247,6 +247,13 @@ impl RunMeta {
             workflow: self.workflow.clone(),
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
+            usage: self
+                .usage
+                .iter()
+                .fold(crate::usage::Usage::default(), |mut all, (_, u)| {
+                    all.add(u);
+                    all
+                }),
         }
     }
 }

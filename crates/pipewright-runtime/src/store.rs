@@ -279,6 +279,8 @@ pub struct RunSummary {
     pub workflow: String,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// What its agent calls cost in all (`agent_calls` 0: it made none).
+    pub usage: crate::usage::Usage,
 }
 
 /// What a "no run" message adds when the user typed the id.
@@ -1061,9 +1063,20 @@ impl Store for SqliteStore {
 
     fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let c = guard(&self.conn);
+        // Each run's calls summed in SQL (SUM of nothing but NULLs is NULL: unknown stays so).
         let mut stmt = c
             .prepare(
-                "SELECT id, status, file, workflow, created_ms, updated_ms FROM runs ORDER BY created_ms DESC, id DESC",
+                "SELECT r.id, r.status, r.file, r.workflow, r.created_ms, r.updated_ms,
+                        u.calls, u.input, u.output, u.cost, u.wall
+                 FROM runs r LEFT JOIN (
+                     SELECT run, COUNT(*) AS calls,
+                            SUM(json_extract(value, '$.input_tokens')) AS input,
+                            SUM(json_extract(value, '$.output_tokens')) AS output,
+                            SUM(json_extract(value, '$.cost_usd')) AS cost,
+                            SUM(json_extract(value, '$.wall_ms')) AS wall
+                     FROM usage GROUP BY run
+                 ) u ON u.run = r.seq
+                 ORDER BY r.created_ms DESC, r.id DESC",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -1075,6 +1088,13 @@ impl Store for SqliteStore {
                     workflow: r.get(3)?,
                     created_ms: r.get(4)?,
                     updated_ms: r.get(5)?,
+                    usage: crate::usage::Usage {
+                        agent_calls: r.get::<_, Option<i64>>(6)?.map_or(0, |n| n.max(0) as u64),
+                        input_tokens: r.get::<_, Option<i64>>(7)?.map(|n| n.max(0) as u64),
+                        output_tokens: r.get::<_, Option<i64>>(8)?.map(|n| n.max(0) as u64),
+                        cost_usd: r.get(9)?,
+                        wall_ms: r.get::<_, Option<f64>>(10)?.unwrap_or(0.0),
+                    },
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -174,6 +174,7 @@ fn list(store: &dyn Store, format: RunFormat) -> Result<(), String> {
                         "created_ms": r.created_ms,
                         "updated_ms": r.updated_ms,
                         "in_progress": r.status == "running" && store.is_owned(&r.run_id),
+                        "usage": (r.usage.agent_calls > 0).then(|| r.usage.to_json()),
                     })
                 })
                 .collect();
@@ -190,11 +191,18 @@ fn list(store: &dyn Store, format: RunFormat) -> Result<(), String> {
                 } else {
                     &r.status
                 };
+                // What its agent calls cost: `-` none made, `?` none priced.
+                let cost = match (r.usage.agent_calls, r.usage.cost_usd) {
+                    (0, _) => "-".to_string(),
+                    (_, None) => "?".to_string(),
+                    (_, Some(c)) => format!("${c:.4}"),
+                };
                 outln!(
-                    "{}  {:<11}  {}  {} ({})",
+                    "{}  {:<11}  {}  {:>9}  {} ({})",
                     r.run_id,
                     status,
                     utc(r.created_ms),
+                    cost,
                     r.file,
                     r.workflow
                 );

@@ -297,6 +297,13 @@ fn prices_turn_tokens_into_cost_and_a_cost_budget_stops_the_run() {
     assert_eq!(steps["0"]["cost_usd"], 20.0, "{v}");
     assert_eq!(steps["1"]["cost_usd"], Value::Null, "no price for m2: {v}");
     assert_eq!(v["usage"]["cost_usd"], 40.0, "the known costs: {v}");
+    // `runs` lists what each run cost.
+    let listed = run_in(d.path(), &["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert_eq!(runs[0]["usage"]["cost_usd"], 40.0, "{runs}");
+    assert_eq!(runs[0]["usage"]["agent_calls"], 3, "{runs}");
+    let table = stdout(&run_in(d.path(), &["runs"]));
+    assert!(table.contains("  $40.0000  priced.yaml"), "{table}");
     let (code, stopped) = json_run(
         d.path(),
         &["run", "priced.yaml", "--format", "json", "--max-cost", "15"],
