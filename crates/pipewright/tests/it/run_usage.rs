@@ -335,3 +335,38 @@ fn the_human_report_ends_with_one_line_of_usage() {
         "{line}"
     );
 }
+
+/// kill -9 between agent calls, then a resume: the calls that landed are replayed, not made
+/// again, so the totals are an uninterrupted run's.
+#[test]
+fn a_killed_run_resumed_counts_each_call_once() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("gated.yaml"),
+        "pipeline: gated\nsteps:\n  - agent: {prompt: \"first question\", output: a}\n  - agent: {prompt: \"second question\", output: b}\n  - shell: {command: \"i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\"}\n  - agent: {prompt: \"third\", output: c}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn_run(d.path(), &["gated.yaml"]);
+    let id = wait_for(
+        std::time::Duration::from_secs(20),
+        "two agent calls landed",
+        || {
+            let o = run_in(d.path(), &["runs", "--format", "json"]);
+            let runs: Value = serde_json::from_slice(&o.stdout).ok()?;
+            let r = runs.get(0)?;
+            (r["usage"]["agent_calls"] == 2).then(|| r["run_id"].as_str().map(str::to_string))?
+        },
+    );
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    let _ = finish(child);
+    std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, done) = json_run(d.path(), &["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["usage"]["agent_calls"], 3, "{done}");
+    assert_eq!(done["usage"]["input_tokens"], 10, "{done}");
+    let steps = done["usage"]["steps"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(steps.values().all(|s| s["agent_calls"] == 1), "{done}");
+}
