@@ -58,23 +58,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Inner {
-    /// Runs `fut` on the I/O runtime and waits for it.
-    fn block<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> T {
+    /// Runs `fut` on the I/O runtime and waits for it. A call whose task died (the runtime
+    /// shutting down, a panic in the HTTP stack) answers an error, not a panic here.
+    fn block<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, ClientError>> + Send + 'static,
+    ) -> Result<T, ClientError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.handle.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        match rx.recv() {
-            Ok(v) => v,
-            // The I/O runtime only stops with the store, which this call holds.
-            Err(_) => unreachable_io(),
-        }
+        rx.recv().unwrap_or_else(|_| {
+            Err(ClientError::Setup(
+                "the engine client stopped while a call waited on it".into(),
+            ))
+        })
     }
-}
-
-#[cold]
-fn unreachable_io() -> ! {
-    panic!("the Restate store's I/O runtime stopped while a call was waiting on it")
 }
 
 struct RestateLock {
