@@ -311,12 +311,7 @@ pub(crate) fn decide(
         record: &record,
         run_dir: &run_dir,
     };
-    let decided = pipewright_registry::DIALECTS
-        .iter()
-        .filter_map(|dialect| dialect.runtime())
-        .find_map(|rt| rt.decide(&run, step, d))
-        .unwrap_or_else(|| Err((1, pipewright_runtime::approval::nothing_waits(&store, id))));
-    match decided {
+    match decide_recorded(&run, step, d) {
         Ok(line) => {
             outln!("{line}");
             ExitStatus::OK
@@ -326,6 +321,24 @@ pub(crate) fn decide(
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// The decision, by the dialect whose run it is (`Runtime::decide`), whichever engine keeps it.
+pub(crate) fn decide_recorded(
+    run: &RecordedRun<'_>,
+    step: Option<&str>,
+    d: &Decision,
+) -> pipewright_dialect::Decided {
+    pipewright_registry::DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.decide(run, step, d))
+        .unwrap_or_else(|| {
+            Err((
+                1,
+                pipewright_runtime::approval::nothing_waits(run.store, run.run_id),
+            ))
+        })
 }
 
 #[cfg(test)]

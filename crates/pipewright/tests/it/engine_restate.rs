@@ -210,19 +210,7 @@ fn every_dialect_reports_on_the_engine_what_it_reports_locally() {
     );
     let meow = e.copy(&testdata("meow/run/foreach.meow.toml"));
     let recipe = e.copy(&testdata("recipe/run/flat.yaml"));
-    let sm_dir = testdata("statemachine/ok");
-    for entry in std::fs::read_dir(&sm_dir).unwrap_or_else(|err| panic!("{err}")) {
-        let p = entry.unwrap_or_else(|err| panic!("{err}")).path();
-        if p.is_file() {
-            e.copy(&p);
-        } else if let Some(name) = p.file_name() {
-            let to = e.project.join(name);
-            std::fs::create_dir_all(&to).unwrap_or_else(|err| panic!("{err}"));
-            for f in std::fs::read_dir(&p).unwrap_or_else(|err| panic!("{err}")) {
-                e.copy_to(&f.unwrap_or_else(|err| panic!("{err}")).path(), &to);
-            }
-        }
-    }
+    copy_tree(&testdata("statemachine/ok"), &e.project);
     let script = e.copy(&testdata("statemachine/run/implement-and-review-all.yaml"));
     let cases: Vec<Vec<&str>> = vec![
         vec!["run", "hello.yaml", "--format", "json"],
@@ -299,12 +287,6 @@ fn every_dialect_reports_on_the_engine_what_it_reports_locally() {
         Some(cases.len()),
         "{listed}"
     );
-}
-
-impl Engine {
-    fn copy_to(&self, from: &Path, dir: &Path) {
-        copy_into(from, dir);
-    }
 }
 
 /// Three shell steps that append to `steps.log`; the second waits for `gate` (at most ~20 s,

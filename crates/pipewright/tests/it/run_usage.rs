@@ -209,19 +209,7 @@ fn recipes_and_meow_templates_report_their_agent_calls() {
 #[test]
 fn a_state_machines_turns_are_budgeted() {
     let d = tempdir();
-    let ok = testdata("statemachine/ok");
-    for entry in std::fs::read_dir(&ok).unwrap_or_else(|e| panic!("{e}")) {
-        let p = entry.unwrap_or_else(|e| panic!("{e}")).path();
-        if p.is_file() {
-            copy_into(&p, d.path());
-        } else if let Some(name) = p.file_name() {
-            let to = d.path().join(name);
-            std::fs::create_dir_all(&to).unwrap_or_else(|e| panic!("{e}"));
-            for f in std::fs::read_dir(&p).unwrap_or_else(|e| panic!("{e}")) {
-                copy_into(&f.unwrap_or_else(|e| panic!("{e}")).path(), &to);
-            }
-        }
-    }
+    copy_tree(&testdata("statemachine/ok"), d.path());
     let script = copy_into(
         &testdata("statemachine/run/review-and-commit.yaml"),
         d.path(),

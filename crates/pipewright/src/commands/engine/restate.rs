@@ -213,16 +213,7 @@ fn decide_here(
         record: &record,
         run_dir: &run_dir,
     };
-    pipewright_registry::DIALECTS
-        .iter()
-        .filter_map(|dialect| dialect.runtime())
-        .find_map(|rt| rt.decide(&run, step, d))
-        .unwrap_or_else(|| {
-            Err((
-                1,
-                pipewright_runtime::approval::nothing_waits(store, run_id),
-            ))
-        })
+    crate::commands::runs::decide_recorded(&run, step, d)
 }
 
 fn failed_pass(message: String) -> PassReport {

@@ -55,6 +55,23 @@ pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
 }
 
+/// Copies the files of `from`, and of its subdirectories one level down, into `to` (a
+/// dialect's fixtures with the files they include).
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let p = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if p.is_file() {
+            copy_into(&p, to);
+        } else if let Some(name) = p.file_name() {
+            let sub = to.join(name);
+            std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
+            for f in std::fs::read_dir(&p).unwrap_or_else(|e| panic!("{e}")) {
+                copy_into(&f.unwrap_or_else(|e| panic!("{e}")).path(), &sub);
+            }
+        }
+    }
+}
+
 /// Copies `from` into `dir` (keeping the file name) and returns the name.
 pub(crate) fn copy_into(from: &Path, dir: &Path) -> String {
     let name = from
