@@ -137,6 +137,10 @@ impl RunRequest {
             pipewright_runtime::usage::Meter::new(self.opts.budgets, self.opts.cancel.clone())
                 .with_prices(self.opts.config.prices.clone()),
         );
+        if let Some(warning) = meter.unenforceable(self.opts.backend.as_ref()) {
+            // Once, before anything runs: a budget the run cannot keep is worth knowing of.
+            eprintln!("{warning}");
+        }
         self.opts.backend = Arc::new(pipewright_runtime::usage::Metered::new(
             self.opts.backend.clone(),
             meter.clone(),

@@ -258,6 +258,20 @@ impl Meter {
         steps_json(&st.total, st.steps.iter().map(|(k, u)| (k.as_str(), u)))
     }
 
+    /// The warning a run under a cost budget gets once, at its start, when nothing it can call
+    /// says what a call costs: its backend reports no cost and there is no price to compute
+    /// one from.
+    pub fn unenforceable(&self, backend: &dyn AgentBackend) -> Option<String> {
+        let limit = self.budgets.max_cost_usd?;
+        if backend.reports_cost() || !self.prices.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "warning: --max-cost {limit} cannot be enforced: the {} backend reports no cost, and pipewright.toml has no [prices] to compute one from",
+            backend.name()
+        ))
+    }
+
     /// Whether any budget is set.
     pub fn budgeted(&self) -> bool {
         self.budgets != Budgets::default()
@@ -279,6 +293,10 @@ impl Metered {
 impl AgentBackend for Metered {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn reports_cost(&self) -> bool {
+        self.inner.reports_cost()
     }
 
     fn complete<'a>(

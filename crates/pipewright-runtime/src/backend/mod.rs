@@ -52,6 +52,10 @@ pub trait AgentBackend: Send + Sync {
     fn name(&self) -> &str;
     fn complete<'a>(&'a self, req: &'a AgentRequest)
         -> BoxFuture<'a, Result<String, BackendError>>;
+    /// Whether its calls say what they cost in dollars (`--max-cost` counts only known costs).
+    fn reports_cost(&self) -> bool {
+        false
+    }
     /// [`AgentBackend::complete`] with what the call cost, as far as the backend knows it
     /// (unknown unless it says: never 0).
     fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {

@@ -358,3 +358,24 @@ fn a_killed_run_resumed_counts_each_call_once() {
         .unwrap_or_default();
     assert!(steps.values().all(|s| s["agent_calls"] == 1), "{done}");
 }
+
+/// A cost budget nothing can enforce (no cost reported, no price to compute one) is said once,
+/// before the run starts; with a price table it is not.
+#[test]
+fn an_unenforceable_cost_budget_is_warned_of_once() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "three.yaml", "--max-cost", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let warned = stderr(&o)
+        .matches("--max-cost 1 cannot be enforced")
+        .count();
+    assert_eq!(warned, 1, "{}", text(&o));
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        "[prices]\n\"gpt\" = { input_per_mtok = 1, output_per_mtok = 1 }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "three.yaml", "--max-cost", "1"]);
+    assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
+}
