@@ -224,8 +224,11 @@ impl RestateStore {
         })
     }
 
-    /// Wakes the run waiting at its `n`th gate, once its decision is recorded.
-    pub fn wake(&self, run_id: &str, n: u64) -> Result<(), StoreError> {
+    /// Wakes the run waiting at its `n`th gate (once its decision is recorded), or stopped by
+    /// a budget (with the budget flags it goes on with).
+    pub fn wake(&self, run_id: &str, n: u64, budgets: Vec<String>) -> Result<(), StoreError> {
+        let body =
+            serde_json::to_value((n, crate::workflow::Woken { budgets })).unwrap_or(Json::Null);
         store::check_run_id(run_id)?;
         let (client, ingress, id) = (
             self.inner.client.clone(),
@@ -235,13 +238,7 @@ impl RestateStore {
         self.inner
             .block(async move {
                 client
-                    .call(
-                        &ingress,
-                        crate::workflow::SERVICE,
-                        &id,
-                        "wake",
-                        Some(&Json::from(n)),
-                    )
+                    .call(&ingress, crate::workflow::SERVICE, &id, "wake", Some(&body))
                     .await
             })
             .map(|_| ())

@@ -23,6 +23,13 @@ pub const SERVICE: &str = "PipewrightRun";
 /// The exit status of a run that stopped at an approval gate (as `pipewright run` exits).
 pub const PAUSED: i32 = 3;
 
+/// The exit status of a run a budget stopped: it waits, as at a gate, for a resume that raises
+/// the budget (`run --resume ID --max-…`).
+pub const STOPPED: i32 = 4;
+
+/// The `run` flags a resume may give a stopped run anew: its budgets.
+pub const BUDGET_FLAGS: [&str; 3] = ["--max-cost", "--max-tokens", "--max-agent-calls"];
+
 /// What a client submits: the `run` arguments as the worker should read them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSubmission {
@@ -51,9 +58,33 @@ pub struct PipewrightRun {
     pub executor: Arc<dyn RunExecutor>,
 }
 
-/// What a decision's promise carries (nothing: the decision itself is in the run's record).
+/// What a wake-up carries: nothing for a decision (it is in the run's record), or the budget
+/// flags a stopped run goes on with.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Woken {}
+pub struct Woken {
+    #[serde(default)]
+    pub budgets: Vec<String>,
+}
+
+impl Woken {
+    /// `args` with the budget flags this wake-up gives in place of theirs.
+    fn apply(&self, args: &mut Vec<String>) {
+        if self.budgets.is_empty() {
+            return;
+        }
+        let mut kept = Vec::with_capacity(args.len());
+        let mut it = std::mem::take(args).into_iter();
+        while let Some(a) = it.next() {
+            if BUDGET_FLAGS.contains(&a.as_str()) {
+                it.next();
+            } else if !BUDGET_FLAGS.iter().any(|f| a.starts_with(&format!("{f}="))) {
+                kept.push(a);
+            }
+        }
+        kept.extend(self.budgets.iter().cloned());
+        *args = kept;
+    }
+}
 
 fn promise_name(n: u64) -> String {
     format!("decision-{n}")
@@ -86,8 +117,10 @@ impl PipewrightRun {
             .map_err(engine_error)?
         };
         // The waits of earlier attempts, in the order they were journaled.
+        let mut submission = submission;
         for n in 1..=known.unwrap_or(0) {
-            ctx.promise::<Json<Woken>>(&promise_name(n)).await?;
+            let woken = ctx.promise::<Json<Woken>>(&promise_name(n)).await?;
+            woken.into_inner().apply(&mut submission.args);
         }
         let mut exists = known.is_some();
         loop {
@@ -99,7 +132,7 @@ impl PipewrightRun {
             };
             let report = self.executor.execute(pass).await;
             exists = true;
-            if report.exit != PAUSED {
+            if report.exit != PAUSED && report.exit != STOPPED {
                 return Ok(Json(report));
             }
             let n = {
@@ -108,14 +141,20 @@ impl PipewrightRun {
                     .await?
                     .map_err(engine_error)?
             };
-            ctx.promise::<Json<Woken>>(&promise_name(n)).await?;
+            let woken = ctx.promise::<Json<Woken>>(&promise_name(n)).await?;
+            woken.into_inner().apply(&mut submission.args);
         }
     }
 
     /// Wakes a run waiting at its `n`th gate, once its decision is recorded.
     #[handler]
-    async fn wake(&self, ctx: SharedWorkflowContext<'_>, n: u64) -> HandlerResult<()> {
-        ctx.resolve_promise::<Json<Woken>>(&promise_name(n), Json(Woken::default()));
+    async fn wake(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        wake: Json<(u64, Woken)>,
+    ) -> HandlerResult<()> {
+        let (n, woken) = wake.into_inner();
+        ctx.resolve_promise::<Json<Woken>>(&promise_name(n), Json(woken));
         Ok(())
     }
 }
@@ -127,4 +166,35 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| HandlerError::from(format!("a store call stopped: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resume's budgets replace the run's, whichever way they were written.
+    #[test]
+    fn a_wake_up_replaces_the_budget_flags() {
+        let mut args: Vec<String> = [
+            "p.yaml",
+            "--max-agent-calls",
+            "2",
+            "--max-cost=1",
+            "--format",
+            "json",
+        ]
+        .map(String::from)
+        .to_vec();
+        Woken {
+            budgets: vec!["--max-agent-calls".into(), "5".into()],
+        }
+        .apply(&mut args);
+        assert_eq!(
+            args,
+            ["p.yaml", "--format", "json", "--max-agent-calls", "5"]
+        );
+        let before = args.clone();
+        Woken::default().apply(&mut args);
+        assert_eq!(args, before);
+    }
 }

@@ -770,3 +770,48 @@ fn a_cluster_run_survives_losing_each_node_in_turn() {
     );
     drop(worker);
 }
+
+/// A run a budget stopped on the engine waits there; `run --resume ID` with a higher budget
+/// gives it one, and it finishes with the totals of an uninterrupted run.
+#[test]
+fn a_run_stopped_by_a_budget_on_the_engine_resumes_with_a_higher_one() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "three.yaml",
+        "pipeline: three\nsteps:\n  - agent: {prompt: \"first question\", output: a}\n  - agent: {prompt: \"second question\", output: b}\n  - agent: {prompt: \"third\", output: c}\n",
+    );
+    let stopped = e.pw(&[
+        "run",
+        "three.yaml",
+        "--format",
+        "json",
+        "--max-agent-calls",
+        "2",
+    ]);
+    assert_eq!(stopped.status.code(), Some(4), "{}", text(&stopped));
+    let v = report(&stopped);
+    assert_eq!(v["status"], "stopped", "{v}");
+    assert_eq!(v["usage"]["agent_calls"], 2, "{v}");
+    let listed = e.pw(&["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    // Re-attached without a new budget, it still waits: said at once.
+    let again = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(again.status.code(), Some(4), "{}", text(&again));
+    let done = e.pw(&[
+        "run",
+        "--resume",
+        &id,
+        "--format",
+        "json",
+        "--max-agent-calls",
+        "5",
+    ]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    let v = report(&done);
+    assert_eq!(v["usage"]["agent_calls"], 3, "{v}");
+    assert_eq!(v["usage"]["input_tokens"], 10, "{v}");
+}

@@ -290,6 +290,8 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
             return ExitStatus::COULD_NOT_START;
         }
     };
+    // Set when this command woke a stopped run: what it waited at before is not news.
+    let mut woke = false;
     let run_id = match &args.resume {
         Some(id) => {
             if args.input.is_some() || args.input_file.is_some() || !args.vars.is_empty() {
@@ -300,6 +302,21 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
             if let Err(e) = store.report(id) {
                 errln!("error: {e}");
                 return ExitStatus::COULD_NOT_START;
+            }
+            // A run a budget stopped waits for one it can go on with.
+            let budgets = budget_args(args);
+            if !budgets.is_empty() {
+                let waiting = store
+                    .loaded(id)
+                    .ok()
+                    .filter(|l| l.meta.status == "stopped" && !l.owner.owned);
+                if let Some(l) = waiting {
+                    if let Err(e) = store.wake(id, l.pauses, budgets) {
+                        errln!("error: run {id} could not be given its new budget: {e}");
+                        return ExitStatus::FAILED;
+                    }
+                    woke = true;
+                }
             }
             id.clone()
         }
@@ -312,7 +329,7 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
         outln!("{run_id}");
         return ExitStatus::OK;
     }
-    follow(&store, &run_id, args.format)
+    follow(&store, &run_id, args.format, !woke)
 }
 
 /// Checks the file, then submits the run; its id.
@@ -410,15 +427,7 @@ fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, 
     if let Some(i) = &args.identity {
         push("--identity", i.clone());
     }
-    if let Some(c) = args.max_cost {
-        push("--max-cost", c.to_string());
-    }
-    if let Some(n) = args.max_tokens {
-        push("--max-tokens", n.to_string());
-    }
-    if let Some(n) = args.max_agent_calls {
-        push("--max-agent-calls", n.to_string());
-    }
+    argv.extend(budget_args(args));
     let kinds: Vec<(&str, FlagValue)> = crate::cli::runtimes()
         .flat_map(|r| r.flags())
         .map(|f| (f.long, f.value))
@@ -440,10 +449,31 @@ fn submission(args: &RunArgs, file: &Path, cwd: &Path) -> Result<RunSubmission, 
     Ok(RunSubmission { args: argv })
 }
 
+/// The budget flags given, as `run` arguments.
+fn budget_args(args: &RunArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    let flags = pipewright_restate::workflow::BUDGET_FLAGS;
+    if let Some(c) = args.max_cost {
+        out.extend([flags[0].to_string(), c.to_string()]);
+    }
+    if let Some(n) = args.max_tokens {
+        out.extend([flags[1].to_string(), n.to_string()]);
+    }
+    if let Some(n) = args.max_agent_calls {
+        out.extend([flags[2].to_string(), n.to_string()]);
+    }
+    out
+}
+
 /// Waits for the run to end, or to wait at a gate, and prints what the worker's pass printed.
-fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
+fn follow(
+    store: &RestateStore,
+    run_id: &str,
+    format: RunFormat,
+    waiting_is_news: bool,
+) -> ExitStatus {
     let paused_before = store.loaded(run_id).map(|l| l.pauses).unwrap_or(0);
-    let mut first = true;
+    let mut first = waiting_is_news;
     // On a terminal, the steps' progress as a local run draws it, from the run's events.
     let progress = match format {
         RunFormat::Human => pipewright_runtime::progress::Progress::for_terminal(),
@@ -482,7 +512,7 @@ fn follow(store: &RestateStore, run_id: &str, format: RunFormat) -> ExitStatus {
             }
         }
         if let Ok(l) = store.loaded(run_id) {
-            let waits = l.meta.status == "paused" && !l.owner.owned;
+            let waits = (l.meta.status == "paused" || l.meta.status == "stopped") && !l.owner.owned;
             // A run already waiting when we came (a re-attach) says so at once; otherwise only
             // a wait that began since.
             if waits && (l.pauses > paused_before || (first && l.pauses > 0)) {
@@ -550,7 +580,7 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
     let decided = decide_here(&store, id, step, d);
     match decided {
         Ok(line) => {
-            if let Err(e) = store.wake(id, pauses) {
+            if let Err(e) = store.wake(id, pauses, Vec::new()) {
                 errln!("error: the decision is recorded, but the run could not be woken: {e}");
                 return ExitStatus::FAILED;
             }
