@@ -202,6 +202,14 @@ fn recipes_and_meow_templates_report_their_agent_calls() {
     assert_eq!(v["usage"]["agent_calls"], 2, "{v}");
     let steps = v["usage"]["steps"].as_object().cloned().unwrap_or_default();
     assert_eq!(steps.keys().collect::<Vec<_>>(), ["plan", "build"], "{v}");
+    // A MEOW run stops at its budget too, before `build` asks.
+    let (code, stopped) = json_run(
+        d.path(),
+        &["run", &meow, "--format", "json", "--max-agent-calls", "1"],
+    );
+    assert_eq!(code, Some(4), "{stopped}");
+    assert_eq!(stopped["error"]["code"], "PW0814", "{stopped}");
+    assert_eq!(stopped["usage"]["agent_calls"], 1, "{stopped}");
 }
 
 /// A state machine's agent turns are metered too: `--max-agent-calls` stops it before the turn
