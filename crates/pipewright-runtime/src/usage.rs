@@ -308,10 +308,12 @@ impl AgentBackend for Metered {
 
     fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {
         Box::pin(async move {
-            if self.meter.admit().is_err() {
+            if let Err(e) = self.meter.admit() {
                 // The run is being stopped (its cancel token is set): the call is not made, and
-                // the step waits for the stop to reach it, as it does on Ctrl-C.
-                std::future::pending::<()>().await;
+                // the step waits for the stop to reach it, as it does on Ctrl-C. A step that
+                // does not stop with its run fails instead, rather than wait for ever.
+                tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+                return Err(BackendError::new(e.message()));
             }
             let t0 = Instant::now();
             let r = self.inner.reply(req).await;
