@@ -44,19 +44,17 @@ const EVENTS_EVERY: Duration = Duration::from_secs(1);
 
 /// `pipewright worker`: serves the engine's runs from this project directory until Ctrl-C.
 pub(crate) fn worker(args: &WorkerArgs) -> ExitStatus {
-    let restate = match super::chosen(&args.engine, None) {
+    // A worker serves the Restate engine whatever the project's default engine is.
+    let serves = EngineArgs {
+        engine: Some(crate::cli::EngineKind::Restate),
+        ..args.engine.clone()
+    };
+    let restate = match super::chosen(&serves, None) {
         Ok(Some(r)) => r,
-        // A worker serves the Restate engine whatever the project's default is.
-        Ok(None) => match super::chosen(
-            &EngineArgs {
-                engine: Some(crate::cli::EngineKind::Restate),
-                ..args.engine.clone()
-            },
-            None,
-        ) {
-            Ok(Some(r)) => r,
-            Ok(None) | Err(_) => return ExitStatus::COULD_NOT_START,
-        },
+        Ok(None) => {
+            errln!("error: a worker serves the Restate engine, and none was chosen");
+            return ExitStatus::COULD_NOT_START;
+        }
         Err(e) => {
             errln!("error: {e}");
             return ExitStatus::COULD_NOT_START;
