@@ -31,3 +31,4 @@ mod schemas;
 mod statemachine_cli;
 mod statemachine_run;
 mod suppress_cli;
+mod ui_browser;
