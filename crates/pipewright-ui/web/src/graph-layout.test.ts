@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BLOCK_SIZE, countNodes, layoutGraph, pickWorkflow, splitIntoBlocks, toElkGraph } from "./graph-layout";
+import { BLOCK_SIZE, layoutGraph, splitIntoBlocks, toElkGraph } from "./graph-layout";
+import { countNodes, pickWorkflow } from "./graph-model";
 import type { GraphDoc, GraphNode, GraphRegion, GraphWorkflow } from "./types";
 
 const leaf = (id: string, kind = "transform", key: string | null = null): GraphNode => ({

@@ -4,7 +4,8 @@
 // nesting arithmetic.
 import ELK from "elkjs/lib/elk.bundled.js";
 import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk-api";
-import type { GraphDoc, GraphEdge, GraphNode, GraphRegion, GraphWorkflow } from "./types";
+import type { GraphEdge, GraphNode, GraphRegion, GraphWorkflow } from "./types";
+import type { Layout } from "./graph-model";
 
 export const NODE_WIDTH = 220;
 export const NODE_HEIGHT = 58;
@@ -13,46 +14,6 @@ const COMPOUND_HEADER = 40;
 /** Room for a region's role (`do`, `branch left`) above its steps. */
 const REGION_HEADER = 22;
 const LABEL_CHAR_WIDTH = 6.5;
-
-export interface LaidNode {
-  node: GraphNode;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  compound: boolean;
-}
-
-export interface LaidRegion {
-  id: string;
-  role: string;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
-
-export interface LaidEdge {
-  id: string;
-  kind: string;
-  label: string | null;
-  points: { x: number; y: number }[];
-  labelAt: { x: number; y: number } | null;
-}
-
-export interface Layout {
-  width: number;
-  height: number;
-  nodes: LaidNode[];
-  regions: LaidRegion[];
-  edges: LaidEdge[];
-}
-
-/** The workflow the run ran: by name, else the first (the one `graph` lists first). */
-export function pickWorkflow(doc: GraphDoc | null, name: string | null | undefined): GraphWorkflow | null {
-  if (!doc || !Array.isArray(doc.workflows) || doc.workflows.length === 0) return null;
-  return doc.workflows.find((w) => w.name === name) ?? doc.workflows[0];
-}
 
 const nodeId = (id: string) => `n:${id}`;
 const regionId = (id: string) => `r:${id}`;
@@ -65,15 +26,6 @@ const regionId = (id: string) => `r:${id}`;
  * "Performance").
  */
 export const BLOCK_SIZE = 100;
-
-export function countNodes(region: GraphRegion): number {
-  let n = 0;
-  for (const node of region.nodes ?? []) {
-    n += 1;
-    for (const r of node.regions ?? []) n += countNodes(r.region);
-  }
-  return n;
-}
 
 export function toElkGraph(workflow: GraphWorkflow): ElkNode {
   const root: ElkNode = {
@@ -163,7 +115,7 @@ function elkNode(node: GraphNode): ElkNode {
       "elk.direction": "RIGHT",
       "elk.spacing.nodeNode": "16",
       "elk.nodeSize.constraints": "MINIMUM_SIZE",
-      "elk.nodeSize.minimum": `(${NODE_WIDTH}, ${NODE_HEIGHT})`,
+      "elk.nodeSize.minimum": `(${NODE_WIDTH + 100}, ${NODE_HEIGHT})`,
     },
     children: regions.map(({ role, region }) => ({
       id: regionId(region.id),
@@ -254,6 +206,9 @@ export function splitIntoBlocks(region: GraphRegion, size = BLOCK_SIZE): GraphRe
   return blocks;
 }
 
+/** How long ELK may hold the main thread between two yields while laying out blocks. */
+const SLICE_MS = 50;
+
 /** Space between two blocks of a long workflow. */
 const BLOCK_GAP = 40;
 
@@ -280,6 +235,7 @@ export async function layoutGraph(
   const total: Layout = { width: 0, height: 0, nodes: [], regions: [], edges: [] };
   let x = 0;
   let first = 0;
+  let lastYield = performance.now();
   for (const [b, block] of blocks.entries()) {
     if (isCancelled()) break;
     const sub = { ...workflow, body: block };
@@ -300,7 +256,11 @@ export async function layoutGraph(
     onPart?.(part);
     x = part.width + BLOCK_GAP;
     first += block.nodes.length;
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    // Give the browser the main thread back a few times a second, not after every block.
+    if (performance.now() - lastYield > SLICE_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      lastYield = performance.now();
+    }
   }
   return total;
 }

@@ -2,7 +2,7 @@
 // with the page model. Colours come from stateCss() (state-colour.ts) through `data-state`.
 import { esc, truncate } from "./dom";
 import { formatDuration } from "./format";
-import type { Layout, LaidNode } from "./graph-layout";
+import type { Layout, LaidNode } from "./graph-model";
 import { fanoutText, stateOf, swatchFor } from "./state-colour";
 import type { GraphNode, NodeState } from "./types";
 
@@ -35,7 +35,7 @@ function nodeMarkup(l: LaidNode, nodes: Record<string, NodeState>): string {
     `<rect class="box" width="${width}" height="${l.height}" rx="6"/>` +
     `<text class="title" x="8" y="16">${esc(title)}${n.agent ? " ✦" : ""}</text>` +
     `<text class="key" x="${width - 8}" y="16" text-anchor="end">${esc(truncate(key, 14))}</text>` +
-    `<text class="summary" x="8" y="33">${esc(truncate(n.summary ?? "", Math.floor((width - 16) / 6.6)))}</text>` +
+    `<text class="summary" x="8" y="33">${esc(truncate(n.summary ?? "", summaryChars(width, l.compound)))}</text>` +
     (l.compound
       ? `<text class="status" x="${width - 8}" y="33" text-anchor="end">${esc(statusText(state, nodes[key]))}</text>`
       : `<text class="status" x="8" y="50">${esc(statusText(state, nodes[key]))}</text>`) +
@@ -43,22 +43,65 @@ function nodeMarkup(l: LaidNode, nodes: Record<string, NodeState>): string {
   );
 }
 
+/** A compound step shows its state right of its summary: keep room for `running · 37/100 · 12.3 s`. */
+const COMPOUND_STATUS_WIDTH = 150;
+
+function summaryChars(width: number, compound: boolean): number {
+  return Math.max(8, Math.floor((width - 16 - (compound ? COMPOUND_STATUS_WIDTH : 0)) / 6.6));
+}
+
 function pathOf(points: { x: number; y: number }[]): string {
   return points.map((p, i) => `${i === 0 ? "M" : "L"}${p.x},${p.y}`).join(" ");
 }
 
+/** Past this many steps only those near the visible part of the graph are in the page. */
+export const VIRTUAL_STEPS = 300;
+/** How far beyond the visible part steps are drawn, in pixels (scrolling shows no gap). */
+const OVERSCAN = 600;
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+const meets = (a: Box, b: Box) =>
+  a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+function edgeBox(points: { x: number; y: number }[]): Box {
+  const xs = points.map((p) => p.x);
+  const ys = points.map((p) => p.y);
+  const x = Math.min(...xs);
+  const y = Math.min(...ys);
+  return { x, y, width: Math.max(...xs) - x + 1, height: Math.max(...ys) - y + 1 };
+}
+
+/**
+ * The SVG of a laid-out graph. A small graph is in the page whole; a big one (VIRTUAL_STEPS) has
+ * only the steps near the visible part in the page, redrawn as it scrolls: 5,000 steps of SVG
+ * text cost Chromium seconds of style and layout at every change, the visible few none.
+ */
 export class GraphView {
   readonly svg: SVGSVGElement;
   private readonly back: SVGGElement;
-  private readonly edges: SVGGElement;
+  private readonly edgeLayer: SVGGElement;
   private readonly front: SVGGElement;
   private byKey = new Map<string, SVGGElement[]>();
-  private selected: SVGGElement | null = null;
+  private nodeOf = new WeakMap<SVGGElement, GraphNode>();
+  private selectedId: string | null = null;
   private width = 0;
   private height = 0;
+  private virtual = false;
+  private all: Layout = { width: 0, height: 0, nodes: [], regions: [], edges: [] };
+  private states: Record<string, NodeState> = {};
+  private frame = 0;
+  /** Where the SVG sits in the scroller's content (measured once a graph is drawn). */
+  private offset: { x: number; y: number } | null = null;
 
   constructor(
     container: HTMLElement,
+    private readonly scroller: HTMLElement,
     private readonly onSelect: (node: GraphNode) => void,
   ) {
     this.svg = document.createElementNS(SVG_NS, "svg");
@@ -66,31 +109,34 @@ export class GraphView {
     this.svg.innerHTML =
       `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">` +
       `<path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs><g class="back"></g><g class="edges"></g><g class="front"></g>`;
-    [this.back, this.edges, this.front] = Array.from(this.svg.querySelectorAll<SVGGElement>(":scope > g"));
+    [this.back, this.edgeLayer, this.front] = Array.from(this.svg.querySelectorAll<SVGGElement>(":scope > g"));
     container.replaceChildren(this.svg);
     const pick = (ev: Event) => {
       const g = (ev.target as Element).closest<SVGGElement>("g.step");
-      if (!g) return;
-      const node = this.nodeOf.get(g);
-      if (node) {
-        this.select(g);
-        this.onSelect(node);
-      }
+      const node = g ? this.nodeOf.get(g) : undefined;
+      if (!g || !node) return;
+      this.selectedId = node.id;
+      this.svg.querySelector("g.step.selected")?.classList.remove("selected");
+      g.classList.add("selected");
+      this.onSelect(node);
     };
     this.svg.addEventListener("click", pick);
     this.svg.addEventListener("keydown", (ev) => {
       if ((ev as KeyboardEvent).key === "Enter") pick(ev);
     });
+    scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
   }
 
-  private nodeOf = new WeakMap<SVGGElement, GraphNode>();
-
-  clear(): void {
+  /** Empties the view for a graph of `steps` steps (which decides whether it is virtual). */
+  reset(steps: number): void {
+    this.virtual = steps > VIRTUAL_STEPS;
+    this.all = { width: 0, height: 0, nodes: [], regions: [], edges: [] };
     this.back.replaceChildren();
-    this.edges.replaceChildren();
+    this.edgeLayer.replaceChildren();
     this.front.replaceChildren();
     this.byKey.clear();
-    this.selected = null;
+    this.selectedId = null;
+    this.offset = null;
     this.width = 0;
     this.height = 0;
     this.resize();
@@ -98,6 +144,92 @@ export class GraphView {
 
   /** Adds a laid-out part (the whole graph, or one block of a long one). */
   append(part: Layout, nodes: Record<string, NodeState>): void {
+    this.states = nodes;
+    this.all.nodes.push(...part.nodes);
+    this.all.regions.push(...part.regions);
+    this.all.edges.push(...part.edges);
+    if (!this.virtual) {
+      this.grow(part);
+      this.draw(part, false);
+      return;
+    }
+    // Off screen, a block only makes the scroll area bigger: nothing to draw, and no layout
+    // forced (resizing the SVG at every block of 5,000 steps costs more than drawing them).
+    const onScreen = part.nodes.some((n) => meets(n, this.visibleBox()));
+    if (onScreen || this.all.nodes.length === part.nodes.length) {
+      this.grow(part);
+      this.drawVisible();
+    } else {
+      this.pendingGrowth = true;
+      this.width = Math.max(this.width, part.width);
+      this.height = Math.max(this.height, part.height);
+    }
+  }
+
+  private pendingGrowth = false;
+
+  /** Called when the whole graph is laid out: the SVG gets its final size. */
+  finish(): void {
+    if (this.pendingGrowth) {
+      this.pendingGrowth = false;
+      this.resize();
+    }
+  }
+
+  private grow(part: Layout): void {
+    this.width = Math.max(this.width, part.width);
+    this.height = Math.max(this.height, part.height);
+    this.resize();
+  }
+
+  private schedule(): void {
+    if (!this.virtual || this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.drawVisible();
+    });
+  }
+
+  /** The part of the graph on screen, widened by OVERSCAN, in the graph's coordinates. */
+  private visibleBox(): Box {
+    if (!this.offset) {
+      const svgAt = this.svg.getBoundingClientRect();
+      const view = this.scroller.getBoundingClientRect();
+      this.offset = {
+        x: svgAt.left - view.left + this.scroller.scrollLeft,
+        y: svgAt.top - view.top + this.scroller.scrollTop,
+      };
+    }
+    return {
+      x: this.scroller.scrollLeft - this.offset.x - OVERSCAN,
+      y: this.scroller.scrollTop - this.offset.y - OVERSCAN,
+      width: this.scroller.clientWidth + 2 * OVERSCAN,
+      height: this.scroller.clientHeight + 2 * OVERSCAN,
+    };
+  }
+
+  private drawVisible(): void {
+    const box = this.visibleBox();
+    this.draw(
+      {
+        width: this.all.width,
+        height: this.all.height,
+        nodes: this.all.nodes.filter((n) => meets(n, box)),
+        regions: this.all.regions.filter((r) => meets(r, box)),
+        edges: this.all.edges.filter((e) => e.points.length >= 2 && meets(edgeBox(e.points), box)),
+      },
+      true,
+    );
+  }
+
+  /** Draws a part: added to what is there, or (`replace`) instead of it. */
+  private draw(part: Layout, replace: boolean): void {
+    if (replace) {
+      this.back.replaceChildren();
+      this.edgeLayer.replaceChildren();
+      this.front.replaceChildren();
+      this.byKey.clear();
+    }
     const compound = part.nodes.filter((n) => n.compound);
     const leaves = part.nodes.filter((n) => !n.compound);
     const regions = part.regions
@@ -118,12 +250,9 @@ export class GraphView {
       )
       .join("");
     // Compound steps and region frames behind the edges, plain steps in front of them.
-    this.add(this.back, compound.map((n) => nodeMarkup(n, nodes)).join("") + regions, part);
-    this.add(this.edges, edges, part);
-    this.add(this.front, leaves.map((n) => nodeMarkup(n, nodes)).join(""), part);
-    this.width = Math.max(this.width, part.width);
-    this.height = Math.max(this.height, part.height);
-    this.resize();
+    this.add(this.back, compound.map((n) => nodeMarkup(n, this.states)).join("") + regions, part);
+    this.add(this.edgeLayer, edges, part);
+    this.add(this.front, leaves.map((n) => nodeMarkup(n, this.states)).join(""), part);
   }
 
   /** Parses markup apart from the page, indexes its steps, then attaches it in one move. */
@@ -135,6 +264,7 @@ export class GraphView {
       const node = byId.get(g.getAttribute("data-node-id") ?? "");
       if (!node) continue;
       this.nodeOf.set(g, node);
+      if (node.id === this.selectedId) g.classList.add("selected");
       const key = g.getAttribute("data-step-key") ?? "";
       const list = this.byKey.get(key);
       if (list) list.push(g);
@@ -153,6 +283,7 @@ export class GraphView {
 
   /** Repaints the steps whose state may have changed (`all` after a fresh detail). */
   update(nodes: Record<string, NodeState>, keys: Set<string> | "all"): void {
+    this.states = nodes;
     const repaint = (key: string, gs: SVGGElement[]) => {
       const state = stateOf(nodes, key === "" ? null : key);
       const text = statusText(state, nodes[key]);
@@ -171,16 +302,5 @@ export class GraphView {
         if (gs) repaint(key, gs);
       }
     }
-  }
-
-  private select(g: SVGGElement): void {
-    this.selected?.classList.remove("selected");
-    this.selected = g;
-    g.classList.add("selected");
-  }
-
-  /** The step element of a graph node id (the e2e tests and the detail panel find it by key). */
-  elementsFor(key: string): SVGGElement[] {
-    return this.byKey.get(key) ?? [];
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keepRun, parseFilter, visibleRuns } from "./runs-model";
+import { FULL_TABLE_ROWS, keepRun, parseFilter, rowWindow, visibleRuns } from "./runs-model";
 import type { RunRow } from "./types";
 
 const row = (id: string, status: string, created: number, waiting = false): RunRow => ({
@@ -40,5 +40,17 @@ describe("the runs list", () => {
     expect(parseFilter("failed")).toBe("failed");
     expect(parseFilter("bogus")).toBe("all");
     expect(parseFilter(null)).toBe("all");
+  });
+
+  it("draws a small table whole and a big one as a window around the screen", () => {
+    expect(rowWindow(FULL_TABLE_ROWS, 28, 5000, 800)).toEqual({ start: 0, end: FULL_TABLE_ROWS });
+    // Not scrolled yet: the first screen and the overscan below it.
+    expect(rowWindow(10_000, 28, -120, 800, 30)).toEqual({ start: 0, end: 60 });
+    // Scrolled 100 rows down.
+    expect(rowWindow(10_000, 28, 2800, 800, 30)).toEqual({ start: 70, end: 160 });
+    // At the very end the window stops at the last row.
+    expect(rowWindow(10_000, 28, 28 * 9_990, 800, 30)).toEqual({ start: 9_960, end: 10_000 });
+    // Row height not measured yet: everything (the first draw measures it).
+    expect(rowWindow(10_000, 0, 0, 800)).toEqual({ start: 0, end: 10_000 });
   });
 });

@@ -30,3 +30,26 @@ export function visibleRuns(rows: readonly RunRow[], filter: StatusFilter): RunR
   // Array.prototype.sort is stable: runs started in the same millisecond keep the server's order.
   return kept.sort((a, b) => b.created_ms - a.created_ms);
 }
+
+/** Up to this many rows the table holds them all (find-in-page works); past it, a window. */
+export const FULL_TABLE_ROWS = 200;
+
+/**
+ * The rows to put in the table when only those near the screen are drawn: a 10,000-row table
+ * costs the browser seconds of style and layout, the window a few milliseconds. `top` is how far
+ * the table's first row is scrolled above the top of the screen (negative: still below it).
+ */
+export function rowWindow(
+  total: number,
+  rowHeight: number,
+  top: number,
+  viewHeight: number,
+  overscan = 30,
+): { start: number; end: number } {
+  if (total <= FULL_TABLE_ROWS || rowHeight <= 0) return { start: 0, end: total };
+  const first = Math.floor(Math.max(0, top) / rowHeight);
+  const visible = Math.ceil(viewHeight / rowHeight) + 1;
+  const start = Math.max(0, Math.min(total, first - overscan));
+  const end = Math.min(total, first + visible + overscan);
+  return { start, end: Math.max(start, end) };
+}

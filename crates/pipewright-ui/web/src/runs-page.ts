@@ -2,7 +2,7 @@
 import { openStream, type Connection } from "./api";
 import { esc, type Navigate } from "./dom";
 import { formatCost, formatDuration, formatSteps, formatTime } from "./format";
-import { STATUS_FILTERS, parseFilter, visibleRuns, type StatusFilter } from "./runs-model";
+import { FULL_TABLE_ROWS, STATUS_FILTERS, parseFilter, rowWindow, visibleRuns, type StatusFilter } from "./runs-model";
 import type { RunRow } from "./types";
 
 function rowHtml(r: RunRow): string {
@@ -18,19 +18,20 @@ function rowHtml(r: RunRow): string {
     `<td class="num">${esc(formatTime(r.created_ms))}</td>` +
     `<td class="num">${esc(duration)}</td>` +
     `<td class="num">${esc(formatSteps(r.steps_done, r.steps_total))}</td>` +
-    `<td>${r.waiting ? '<span class="gate" data-testid="waiting-gate" title="waiting for an approval">⏸ waiting</span>' : ""}</td>` +
+    `<td>${r.waiting ? '<span class="gate" data-testid="waiting-gate" title="waiting for an approval">waiting</span>' : ""}</td>` +
     `<td class="num">${esc(formatCost(r.usage))}</td>` +
     `</tr>`
   );
 }
 
-/** What a row shows: a row whose signature is unchanged is left alone on an update. */
-const signature = (r: RunRow) => JSON.stringify(r);
-
 export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void {
   let filter: StatusFilter = parseFilter(new URLSearchParams(location.search).get("status"));
   let all: RunRow[] = [];
-  let shown: { id: string; sig: string }[] = [];
+  let rows: RunRow[] = [];
+  // The CSS row height; measured on the first big draw, since fonts may make it differ.
+  let rowHeight = 28;
+  let measured = false;
+  let drawn = { start: -1, end: -1 };
 
   root.innerHTML =
     `<header class="bar"><h1>pipewright runs</h1>` +
@@ -46,27 +47,29 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
   const conn = root.querySelector(".conn") as HTMLElement;
   const empty = root.querySelector(".empty") as HTMLElement;
 
-  const render = (force: boolean) => {
-    const rows = visibleRuns(all, filter);
-    const next = rows.map((r) => ({ id: r.run_id, sig: signature(r) }));
-    const sameOrder = !force && next.length === shown.length && next.every((n, i) => n.id === shown[i].id);
-    const prepended =
-      !force &&
-      next.length >= shown.length &&
-      shown.every((s, i) => s.id === next[i + next.length - shown.length].id);
-    if (sameOrder || prepended) {
-      const added = next.length - shown.length;
-      if (added > 0) tbody.insertAdjacentHTML("afterbegin", rows.slice(0, added).map(rowHtml).join(""));
-      const trs = tbody.rows;
-      for (let i = added; i < next.length; i++) {
-        if (next[i].sig !== shown[i - added].sig) {
-          trs[i].outerHTML = rowHtml(rows[i]);
-        }
+  /** Fills the table with the rows near the screen (all of them in a small store). */
+  const drawWindow = (force: boolean) => {
+    const top = -tbody.getBoundingClientRect().top;
+    const win = rowWindow(rows.length, rowHeight, top, window.innerHeight);
+    if (!force && win.start === drawn.start && win.end === drawn.end) return;
+    drawn = win;
+    const spacer = (n: number) =>
+      n > 0 ? `<tr class="spacer" aria-hidden="true" style="height:${n * rowHeight}px"><td colspan="10"></td></tr>` : "";
+    tbody.innerHTML =
+      spacer(win.start) + rows.slice(win.start, win.end).map(rowHtml).join("") + spacer(rows.length - win.end);
+    if (!measured && rows.length > FULL_TABLE_ROWS) {
+      measured = true;
+      const real = tbody.querySelector("tr:not(.spacer)")?.getBoundingClientRect().height ?? 0;
+      if (real > 0 && Math.abs(real - rowHeight) > 0.1) {
+        rowHeight = real;
+        drawWindow(true);
       }
-    } else {
-      tbody.innerHTML = rows.map(rowHtml).join("");
     }
-    shown = next;
+  };
+
+  const render = () => {
+    rows = visibleRuns(all, filter);
+    drawWindow(true);
     count.textContent = filter === "all" ? `${all.length} runs` : `${rows.length} of ${all.length} runs`;
     empty.hidden = rows.length > 0;
     empty.textContent =
@@ -75,11 +78,22 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
         : `No ${filter} runs.`;
   };
 
+  let scrollFrame = 0;
+  const onScroll = () => {
+    if (scrollFrame) return;
+    scrollFrame = requestAnimationFrame(() => {
+      scrollFrame = 0;
+      drawWindow(false);
+    });
+  };
+  window.addEventListener("scroll", onScroll, { passive: true });
+  window.addEventListener("resize", onScroll);
+
   select.addEventListener("change", () => {
     filter = parseFilter(select.value);
     const url = filter === "all" ? "/" : `/?status=${filter}`;
     history.replaceState(null, "", url);
-    render(true);
+    render();
   });
   tbody.addEventListener("click", (ev) => {
     const target = ev.target as Element;
@@ -95,7 +109,8 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
         const runs = (data as { runs?: RunRow[] }).runs;
         if (!Array.isArray(runs)) return;
         all = runs;
-        render(false);
+        render();
+        if (performance.getEntriesByName("runs-rendered").length === 0) performance.mark("runs-rendered");
         document.body.setAttribute("data-runs-rendered", String(all.length));
       },
     },
@@ -104,5 +119,10 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
       conn.textContent = c === "live" ? "live" : c === "connecting" ? "connecting…" : "reconnecting…";
     },
   });
-  return close;
+  return () => {
+    close();
+    window.removeEventListener("scroll", onScroll);
+    window.removeEventListener("resize", onScroll);
+    if (scrollFrame) cancelAnimationFrame(scrollFrame);
+  };
 }
