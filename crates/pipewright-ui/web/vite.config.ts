@@ -1,9 +1,10 @@
 /// <reference types="vitest/config" />
 import { defineConfig } from "vite";
 
-// dist/ is committed and embedded in the pipewright binary, so its file names must not change
-// from build to build (no content hashes): the Rust side names them, and a rebuild of the same
-// sources must give byte-identical files (`npm run check-dist`).
+// dist/ is committed and embedded in the pipewright binary. Vite names each built file by a hash
+// of its content: the same sources give byte-identical files under the same names (`npm run
+// check-dist` relies on it), and the server may let browsers cache them for good, since a new
+// build of a file is a new name.
 export default defineConfig({
   base: "/",
   build: {
@@ -13,16 +14,8 @@ export default defineConfig({
     sourcemap: false,
     // elkjs alone is 1.4 MB; it is served from the binary on loopback, not over a slow link.
     chunkSizeWarningLimit: 2000,
-    // Fixed names: the app, its stylesheet, and the layout chunk (ELK) the run page loads.
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
-    rollupOptions: {
-      output: {
-        entryFileNames: "assets/app.js",
-        chunkFileNames: "assets/[name].js",
-        assetFileNames: "assets/[name][extname]",
-      },
-    },
   },
   test: {
     include: ["src/**/*.test.ts"],
