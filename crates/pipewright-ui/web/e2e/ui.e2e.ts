@@ -172,9 +172,15 @@ describe("pipewright ui in Chromium", () => {
 
     const resumed = await runJson(project.dir, ["--resume", id]);
     expect(resumed.code).toBe(1);
-    expect(resumed.stderr).toContain("not this week");
-    expect(resumed.stderr).toContain("PW0813");
+    expect(resumed.report?.status).toBe("failed");
+    const error = JSON.stringify(resumed.report?.error);
+    expect(error).toContain("PW0813");
+    expect(error).toContain("not this week");
+    // The page follows: the run failed at its gate, whose detail gives the reason.
     await page.waitForSelector(sel.status("failed"), WAIT);
+    await page.click(sel.node("1", "failed"));
+    await page.waitForSelector('[data-testid="step-detail"]', { state: "visible", ...WAIT });
+    expect(await page.textContent('[data-testid="step-detail"]')).toContain("not this week");
     await page.close();
   });
 
@@ -184,11 +190,20 @@ describe("pipewright ui in Chromium", () => {
     for (const p of [a, b]) await p.waitForSelector('[data-testid="approve-button"]', { state: "visible", ...WAIT });
     await a.fill('[data-testid="approval-message"]', "from a");
     await b.fill('[data-testid="approval-message"]', "from b");
-    await Promise.all([a.click('[data-testid="approve-button"]'), b.click('[data-testid="approve-button"]')]);
+    // Dispatched rather than clicked: the first decision hides the other page's panel as soon as
+    // the store says so, and a real click would wait for a button that is gone. Both requests
+    // leave together either way.
+    await Promise.all([
+      a.dispatchEvent('[data-testid="approve-button"]', "click"),
+      b.dispatchEvent('[data-testid="approve-button"]', "click"),
+    ]);
     for (const p of [a, b]) await p.waitForSelector(".decision[data-outcome]", WAIT);
     const outcomes = await Promise.all([a, b].map((p) => p.getAttribute(".decision", "data-outcome")));
-    expect(outcomes.sort()).toEqual(["ok", "refused"]);
+    expect([...outcomes].sort()).toEqual(["ok", "refused"]);
     const winner = outcomes[0] === "ok" ? "from a" : "from b";
+    const loser = outcomes[0] === "ok" ? b : a;
+    // The other page hears the CLI's refusal: the gate was decided already.
+    expect(await loser.textContent(".decision")).toMatch(/\S/);
 
     const resumed = await runJson(project.dir, ["--resume", id]);
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -262,7 +277,14 @@ describe("pipewright ui in Chromium", () => {
       ),
     ]);
     expect(response.status()).toBe(403);
-    expect(await response.text()).toContain("cross-origin request refused");
+    // The same request as a script sends it, to read the answer (the page may not).
+    const scripted = await fetch(target, {
+      method: "POST",
+      headers: { Origin: `http://127.0.0.1:${port}`, "Content-Type": "application/json" },
+      body: '{"message":"csrf"}',
+    });
+    expect(scripted.status).toBe(403);
+    expect((await scripted.json()).error).toBe("cross-origin request refused");
     // A JSON request needs a preflight the server does not grant: it never arrives.
     const preflighted = await page.evaluate(
       (url) =>

@@ -57,8 +57,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
     `<label>Message <textarea data-testid="approval-message" rows="2" placeholder="sent with the decision (a denial's reason)"></textarea></label>` +
     `<div class="buttons"><button type="button" data-testid="approve-button" class="primary">Approve</button>` +
     `<button type="button" data-testid="deny-button" class="danger">Deny</button></div>` +
-    `<p class="decision" role="status"></p></section>` +
-    `<p class="decided" role="status" hidden></p>` +
+    `</section>` +
+    // Outside the panel: the panel goes when the decision reaches the store, the answer stays.
+    `<p class="decision" role="status" hidden></p>` +
     `<div class="legend">${NODE_STATES.map((s) => `<span class="swatch" data-state="${s}">${s}</span>`).join("")}</div>` +
     `<div class="split"><div class="graph-wrap"><p class="graph-note"></p></div>` +
     `<aside data-testid="step-detail" hidden></aside></div>` +
@@ -75,7 +76,6 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
   const denyButton = q<HTMLButtonElement>('[data-testid="deny-button"]');
   const messageField = q<HTMLTextAreaElement>('[data-testid="approval-message"]');
   const decision = q<HTMLElement>(".decision");
-  const decided = q<HTMLElement>(".decided");
   const graphWrap = q<HTMLElement>(".graph-wrap");
   const graphNote = q<HTMLElement>(".graph-note");
   const detail = q<HTMLElement>('[data-testid="step-detail"]');
@@ -258,14 +258,11 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
   ) => {
     for (const b of buttons) b.disabled = true;
     out.removeAttribute("data-outcome");
+    out.hidden = false;
     try {
       const res = await postJson<Decision | { message: string }>(`${runUrl(runId)}/${path}`, body);
       out.dataset.outcome = "ok";
       out.textContent = res.message;
-      if (path !== "cancel") {
-        decided.hidden = false;
-        decided.textContent = res.message;
-      }
     } catch (err) {
       out.dataset.outcome = "refused";
       out.textContent = err instanceof Error ? err.message : String(err);
