@@ -106,6 +106,7 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
   const close = openStream(() => "/api/runs/stream", {
     on: {
       runs: (data) => {
+        if (performance.getEntriesByName("runs-received").length === 0) performance.mark("runs-received");
         const runs = (data as { runs?: RunRow[] }).runs;
         if (!Array.isArray(runs)) return;
         all = runs;
