@@ -80,6 +80,9 @@ pub struct Limits {
     pub min_agent_delay_ms: Option<u64>,
     /// Slowing down after a rate-limit answer (429); `None`: no adaptive backoff.
     pub backoff: Option<Backoff>,
+    /// The agent turns one agent step may take (a state machine's step: its prompt and one
+    /// reminder); `None`: one.
+    pub turns_per_agent_step: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -118,6 +118,8 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
             params: Vec::new(),
             limits: Limits {
                 max_total_steps: Some(r.guardrails.max_total_steps),
+                // §2.1: a step without a usable outcome gets one reminder in its session.
+                turns_per_agent_step: Some(2),
                 ..Limits::default()
             },
             body: Region { graph, entry },

@@ -509,6 +509,10 @@ pub(crate) struct CheckArgs {
     /// Do not report this code (repeatable), in addition to `[check] ignore` in the config.
     #[arg(long, value_name = "CODE", value_parser = code_arg)]
     pub ignore: Vec<String>,
+    /// Also note, for each workflow that checks clean, the most agent calls it can make
+    /// (PW0014), or why that is known only at run time.
+    #[arg(long)]
+    pub worst_case: bool,
 }
 
 /// `--ignore CODE`: a code this version emits (a typo would otherwise ignore nothing, silently).

@@ -5,6 +5,7 @@ mod common;
 
 mod check_cli;
 mod check_fix_cli;
+mod check_worst_case;
 mod ci_integration;
 mod cli_robustness;
 mod crash;
