@@ -1094,6 +1094,7 @@ impl Store for SqliteStore {
                         output_tokens: r.get::<_, Option<i64>>(8)?.map(|n| n.max(0) as u64),
                         cost_usd: r.get(9)?,
                         wall_ms: r.get::<_, Option<f64>>(10)?.unwrap_or(0.0),
+                        ..crate::usage::Usage::unknown()
                     },
                 })
             })

@@ -831,6 +831,7 @@ impl Exec {
                     cost_usd: r.cost_usd,
                     agent_calls: 1,
                     wall_ms: asked.elapsed().as_secs_f64() * 1000.0,
+                    ..pipewright_runtime::usage::Usage::unknown()
                 };
                 self.meter.priced(&mut spent, model.as_deref());
                 self.meter.charge(&key, &spent);

@@ -387,3 +387,98 @@ fn an_unenforceable_cost_budget_is_warned_of_once() {
     let o = run_in(d.path(), &["run", "three.yaml", "--max-cost", "1"]);
     assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
 }
+
+/// A stand-in for `claude -p --output-format json` that reports what each turn cost, as Claude
+/// Code does: tokens (cache reads and writes apart) and `total_cost_usd`.
+fn fake_claude(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin_dir = dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap_or_else(|e| panic!("{e}"));
+    let claude = bin_dir.join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\ncat > /dev/null\necho call >> claude-calls\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"ok\",\"usage\":{\"input_tokens\":100,\"output_tokens\":20,\"cache_read_input_tokens\":1000,\"cache_creation_input_tokens\":50},\"total_cost_usd\":0.25}'\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("pipewright.toml"),
+        "[backend.command]\nprofile = \"claude\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn run_with_path(dir: &Path, path: &str, args: &[&str]) -> std::process::Output {
+    bin()
+        .current_dir(dir)
+        .env("PATH", path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The command backend's claude profile reads Claude Code's `usage` and `total_cost_usd`: the
+/// run's totals are the sum of its three turns, cache tokens included, and the cost is known.
+#[test]
+fn claude_codes_reported_usage_and_cost_are_summed() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let path = fake_claude(d.path());
+    let o = run_with_path(
+        d.path(),
+        &path,
+        &[
+            "run",
+            "three.yaml",
+            "--backend",
+            "command",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let u = &v["usage"];
+    assert_eq!(u["agent_calls"], 3, "{u}");
+    assert_eq!(u["input_tokens"], 300, "{u}");
+    assert_eq!(u["output_tokens"], 60, "{u}");
+    assert_eq!(u["cache_read_tokens"], 3000, "{u}");
+    assert_eq!(u["cache_write_tokens"], 150, "{u}");
+    assert_eq!(u["cost_usd"], 0.75, "{u}");
+    assert_eq!(u["steps"]["1"]["cost_usd"], 0.25, "{u}");
+}
+
+/// Its cost is known, so `--max-cost` is enforced without a warning: $0.25 a turn under a
+/// $0.50 budget stops the run before its third turn.
+#[test]
+fn a_cost_budget_stops_a_claude_run_before_the_turn_past_it() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let path = fake_claude(d.path());
+    let o = run_with_path(
+        d.path(),
+        &path,
+        &[
+            "run",
+            "three.yaml",
+            "--backend",
+            "command",
+            "--max-cost",
+            "0.5",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["status"], "stopped", "{v}");
+    assert_eq!(v["usage"]["cost_usd"], 0.5, "{v}");
+    assert_eq!(read(&d.path().join("claude-calls")).lines().count(), 2);
+}
