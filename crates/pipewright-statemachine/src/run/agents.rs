@@ -231,6 +231,9 @@ fn result_object(stdout: &str) -> Result<AgentResponse, BackendError> {
         input_tokens: r.usage.input_tokens,
         output_tokens: r.usage.output_tokens,
         cost_usd: r.usage.cost_usd,
+        cache_read_tokens: r.usage.cache_read_tokens,
+        cache_write_tokens: r.usage.cache_write_tokens,
+        model: None,
     })
 }
 

@@ -28,6 +28,7 @@ mod run_prerun;
 mod run_recursion;
 mod run_secrets;
 mod run_usage;
+mod run_usage_openai;
 mod schemas;
 mod statemachine_cli;
 mod statemachine_run;
