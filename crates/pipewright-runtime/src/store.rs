@@ -57,6 +57,9 @@ pub struct Event {
     pub error: Option<String>,
     /// A short text for progress displays (the summary of the node).
     pub summary: String,
+    /// For completed/failed: what the step's agent calls cost, all its attempts together
+    /// (`runs events` carries it; boxed, as most events of a big fan-out have none).
+    pub usage: Option<Box<crate::usage::Usage>>,
 }
 
 impl Event {
@@ -74,6 +77,9 @@ impl Event {
         }
         if let Some(e) = &self.error {
             o["error"] = json!(e);
+        }
+        if let Some(u) = &self.usage {
+            o["usage"] = u.to_json();
         }
         o
     }
@@ -100,6 +106,9 @@ impl Event {
         }
         if let Some(e) = &self.error {
             let _ = write!(line, ",\"error\":{}", text(e));
+        }
+        if let Some(u) = &self.usage {
+            let _ = write!(line, ",\"usage\":{}", u.to_json());
         }
         line.push('}');
         line
@@ -138,6 +147,10 @@ impl Event {
             elapsed_ms: v.get("elapsed_ms").and_then(Json::as_f64),
             error: text("error"),
             summary: String::new(),
+            usage: v
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .map(Box::new),
         })
     }
 }
@@ -1190,6 +1203,7 @@ mod tests {
             elapsed_ms: Some(3.0),
             error: Some("boom".into()),
             summary: String::new(),
+            usage: None,
         };
         let back = Event::from_line(&with_run_id(&e.to_stored_line(), "r"))
             .unwrap_or_else(|| panic!("reads back"));

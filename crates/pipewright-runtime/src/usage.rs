@@ -147,6 +147,8 @@ pub struct Meter {
 struct MeterState {
     total: Usage,
     steps: IndexMap<String, Usage>,
+    /// The keys of `steps`, sorted: a fan-out's items are the keys under its own.
+    sorted: std::collections::BTreeSet<String>,
     exhausted: Option<Exhausted>,
 }
 
@@ -199,6 +201,7 @@ impl Meter {
         for (key, u) in recorded {
             st.total.add(u);
             st.steps.entry(key.clone()).or_default().add(u);
+            st.sorted.insert(key.clone());
         }
     }
 
@@ -250,6 +253,9 @@ impl Meter {
             let mut st = lock(&self.state);
             st.total.add(usage);
             st.steps.entry(key.to_string()).or_default().add(usage);
+            if !st.sorted.contains(key) {
+                st.sorted.insert(key.to_string());
+            }
         }
         if let Some(record) = self.record.get() {
             record(key, usage);
@@ -258,6 +264,21 @@ impl Meter {
 
     pub fn total(&self) -> Usage {
         lock(&self.state).total.clone()
+    }
+
+    /// What step `key` cost so far, with every step under it (a fan-out's items, a call's
+    /// steps), earlier attempts and runs included; `None` if none of them called an agent.
+    pub fn step(&self, key: &str) -> Option<Usage> {
+        let st = lock(&self.state);
+        let mut sum = st.steps.get(key).cloned();
+        // Keys under `key` sort from `key.` up to, not including, `key/` ('/' follows '.').
+        let (lo, hi) = (format!("{key}."), format!("{key}/"));
+        for k in st.sorted.range::<String, _>(lo..hi) {
+            if let Some(u) = st.steps.get(k) {
+                sum.get_or_insert_with(Usage::unknown).add(u);
+            }
+        }
+        sum
     }
 
     pub fn steps(&self) -> IndexMap<String, Usage> {

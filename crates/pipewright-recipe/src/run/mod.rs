@@ -364,6 +364,7 @@ impl Exec {
             elapsed_ms: None,
             error: None,
             summary: node.id.clone().unwrap_or_else(|| node.summary()),
+            usage: None,
         }
     }
 

@@ -427,6 +427,7 @@ impl Exec {
             elapsed_ms: None,
             error: None,
             summary: step.to_string(),
+            usage: None,
         }
     }
 

@@ -482,3 +482,52 @@ fn a_cost_budget_stops_a_claude_run_before_the_turn_past_it() {
     assert_eq!(v["usage"]["cost_usd"], 0.5, "{v}");
     assert_eq!(read(&d.path().join("claude-calls")).lines().count(), 2);
 }
+
+/// `runs events` carries what each finished step cost: an agent step its own calls, a fan-out
+/// the sum of its items'; steps that called nothing carry nothing.
+#[test]
+fn events_carry_each_steps_usage_and_a_fan_out_its_items_sum() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("fan.yaml"),
+        "pipeline: fan\nsteps:\n  - transform: {value: \"1\", output: one}\n  - for_each:\n      items: [a, bb, ccc]\n      on_error: continue\n      do:\n        agent: {prompt: \"Review {item}.\"}\n      collect: {transform: {value: pipe}}\n      output: reviews\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(d.path(), &["run", "fan.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    let id = v["run_id"].as_str().unwrap_or_default();
+    let o = run_in(d.path(), &["runs", "events", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let completed: Vec<Value> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "step_completed")
+        .collect();
+    let of = |key: &str| {
+        completed
+            .iter()
+            .find(|e| e["key"] == key)
+            .cloned()
+            .unwrap_or_else(|| panic!("no step_completed for {key}: {}", stdout(&o)))
+    };
+    assert_eq!(of("0").get("usage"), None, "a transform calls nothing");
+    let items: Vec<Value> = (0..3)
+        .map(|i| of(&format!("1.for_each.{i}"))["usage"].clone())
+        .collect();
+    for (i, u) in items.iter().enumerate() {
+        assert_eq!(u["agent_calls"], 1, "item {i}: {u}");
+        assert_eq!(
+            u,
+            &v["usage"]["steps"][format!("1.for_each.{i}")],
+            "the report agrees"
+        );
+    }
+    let fan = of("1")["usage"].clone();
+    assert_eq!(fan["agent_calls"], 3, "{fan}");
+    let sum: u64 = items
+        .iter()
+        .map(|u| u["input_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(fan["input_tokens"], sum, "{fan}");
+    assert_eq!(fan["input_tokens"], v["usage"]["input_tokens"], "{fan}");
+}
