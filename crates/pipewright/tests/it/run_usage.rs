@@ -336,35 +336,56 @@ fn the_human_report_ends_with_one_line_of_usage() {
 /// again, so the totals are an uninterrupted run's.
 #[test]
 fn a_killed_run_resumed_counts_each_call_once() {
-    let d = tempdir();
-    std::fs::write(
-        d.path().join("gated.yaml"),
-        "pipeline: gated\nsteps:\n  - agent: {prompt: \"first question\", output: a}\n  - agent: {prompt: \"second question\", output: b}\n  - shell: {command: \"i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\"}\n  - agent: {prompt: \"third\", output: c}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let mut child = spawn_run(d.path(), &["gated.yaml"]);
-    let id = wait_for(
-        std::time::Duration::from_secs(20),
-        "two agent calls landed",
-        || {
-            let o = run_in(d.path(), &["runs", "--format", "json"]);
-            let runs: Value = serde_json::from_slice(&o.stdout).ok()?;
-            let r = runs.get(0)?;
-            (r["usage"]["agent_calls"] == 2).then(|| r["run_id"].as_str().map(str::to_string))?
-        },
+    let wait = "i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done";
+    let pipeline = format!(
+        "pipeline: gated\nsteps:\n  - agent: {{prompt: \"first question\", output: a}}\n  - agent: {{prompt: \"second question\", output: b}}\n  - shell: {{command: \"{wait}\"}}\n  - agent: {{prompt: \"third\", output: c}}\n"
     );
-    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
-    let _ = finish(child);
-    std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
-    let (code, done) = json_run(d.path(), &["run", "--resume", &id, "--format", "json"]);
-    assert_eq!(code, Some(0), "{done}");
-    assert_eq!(done["usage"]["agent_calls"], 3, "{done}");
-    assert_eq!(done["usage"]["input_tokens"], 10, "{done}");
-    let steps = done["usage"]["steps"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    assert!(steps.values().all(|s| s["agent_calls"] == 1), "{done}");
+    let recipe = format!(
+        "name: gated\ndescription: killed mid-run\nversion: \"1.0.0\"\nsteps:\n  - id: one\n    agent: \"x:y\"\n    prompt: \"first question\"\n    output: a\n  - id: two\n    agent: \"x:y\"\n    prompt: \"second question\"\n    output: b\n  - id: wait\n    type: bash\n    command: \"{wait}\"\n  - id: three\n    agent: \"x:y\"\n    prompt: \"third\"\n    output: c\n"
+    );
+    let meow = format!(
+        "[main]\n[[main.steps]]\nid = \"one\"\nexecutor = \"agent\"\nagent = \"w\"\nprompt = \"first question\"\n\n[[main.steps]]\nid = \"two\"\nexecutor = \"agent\"\nagent = \"w\"\nneeds = [\"one\"]\nprompt = \"second question\"\n\n[[main.steps]]\nid = \"wait\"\nexecutor = \"shell\"\nneeds = [\"two\"]\ncommand = '{wait}'\n\n[[main.steps]]\nid = \"three\"\nexecutor = \"agent\"\nagent = \"w\"\nneeds = [\"wait\"]\nprompt = \"third\"\n"
+    );
+    for (file, text) in [
+        ("gated.yaml", pipeline),
+        ("gated.recipe.yaml", recipe),
+        ("gated.meow.toml", meow),
+    ] {
+        let d = tempdir();
+        std::fs::write(d.path().join(file), text).unwrap_or_else(|e| panic!("{e}"));
+        let mut child = spawn_run(d.path(), &[file]);
+        let id = wait_for(
+            std::time::Duration::from_secs(20),
+            "two agent calls landed",
+            || {
+                let o = run_in(d.path(), &["runs", "--format", "json"]);
+                let runs: Value = serde_json::from_slice(&o.stdout).ok()?;
+                let r = runs.get(0)?;
+                (r["usage"]["agent_calls"] == 2)
+                    .then(|| r["run_id"].as_str().map(str::to_string))?
+            },
+        );
+        child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+        let _ = finish(child);
+        std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
+        let (code, done) = json_run(d.path(), &["run", "--resume", &id, "--format", "json"]);
+        assert_eq!(code, Some(0), "{file}: {done}");
+        assert_eq!(done["usage"]["agent_calls"], 3, "{file}: {done}");
+        let steps = done["usage"]["steps"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(steps.len(), 3, "{file}: {done}");
+        assert!(
+            steps.values().all(|s| s["agent_calls"] == 1),
+            "{file}: {done}"
+        );
+        let sum: u64 = steps
+            .values()
+            .map(|s| s["input_tokens"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(done["usage"]["input_tokens"], sum, "{file}: {done}");
+    }
 }
 
 /// A cost budget nothing can enforce (no cost reported, no price to compute one) is said once,
