@@ -30,4 +30,5 @@ mod run_usage;
 mod schemas;
 mod statemachine_cli;
 mod statemachine_run;
+mod step_keys;
 mod suppress_cli;
