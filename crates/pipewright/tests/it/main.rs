@@ -3,6 +3,7 @@
 
 mod common;
 
+mod cancel_cli;
 mod check_cli;
 mod check_fix_cli;
 mod ci_integration;
