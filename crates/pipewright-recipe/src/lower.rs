@@ -43,6 +43,7 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
             body,
             span: r.span,
             schema_set: 0,
+            step_keys: pipewright_ir::StepKeys::Positional,
         }],
         schema_sets: Vec::new(),
     }

@@ -625,6 +625,25 @@ impl SqliteStore {
         StoreError::Unusable(format!("the run store {}: {e}", self.path.display()))
     }
 
+    /// The process that owns the run now, read from its lock file while the lock is seen held
+    /// (`None`: nobody owns it). A pid read from a lock nobody holds is never returned, so a
+    /// caller that signals it never reaches a stranger that reused a dead owner's pid.
+    pub fn owner_pid(&self, run_id: &str) -> Result<Option<u32>, StoreError> {
+        check_run_id(run_id)?;
+        let path = self.lock_dir().join(run_id);
+        if !self.is_owned(run_id) {
+            return Ok(None);
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let Ok(pid) = text.trim().parse::<u32>() else {
+            return Ok(None);
+        };
+        // Held a moment ago by someone; the pid must be that someone: it has the very file open.
+        Ok(holds_open(pid, &path).then_some(pid))
+    }
+
     fn lock_dir(&self) -> PathBuf {
         let mut name = self.path.file_name().unwrap_or_default().to_os_string();
         name.push(".locks");
@@ -876,6 +895,42 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, StoreError> {
     let _ = f.rewind();
     let _ = write!(f, "{}", std::process::id());
     Ok(f)
+}
+
+/// Whether process `pid` has `path` open (Linux: one of `/proc/PID/fd/*` is that file; elsewhere
+/// that the process exists).
+fn holds_open(pid: u32, path: &Path) -> bool {
+    if pid == 0 || pid == std::process::id() {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(want) = std::fs::metadata(path) else {
+            return false;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.filter_map(Result::ok).any(|fd| {
+            std::fs::metadata(fd.path())
+                .is_ok_and(|m| m.dev() == want.dev() && m.ino() == want.ino())
+        })
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        let _ = path;
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 #[cfg(unix)]

@@ -125,6 +125,7 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
             body: Region { graph, entry },
             span: r.span,
             schema_set: 0,
+            step_keys: pipewright_ir::StepKeys::Named,
         }],
         schema_sets: Vec::new(),
     }

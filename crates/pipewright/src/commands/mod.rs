@@ -1,4 +1,5 @@
 use crate::exit::ExitStatus;
+pub(crate) mod cancel;
 pub(crate) mod check;
 pub(crate) mod dry_run;
 pub(crate) mod engine;

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod cancel_cli;
 mod check_cli;
 mod check_fix_cli;
 mod check_worst_case;
@@ -32,4 +33,5 @@ mod run_usage_openai;
 mod schemas;
 mod statemachine_cli;
 mod statemachine_run;
+mod step_keys;
 mod suppress_cli;
