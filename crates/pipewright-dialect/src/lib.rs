@@ -20,7 +20,7 @@ pub use eval::{EvalInput, EvalLanguage};
 pub use near_miss::NearMiss;
 pub use runtime::{
     BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
-    RunRequest, RunTarget, Runtime,
+    RunRequest, RunTarget, Runtime, Waiting,
 };
 pub use source::Source;
 

@@ -170,6 +170,19 @@ pub struct RecordedRun<'a> {
 /// What a decision came to: the line to print (exit 0), or the refusal and its exit code.
 pub type Decided = Result<String, (u8, String)>;
 
+/// An approval a run waits for now: what `approve|deny` would decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The key of the step that waits (a recipe's gate, a MEOW approval step).
+    pub step_key: String,
+    /// `gate` (a paused run's, decided in the store) or `approval` (a live run's).
+    pub kind: &'static str,
+    pub prompt: String,
+    /// `resume`: the run continues with `run --resume` once decided; `live`: the process
+    /// running it goes on by itself.
+    pub continues: &'static str,
+}
+
 pub trait Runtime: Sync {
     /// The `run` flags only this dialect's runs take.
     fn flags(&self) -> &'static [RunFlag] {
@@ -200,6 +213,11 @@ pub trait Runtime: Sync {
         _step: Option<&str>,
         _decision: &Decision,
     ) -> Option<Decided> {
+        None
+    }
+    /// The approvals a run of this dialect waits for now; `None` when the run is not one this
+    /// dialect can find waiting (the same runs [`Runtime::decide`] answers).
+    fn waiting(&self, _run: &RecordedRun<'_>) -> Option<Vec<Waiting>> {
         None
     }
     /// Runs one workflow of a lowered (and checked) file. `Err` is a run that could not start

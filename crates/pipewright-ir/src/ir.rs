@@ -57,6 +57,26 @@ pub struct Workflow {
     pub body: Region,
     pub span: Span,
     pub schema_set: usize,
+    /// How the dialect's runtime keys these steps in run events and landings.
+    pub step_keys: StepKeys,
+}
+
+/// How a runtime names a workflow's steps in its run events and landings: what `step_key`
+/// says on each node of the graph JSON, so a view of a run finds each event's node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StepKeys {
+    /// The runtime's keys are not the graph's steps (none is given).
+    #[default]
+    Unknown,
+    /// By position: a top-level step is its index (`2`). Nested regions that run once
+    /// continue their node's key: a `stage`'s steps `K.j`; a `collect` `K.KIND.collect` and a
+    /// `branch NAME` `K.parallel.NAME` (one step: that key itself, several: `.j` under it).
+    /// A `do` region runs once per item: its items are keys under the node's
+    /// (`2.for_each.0`), so its own nodes have none.
+    Positional,
+    /// By the step's own name ([`Node::id`]); what a step expands into or iterates over is
+    /// keyed under it (`impl.first`, `each.0.run`).
+    Named,
 }
 
 #[derive(Debug, Clone)]
@@ -80,6 +100,9 @@ pub struct Limits {
     pub min_agent_delay_ms: Option<u64>,
     /// Slowing down after a rate-limit answer (429); `None`: no adaptive backoff.
     pub backoff: Option<Backoff>,
+    /// The agent turns one agent step may take (a state machine's step: its prompt and one
+    /// reminder); `None`: one.
+    pub turns_per_agent_step: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -7,5 +7,6 @@ pub mod export;
 pub mod expr;
 pub mod ir;
 pub mod schema;
+pub mod worst_case;
 
 pub use ir::*;

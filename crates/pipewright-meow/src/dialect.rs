@@ -127,6 +127,13 @@ impl Dialect for Meow {
 }
 
 impl Runtime for Meow {
+    fn waiting(
+        &self,
+        run: &pipewright_dialect::RecordedRun<'_>,
+    ) -> Option<Vec<pipewright_dialect::Waiting>> {
+        crate::run::approval::waiting(run)
+    }
+
     fn decide(
         &self,
         run: &pipewright_dialect::RecordedRun<'_>,

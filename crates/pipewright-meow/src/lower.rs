@@ -85,6 +85,7 @@ fn workflow(w: &Workflow, file: FileId, ids: &HashMap<&str, usize>) -> pipewrigh
         body: Region { graph, entry },
         span: w.key_span,
         schema_set: 0,
+        step_keys: pipewright_ir::StepKeys::Named,
     }
 }
 

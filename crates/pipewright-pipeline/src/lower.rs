@@ -42,6 +42,7 @@ pub fn pipeline(program: &ast::Program) -> Program {
                 body,
                 span: p.span,
                 schema_set: fi,
+                step_keys: pipewright_ir::StepKeys::Positional,
             });
         }
     }

@@ -115,6 +115,27 @@ impl Dialect for Recipe {
 }
 
 impl Runtime for Recipe {
+    /// A paused run's pending gates (decided in the store, then `run --resume`).
+    fn waiting(
+        &self,
+        run: &pipewright_dialect::RecordedRun<'_>,
+    ) -> Option<Vec<pipewright_dialect::Waiting>> {
+        if !crate::run::has_gates(run.record) {
+            return None;
+        }
+        Some(
+            crate::run::pending_gates(run.record)
+                .into_iter()
+                .map(|(key, st)| pipewright_dialect::Waiting {
+                    step_key: key,
+                    kind: "gate",
+                    prompt: st["prompt"].as_str().unwrap_or_default().to_string(),
+                    continues: "resume",
+                })
+                .collect(),
+        )
+    }
+
     /// A run that reached a gate: its pending gate is decided in the store (then `run
     /// --resume`).
     fn decide(

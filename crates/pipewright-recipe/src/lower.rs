@@ -43,6 +43,7 @@ pub fn recipe(r: &Recipe, file: FileId) -> Program {
             body,
             span: r.span,
             schema_set: 0,
+            step_keys: pipewright_ir::StepKeys::Positional,
         }],
         schema_sets: Vec::new(),
     }
@@ -89,6 +90,7 @@ fn limits(r: &Recipe) -> Limits {
     let rec = r.recursion.as_ref();
     let rate = r.rate_limiting.as_ref();
     Limits {
+        turns_per_agent_step: None,
         max_depth: rec.and_then(|x| secs(x.max_depth)),
         max_total_steps: rec.and_then(|x| secs(x.max_total_steps)),
         max_concurrent_agents: rate.and_then(|x| secs(x.max_concurrent_llm)),

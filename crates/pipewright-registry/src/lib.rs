@@ -54,3 +54,55 @@ pub fn unrecognised(file: FileId, text: &str) -> Diagnostic {
     }
     d.with_help("pass `--dialect` to check it as a particular dialect")
 }
+
+/// The decision on a run's approval, by the dialect whose run it is (`Runtime::decide`),
+/// whichever engine keeps the run: `pipewright approve|deny` and `pipewright ui` both come here,
+/// so their refusals are the same sentences.
+pub fn decide(
+    run: &pipewright_dialect::RecordedRun<'_>,
+    step: Option<&str>,
+    d: &pipewright_runtime::approval::Decision,
+) -> pipewright_dialect::Decided {
+    DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.decide(run, step, d))
+        .unwrap_or_else(|| {
+            Err((
+                1,
+                pipewright_runtime::approval::nothing_waits(run.store, run.run_id),
+            ))
+        })
+}
+
+/// [`decide`] on a run of a local store; `runs_dir` is where live runs keep their directories
+/// (a MEOW run's orchestrator socket).
+pub fn decide_local(
+    store: &dyn pipewright_runtime::store::Store,
+    runs_dir: &std::path::Path,
+    run_id: &str,
+    step: Option<&str>,
+    d: &pipewright_runtime::approval::Decision,
+) -> pipewright_dialect::Decided {
+    let record = store.load_run(run_id).map_err(|e| (1, e.to_string()))?;
+    let run_dir = runs_dir.join(run_id);
+    decide(
+        &pipewright_dialect::RecordedRun {
+            run_id,
+            store,
+            record: &record,
+            run_dir: &run_dir,
+        },
+        step,
+        d,
+    )
+}
+
+/// The approvals a run waits for now, by the dialect whose run it is (empty: none).
+pub fn waiting(run: &pipewright_dialect::RecordedRun<'_>) -> Vec<pipewright_dialect::Waiting> {
+    DIALECTS
+        .iter()
+        .filter_map(|dialect| dialect.runtime())
+        .find_map(|rt| rt.waiting(run))
+        .unwrap_or_default()
+}

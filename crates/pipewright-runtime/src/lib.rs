@@ -22,6 +22,7 @@ pub mod run_kv;
 pub mod schema;
 pub mod secrets;
 pub mod session;
+pub mod stop;
 pub mod store;
 pub mod tools;
 pub mod usage;

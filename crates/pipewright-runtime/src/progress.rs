@@ -249,6 +249,7 @@ mod tests {
             elapsed_ms: None,
             error: None,
             summary: summary.into(),
+            usage: None,
         }
     }
 

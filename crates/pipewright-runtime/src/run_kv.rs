@@ -505,6 +505,7 @@ mod tests {
                     cost_usd: (n % 3 == 0).then_some(*n as f64 / 100.0),
                     agent_calls: 1,
                     wall_ms: 1.5,
+                    ..crate::usage::Usage::unknown()
                 },
             },
             Step::Commit => return None,

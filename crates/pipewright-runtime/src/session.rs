@@ -11,8 +11,11 @@ use crate::config::ProjectConfig;
 pub use crate::journal::Journal;
 use crate::outcome::RunOutcome;
 pub use crate::recorder::Recorder;
-use crate::store::{self, Event, EventSink, Landed, Landing, RunLock, Store, StoreError, Write};
+use crate::store::{
+    self, Event, EventKind, EventSink, Landed, Landing, RunLock, Store, StoreError, Write,
+};
 use crate::tools::Tools;
+use crate::usage::Usage;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -413,6 +416,7 @@ impl RunSession {
         done: Option<Event>,
         durable: bool,
     ) -> Result<(), StoreError> {
+        let done = done.map(|e| self.with_usage(e));
         match &self.journal {
             Some(j) => {
                 let l = Landing {
@@ -470,10 +474,36 @@ impl RunSession {
     /// An event that lands nothing: the sinks hear of it at once, the journal with its next
     /// write.
     pub fn report(&self, e: &Event) {
+        let costed;
+        let e = match self.step_usage(e) {
+            Some(u) => {
+                costed = Event {
+                    usage: Some(Box::new(u)),
+                    ..e.clone()
+                };
+                &costed
+            }
+            None => e,
+        };
         if let Some(j) = &self.journal {
             j.event(e);
         }
         self.notify(e);
+    }
+
+    /// What a finished step's agent calls cost, for its event (`runs events`).
+    fn step_usage(&self, e: &Event) -> Option<Usage> {
+        if e.usage.is_some() || !matches!(e.kind, EventKind::Completed | EventKind::Failed) {
+            return None;
+        }
+        self.meter.step(&e.key)
+    }
+
+    fn with_usage(&self, mut e: Event) -> Event {
+        if let Some(u) = self.step_usage(&e) {
+            e.usage = Some(Box::new(u));
+        }
+        e
     }
 
     fn notify(&self, e: &Event) {

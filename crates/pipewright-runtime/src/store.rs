@@ -57,6 +57,9 @@ pub struct Event {
     pub error: Option<String>,
     /// A short text for progress displays (the summary of the node).
     pub summary: String,
+    /// For completed/failed: what the step's agent calls cost, all its attempts together
+    /// (`runs events` carries it; boxed, as most events of a big fan-out have none).
+    pub usage: Option<Box<crate::usage::Usage>>,
 }
 
 impl Event {
@@ -74,6 +77,9 @@ impl Event {
         }
         if let Some(e) = &self.error {
             o["error"] = json!(e);
+        }
+        if let Some(u) = &self.usage {
+            o["usage"] = u.to_json();
         }
         o
     }
@@ -100,6 +106,9 @@ impl Event {
         }
         if let Some(e) = &self.error {
             let _ = write!(line, ",\"error\":{}", text(e));
+        }
+        if let Some(u) = &self.usage {
+            let _ = write!(line, ",\"usage\":{}", u.to_json());
         }
         line.push('}');
         line
@@ -138,6 +147,10 @@ impl Event {
             elapsed_ms: v.get("elapsed_ms").and_then(Json::as_f64),
             error: text("error"),
             summary: String::new(),
+            usage: v
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .map(Box::new),
         })
     }
 }
@@ -612,6 +625,25 @@ impl SqliteStore {
         StoreError::Unusable(format!("the run store {}: {e}", self.path.display()))
     }
 
+    /// The process that owns the run now, read from its lock file while the lock is seen held
+    /// (`None`: nobody owns it). A pid read from a lock nobody holds is never returned, so a
+    /// caller that signals it never reaches a stranger that reused a dead owner's pid.
+    pub fn owner_pid(&self, run_id: &str) -> Result<Option<u32>, StoreError> {
+        check_run_id(run_id)?;
+        let path = self.lock_dir().join(run_id);
+        if !self.is_owned(run_id) {
+            return Ok(None);
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let Ok(pid) = text.trim().parse::<u32>() else {
+            return Ok(None);
+        };
+        // Held a moment ago by someone; the pid must be that someone: it has the very file open.
+        Ok(holds_open(pid, &path).then_some(pid))
+    }
+
     fn lock_dir(&self) -> PathBuf {
         let mut name = self.path.file_name().unwrap_or_default().to_os_string();
         name.push(".locks");
@@ -865,6 +897,42 @@ fn lock_file(path: &Path, run_id: &str) -> Result<std::fs::File, StoreError> {
     Ok(f)
 }
 
+/// Whether process `pid` has `path` open (Linux: one of `/proc/PID/fd/*` is that file; elsewhere
+/// that the process exists).
+fn holds_open(pid: u32, path: &Path) -> bool {
+    if pid == 0 || pid == std::process::id() {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(want) = std::fs::metadata(path) else {
+            return false;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.filter_map(Result::ok).any(|fd| {
+            std::fs::metadata(fd.path())
+                .is_ok_and(|m| m.dev() == want.dev() && m.ino() == want.ino())
+        })
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        let _ = path;
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
 #[cfg(unix)]
 fn same_file(f: &std::fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -1094,6 +1162,7 @@ impl Store for SqliteStore {
                         output_tokens: r.get::<_, Option<i64>>(8)?.map(|n| n.max(0) as u64),
                         cost_usd: r.get(9)?,
                         wall_ms: r.get::<_, Option<f64>>(10)?.unwrap_or(0.0),
+                        ..crate::usage::Usage::unknown()
                     },
                 })
             })
@@ -1189,6 +1258,7 @@ mod tests {
             elapsed_ms: Some(3.0),
             error: Some("boom".into()),
             summary: String::new(),
+            usage: None,
         };
         let back = Event::from_line(&with_run_id(&e.to_stored_line(), "r"))
             .unwrap_or_else(|| panic!("reads back"));

@@ -20,6 +20,13 @@ use std::time::Instant;
 pub struct Usage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Prompt tokens read from, and written to, the provider's prompt cache (Claude reports
+    /// them apart from `input_tokens`; OpenAI counts cached reads inside them). Absent from the
+    /// JSON while unknown, so a record written before they existed reads the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     pub cost_usd: Option<f64>,
     pub agent_calls: u64,
     pub wall_ms: f64,
@@ -42,6 +49,8 @@ impl Usage {
     pub fn add(&mut self, o: &Usage) {
         self.input_tokens = add(self.input_tokens, o.input_tokens);
         self.output_tokens = add(self.output_tokens, o.output_tokens);
+        self.cache_read_tokens = add(self.cache_read_tokens, o.cache_read_tokens);
+        self.cache_write_tokens = add(self.cache_write_tokens, o.cache_write_tokens);
         self.cost_usd = add(self.cost_usd, o.cost_usd);
         self.agent_calls += o.agent_calls;
         self.wall_ms += o.wall_ms;
@@ -54,13 +63,21 @@ impl Usage {
 
     /// `run --format json`'s shape: unknown figures are null.
     pub fn to_json(&self) -> Json {
-        json!({
+        let mut o = json!({
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd.map(|c| (c * 1e6).round() / 1e6),
             "agent_calls": self.agent_calls,
             "wall_ms": (self.wall_ms * 1000.0).round() / 1000.0,
-        })
+        });
+        // Only backends with a prompt cache know these: the others' reports keep their shape.
+        if let Some(n) = self.cache_read_tokens {
+            o["cache_read_tokens"] = json!(n);
+        }
+        if let Some(n) = self.cache_write_tokens {
+            o["cache_write_tokens"] = json!(n);
+        }
+        o
     }
 }
 
@@ -130,6 +147,8 @@ pub struct Meter {
 struct MeterState {
     total: Usage,
     steps: IndexMap<String, Usage>,
+    /// The keys of `steps`, sorted: a fan-out's items are the keys under its own.
+    sorted: std::collections::BTreeSet<String>,
     exhausted: Option<Exhausted>,
 }
 
@@ -182,6 +201,7 @@ impl Meter {
         for (key, u) in recorded {
             st.total.add(u);
             st.steps.entry(key.clone()).or_default().add(u);
+            st.sorted.insert(key.clone());
         }
     }
 
@@ -191,10 +211,10 @@ impl Meter {
     }
 
     /// Admits a call, or stops the run: the budget reached is kept, and the run is cancelled.
-    pub fn admit(&self) -> Result<(), Exhausted> {
+    pub fn admit(&self) -> Result<(), Box<Exhausted>> {
         let mut st = lock(&self.state);
         if let Some(e) = &st.exhausted {
-            return Err(e.clone());
+            return Err(Box::new(e.clone()));
         }
         let b = self.budgets;
         let t = &st.total;
@@ -224,7 +244,7 @@ impl Meter {
         st.exhausted = Some(e.clone());
         drop(st);
         self.cancel.cancel();
-        Err(e)
+        Err(Box::new(e))
     }
 
     /// Counts one call of step `key`, and has it recorded.
@@ -233,6 +253,9 @@ impl Meter {
             let mut st = lock(&self.state);
             st.total.add(usage);
             st.steps.entry(key.to_string()).or_default().add(usage);
+            if !st.sorted.contains(key) {
+                st.sorted.insert(key.to_string());
+            }
         }
         if let Some(record) = self.record.get() {
             record(key, usage);
@@ -241,6 +264,21 @@ impl Meter {
 
     pub fn total(&self) -> Usage {
         lock(&self.state).total.clone()
+    }
+
+    /// What step `key` cost so far, with every step under it (a fan-out's items, a call's
+    /// steps), earlier attempts and runs included; `None` if none of them called an agent.
+    pub fn step(&self, key: &str) -> Option<Usage> {
+        let st = lock(&self.state);
+        let mut sum = st.steps.get(key).cloned();
+        // Keys under `key` sort from `key.` up to, not including, `key/` ('/' follows '.').
+        let (lo, hi) = (format!("{key}."), format!("{key}/"));
+        for k in st.sorted.range::<String, _>(lo..hi) {
+            if let Some(u) = st.steps.get(k) {
+                sum.get_or_insert_with(Usage::unknown).add(u);
+            }
+        }
+        sum
     }
 
     pub fn steps(&self) -> IndexMap<String, Usage> {
@@ -346,6 +384,7 @@ mod tests {
             cost_usd: cost,
             agent_calls: 1,
             wall_ms: 1.0,
+            ..Usage::unknown()
         }
     }
 

@@ -118,11 +118,14 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
             params: Vec::new(),
             limits: Limits {
                 max_total_steps: Some(r.guardrails.max_total_steps),
+                // §2.1: a step without a usable outcome gets one reminder in its session.
+                turns_per_agent_step: Some(2),
                 ..Limits::default()
             },
             body: Region { graph, entry },
             span: r.span,
             schema_set: 0,
+            step_keys: pipewright_ir::StepKeys::Named,
         }],
         schema_sets: Vec::new(),
     }

@@ -43,6 +43,9 @@ pub(crate) enum Command {
     Approve(ApproveArgs),
     /// Deny the approval gate a paused or waiting run waits at.
     Deny(DenyArgs),
+    /// Cancel a running run, as Ctrl-C in the process running it does (status cancelled;
+    /// `run --resume` continues it).
+    Cancel(CancelArgs),
     /// List recorded runs (newest first); show, print the events of, or remove one.
     Runs(RunsArgs),
     /// Print the JSON Schema of a dialect's files (for editors: docs/schemas.md).
@@ -131,6 +134,15 @@ pub(crate) struct DenyArgs {
     /// Why; shown when the run fails at the denied gate.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct CancelArgs {
+    /// The run (`pipewright runs` lists them).
+    #[arg(value_name = "RUN_ID")]
+    pub id: String,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -509,6 +521,10 @@ pub(crate) struct CheckArgs {
     /// Do not report this code (repeatable), in addition to `[check] ignore` in the config.
     #[arg(long, value_name = "CODE", value_parser = code_arg)]
     pub ignore: Vec<String>,
+    /// Also note, for each workflow that checks clean, the most agent calls it can make
+    /// (PW0014), or why that is known only at run time.
+    #[arg(long)]
+    pub worst_case: bool,
 }
 
 /// `--ignore CODE`: a code this version emits (a typo would otherwise ignore nothing, silently).

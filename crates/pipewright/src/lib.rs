@@ -86,6 +86,7 @@ pub fn main() -> ExitCode {
         cli::Command::Graph(args) => commands::graph::run(&args),
         cli::Command::Run(args) => commands::run::run(&args),
         cli::Command::Runs(args) => commands::runs::run(&args),
+        cli::Command::Cancel(args) => commands::cancel::run(&args),
         cli::Command::Schema(args) => commands::schema::run(&args),
         cli::Command::Lsp => commands::lsp::run(),
         cli::Command::Worker(args) => commands::engine::worker(&args),

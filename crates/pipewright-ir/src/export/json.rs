@@ -199,6 +199,7 @@ impl Serialize for NodeSer<'_, '_> {
         let node = n.node;
         let mut m = s.serialize_map(Some(8))?;
         m.serialize_entry("id", &n.path)?;
+        m.serialize_entry("step_key", &n.step_key)?;
         m.serialize_entry("kind", node.kind.name())?;
         // Agent calls cost money: a view can mark them without knowing every dialect's kinds.
         if node.kind.asks_an_agent() {

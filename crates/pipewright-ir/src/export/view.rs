@@ -1,6 +1,6 @@
 //! A numbered, ordered walk over the workflows an export shows.
 
-use crate::ir::{CallRole, Edge, Node, Program, Region, WorkflowId};
+use crate::ir::{CallRole, Edge, Node, NodeKind, Program, Region, StepKeys, WorkflowId};
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -41,7 +41,22 @@ pub(crate) struct NodeView<'a> {
     /// A stable path such as `w0.s2.do.s0`.
     pub path: String,
     pub node: &'a Node,
+    /// The key run events and landings give this step, where it has one of its own.
+    pub step_key: Option<String>,
     pub regions: Vec<(String, RegionView<'a>)>,
+}
+
+/// Where a region's steps get their keys from ([`StepKeys`]).
+#[derive(Clone, Copy)]
+enum Keys<'p> {
+    None,
+    Named,
+    /// Positional, under this prefix (`""` at the top); `collapse`: a region of one node
+    /// takes the prefix itself as its key (without its trailing dot).
+    Positional {
+        prefix: &'p str,
+        collapse: bool,
+    },
 }
 
 impl<'a> View<'a> {
@@ -54,13 +69,20 @@ impl<'a> View<'a> {
             .iter()
             .filter_map(|id| {
                 let w = program.workflow(*id)?;
-                let body = region(
-                    &w.body,
-                    format!("w{}", id.0),
-                    &mut counter,
-                    &mut calls,
-                    &shown_set,
-                );
+                let keys = match w.step_keys {
+                    StepKeys::Unknown => Keys::None,
+                    StepKeys::Named => Keys::Named,
+                    StepKeys::Positional => Keys::Positional {
+                        prefix: "",
+                        collapse: false,
+                    },
+                };
+                let mut walk = Walk {
+                    counter: &mut counter,
+                    calls: &mut calls,
+                    shown: &shown_set,
+                };
+                let body = walk.region(&w.body, format!("w{}", id.0), keys);
                 Some(WorkflowView {
                     id: *id,
                     workflow: w,
@@ -109,45 +131,93 @@ fn shown(program: &Program, opts: &ExportOptions) -> Vec<WorkflowId> {
     v
 }
 
-fn region<'a>(
+struct Walk<'w, 'a> {
+    counter: &'w mut usize,
+    calls: &'w mut Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
+    shown: &'w HashSet<WorkflowId>,
+}
+
+/// The keys of a nested region of a node keyed `key` (see [`StepKeys::Positional`]).
+fn nested_prefix(kind: &NodeKind, role: &str, key: &str) -> Option<(String, bool)> {
+    match role {
+        "stage" => Some((format!("{key}."), false)),
+        "collect" => Some((format!("{key}.{}.collect.", kind.name()), true)),
+        _ => role
+            .strip_prefix("branch ")
+            .map(|name| (format!("{key}.parallel.{name}."), true)),
+    }
+}
+
+impl<'a> Walk<'_, 'a> {
+    fn region(&mut self, r: &'a Region, path: String, keys: Keys<'_>) -> RegionView<'a> {
+        let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
+        let mut nodes = Vec::new();
+        let order = r.nodes();
+        let single = order.len() == 1;
+        for (i, ni) in order.into_iter().enumerate() {
+            let node = &r.graph[ni];
+            let number = *self.counter;
+            *self.counter += 1;
+            numbers.insert(ni, number);
+            let npath = format!("{path}.s{i}");
+            let step_key = match keys {
+                Keys::None => None,
+                Keys::Named => node.id.clone(),
+                Keys::Positional { prefix, collapse } if collapse && single => {
+                    Some(prefix.trim_end_matches('.').to_string())
+                }
+                Keys::Positional { prefix, .. } => Some(format!("{prefix}{}", node.index)),
+            };
+            let regions = node
+                .kind
+                .regions()
+                .into_iter()
+                .map(|(role, sub)| {
+                    let rpath = format!("{npath}.{}", role.replace(' ', "."));
+                    let nested = match (keys, &step_key) {
+                        (Keys::Positional { .. }, Some(k)) => nested_prefix(&node.kind, &role, k),
+                        _ => None,
+                    };
+                    let sub_view = match &nested {
+                        Some((prefix, collapse)) => self.region(
+                            sub,
+                            rpath,
+                            Keys::Positional {
+                                prefix,
+                                collapse: *collapse,
+                            },
+                        ),
+                        None => self.region(sub, rpath, Keys::None),
+                    };
+                    (role, sub_view)
+                })
+                .collect();
+            for (role, c) in node.calls() {
+                self.calls.push((
+                    number,
+                    role,
+                    c.target.as_str(),
+                    c.resolved.filter(|id| self.shown.contains(id)),
+                ));
+            }
+            nodes.push(NodeView {
+                number,
+                path: npath,
+                node,
+                step_key,
+                regions,
+            });
+        }
+        region_end(r, path, nodes, numbers)
+    }
+}
+
+fn region_end<'a>(
     r: &'a Region,
     path: String,
-    counter: &mut usize,
-    calls: &mut Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
-    shown: &HashSet<WorkflowId>,
+    nodes: Vec<NodeView<'a>>,
+    numbers: HashMap<NodeIndex, usize>,
 ) -> RegionView<'a> {
-    let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
-    let mut nodes = Vec::new();
-    for (i, ni) in r.nodes().into_iter().enumerate() {
-        let node = &r.graph[ni];
-        let number = *counter;
-        *counter += 1;
-        numbers.insert(ni, number);
-        let npath = format!("{path}.s{i}");
-        let regions = node
-            .kind
-            .regions()
-            .into_iter()
-            .map(|(role, sub)| {
-                let rpath = format!("{npath}.{}", role.replace(' ', "."));
-                (role, region(sub, rpath, counter, calls, shown))
-            })
-            .collect();
-        for (role, c) in node.calls() {
-            calls.push((
-                number,
-                role,
-                c.target.as_str(),
-                c.resolved.filter(|id| shown.contains(id)),
-            ));
-        }
-        nodes.push(NodeView {
-            number,
-            path: npath,
-            node,
-            regions,
-        });
-    }
     let mut edges: Vec<(usize, usize, &Edge)> = r
         .graph
         .edge_references()

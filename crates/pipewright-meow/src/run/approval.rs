@@ -3,7 +3,7 @@
 //! is decided.
 
 use super::channel::{ask, socket_path};
-use pipewright_dialect::{Decided, RecordedRun};
+use pipewright_dialect::{Decided, RecordedRun, Waiting};
 use pipewright_runtime::approval::Decision;
 use serde_json::json;
 use std::path::Path;
@@ -29,17 +29,39 @@ pub fn decide(run: &RecordedRun<'_>, step: Option<&str>, d: &Decision) -> Option
     None
 }
 
-/// Asks the live run's orchestrator which gates an `await-approval` waits at, picks the one
-/// `step` names (a gate or a waiting step) or the only one, and decides it.
-fn decide_live(id: &str, sock: &Path, step: Option<&str>, d: &Decision) -> Decided {
+/// The approvals a live MEOW run waits for (its orchestrator says); `None` for a run that is
+/// not a live MEOW run.
+pub fn waiting(run: &RecordedRun<'_>) -> Option<Vec<Waiting>> {
+    let sock = socket_path(run.run_dir);
+    if !(run.store.is_owned(run.run_id) && sock.exists()) {
+        return None;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;
-    let waiting = runtime
-        .block_on(ask(sock, &json!({"type": "waiting_approvals"})))
-        .map_err(|e| (2, format!("run {id}: {e}")))?;
-    let gates: Vec<(String, Vec<String>)> = waiting["gates"]
+        .ok()?;
+    let answer = runtime
+        .block_on(ask(&sock, &json!({"type": "waiting_approvals"})))
+        .ok()?;
+    Some(
+        gates_of(&answer)
+            .into_iter()
+            .map(|(gate, steps)| {
+                let step_key = steps.first().cloned().unwrap_or_else(|| gate.clone());
+                Waiting {
+                    prompt: format!("step `{step_key}` waits for approval at gate `{gate}`"),
+                    step_key,
+                    kind: "approval",
+                    continues: "live",
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The gates of a `waiting_approvals` answer, each with its waiting steps.
+fn gates_of(waiting: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    waiting["gates"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -53,7 +75,20 @@ fn decide_live(id: &str, sock: &Path, step: Option<&str>, d: &Decision) -> Decid
                 })
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Asks the live run's orchestrator which gates an `await-approval` waits at, picks the one
+/// `step` names (a gate or a waiting step) or the only one, and decides it.
+fn decide_live(id: &str, sock: &Path, step: Option<&str>, d: &Decision) -> Decided {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (2, format!("cannot start the runtime: {e}")))?;
+    let waiting = runtime
+        .block_on(ask(sock, &json!({"type": "waiting_approvals"})))
+        .map_err(|e| (2, format!("run {id}: {e}")))?;
+    let gates = gates_of(&waiting);
     let describe = |(gate, steps): &(String, Vec<String>)| match steps.as_slice() {
         [] => format!("gate `{gate}`"),
         [s] if s == gate => format!("step `{s}`"),

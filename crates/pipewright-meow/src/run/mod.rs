@@ -807,6 +807,7 @@ impl Exec {
             elapsed_ms: s.started.map(|t| t.elapsed().as_secs_f64() * 1000.0),
             error: s.error.clone(),
             summary: String::new(),
+            usage: None,
         }
     }
 

@@ -431,6 +431,7 @@ impl Interp {
             } else {
                 String::new()
             },
+            usage: None,
         })
     }
 

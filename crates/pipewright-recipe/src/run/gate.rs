@@ -234,6 +234,21 @@ impl From<DecideError> for String {
     }
 }
 
+/// The gates a run waits at: (key, gate state), newest landing first.
+pub fn pending_gates(rec: &store::RunRecord) -> Vec<(String, serde_json::Value)> {
+    rec.landings
+        .iter()
+        .rev()
+        .filter(|l| l.step_hash == GATE_HASH)
+        .filter_map(|l| match &l.landed {
+            Landed::Value(v) => state(v)
+                .filter(|s| s["status"] == "pending")
+                .map(|s| (l.key.clone(), s)),
+            Landed::Dropped(_) => None,
+        })
+        .collect()
+}
+
 /// Records a decision on the pending gate of a paused run (`pipewright approve|deny`); `step`
 /// picks the gate by its stage (or key) when more than one waits. Returns the stage decided.
 pub fn decide(
@@ -245,17 +260,7 @@ pub fn decide(
     // Owning the run means no process is running it now.
     let stopped =
         pipewright_runtime::approval::own_stopped(store, run_id).map_err(DecideError::NotOwned)?;
-    let rec = &stopped.record;
-    let mut pending: Vec<(String, serde_json::Value)> = Vec::new();
-    for l in rec.landings.iter().rev() {
-        if let Landed::Value(v) = &l.landed {
-            if l.step_hash == GATE_HASH {
-                if let Some(s) = state(v).filter(|s| s["status"] == "pending") {
-                    pending.push((l.key.clone(), s));
-                }
-            }
-        }
-    }
+    let mut pending = pending_gates(&stopped.record);
     if pending.is_empty() {
         return Err(DecideError::NotWaiting {
             run_id: run_id.to_string(),

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-pub use gate::{decide, has_gates, Decision};
+pub use gate::{decide, has_gates, pending_gates, Decision};
 
 /// The runner's defaults (`recursion`).
 const DEFAULT_MAX_DEPTH: u64 = 5;
@@ -364,6 +364,7 @@ impl Exec {
             elapsed_ms: None,
             error: None,
             summary: node.id.clone().unwrap_or_else(|| node.summary()),
+            usage: None,
         }
     }
 

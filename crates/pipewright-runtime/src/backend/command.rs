@@ -125,64 +125,73 @@ fn prompt_with_schema(req: &AgentRequest) -> String {
     }
 }
 
+impl CommandBackend {
+    /// Runs the agent once; the reply, with what the claude profile's JSON says it cost.
+    async fn turn(&self, req: &AgentRequest) -> Result<super::Reply, BackendError> {
+        let (argv, stdin) = self.argv_and_stdin(req);
+        let env = vec![
+            ("PIPEWRIGHT_STEP".to_string(), req.step.clone()),
+            ("PIPEWRIGHT_RUN_ID".to_string(), req.run_id.clone()),
+        ];
+        let out = process::run(process::Spec {
+            argv: &argv,
+            stdin,
+            cwd: &self.workdir,
+            timeout: self.timeout,
+            env: &env,
+            // The agent program is the backend the user chose; like the openai backend it
+            // is trusted with the environment's credentials.
+            env_remove: &[],
+        })
+        .await
+        .map_err(BackendError::new)?;
+        if out.code != Some(0) {
+            return Err(BackendError::new(format!(
+                "the agent command {}",
+                out.failure_text()
+            )));
+        }
+        match self.profile {
+            Profile::Claude => {
+                let r = super::claude_json::parse(&out.stdout)?;
+                Ok(super::Reply {
+                    text: r.text,
+                    usage: r.usage,
+                    model: req.model.clone(),
+                })
+            }
+            // An argv agent prints its answer and nothing else: no usage to read.
+            Profile::Generic { .. } => Ok(super::Reply {
+                text: out.stdout.trim_end().to_string(),
+                usage: crate::usage::Usage::unknown(),
+                model: req.model.clone(),
+            }),
+        }
+    }
+}
+
 impl AgentBackend for CommandBackend {
     fn name(&self) -> &str {
         "command"
+    }
+
+    /// Claude Code's JSON says what each turn cost (`total_cost_usd`).
+    fn reports_cost(&self) -> bool {
+        self.profile == Profile::Claude
     }
 
     fn complete<'a>(
         &'a self,
         req: &'a AgentRequest,
     ) -> BoxFuture<'a, Result<String, BackendError>> {
-        Box::pin(async move {
-            let (argv, stdin) = self.argv_and_stdin(req);
-            let env = vec![
-                ("PIPEWRIGHT_STEP".to_string(), req.step.clone()),
-                ("PIPEWRIGHT_RUN_ID".to_string(), req.run_id.clone()),
-            ];
-            let out = process::run(process::Spec {
-                argv: &argv,
-                stdin,
-                cwd: &self.workdir,
-                timeout: self.timeout,
-                env: &env,
-                // The agent program is the backend the user chose; like the openai backend it
-                // is trusted with the environment's credentials.
-                env_remove: &[],
-            })
-            .await
-            .map_err(BackendError::new)?;
-            if out.code != Some(0) {
-                return Err(BackendError::new(format!(
-                    "the agent command {}",
-                    out.failure_text()
-                )));
-            }
-            match self.profile {
-                Profile::Claude => claude_result(&out.stdout),
-                Profile::Generic { .. } => Ok(out.stdout.trim_end().to_string()),
-            }
-        })
+        Box::pin(async move { self.turn(req).await.map(|r| r.text) })
     }
-}
 
-/// `claude -p --output-format json` prints one object: `{"type":"result","is_error":…,"result":…}`.
-fn claude_result(stdout: &str) -> Result<String, BackendError> {
-    let v: serde_json::Value = serde_json::from_str(stdout.trim()).map_err(|e| {
-        BackendError::new(format!("the agent's output is not the expected JSON ({e})"))
-    })?;
-    if v.get("is_error").and_then(serde_json::Value::as_bool) == Some(true) {
-        return Err(BackendError::new(format!(
-            "the agent reported an error: {}",
-            v.get("result").map(|r| r.to_string()).unwrap_or_default()
-        )));
-    }
-    match v.get("result") {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(other) => Ok(other.to_string()),
-        None => Err(BackendError::new(
-            "the agent's JSON output has no `result` field",
-        )),
+    fn reply<'a>(
+        &'a self,
+        req: &'a AgentRequest,
+    ) -> BoxFuture<'a, Result<super::Reply, BackendError>> {
+        Box::pin(self.turn(req))
     }
 }
 

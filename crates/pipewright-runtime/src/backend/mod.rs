@@ -1,5 +1,6 @@
 //! Agent backends: where an `agent` step's prompt goes.
 
+pub mod claude_json;
 pub mod command;
 mod http;
 pub mod mock;

@@ -96,6 +96,10 @@ fn usage_of(v: &Value) -> crate::usage::Usage {
     crate::usage::Usage {
         input_tokens: n("prompt_tokens"),
         output_tokens: n("completion_tokens"),
+        // Counted inside `prompt_tokens` already: this says how many of them were cached.
+        cache_read_tokens: v
+            .pointer("/usage/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64),
         ..crate::usage::Usage::unknown()
     }
 }

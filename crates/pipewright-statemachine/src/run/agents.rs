@@ -222,43 +222,18 @@ fn not_json(e: impl std::fmt::Display) -> BackendError {
     BackendError::new(format!("the agent's output is not the expected JSON ({e})"))
 }
 
-/// Claude Code prints one result object, or (§17.2) an array of messages whose `result`
-/// entry is the answer; Cursor's `--output-format json` prints the same kind of object.
+/// Claude Code's and Cursor's result object, as the shared parser reads it.
 fn result_object(stdout: &str) -> Result<AgentResponse, BackendError> {
-    let v: Value = serde_json::from_str(stdout.trim()).map_err(not_json)?;
-    let r = match &v {
-        Value::Array(items) => items
-            .iter()
-            .rev()
-            .find(|i| i.get("type").and_then(Value::as_str) == Some("result"))
-            .ok_or_else(|| not_json("no `result` message"))?,
-        Value::Object(_) => &v,
-        _ => return Err(not_json("neither an object nor an array")),
-    };
-    let text = match r.get("result") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    if r.get("is_error").and_then(Value::as_bool) == Some(true) {
-        return Err(BackendError::new(format!(
-            "the agent reported an error: {text}"
-        )));
-    }
-    if r.get("result").is_none() {
-        return Err(not_json("no `result` field"));
-    }
-    let usage = r.get("usage");
-    let tokens = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64);
+    let r = pipewright_runtime::backend::claude_json::parse(stdout)?;
     Ok(AgentResponse {
-        text,
-        session_id: r
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        input_tokens: tokens("input_tokens"),
-        output_tokens: tokens("output_tokens"),
-        cost_usd: r.get("total_cost_usd").and_then(Value::as_f64),
+        text: r.text,
+        session_id: r.session_id,
+        input_tokens: r.usage.input_tokens,
+        output_tokens: r.usage.output_tokens,
+        cost_usd: r.usage.cost_usd,
+        cache_read_tokens: r.usage.cache_read_tokens,
+        cache_write_tokens: r.usage.cache_write_tokens,
+        model: None,
     })
 }
 

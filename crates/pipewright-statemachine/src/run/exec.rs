@@ -427,6 +427,7 @@ impl Exec {
             elapsed_ms: None,
             error: None,
             summary: step.to_string(),
+            usage: None,
         }
     }
 
@@ -829,10 +830,13 @@ impl Exec {
                     input_tokens: r.input_tokens,
                     output_tokens: r.output_tokens,
                     cost_usd: r.cost_usd,
+                    cache_read_tokens: r.cache_read_tokens,
+                    cache_write_tokens: r.cache_write_tokens,
                     agent_calls: 1,
                     wall_ms: asked.elapsed().as_secs_f64() * 1000.0,
                 };
-                self.meter.priced(&mut spent, model.as_deref());
+                self.meter
+                    .priced(&mut spent, r.model.as_deref().or(model.as_deref()));
                 self.meter.charge(&key, &spent);
                 if let Err(e) = self.created(&r) {
                     return Err(End::failed(STORE_ERROR, self.store_error(e)));

@@ -42,6 +42,11 @@ pub struct AgentResponse {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cost_usd: Option<f64>,
+    /// Prompt-cache tokens, where the backend reports them (not part of §4.1).
+    pub cache_read_tokens: Option<u64>,
+    pub cache_write_tokens: Option<u64>,
+    /// The model that answered, when the backend says (for `[prices]`).
+    pub model: Option<String>,
 }
 
 pub trait SessionBackend: Send + Sync {
@@ -97,11 +102,16 @@ impl SessionBackend for Stateless {
                 mode: None,
                 shape,
             };
-            let text = self.0.complete(&req).await?;
+            let reply = self.0.reply(&req).await?;
             Ok(AgentResponse {
-                text,
+                text: reply.text,
                 session_id: None,
-                ..AgentResponse::default()
+                input_tokens: reply.usage.input_tokens,
+                output_tokens: reply.usage.output_tokens,
+                cost_usd: reply.usage.cost_usd,
+                cache_read_tokens: reply.usage.cache_read_tokens,
+                cache_write_tokens: reply.usage.cache_write_tokens,
+                model: reply.model,
             })
         })
     }

@@ -20,6 +20,7 @@ pipewright_syntax::codes! {
     pub const UNUSED_SUPPRESSION = "PW0012": "an inline suppression that suppresses nothing";
     pub const INVALID_SUPPRESSION = "PW0013":
         "an invalid inline suppression (unknown code or malformed comment)";
+    pub const WORST_CASE = "PW0014": "the most agent calls a workflow can make (`check --worst-case`)";
 }
 
 /// How many times `--fix` fixes and checks again: a fix can uncover the next (a renamed key's
@@ -246,6 +247,12 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, ExitStatus> {
         .filter(|(_, path, _, _)| path.as_os_str() != "-")
         .map(|(_, path, id, _)| (*id, path.to_path_buf()))
         .collect();
+    // What `--worst-case` lowers once the check is done (the check consumes `found`).
+    let lowerable: Vec<_> = if args.worst_case {
+        found.clone()
+    } else {
+        Vec::new()
+    };
     // One checker per dialect met, in the order met, fed every file of that dialect.
     let mut checkers: Vec<(&'static dyn Dialect, Box<dyn Checker>)> = Vec::new();
     for (d, path, id, text) in found {
@@ -279,6 +286,14 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, ExitStatus> {
     }
     for (_, checker) in checkers {
         diags.extend(checker.finish(&sources));
+    }
+    for (d, path, id, text) in lowerable {
+        let clean = !diags.iter().any(|x| x.is_error() && x.span().file == id);
+        if clean {
+            let mut notes = Vec::new();
+            super::worst_case::notes(d, path, id, &text, &mut sources, &ctx, &mut notes);
+            diags.extend(notes);
+        }
     }
     let texts: Vec<FileInput> = checked
         .iter()

@@ -1,4 +1,5 @@
 use crate::exit::ExitStatus;
+pub(crate) mod cancel;
 pub(crate) mod check;
 pub(crate) mod dry_run;
 pub(crate) mod engine;
@@ -11,6 +12,7 @@ pub(crate) mod lsp;
 pub(crate) mod run;
 pub(crate) mod runs;
 pub(crate) mod schema;
+pub(crate) mod worst_case;
 
 /// A dialect's own command (MEOW's `meow`), with what it needs of the project.
 pub(crate) fn dialect_command(

@@ -2,7 +2,6 @@
 
 use crate::cli::{RunFormat, RunsAction, RunsArgs};
 use crate::exit::ExitStatus;
-use pipewright_dialect::RecordedRun;
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::store::{SqliteStore, Store};
 use pipewright_runtime::ProjectConfig;
@@ -297,21 +296,7 @@ pub(crate) fn decide(
             return ExitStatus::FAILED;
         }
     };
-    let record = match store.load_run(id) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::FAILED;
-        }
-    };
-    let run_dir = runs_dir(&path).join(id);
-    let run = RecordedRun {
-        run_id: id,
-        store: &store,
-        record: &record,
-        run_dir: &run_dir,
-    };
-    match decide_recorded(&run, step, d) {
+    match pipewright_registry::decide_local(&store, &runs_dir(&path), id, step, d) {
         Ok(line) => {
             outln!("{line}");
             ExitStatus::OK
@@ -323,22 +308,14 @@ pub(crate) fn decide(
     }
 }
 
-/// The decision, by the dialect whose run it is (`Runtime::decide`), whichever engine keeps it.
+/// The decision, by the dialect whose run it is, whichever engine keeps it
+/// ([`pipewright_registry::decide`], which `pipewright ui` calls too).
 pub(crate) fn decide_recorded(
-    run: &RecordedRun<'_>,
+    run: &pipewright_dialect::RecordedRun<'_>,
     step: Option<&str>,
     d: &Decision,
 ) -> pipewright_dialect::Decided {
-    pipewright_registry::DIALECTS
-        .iter()
-        .filter_map(|dialect| dialect.runtime())
-        .find_map(|rt| rt.decide(run, step, d))
-        .unwrap_or_else(|| {
-            Err((
-                1,
-                pipewright_runtime::approval::nothing_waits(run.store, run.run_id),
-            ))
-        })
+    pipewright_registry::decide(run, step, d)
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 
 mod common;
 
+mod cancel_cli;
 mod check_cli;
 mod check_fix_cli;
+mod check_worst_case;
 mod ci_integration;
 mod cli_robustness;
 mod crash;
@@ -27,8 +29,10 @@ mod run_prerun;
 mod run_recursion;
 mod run_secrets;
 mod run_usage;
+mod run_usage_openai;
 mod schemas;
 mod statemachine_cli;
 mod statemachine_run;
+mod step_keys;
 mod suppress_cli;
 mod ui_browser;

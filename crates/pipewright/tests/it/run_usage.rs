@@ -336,35 +336,56 @@ fn the_human_report_ends_with_one_line_of_usage() {
 /// again, so the totals are an uninterrupted run's.
 #[test]
 fn a_killed_run_resumed_counts_each_call_once() {
-    let d = tempdir();
-    std::fs::write(
-        d.path().join("gated.yaml"),
-        "pipeline: gated\nsteps:\n  - agent: {prompt: \"first question\", output: a}\n  - agent: {prompt: \"second question\", output: b}\n  - shell: {command: \"i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\"}\n  - agent: {prompt: \"third\", output: c}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let mut child = spawn_run(d.path(), &["gated.yaml"]);
-    let id = wait_for(
-        std::time::Duration::from_secs(20),
-        "two agent calls landed",
-        || {
-            let o = run_in(d.path(), &["runs", "--format", "json"]);
-            let runs: Value = serde_json::from_slice(&o.stdout).ok()?;
-            let r = runs.get(0)?;
-            (r["usage"]["agent_calls"] == 2).then(|| r["run_id"].as_str().map(str::to_string))?
-        },
+    let wait = "i=0; while [ ! -f gate ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done";
+    let pipeline = format!(
+        "pipeline: gated\nsteps:\n  - agent: {{prompt: \"first question\", output: a}}\n  - agent: {{prompt: \"second question\", output: b}}\n  - shell: {{command: \"{wait}\"}}\n  - agent: {{prompt: \"third\", output: c}}\n"
     );
-    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
-    let _ = finish(child);
-    std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
-    let (code, done) = json_run(d.path(), &["run", "--resume", &id, "--format", "json"]);
-    assert_eq!(code, Some(0), "{done}");
-    assert_eq!(done["usage"]["agent_calls"], 3, "{done}");
-    assert_eq!(done["usage"]["input_tokens"], 10, "{done}");
-    let steps = done["usage"]["steps"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    assert!(steps.values().all(|s| s["agent_calls"] == 1), "{done}");
+    let recipe = format!(
+        "name: gated\ndescription: killed mid-run\nversion: \"1.0.0\"\nsteps:\n  - id: one\n    agent: \"x:y\"\n    prompt: \"first question\"\n    output: a\n  - id: two\n    agent: \"x:y\"\n    prompt: \"second question\"\n    output: b\n  - id: wait\n    type: bash\n    command: \"{wait}\"\n  - id: three\n    agent: \"x:y\"\n    prompt: \"third\"\n    output: c\n"
+    );
+    let meow = format!(
+        "[main]\n[[main.steps]]\nid = \"one\"\nexecutor = \"agent\"\nagent = \"w\"\nprompt = \"first question\"\n\n[[main.steps]]\nid = \"two\"\nexecutor = \"agent\"\nagent = \"w\"\nneeds = [\"one\"]\nprompt = \"second question\"\n\n[[main.steps]]\nid = \"wait\"\nexecutor = \"shell\"\nneeds = [\"two\"]\ncommand = '{wait}'\n\n[[main.steps]]\nid = \"three\"\nexecutor = \"agent\"\nagent = \"w\"\nneeds = [\"wait\"]\nprompt = \"third\"\n"
+    );
+    for (file, text) in [
+        ("gated.yaml", pipeline),
+        ("gated.recipe.yaml", recipe),
+        ("gated.meow.toml", meow),
+    ] {
+        let d = tempdir();
+        std::fs::write(d.path().join(file), text).unwrap_or_else(|e| panic!("{e}"));
+        let mut child = spawn_run(d.path(), &[file]);
+        let id = wait_for(
+            std::time::Duration::from_secs(20),
+            "two agent calls landed",
+            || {
+                let o = run_in(d.path(), &["runs", "--format", "json"]);
+                let runs: Value = serde_json::from_slice(&o.stdout).ok()?;
+                let r = runs.get(0)?;
+                (r["usage"]["agent_calls"] == 2)
+                    .then(|| r["run_id"].as_str().map(str::to_string))?
+            },
+        );
+        child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+        let _ = finish(child);
+        std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
+        let (code, done) = json_run(d.path(), &["run", "--resume", &id, "--format", "json"]);
+        assert_eq!(code, Some(0), "{file}: {done}");
+        assert_eq!(done["usage"]["agent_calls"], 3, "{file}: {done}");
+        let steps = done["usage"]["steps"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(steps.len(), 3, "{file}: {done}");
+        assert!(
+            steps.values().all(|s| s["agent_calls"] == 1),
+            "{file}: {done}"
+        );
+        let sum: u64 = steps
+            .values()
+            .map(|s| s["input_tokens"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(done["usage"]["input_tokens"], sum, "{file}: {done}");
+    }
 }
 
 /// A cost budget nothing can enforce (no cost reported, no price to compute one) is said once,
@@ -386,4 +407,148 @@ fn an_unenforceable_cost_budget_is_warned_of_once() {
     .unwrap_or_else(|e| panic!("{e}"));
     let o = run_in(d.path(), &["run", "three.yaml", "--max-cost", "1"]);
     assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
+}
+
+/// A stand-in for `claude -p --output-format json` that reports what each turn cost, as Claude
+/// Code does: tokens (cache reads and writes apart) and `total_cost_usd`.
+fn fake_claude(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin_dir = dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap_or_else(|e| panic!("{e}"));
+    let claude = bin_dir.join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\ncat > /dev/null\necho call >> claude-calls\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"ok\",\"usage\":{\"input_tokens\":100,\"output_tokens\":20,\"cache_read_input_tokens\":1000,\"cache_creation_input_tokens\":50},\"total_cost_usd\":0.25}'\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("pipewright.toml"),
+        "[backend.command]\nprofile = \"claude\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn run_with_path(dir: &Path, path: &str, args: &[&str]) -> std::process::Output {
+    bin()
+        .current_dir(dir)
+        .env("PATH", path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The command backend's claude profile reads Claude Code's `usage` and `total_cost_usd`: the
+/// run's totals are the sum of its three turns, cache tokens included, and the cost is known.
+#[test]
+fn claude_codes_reported_usage_and_cost_are_summed() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let path = fake_claude(d.path());
+    let o = run_with_path(
+        d.path(),
+        &path,
+        &[
+            "run",
+            "three.yaml",
+            "--backend",
+            "command",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let u = &v["usage"];
+    assert_eq!(u["agent_calls"], 3, "{u}");
+    assert_eq!(u["input_tokens"], 300, "{u}");
+    assert_eq!(u["output_tokens"], 60, "{u}");
+    assert_eq!(u["cache_read_tokens"], 3000, "{u}");
+    assert_eq!(u["cache_write_tokens"], 150, "{u}");
+    assert_eq!(u["cost_usd"], 0.75, "{u}");
+    assert_eq!(u["steps"]["1"]["cost_usd"], 0.25, "{u}");
+}
+
+/// Its cost is known, so `--max-cost` is enforced without a warning: $0.25 a turn under a
+/// $0.50 budget stops the run before its third turn.
+#[test]
+fn a_cost_budget_stops_a_claude_run_before_the_turn_past_it() {
+    let d = tempdir();
+    std::fs::write(d.path().join("three.yaml"), THREE).unwrap_or_else(|e| panic!("{e}"));
+    let path = fake_claude(d.path());
+    let o = run_with_path(
+        d.path(),
+        &path,
+        &[
+            "run",
+            "three.yaml",
+            "--backend",
+            "command",
+            "--max-cost",
+            "0.5",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["status"], "stopped", "{v}");
+    assert_eq!(v["usage"]["cost_usd"], 0.5, "{v}");
+    assert_eq!(read(&d.path().join("claude-calls")).lines().count(), 2);
+}
+
+/// `runs events` carries what each finished step cost: an agent step its own calls, a fan-out
+/// the sum of its items'; steps that called nothing carry nothing.
+#[test]
+fn events_carry_each_steps_usage_and_a_fan_out_its_items_sum() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("fan.yaml"),
+        "pipeline: fan\nsteps:\n  - transform: {value: \"1\", output: one}\n  - for_each:\n      items: [a, bb, ccc]\n      on_error: continue\n      do:\n        agent: {prompt: \"Review {item}.\"}\n      collect: {transform: {value: pipe}}\n      output: reviews\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = json_run(d.path(), &["run", "fan.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0), "{v}");
+    let id = v["run_id"].as_str().unwrap_or_default();
+    let o = run_in(d.path(), &["runs", "events", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let completed: Vec<Value> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "step_completed")
+        .collect();
+    let of = |key: &str| {
+        completed
+            .iter()
+            .find(|e| e["key"] == key)
+            .cloned()
+            .unwrap_or_else(|| panic!("no step_completed for {key}: {}", stdout(&o)))
+    };
+    assert_eq!(of("0").get("usage"), None, "a transform calls nothing");
+    let items: Vec<Value> = (0..3)
+        .map(|i| of(&format!("1.for_each.{i}"))["usage"].clone())
+        .collect();
+    for (i, u) in items.iter().enumerate() {
+        assert_eq!(u["agent_calls"], 1, "item {i}: {u}");
+        assert_eq!(
+            u,
+            &v["usage"]["steps"][format!("1.for_each.{i}")],
+            "the report agrees"
+        );
+    }
+    let fan = of("1")["usage"].clone();
+    assert_eq!(fan["agent_calls"], 3, "{fan}");
+    let sum: u64 = items
+        .iter()
+        .map(|u| u["input_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(fan["input_tokens"], sum, "{fan}");
+    assert_eq!(fan["input_tokens"], v["usage"]["input_tokens"], "{fan}");
 }

@@ -498,6 +498,7 @@ fn stored_events_read_back_as_to_json() {
             elapsed_ms: elapsed,
             error: error.map(String::from),
             summary: String::new(),
+            usage: None,
         };
         let id = "01a21300-0000-7000-8000-000000000000";
         assert_eq!(
