@@ -13,6 +13,7 @@ import {
   launchBrowser,
   listRuns,
   makeProject,
+  pipewrightBin,
   pw,
   runInBackground,
   runJson,
@@ -181,6 +182,23 @@ describe("pipewright ui in Chromium", () => {
     await page.click(sel.node("1", "failed"));
     await page.waitForSelector('[data-testid="step-detail"]', { state: "visible", ...WAIT });
     expect(await page.textContent('[data-testid="step-detail"]')).toContain("not this week");
+    await page.close();
+  });
+
+  it("approving a MEOW approval step lets the live run go on by itself", async () => {
+    const run = runInBackground(project.dir, ["approve.meow.toml", "--var", `pw=${pipewrightBin()}`]);
+    background.push(run);
+    const id = await waitForRun(project.dir, (r: { file: string; status: string }) => r.file.endsWith("approve.meow.toml") && r.status === "running");
+    const page = await openPage(`/runs/${id}`);
+    await page.waitForSelector('[data-testid="approve-button"]', { state: "visible", ...WAIT });
+    expect(await page.getAttribute(sel.node("release"), "data-state")).toBe("waiting");
+    expect(await page.textContent('[data-testid="pending-continues"]')).toContain("goes on by itself");
+    await page.click('[data-testid="approve-button"]');
+    await page.waitForSelector('.decision[data-outcome="ok"]', WAIT);
+    const ended = await run.done;
+    expect(ended.code, ended.stderr).toBe(0);
+    await page.waitForSelector(sel.status("ok"), WAIT);
+    await page.waitForSelector(sel.node("release", "done"), WAIT);
     await page.close();
   });
 
