@@ -239,20 +239,27 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
-  const fetchDetail = async () => {
+  /** Whether the run was found (a missing run gets no event stream: it would retry forever). */
+  const fetchDetail = async (): Promise<boolean> => {
     try {
       const d = await getJson<RunDetail>(runUrl(runId));
       // For the benchmark: the server's share of a page load ends here.
       if (performance.getEntriesByName("detail-received").length === 0) performance.mark("detail-received");
       loadError.hidden = true;
       enqueue({ type: "detail", detail: d });
+      return true;
     } catch (err) {
       loadError.hidden = false;
       loadError.textContent =
         err instanceof HttpError && err.status === 404
           ? `No run ${runId} in this store.`
           : `Could not load the run: ${err instanceof Error ? err.message : String(err)}`;
-      if (err instanceof HttpError && err.status === 404) status.textContent = "not found";
+      if (err instanceof HttpError && err.status === 404) {
+        status.textContent = "not found";
+        return false;
+      }
+      // Any other failure (the server restarting): the stream's reconnect fetches it again.
+      return true;
     }
   };
 
@@ -292,8 +299,8 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
     .catch(() => undefined);
 
   let closeStream: (() => void) | null = null;
-  void fetchDetail().then(() => {
-    if (disposed) return;
+  void fetchDetail().then((found) => {
+    if (disposed || !found) return;
     closeStream = openStream(
       (last) => `${runUrl(runId)}/events${last ? `?after=${encodeURIComponent(last)}` : ""}`,
       {
@@ -318,8 +325,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
         onConnection: (c: Connection, reconnected: boolean) => {
           conn.dataset.conn = c;
           conn.textContent = c === "live" ? "live" : c === "connecting" ? "connecting…" : "reconnecting…";
-          // What happened while the stream was down is in the detail, not in the stream.
-          if (reconnected) void fetchDetail();
+          // What happened while the stream was down is in the detail, not in the stream (and a
+          // first fetch that failed is retried here).
+          if (c === "live" && (reconnected || !model.loaded)) void fetchDetail();
         },
       },
     );
