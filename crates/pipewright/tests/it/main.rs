@@ -33,3 +33,4 @@ mod statemachine_cli;
 mod statemachine_run;
 mod step_keys;
 mod suppress_cli;
+mod ui_api;
