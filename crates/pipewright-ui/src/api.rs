@@ -84,7 +84,14 @@ async fn list(State(app): State<Arc<App>>, Query(q): Query<HashMap<String, Strin
         }
     }
     match blocking(move || app.runs()).await {
-        Ok(Ok(rows)) => Json(runs_json(&rows, filter.as_deref())).into_response(),
+        Ok(Ok(list)) => match filter {
+            None => (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                list.all.to_string(),
+            )
+                .into_response(),
+            Some(f) => Json(runs_json(&list.rows, Some(&f))).into_response(),
+        },
         Ok(Err(e)) => internal(e),
         Err(r) => r,
     }
@@ -214,6 +221,9 @@ async fn show(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
 
 /// A text field of a POST body (absent: empty); `Err` says what is wrong.
 fn text_field(body: &Value, name: &str) -> Result<String, String> {
+    if !body.is_object() {
+        return Err("the body is a JSON object".into());
+    }
     match body.get(name) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),

@@ -49,7 +49,7 @@ pub(crate) struct App {
     /// Bumped whenever the store may have changed.
     pub changes: tokio::sync::watch::Receiver<u64>,
     /// The runs list as of a change count, shared by every request and stream.
-    runs_cache: Mutex<Option<(u64, Arc<Vec<rows::RunRow>>)>>,
+    runs_cache: Mutex<Option<(u64, RunsList)>>,
     /// One decision at a time per run, so two browsers deciding at once get one answer each in
     /// turn (the second finds nothing waiting any more).
     deciding: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -69,13 +69,13 @@ impl App {
     }
 
     /// Every run's row, computed once per store change.
-    pub(crate) fn runs(&self) -> Result<Arc<Vec<rows::RunRow>>, String> {
+    pub(crate) fn runs(&self) -> Result<RunsList, String> {
         let generation = *self.changes.borrow();
         {
             let cache = self.runs_cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((g, rows)) = cache.as_ref() {
+            if let Some((g, list)) = cache.as_ref() {
                 if *g == generation {
-                    return Ok(rows.clone());
+                    return Ok(list.clone());
                 }
             }
         }
@@ -89,9 +89,11 @@ impl App {
                 None,
             )?,
         });
+        let all = Arc::from(api::runs_json(&rows, None).to_string());
+        let list = RunsList { rows, all };
         *self.runs_cache.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((generation, rows.clone()));
-        Ok(rows)
+            Some((generation, list.clone()));
+        Ok(list)
     }
 
     pub(crate) fn decision_lock(&self, run_id: &str) -> Arc<Mutex<()>> {
@@ -112,6 +114,13 @@ fn token_in_force(listen: SocketAddr, given: Option<String>) -> std::io::Result<
         None if listen.ip().is_loopback() => Ok(None),
         None => security::new_token().map(Some),
     }
+}
+
+/// The runs list, and its unfiltered document (`{"runs": […]}`) as sent.
+#[derive(Clone)]
+pub(crate) struct RunsList {
+    pub rows: Arc<Vec<rows::RunRow>>,
+    pub all: Arc<str>,
 }
 
 /// A bound server, not serving yet.

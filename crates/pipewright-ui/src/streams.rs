@@ -2,7 +2,7 @@
 //! Each connection is a task that recomputes when the store changes (watch.rs), at most every
 //! 150 ms, and sends only what changed; it ends when the client goes or the server stops.
 
-use crate::api::{pending_json, run_view, runs_json};
+use crate::api::{pending_json, run_view};
 use crate::reduce::NodeState;
 use crate::App;
 use axum::extract::{Path, Query, State};
@@ -68,17 +68,16 @@ pub(crate) async fn runs(State(s): State<Streams>) -> Response {
         loop {
             changes.borrow_and_update();
             let app = s.app.clone();
-            if let Ok(Ok(rows)) = tokio::task::spawn_blocking(move || app.runs()).await {
-                let data = runs_json(&rows, None).to_string();
-                if data != last {
+            if let Ok(Ok(list)) = tokio::task::spawn_blocking(move || app.runs()).await {
+                if *list.all != *last {
                     if tx
-                        .send(Event::default().event("runs").data(&data))
+                        .send(Event::default().event("runs").data(&*list.all))
                         .await
                         .is_err()
                     {
                         return;
                     }
-                    last = data;
+                    last = list.all.to_string();
                 }
             }
             if !next_change(&mut changes, &mut stop, &tx).await {
