@@ -2,10 +2,12 @@
 //! for, each field computed for the whole list at once (db.rs) or cached per file (graphs.rs).
 
 use crate::db::{Db, RunRecordRow, Tops};
-use crate::graphs::Graphs;
+use crate::graphs::{FileGraph, Graphs};
 use pipewright_runtime::store::{SqliteStore, Store};
 use serde_json::{json, Value as Json};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunRow {
@@ -82,9 +84,17 @@ pub(crate) fn rows(
         _ => None,
     })?;
     let now = pipewright_runtime::store::now_ms();
+    // Thousands of runs name a handful of files: each is looked at once per list.
+    let mut files: HashMap<String, Option<Arc<FileGraph>>> = HashMap::new();
     Ok(records
         .into_iter()
-        .map(|r| row(r, &tops, store, graphs, runs_dir, now))
+        .map(|r| {
+            let graph = files
+                .entry(r.file.clone())
+                .or_insert_with(|| graphs.of(&r.file))
+                .clone();
+            row(r, &tops, store, graph, runs_dir, now)
+        })
         .collect())
 }
 
@@ -92,7 +102,7 @@ fn row(
     r: RunRecordRow,
     tops: &Tops,
     store: Option<&SqliteStore>,
-    graphs: &Graphs,
+    graph: Option<Arc<FileGraph>>,
     runs_dir: &Path,
     now: i64,
 ) -> RunRow {
@@ -103,7 +113,6 @@ fn row(
     } else {
         r.status.clone()
     };
-    let graph = graphs.of(&r.file);
     let keys = graph.as_ref().and_then(|g| g.workflows.get(&r.workflow));
     let steps_total = keys.map(|k| k.top.len());
     let steps_done = keys.map(|k| {

@@ -1,6 +1,6 @@
 //! The server-sent event streams: the runs list, and one run's log, node states and status.
 //! Each connection is a task that recomputes when the store changes (watch.rs), at most every
-//! 150 ms, and sends only what changed; it ends when the client goes or the server stops.
+//! 150 ms (the runs list once a second), and sends only what changed; it ends when the client goes or the server stops.
 
 use crate::api::{pending_json, run_view};
 use crate::reduce::NodeState;
@@ -30,11 +30,13 @@ fn stream_of(rx: mpsc::Receiver<Event>) -> impl Stream<Item = Result<Event, Infa
     )
 }
 
-/// Waits for the next store change; `false` when the stream should end instead.
+/// Waits for the next store change, then `gap` more (changes come in bursts: a transaction
+/// touches the WAL several times); `false` when the stream should end instead.
 async fn next_change(
     changes: &mut watch::Receiver<u64>,
     stop: &mut watch::Receiver<bool>,
     tx: &mpsc::Sender<Event>,
+    gap: Duration,
 ) -> bool {
     if *stop.borrow() {
         return false;
@@ -44,9 +46,8 @@ async fn next_change(
         _ = stop.changed() => return false,
         () = tx.closed() => return false,
     }
-    // Changes come in bursts (a transaction touches the WAL several times): take them as one.
     tokio::select! {
-        () = tokio::time::sleep(Duration::from_millis(150)) => {}
+        () = tokio::time::sleep(gap) => {}
         _ = stop.changed() => return false,
     }
     changes.borrow_and_update();
@@ -80,7 +81,8 @@ pub(crate) async fn runs(State(s): State<Streams>) -> Response {
                     last = list.all.to_string();
                 }
             }
-            if !next_change(&mut changes, &mut stop, &tx).await {
+            // The whole list each time (10,000 runs are megabytes): at most once a second.
+            if !next_change(&mut changes, &mut stop, &tx, Duration::from_secs(1)).await {
                 return;
             }
         }
@@ -160,7 +162,7 @@ pub(crate) async fn events(
                     }
                 }
             }
-            if !next_change(&mut changes, &mut stop, &tx).await {
+            if !next_change(&mut changes, &mut stop, &tx, Duration::from_millis(150)).await {
                 return;
             }
         }
