@@ -29,6 +29,16 @@ fn stamp(paths: &[PathBuf]) -> Vec<Option<(u64, SystemTime)>> {
         .collect()
 }
 
+/// Whether a notification says a file's content or presence changed.
+fn writes(kind: &notify::EventKind) -> bool {
+    use notify::event::{EventKind, ModifyKind};
+    match kind {
+        EventKind::Create(_) | EventKind::Remove(_) => true,
+        EventKind::Modify(m) => !matches!(m, ModifyKind::Metadata(_)),
+        _ => false,
+    }
+}
+
 pub(crate) fn start(
     store: &Path,
     tx: watch::Sender<u64>,
@@ -49,15 +59,15 @@ pub(crate) fn start(
         use notify::Watcher as _;
         let tx = tx.clone();
         let watched = watched.clone();
-        // Only writes count: the server's own reads touch the `-shm` file, which must not
-        // wake the streams that read again.
+        // Only writes count: the server's own reads open the WAL (a metadata change) and write
+        // the `-shm` file, which must not wake the streams that read again.
         let relevant = move |p: &Path| {
             watched
                 .iter()
                 .any(|w| p == w || p.parent() == Some(&watched[2]))
         };
         notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok_and(|e| !e.kind.is_access() && e.paths.iter().any(|p| relevant(p))) {
+            if res.is_ok_and(|e| writes(&e.kind) && e.paths.iter().any(|p| relevant(p))) {
                 bump(&tx);
             }
         })
