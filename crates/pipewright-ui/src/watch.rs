@@ -99,3 +99,18 @@ pub(crate) fn start(
     });
     Watcher { _notify: notify }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, DataChange, EventKind, MetadataKind, ModifyKind};
+
+    #[test]
+    fn the_servers_own_reads_are_no_change() {
+        // What opening the WAL for a read looks like.
+        assert!(!writes(&EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any))));
+        assert!(!writes(&EventKind::Access(AccessKind::Any)));
+        assert!(writes(&EventKind::Modify(ModifyKind::Data(DataChange::Any))));
+        assert!(writes(&EventKind::Create(CreateKind::File)));
+    }
+}
