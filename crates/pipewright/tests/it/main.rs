@@ -35,4 +35,5 @@ mod statemachine_cli;
 mod statemachine_run;
 mod step_keys;
 mod suppress_cli;
+mod ui_api;
 mod ui_browser;
