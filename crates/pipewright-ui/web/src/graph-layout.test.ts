@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BLOCK_SIZE, layoutGraph, splitIntoBlocks, toElkGraph } from "./graph-layout";
-import { countNodes, pickWorkflow } from "./graph-model";
+import { countNodes, pickWorkflow, writtenText } from "./graph-model";
 import type { GraphDoc, GraphNode, GraphRegion, GraphWorkflow } from "./types";
 
 const leaf = (id: string, kind = "transform", key: string | null = null): GraphNode => ({
@@ -105,5 +105,16 @@ describe("graph layout", () => {
     const rightEdge = Math.max(...firstBlock.map((n) => n.x + n.width));
     expect(Math.min(...secondBlock.map((n) => n.x))).toBeGreaterThan(rightEdge);
     expect(layout.regions.map((r) => r.role)).toEqual([`steps 1–${BLOCK_SIZE}`, `steps ${BLOCK_SIZE + 1}–${BLOCK_SIZE + 10}`]);
+  });
+
+  it("finds what a step runs as written: a command, a prompt, an expression", () => {
+    expect(writtenText({ ...leaf("a", "shell"), details: { command: "sleep 3" } })).toEqual({
+      label: "command (as written)",
+      text: "sleep 3",
+    });
+    expect(writtenText({ ...leaf("b", "ask"), details: { prompt: "Review {{x}}" } })?.label).toBe("prompt (as written)");
+    expect(writtenText({ ...leaf("c", "transform"), details: { value: "1 + 1" } })?.text).toBe("1 + 1");
+    expect(writtenText({ ...leaf("d", "fold"), details: { source: "pipe" } })).toBeNull();
+    expect(writtenText(leaf("e", "gate"))).toBeNull();
   });
 });

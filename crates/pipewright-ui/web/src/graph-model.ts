@@ -51,3 +51,21 @@ export function countNodes(region: GraphRegion): number {
   return n;
 }
 
+
+/**
+ * What a step runs, as its file writes it: the command of a shell step or a recipe's bash step,
+ * the prompt of an agent or ask step, a transform's expression. The server sends no rendered
+ * prompt or command (the store keeps none), so the detail panel shows this one, labelled as
+ * written.
+ */
+export function writtenText(node: GraphNode): { label: string; text: string } | null {
+  const d = node.details ?? {};
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  const command = str(d.command);
+  if (command) return { label: "command (as written)", text: command };
+  const prompt = str(d.prompt);
+  if (prompt) return { label: "prompt (as written)", text: prompt };
+  const value = str(d.value);
+  if (node.kind === "transform" && value) return { label: "expression", text: value };
+  return null;
+}

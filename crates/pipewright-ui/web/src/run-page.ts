@@ -4,7 +4,7 @@
 import { getJson, HttpError, openStream, postJson, runUrl, type Connection } from "./api";
 import { esc, type Navigate } from "./dom";
 import { formatCost, formatDuration, formatSteps, formatTime, formatValue } from "./format";
-import { countNodes, pickWorkflow, type Layout } from "./graph-model";
+import { countNodes, pickWorkflow, writtenText, type Layout } from "./graph-model";
 import { GraphView, kindLabel } from "./graph-view";
 import {
   applyMessages,
@@ -197,6 +197,7 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
       return value == null || text === "" ? "" : `<h3>${esc(label)}</h3><pre class="${cls}">${esc(text)}</pre>`;
     };
     const isCommand = ["shell", "command", "tool"].includes(n.kind);
+    const written = writtenText(n);
     detail.hidden = false;
     detail.innerHTML =
       `<header><h2>${esc(kindLabel(n))}</h2><button type="button" class="close" aria-label="close">×</button></header>` +
@@ -211,7 +212,11 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
       row("summary", n.summary ?? "") +
       `</dl>` +
       block("input", ns?.input) +
-      block(isCommand ? "command" : "prompt", ns?.prompt) +
+      (ns?.prompt != null
+        ? block(isCommand ? "command" : "prompt", ns.prompt)
+        : written
+          ? block(written.label, written.text)
+          : "") +
       block("output", ns?.output) +
       block("error", ns?.error, "error");
     detail.querySelector(".close")?.addEventListener("click", () => {

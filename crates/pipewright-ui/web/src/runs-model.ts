@@ -10,6 +10,7 @@ export const STATUS_FILTERS = [
   "failed",
   "cancelled",
   "stopped",
+  "interrupted",
 ] as const;
 export type StatusFilter = (typeof STATUS_FILTERS)[number];
 

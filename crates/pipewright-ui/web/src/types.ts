@@ -105,6 +105,8 @@ export interface GraphNode {
   agent?: boolean;
   condition?: string;
   step_key?: string | null;
+  /** Kind-specific fields (docs/graph-json.md): a shell step's `command`, an agent's `prompt`… */
+  details?: Record<string, unknown>;
   regions: { role: string; region: GraphRegion }[];
 }
 
