@@ -222,6 +222,10 @@ pub async fn run(
         pipewright_runtime::usage::Meter::new(opts.budgets, opts.cancel.clone())
             .with_prices(opts.config.prices.clone()),
     );
+    if let Some(warning) = meter.unenforceable_with(sm.backend.name(), sm.backend.reports_cost()) {
+        // Once, before anything runs, as every dialect's run says it.
+        eprintln!("{warning}");
+    }
     let session = begun.open(
         opts.store.as_ref(),
         RunStart {

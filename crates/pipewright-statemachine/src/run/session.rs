@@ -58,6 +58,10 @@ pub trait SessionBackend: Send + Sync {
     fn supports_system_prompt(&self) -> bool {
         false
     }
+    /// Whether its turns say what they cost in dollars (`--max-cost` counts only known costs).
+    fn reports_cost(&self) -> bool {
+        false
+    }
     fn send<'a>(&'a self, turn: &'a Turn<'a>)
         -> BoxFuture<'a, Result<AgentResponse, BackendError>>;
 }
@@ -74,6 +78,10 @@ impl SessionBackend for Stateless {
 
     fn resolve_model(&self, tier: &str) -> Option<String> {
         (self.0.name() != "openai").then(|| tier.to_string())
+    }
+
+    fn reports_cost(&self) -> bool {
+        self.0.reports_cost()
     }
 
     fn send<'a>(
