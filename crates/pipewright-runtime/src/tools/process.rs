@@ -1,6 +1,7 @@
 //! Child processes for shell steps, project tools and the command backend. Output goes to
-//! files (in memory on Linux), never pipes, so a chatty child cannot block on a full pipe; every child
-//! runs in its own process group under a timeout and the whole group is killed on expiry.
+//! files (in memory on Linux), never pipes, so a chatty child cannot block on a full pipe;
+//! every child runs in its own process group under a timeout and the whole group is killed on
+//! expiry.
 //!
 //! Children die with the run: the group is killed whenever its step ends or is dropped (an
 //! aborted fan-out), every live group is killed on a second SIGINT/SIGTERM, and on Linux the
@@ -395,7 +396,8 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
 /// A file for a child's stdout or stderr: in memory on Linux (`memfd_create`), a temporary
 /// file elsewhere or when that fails. A file in /tmp per stream made ext4's inode allocator,
 /// which skips the inodes deleted recently, the largest cost of a 1,000-step shell DAG, and a
-/// growing one (issue 27). It stays a file, not a pipe: a chatty child never blocks on it.
+/// growing one (issue 27). It stays a file, not a pipe: a chatty child never blocks on it; what
+/// it writes is held in memory (swappable) rather than on /tmp's disk until the step ends.
 fn capture_file() -> Result<std::fs::File, ProcessError> {
     #[cfg(target_os = "linux")]
     {
