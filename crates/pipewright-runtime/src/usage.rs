@@ -342,6 +342,10 @@ impl AgentBackend for Metered {
         self.inner.reports_cost()
     }
 
+    fn reproducible(&self) -> bool {
+        self.inner.reproducible()
+    }
+
     fn complete<'a>(
         &'a self,
         req: &'a AgentRequest,

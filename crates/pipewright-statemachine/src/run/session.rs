@@ -62,6 +62,11 @@ pub trait SessionBackend: Send + Sync {
     fn reports_cost(&self) -> bool {
         false
     }
+    /// Whether pipewright computes the answers itself (the mock): see
+    /// `AgentBackend::reproducible`. A coding-agent CLI never is.
+    fn reproducible(&self) -> bool {
+        false
+    }
     fn send<'a>(&'a self, turn: &'a Turn<'a>)
         -> BoxFuture<'a, Result<AgentResponse, BackendError>>;
 }
@@ -82,6 +87,10 @@ impl SessionBackend for Stateless {
 
     fn reports_cost(&self) -> bool {
         self.0.reports_cost()
+    }
+
+    fn reproducible(&self) -> bool {
+        self.0.reproducible()
     }
 
     fn send<'a>(
