@@ -3,7 +3,8 @@
 //!   before), without a store and with a SQLite run store (a new run each time): bound by
 //!   spawning processes. Issue 27 compares it with its floor, measured in the same process
 //!   and the same rounds: the same 1,000 `sh -c true` started straight from tokio, 8 at a
-//!   time (target: the DAG at most 1.3× the floor);
+//!   time (target: the DAG at most 1.3× the floor), and the same started through a `pre_exec`
+//!   hook, which makes std fork instead of vfork, as `process::run`'s hook does;
 //! - a 10,000-iteration foreach whose template is one agent step on the mock backend, with a
 //!   declared output validated: bound by the scheduler (insert, ready set, dispatch, output
 //!   validation, completion, join).
@@ -104,22 +105,29 @@ impl Case {
     }
 }
 
-/// The floor of the shell DAG: `n` `sh -c true` started from tokio, `at_once` at a time.
-fn floor(n: usize, at_once: usize, rt: &tokio::runtime::Runtime) {
+/// The floor of the shell DAG: `n` `sh -c true` started from tokio, `at_once` at a time. With
+/// `hooked`, each through a `pre_exec` hook that does nothing, as `process::run`'s does more:
+/// with one, std forks the process instead of spawning with vfork, the cost that stands
+/// between the DAG and its floor (docs/performance.md).
+fn floor(n: usize, at_once: usize, hooked: bool, rt: &tokio::runtime::Runtime) {
     rt.block_on(async {
         let mut started = 0;
         let mut running = tokio::task::JoinSet::new();
         while started < n || !running.is_empty() {
             while started < n && running.len() < at_once {
-                running.spawn(async {
-                    let status = tokio::process::Command::new("sh")
-                        .args(["-c", "true"])
+                running.spawn(async move {
+                    let mut cmd = tokio::process::Command::new("sh");
+                    cmd.args(["-c", "true"])
                         .stdin(std::process::Stdio::null())
                         .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::null())
-                        .status()
-                        .await
-                        .unwrap_or_else(|e| panic!("sh: {e}"));
+                        .stderr(std::process::Stdio::null());
+                    if hooked {
+                        // SAFETY: the hook does nothing, which is async-signal-safe.
+                        unsafe {
+                            cmd.pre_exec(|| Ok(()));
+                        }
+                    }
+                    let status = cmd.status().await.unwrap_or_else(|e| panic!("sh: {e}"));
                     assert!(status.success());
                 });
                 started += 1;
@@ -187,21 +195,22 @@ fn main() {
         ),
         Case::new("foreach of mock agents", &foreach(10_000), 20_001, None),
     ];
-    // [wall, CPU of pipewright, CPU of the children] per round; the floor first.
-    let mut times = vec![[const { Vec::new() }; 3]; cases.len() + 1];
+    // [wall, CPU of pipewright, CPU of the children] per round; the floor and the hooked
+    // floor first.
+    let mut times = vec![[const { Vec::new() }; 3]; cases.len() + 2];
     let mut steps = vec![0; cases.len()];
     for _ in 0..rounds {
-        let ((), m) = measure(|| {
-            floor(1000, 8, &rt);
-        });
-        for (k, d) in m.into_iter().enumerate() {
-            times[0][k].push(d);
+        for (f, hooked) in [false, true].into_iter().enumerate() {
+            let ((), m) = measure(|| floor(1000, 8, hooked, &rt));
+            for (k, d) in m.into_iter().enumerate() {
+                times[f][k].push(d);
+            }
         }
         for (c, case) in cases.iter().enumerate() {
             let (n, m) = measure(|| case.run(&rt).1);
             steps[c] = n;
             for (k, d) in m.into_iter().enumerate() {
-                times[c + 1][k].push(d);
+                times[c + 2][k].push(d);
             }
         }
     }
@@ -213,8 +222,17 @@ fn main() {
         ms(floor_cpu),
         ms(floor_children)
     );
+    let [hooked, hooked_cpu, hooked_children] = med[1];
+    println!(
+        "floor through a pre_exec hook: {:.1} ms (CPU {:.1} ms, children {:.1} ms), {:.2}× the floor (CPU with the children {:.2}×), median of {rounds}",
+        ms(hooked),
+        ms(hooked_cpu),
+        ms(hooked_children),
+        hooked.as_secs_f64() / floor.as_secs_f64(),
+        (hooked_cpu + hooked_children).as_secs_f64() / (floor_cpu + floor_children).as_secs_f64()
+    );
     for (c, case) in cases.iter().enumerate() {
-        let [t, cpu, children] = med[c + 1];
+        let [t, cpu, children] = med[c + 2];
         let ratio = if case.name.starts_with("shell") {
             format!(
                 ", {:.2}× the floor (CPU with the children {:.2}×)",
