@@ -120,7 +120,10 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
                 max_total_steps: Some(r.guardrails.max_total_steps),
                 ..Limits::default()
             },
-            body: Region { graph, entry },
+            body: Region {
+                graph: Box::new(graph),
+                entry,
+            },
             span: r.span,
             schema_set: 0,
         }],

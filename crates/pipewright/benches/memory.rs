@@ -1,4 +1,4 @@
-//! Peak resident memory of `pipewright check` and `pipewright fmt --check` on a generated
+//! Peak resident memory of `pipewright check`, `fmt` and `graph` (each format) on a generated
 //! 10 MiB pipeline, against the "at most 10× the input" target (docs/architecture.md, "Memory
 //! of a large check"; issue 9, finding 18).
 //!
@@ -61,19 +61,35 @@ fn main() {
     std::fs::copy(&path, &copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
     let copy = copy.to_string_lossy().to_string();
     // `check` finds nothing in the generated file; `fmt --check` and `fmt --diff` format it
-    // whole and say it would change (exit 1); `fmt` rewrites it (exit 0). Any other exit means
+    // whole and say it would change (exit 1); `fmt` rewrites it (exit 0); `graph` prints the
+    // lowered graph of the unchanged file in each format (exit 0). Any other exit means
     // the figure is not the one wanted.
     for (name, args, expected) in [
         ("check", vec!["check", file.as_str()], 0),
         ("fmt --check", vec!["fmt", "--check", file.as_str()], 1),
         ("fmt --diff", vec!["fmt", "--diff", file.as_str()], 1),
         ("fmt", vec!["fmt", copy.as_str()], 0),
+        (
+            "graph json",
+            vec!["graph", "--format", "json", file.as_str()],
+            0,
+        ),
+        (
+            "graph dot",
+            vec!["graph", "--format", "dot", file.as_str()],
+            0,
+        ),
+        (
+            "graph mermaid",
+            vec!["graph", "--format", "mermaid", file.as_str()],
+            0,
+        ),
     ] {
         let (code, kib) = peak_kib(&args);
         assert_eq!(code, expected, "pipewright {name} exited with {code}");
         let mib = kib as f64 / 1024.0;
         println!(
-            "pipewright {name:<12} {input_mib:.1} MiB input: peak RSS {mib:.1} MiB ({:.1}x the input)",
+            "pipewright {name:<13} {input_mib:.1} MiB input: peak RSS {mib:.1} MiB ({:.1}x the input)",
             mib / input_mib
         );
     }

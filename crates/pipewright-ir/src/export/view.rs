@@ -116,8 +116,10 @@ fn region<'a>(
     calls: &mut Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
     shown: &HashSet<WorkflowId>,
 ) -> RegionView<'a> {
-    let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
-    let mut nodes = Vec::new();
+    // Sized up front: the body of a large workflow has tens of thousands of nodes, and a
+    // vector grown by doubling briefly holds both its old and new buffers.
+    let mut numbers: HashMap<NodeIndex, usize> = HashMap::with_capacity(r.graph.node_count());
+    let mut nodes = Vec::with_capacity(r.graph.node_count());
     for (i, ni) in r.nodes().into_iter().enumerate() {
         let node = &r.graph[ni];
         let number = *counter;
