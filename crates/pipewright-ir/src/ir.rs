@@ -689,3 +689,24 @@ impl Program {
         self.schema_sets.get(w.schema_set)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every step of a lowered workflow is one node in its region's graph, and `graph` of a
+    /// large pipeline holds them all (docs/performance.md, "Graph memory"): a change that grows
+    /// a node (an unboxed rare field, a region inline) should be a deliberate one. A node was
+    /// 552 bytes, its kind 288 and a region 80 before issue 27.
+    #[test]
+    fn node_sizes_stay_small() {
+        use std::mem::size_of;
+        assert!(size_of::<Node>() <= 320, "Node: {}", size_of::<Node>());
+        assert!(
+            size_of::<NodeKind>() <= 208,
+            "NodeKind: {}",
+            size_of::<NodeKind>()
+        );
+        assert!(size_of::<Region>() <= 16, "Region: {}", size_of::<Region>());
+    }
+}
