@@ -32,15 +32,16 @@ pub(crate) fn run(args: &GraphArgs) -> ExitStatus {
         },
     };
     let opts = ExportOptions { root };
-    // Every format is streamed: the text of a large graph is many times the size of its file.
+    // The dialect's reference DOT is printed exactly as its own tool writes it (no trailing
+    // newline), so the output can be compared byte for byte.
+    if let (GraphFormat::Dot, Some(reference), None) = (&args.format, &lowered.dot, root) {
+        out!("{reference}");
+        return ExitStatus::OK;
+    }
+    // Every other output is streamed: the text of a large graph is many times the size of its
+    // file.
     let mut w = Stdout::new();
     match args.format {
-        // The dialect's reference DOT is printed exactly as its own tool writes it (no
-        // trailing newline), so the output can be compared byte for byte.
-        GraphFormat::Dot if lowered.dot.is_some() && root.is_none() => {
-            out!("{}", lowered.dot.unwrap_or_default());
-            return ExitStatus::OK;
-        }
         GraphFormat::Dot => write_dot(&program, &opts, &mut w),
         GraphFormat::Mermaid => write_mermaid(&program, &opts, &mut w),
         GraphFormat::Json => {
