@@ -46,10 +46,10 @@ impl Db {
         )
         .map_err(err)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(err)?;
-        // A store written by a pipewright older than the usage table is read without usage.
         Ok(Some(Db { conn }))
     }
 
+    /// A store written by a pipewright older than the usage table is read without usage.
     fn has_usage(&self) -> bool {
         self.conn
             .query_row(
