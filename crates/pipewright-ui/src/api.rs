@@ -143,6 +143,7 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
         &app.graphs,
         &app.runs_dir,
         Some(run_id),
+        &mut rows::TopsCache::default(),
     )?
     .into_iter()
     .next() else {
