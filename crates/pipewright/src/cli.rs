@@ -50,6 +50,9 @@ pub(crate) enum Command {
     Runs(RunsArgs),
     /// Print the JSON Schema of a dialect's files (for editors: docs/schemas.md).
     Schema(SchemaArgs),
+    /// Serve the project's runs to a browser: watch them live, approve gates, cancel
+    /// (docs/ui.md). Prints `pipewright ui: URL` first.
+    Ui(UiArgs),
     /// Serve the Language Server Protocol over standard input and output (for editors).
     Lsp,
     /// Serve runs for a Restate server: an endpoint its engine sends runs to (docs/engines.md).
@@ -134,6 +137,23 @@ pub(crate) struct DenyArgs {
     /// Why; shown when the run fails at the denied gate.
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct UiArgs {
+    /// The address to listen on (`127.0.0.1:0` picks a free port). Any address but loopback
+    /// needs a token: without `--token` one is generated and printed in the URL.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4610")]
+    pub listen: std::net::SocketAddr,
+    /// Open the URL in the desktop's browser (`xdg-open`/`open`, when there is one).
+    #[arg(long)]
+    pub open: bool,
+    /// Required of every request (as `Authorization: Bearer TOKEN`, or the cookie the URL
+    /// with `?token=TOKEN` sets).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

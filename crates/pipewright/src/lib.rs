@@ -90,6 +90,7 @@ pub fn main() -> ExitCode {
         cli::Command::Run(args) => commands::run::run(&args),
         cli::Command::Runs(args) => commands::runs::run(&args),
         cli::Command::Cancel(args) => commands::cancel::run(&args),
+        cli::Command::Ui(args) => commands::ui::run(&args),
         cli::Command::Schema(args) => commands::schema::run(&args),
         cli::Command::Lsp => commands::lsp::run(),
         cli::Command::Worker(args) => commands::engine::worker(&args),

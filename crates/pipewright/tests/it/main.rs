@@ -35,3 +35,4 @@ mod statemachine_cli;
 mod statemachine_run;
 mod step_keys;
 mod suppress_cli;
+mod ui_api;

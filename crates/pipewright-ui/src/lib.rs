@@ -1,0 +1,223 @@
+//! `pipewright ui`: a project's run store served to a browser (docs/ui.md). The JSON API and
+//! its server-sent event streams (`api`, `streams`), what they compute from the store (`rows`,
+//! `reduce`, `graphs`, `db`), who may call them (`security`), the store's change notifications
+//! (`watch`) and the web app's built files, embedded (`assets`). Decisions and cancels run the
+//! code `pipewright approve|deny|cancel` runs (`pipewright_registry::decide_local`,
+//! `pipewright_runtime::stop::cancel_local`).
+
+mod api;
+mod assets;
+mod db;
+mod graphs;
+mod reduce;
+mod rows;
+mod security;
+mod streams;
+mod watch;
+
+use pipewright_runtime::store::SqliteStore;
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// What `pipewright ui` serves, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub listen: SocketAddr,
+    /// Required of every request when set. A non-loopback address without one gets a random
+    /// one ([`Server::bind`]).
+    pub token: Option<String>,
+    /// The run store (it may not exist yet).
+    pub store: PathBuf,
+    /// Where live runs keep their directories (a MEOW run's orchestrator socket).
+    pub runs_dir: PathBuf,
+    /// Where a run's file, as given to `pipewright run`, is looked up.
+    pub project_root: PathBuf,
+}
+
+/// What every request handler shares.
+pub(crate) struct App {
+    pub local: SocketAddr,
+    pub token: Option<String>,
+    pub store_path: PathBuf,
+    pub runs_dir: PathBuf,
+    pub graphs: graphs::Graphs,
+    /// Opened once the store exists (the UI never creates one).
+    store: Mutex<Option<Arc<SqliteStore>>>,
+    /// Bumped whenever the store may have changed.
+    pub changes: tokio::sync::watch::Receiver<u64>,
+    /// The runs list as of a change count, shared by every request and stream.
+    runs_cache: Mutex<Option<(u64, RunsList)>>,
+    /// What the last list read of each run's landings.
+    tops_cache: Mutex<rows::TopsCache>,
+    /// One decision at a time per run, so two browsers deciding at once get one answer each in
+    /// turn (the second finds nothing waiting any more).
+    deciding: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl App {
+    pub(crate) fn store(&self) -> Result<Option<Arc<SqliteStore>>, String> {
+        let mut s = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        if s.is_none() && self.store_path.exists() {
+            *s = Some(Arc::new(SqliteStore::open(&self.store_path)?));
+        }
+        Ok(s.clone())
+    }
+
+    pub(crate) fn db(&self) -> Result<Option<db::Db>, String> {
+        db::Db::open(&self.store_path)
+    }
+
+    /// Every run's row, computed once per store change.
+    pub(crate) fn runs(&self) -> Result<RunsList, String> {
+        let generation = *self.changes.borrow();
+        {
+            let cache = self.runs_cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((g, list)) = cache.as_ref() {
+                if *g == generation {
+                    return Ok(list.clone());
+                }
+            }
+        }
+        let rows = Arc::new(match self.db()? {
+            None => Vec::new(),
+            Some(db) => rows::rows(
+                &db,
+                self.store()?.as_deref(),
+                &self.graphs,
+                &self.runs_dir,
+                None,
+                &mut self.tops_cache.lock().unwrap_or_else(|p| p.into_inner()),
+            )?,
+        });
+        let all = Arc::from(api::runs_json(&rows, None).to_string());
+        let list = RunsList { rows, all };
+        *self.runs_cache.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((generation, list.clone()));
+        Ok(list)
+    }
+
+    pub(crate) fn decision_lock(&self, run_id: &str) -> Arc<Mutex<()>> {
+        self.deciding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(run_id.to_string())
+            .or_default()
+            .clone()
+    }
+}
+
+/// The token a server listening on `listen` requires: the given one, else a generated one
+/// for any address but loopback (none for loopback).
+fn token_in_force(listen: SocketAddr, given: Option<String>) -> std::io::Result<Option<String>> {
+    match given {
+        Some(t) => Ok(Some(t)),
+        None if listen.ip().is_loopback() => Ok(None),
+        None => security::new_token().map(Some),
+    }
+}
+
+/// The runs list, and its unfiltered document (`{"runs": […]}`) as sent.
+#[derive(Clone)]
+pub(crate) struct RunsList {
+    pub rows: Arc<Vec<rows::RunRow>>,
+    pub all: Arc<str>,
+}
+
+/// A bound server, not serving yet.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Server {
+    /// Binds the address. A non-loopback address without a token gets a generated one.
+    pub async fn bind(mut opts: Options) -> std::io::Result<Server> {
+        opts.token = token_in_force(opts.listen, opts.token)?;
+        let listener = tokio::net::TcpListener::bind(opts.listen).await?;
+        let local = listener.local_addr()?;
+        let (tx, rx) = tokio::sync::watch::channel(0u64);
+        let app = Arc::new(App {
+            local,
+            token: opts.token,
+            store_path: opts.store,
+            runs_dir: opts.runs_dir,
+            graphs: graphs::Graphs::new(opts.project_root),
+            store: Mutex::new(None),
+            changes: rx,
+            runs_cache: Mutex::new(None),
+            tops_cache: Mutex::default(),
+            deciding: Mutex::default(),
+        });
+        Ok(Server {
+            listener,
+            app,
+            changes: tx,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.app.local
+    }
+
+    pub fn token(&self) -> Option<&str> {
+        self.app.token.as_deref()
+    }
+
+    /// The address to open: `http://HOST:PORT/`, with `?token=T` when a token is in force.
+    pub fn url(&self) -> String {
+        let local = self.app.local;
+        let host = if local.ip().is_unspecified() {
+            SocketAddr::new([127, 0, 0, 1].into(), local.port()).to_string()
+        } else {
+            local.to_string()
+        };
+        match &self.app.token {
+            Some(t) => format!("http://{host}/?token={t}"),
+            None => format!("http://{host}/"),
+        }
+    }
+
+    /// Serves until `shutdown` completes; open event streams end then too.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let watcher = watch::start(&self.app.store_path, self.changes, stop_rx.clone());
+        let router = api::router(self.app.clone(), stop_rx);
+        let served = axum::serve(self.listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stop_tx.send(true);
+            })
+            .await;
+        drop(watcher);
+        served
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_address_but_loopback_gets_a_token() {
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap_or_else(|e| panic!("{e}"));
+        let t = |a: &str, g: Option<&str>| {
+            token_in_force(at(a), g.map(str::to_string)).unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert_eq!(t("127.0.0.1:0", None), None);
+        assert_eq!(t("[::1]:0", None), None);
+        assert_eq!(t("127.0.0.1:0", Some("x")), Some("x".into()));
+        assert_eq!(t("0.0.0.0:4610", Some("x")), Some("x".into()));
+        for exposed in ["0.0.0.0:4610", "192.0.2.1:80", "[::]:80"] {
+            let token = t(exposed, None).unwrap_or_default();
+            assert_eq!(token.len(), 64, "{exposed}");
+            assert!(token.chars().all(|c| c.is_ascii_hexdigit()));
+        }
+    }
+}

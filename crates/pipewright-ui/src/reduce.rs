@@ -1,0 +1,462 @@
+//! A run's events and landings reduced to one state per graph node (`NodeState` of
+//! docs/ui.md): the browser only applies what this computes.
+//!
+//! An event belongs to the node whose `step_key` is the longest prefix of its key (at a `.`):
+//! `1.for_each.3` is an item of node `1`, `1.for_each.collect` its own node. A key the graph
+//! does not know but a state machine's turn landing names a step for (`turn.4` ran `fix`)
+//! belongs to that step; the turn still running ran the step the previous turn decided on
+//! (the workflow's entry for the first).
+
+use crate::graphs::WorkflowKeys;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodeState {
+    /// pending | running | done | failed | skipped | waiting | cancelled
+    pub state: &'static str,
+    pub started_ms: Option<i64>,
+    pub elapsed_ms: Option<f64>,
+    pub attempts: u32,
+    /// (items done, items seen) of a step that fans out.
+    pub fanout: Option<(u64, u64)>,
+    pub output: Option<Json>,
+    pub error: Option<String>,
+}
+
+impl NodeState {
+    pub(crate) fn to_json(&self) -> Json {
+        json!({
+            "state": self.state,
+            "started_ms": self.started_ms,
+            "elapsed_ms": self.elapsed_ms,
+            "attempts": self.attempts,
+            "fanout": self.fanout.map(|(done, total)| json!({"done": done, "total": total})),
+            // The store keeps neither a step's input nor its rendered prompt or command.
+            "input": Json::Null,
+            "prompt": Json::Null,
+            "output": self.output,
+            "error": self.error,
+        })
+    }
+}
+
+/// What the reduction reads of one run.
+pub(crate) struct RunFacts<'a> {
+    pub created_ms: i64,
+    /// As the store says (`running` for an interrupted run too).
+    pub status: &'a str,
+    /// A live process runs it now.
+    pub in_progress: bool,
+    /// Its events, parsed, in order.
+    pub events: &'a [Json],
+    /// key → (value, dropped error).
+    pub landings: &'a [(String, Json, Option<String>)],
+    pub keys: &'a WorkflowKeys,
+    /// The step key of the approval it waits for, if any.
+    pub waiting_at: Option<&'a str>,
+}
+
+#[derive(Default)]
+struct Acc {
+    state: Option<&'static str>,
+    started_at: Option<f64>,
+    elapsed: Option<f64>,
+    attempts: u32,
+    error: Option<String>,
+    /// item → exact key → its last state.
+    items: BTreeMap<String, HashMap<String, &'static str>>,
+}
+
+/// The item of a fan-out a key under a node's key is in: `for_each.3` (a pipeline's
+/// `for_each.3.0` too), `0` of a recipe loop's `0.1` or a MEOW foreach's `0.run`, `first` of
+/// an expansion's `first`.
+fn item_of(rest: &str) -> String {
+    let mut segs = rest.split('.');
+    let first = segs.next().unwrap_or_default();
+    match first {
+        "for_each" | "fold" | "parallel" | "call" | "match" => match segs.next() {
+            Some(second) => format!("{first}.{second}"),
+            None => first.to_string(),
+        },
+        _ => first.to_string(),
+    }
+}
+
+/// The node a key belongs to and the rest of the key under it (`""`: the node's own).
+fn owner<'k>(key: &'k str, known: &HashSet<&str>) -> Option<(String, &'k str)> {
+    let mut end = key.len();
+    loop {
+        let head = &key[..end];
+        if known.contains(head) {
+            let rest = key.get(end + 1..).unwrap_or("");
+            return Some((head.to_string(), rest));
+        }
+        end = head.rfind('.')?;
+    }
+}
+
+pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
+    let known: HashSet<&str> = f.keys.nodes.iter().map(|(k, _)| k.as_str()).collect();
+    // A state machine's turns: turn key → the step it ran.
+    let mut turn_step: HashMap<String, String> = HashMap::new();
+    let mut next_step = f.keys.entry.clone();
+    let mut landed: HashMap<&str, (&Json, Option<&String>)> = HashMap::new();
+    for (key, value, dropped) in f.landings {
+        landed.insert(key.as_str(), (value, dropped.as_ref()));
+        if let Some(step) = value["state"]["step"].as_str() {
+            if key.starts_with("turn.") {
+                turn_step.insert(key.clone(), step.to_string());
+                next_step = value["decision"]["next"].as_str().map(str::to_string);
+            }
+        }
+    }
+    let mut accs: HashMap<String, Acc> = HashMap::new();
+    for e in f.events {
+        let Some(key) = e["key"].as_str() else {
+            continue;
+        };
+        let kind = e["event"].as_str().unwrap_or_default();
+        let (node, rest) = match owner(key, &known) {
+            Some(found) => found,
+            None => match turn_step.get(key).cloned().or_else(|| {
+                // The one turn not landed yet runs the step the last landed turn decided on.
+                key.starts_with("turn.")
+                    .then(|| next_step.clone())
+                    .flatten()
+            }) {
+                Some(step) if known.contains(step.as_str()) => (step, ""),
+                _ => continue,
+            },
+        };
+        let acc = accs.entry(node).or_default();
+        let state = match kind {
+            "step_started" => "running",
+            "step_completed" | "step_replayed" => "done",
+            "step_failed" => "failed",
+            "step_cancelled" => "cancelled",
+            "approval_decided" => match e["decision"].as_str() {
+                Some("denied") => "failed",
+                _ => "done",
+            },
+            _ => continue,
+        };
+        if !rest.is_empty() {
+            acc.items
+                .entry(item_of(rest))
+                .or_default()
+                .insert(key.to_string(), state);
+            if acc.state.is_none() {
+                acc.state = Some("running");
+            }
+            continue;
+        }
+        let at = e["at_ms"].as_f64();
+        match kind {
+            "step_started" => {
+                acc.attempts += 1;
+                acc.started_at = at;
+                acc.elapsed = None;
+                acc.error = None;
+            }
+            "approval_decided" if state == "failed" => {
+                acc.error = Some("denied".into());
+            }
+            _ => {
+                acc.elapsed = e["elapsed_ms"].as_f64().or(acc.elapsed);
+                if let Some(err) = e["error"].as_str() {
+                    acc.error = Some(err.to_string());
+                }
+            }
+        }
+        acc.state = Some(state);
+    }
+    let mut out = BTreeMap::new();
+    for (key, _) in &f.keys.nodes {
+        let acc = accs.remove(key).unwrap_or_default();
+        let fanout = (!acc.items.is_empty()).then(|| {
+            let done = acc
+                .items
+                .values()
+                .filter(|keys| keys.values().all(|s| *s == "done"))
+                .count() as u64;
+            (done, acc.items.len() as u64)
+        });
+        let (output, dropped) = match landed.get(key.as_str()) {
+            Some((v, d)) => ((d.is_none()).then(|| (*v).clone()), d.cloned()),
+            None => (None, None),
+        };
+        out.insert(
+            key.clone(),
+            NodeState {
+                state: acc.state.unwrap_or("pending"),
+                started_ms: acc
+                    .started_at
+                    .map(|at| f.created_ms.saturating_add(at.round() as i64)),
+                elapsed_ms: acc.elapsed,
+                attempts: acc.attempts,
+                fanout,
+                output,
+                error: acc.error.or(dropped),
+            },
+        );
+    }
+    settle(f, &mut out);
+    out
+}
+
+/// What no event says itself: a node with no events of its own (a recipe's stage) takes its
+/// steps' state, the approval waited for is `waiting`, a step still "running" in a run nobody
+/// runs any more was cancelled, and a step an `ok` run never reached was skipped.
+fn settle(f: &RunFacts<'_>, out: &mut BTreeMap<String, NodeState>) {
+    let keys: Vec<String> = out.keys().cloned().collect();
+    for key in &keys {
+        let under = format!("{key}.");
+        let states: Vec<&'static str> = out
+            .iter()
+            .filter(|(k, _)| k.starts_with(&under))
+            .map(|(_, s)| s.state)
+            .collect();
+        let Some(node) = out.get_mut(key) else {
+            continue;
+        };
+        if node.state == "pending" && node.attempts == 0 && !states.is_empty() {
+            node.state = if states.contains(&"failed") {
+                "failed"
+            } else if states.contains(&"running") || states.contains(&"waiting") {
+                "running"
+            } else if states.iter().all(|s| matches!(*s, "done" | "skipped")) {
+                "done"
+            } else if states.iter().any(|s| *s != "pending") {
+                "running"
+            } else {
+                "pending"
+            };
+        }
+    }
+    for (key, node) in out.iter_mut() {
+        if Some(key.as_str()) == f.waiting_at {
+            node.state = "waiting";
+            continue;
+        }
+        match node.state {
+            "running" if !f.in_progress => {
+                node.state = if f.status == "failed" && node.error.is_some() {
+                    "failed"
+                } else {
+                    "cancelled"
+                };
+            }
+            "pending" if f.status == "ok" => node.state = "skipped",
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(nodes: &[(&str, &str)], entry: Option<&str>) -> WorkflowKeys {
+        WorkflowKeys {
+            top: nodes
+                .iter()
+                .map(|(k, _)| k.to_string())
+                .filter(|k| !k.contains('.'))
+                .collect(),
+            nodes: nodes
+                .iter()
+                .map(|(k, kind)| (k.to_string(), kind.to_string()))
+                .collect(),
+            entry: entry.map(str::to_string),
+        }
+    }
+
+    fn ev(kind: &str, key: &str, at: f64) -> Json {
+        json!({"event": kind, "key": key, "at_ms": at, "elapsed_ms": 2.5})
+    }
+
+    fn facts<'a>(
+        status: &'a str,
+        in_progress: bool,
+        events: &'a [Json],
+        landings: &'a [(String, Json, Option<String>)],
+        keys: &'a WorkflowKeys,
+    ) -> RunFacts<'a> {
+        RunFacts {
+            created_ms: 1_000,
+            status,
+            in_progress,
+            events,
+            landings,
+            keys,
+            waiting_at: None,
+        }
+    }
+
+    #[test]
+    fn a_fan_out_counts_its_items_and_its_collect_is_its_own_node() {
+        let k = keys(
+            &[
+                ("0", "transform"),
+                ("1", "for_each"),
+                ("1.for_each.collect", "transform"),
+                ("2", "transform"),
+            ],
+            None,
+        );
+        let events = [
+            ev("step_started", "0", 0.0),
+            ev("step_completed", "0", 1.0),
+            ev("step_started", "1", 2.0),
+            ev("step_started", "1.for_each.0", 3.0),
+            ev("step_started", "1.for_each.1", 3.0),
+            ev("step_started", "1.for_each.2", 3.0),
+            ev("step_completed", "1.for_each.0", 4.0),
+            ev("step_completed", "1.for_each.2", 5.0),
+        ];
+        let landings = [("0".to_string(), json!([1, 2, 3]), None)];
+        let s = reduce(&facts("running", true, &events, &landings, &k));
+        assert_eq!(s["0"].state, "done");
+        assert_eq!(s["0"].output, Some(json!([1, 2, 3])));
+        assert_eq!(s["0"].started_ms, Some(1_000));
+        assert_eq!(s["0"].elapsed_ms, Some(2.5));
+        assert_eq!(s["1"].state, "running");
+        assert_eq!(s["1"].fanout, Some((2, 3)));
+        assert_eq!(s["1"].started_ms, Some(1_002));
+        assert_eq!(s["1.for_each.collect"].state, "pending");
+        assert_eq!(s["2"].state, "pending");
+        assert_eq!(s["2"].fanout, None);
+    }
+
+    #[test]
+    fn a_failed_retried_step_counts_attempts_and_keeps_the_last_error() {
+        let k = keys(&[("0", "shell")], None);
+        let mut failed = ev("step_failed", "0", 1.0);
+        failed["error"] = json!("exit 1");
+        let events = [
+            ev("step_started", "0", 0.0),
+            failed,
+            ev("step_started", "0", 2.0),
+        ];
+        let s = reduce(&facts("running", true, &events, &[], &k));
+        assert_eq!(s["0"].attempts, 2);
+        assert_eq!(s["0"].state, "running");
+        assert_eq!(s["0"].error, None, "a new attempt clears the error");
+        let mut failed = ev("step_failed", "0", 3.0);
+        failed["error"] = json!("exit 2");
+        let events = [ev("step_started", "0", 0.0), failed];
+        let s = reduce(&facts("failed", false, &events, &[], &k));
+        assert_eq!(s["0"].state, "failed");
+        assert_eq!(s["0"].error.as_deref(), Some("exit 2"));
+    }
+
+    #[test]
+    fn a_stage_takes_its_steps_state_and_the_gate_waits() {
+        let k = keys(
+            &[
+                ("0", "stage"),
+                ("0.0", "command"),
+                ("1", "gate"),
+                ("2", "stage"),
+                ("2.0", "command"),
+            ],
+            None,
+        );
+        let events = [
+            ev("step_started", "0.0", 0.0),
+            ev("step_completed", "0.0", 1.0),
+        ];
+        let mut f = facts("paused", false, &events, &[], &k);
+        f.waiting_at = Some("1");
+        let s = reduce(&f);
+        assert_eq!(s["0"].state, "done");
+        assert_eq!(s["0.0"].state, "done");
+        assert_eq!(s["1"].state, "waiting");
+        assert_eq!(s["2"].state, "pending");
+        assert_eq!(s["2.0"].state, "pending");
+    }
+
+    #[test]
+    fn a_denied_gate_fails() {
+        let k = keys(&[("0", "stage"), ("1", "gate")], None);
+        let events =
+            [json!({"event": "approval_decided", "key": "1", "decision": "denied", "at_ms": 5})];
+        let s = reduce(&facts("paused", false, &events, &[], &k));
+        assert_eq!(s["1"].state, "failed");
+        assert_eq!(s["1"].error.as_deref(), Some("denied"));
+    }
+
+    #[test]
+    fn a_state_machines_turns_land_on_their_steps() {
+        let k = keys(&[("review", "agent"), ("fix", "agent")], Some("review"));
+        let events = [
+            ev("step_started", "turn.1", 0.0),
+            ev("step_completed", "turn.1", 1.0),
+            ev("step_started", "turn.2", 2.0),
+        ];
+        let landings = [(
+            "turn.1".to_string(),
+            json!({"state": {"step": "review"}, "decision": {"next": "fix"}}),
+            None,
+        )];
+        let s = reduce(&facts("running", true, &events, &landings, &k));
+        assert_eq!(s["review"].state, "done");
+        assert_eq!(
+            s["fix"].state, "running",
+            "the running turn runs the decided step"
+        );
+        assert_eq!(s["fix"].attempts, 1);
+    }
+
+    #[test]
+    fn an_ended_run_leaves_nothing_running_and_skips_what_it_never_reached() {
+        let k = keys(&[("a", "shell"), ("b", "shell"), ("c", "shell")], None);
+        let events = [ev("step_started", "a", 0.0), ev("step_completed", "a", 1.0)];
+        let s = reduce(&facts("ok", false, &events, &[], &k));
+        assert_eq!(s["b"].state, "skipped");
+        let events = [ev("step_started", "a", 0.0)];
+        let s = reduce(&facts("cancelled", false, &events, &[], &k));
+        assert_eq!(s["a"].state, "cancelled");
+        assert_eq!(s["b"].state, "pending");
+    }
+
+    #[test]
+    fn meow_expansions_and_iterations_are_items_of_their_step() {
+        let k = keys(&[("impl", "expand"), ("each", "foreach")], None);
+        let events = [
+            ev("step_started", "impl", 0.0),
+            ev("step_started", "impl.first", 0.0),
+            ev("step_completed", "impl.first", 1.0),
+            ev("step_started", "impl.second", 1.0),
+            ev("step_started", "each", 0.0),
+            ev("step_started", "each.0.run", 0.0),
+            ev("step_started", "each.0.post", 0.0),
+            ev("step_completed", "each.0.run", 0.0),
+            ev("step_started", "each.1.run", 0.0),
+            ev("step_completed", "each.1.run", 0.0),
+        ];
+        let s = reduce(&facts("running", true, &events, &[], &k));
+        assert_eq!(s["impl"].fanout, Some((1, 2)));
+        assert_eq!(s["each"].fanout, Some((1, 2)), "item 0 still runs `post`");
+    }
+
+    #[test]
+    fn item_names() {
+        assert_eq!(item_of("for_each.3"), "for_each.3");
+        assert_eq!(item_of("for_each.3.0"), "for_each.3");
+        assert_eq!(item_of("parallel.left"), "parallel.left");
+        assert_eq!(item_of("0.run"), "0");
+        assert_eq!(item_of("first"), "first");
+        let known: HashSet<&str> = ["1", "1.for_each.collect"].into_iter().collect();
+        assert_eq!(
+            owner("1.for_each.collect", &known),
+            Some(("1.for_each.collect".to_string(), ""))
+        );
+        assert_eq!(
+            owner("1.for_each.2", &known),
+            Some(("1".to_string(), "for_each.2"))
+        );
+        assert_eq!(owner("3", &known), None);
+    }
+}

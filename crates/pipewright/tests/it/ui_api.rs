@@ -1,0 +1,701 @@
+//! `pipewright ui`'s HTTP API (docs/ui.md) over a real server on 127.0.0.1, with a run store
+//! filled by real `pipewright run`s.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A `pipewright ui` process; killed (SIGTERM) when dropped.
+struct Ui {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (no slash, no token).
+    base: String,
+    /// The first stdout line, whole.
+    first_line: String,
+}
+
+impl Ui {
+    fn start(dir: &Path, extra: &[&str]) -> Ui {
+        let mut args = vec!["ui", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = bin()
+            .current_dir(dir)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("pipewright ui: {e}"));
+        let out = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+        let mut line = String::new();
+        BufReader::new(out)
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("the first line: {e}"));
+        let url = line
+            .trim()
+            .strip_prefix("pipewright ui: ")
+            .unwrap_or_else(|| panic!("first line names the URL: {line:?}"))
+            .to_string();
+        let base = url
+            .split_once("/?")
+            .map_or(url.trim_end_matches('/'), |(b, _)| b)
+            .trim_end_matches('/')
+            .to_string();
+        Ui {
+            child,
+            base,
+            first_line: line.trim().to_string(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn origin(&self) -> String {
+        self.base.clone()
+    }
+
+    /// Stops it as Ctrl-C would and checks that it exits by itself, cleanly.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert_eq!(status.code(), Some(0), "pipewright ui exits 0 on SIGINT");
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pipewright ui did not stop on SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::Client {
+    use tokio_rustls::rustls;
+    // Plain HTTP only; reqwest is built without a TLS provider of its own.
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap_or_else(|e| panic!("{e}"))
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn get(ui: &Ui, path: &str) -> (u16, Value) {
+    let r = client()
+        .get(ui.url(path))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+async fn post(ui: &Ui, path: &str, body: Value) -> (u16, Value) {
+    let r = client()
+        .post(ui.url(path))
+        .header("Origin", ui.origin())
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// A project with the pipeline and recipe fixtures (`go` lets `cancel_wait.yaml` finish).
+fn project() -> tempfile::TempDir {
+    let d = tempdir();
+    for f in ["fan_gate.yaml", "divide.yaml", "cancel_wait.yaml"] {
+        copy_into(&testdata("run").join(f), d.path());
+    }
+    copy_into(
+        &testdata("recipe").join("run").join("staged.yaml"),
+        d.path(),
+    );
+    std::fs::write(d.path().join("gate"), "").unwrap_or_else(|e| panic!("{e}"));
+    d
+}
+
+/// Runs `pipewright run ARGS --format json` and returns its run id.
+fn run(dir: &Path, args: &[&str], code: i32) -> String {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let o = run_in(dir, &all);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    v["run_id"].as_str().unwrap_or_default().to_string()
+}
+
+fn statuses(v: &Value) -> Vec<(String, String)> {
+    v["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["run_id"].as_str().unwrap_or_default().to_string(),
+                r["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_runs_list_filters_and_a_run_shows_its_graph_and_node_states() {
+    let d = project();
+    let ok = run(d.path(), &["fan_gate.yaml"], 0);
+    let failed = run(d.path(), &["divide.yaml"], 1);
+    let paused = run(d.path(), &["staged.yaml"], 3);
+    let ui = Ui::start(d.path(), &[]);
+    assert_eq!(ui.first_line, format!("pipewright ui: {}/", ui.base));
+    rt().block_on(async {
+        let (code, all) = get(&ui, "/api/runs").await;
+        assert_eq!(code, 200, "{all}");
+        // Newest first.
+        assert_eq!(
+            statuses(&all),
+            vec![
+                (paused.clone(), "paused".into()),
+                (failed.clone(), "failed".into()),
+                (ok.clone(), "ok".into())
+            ]
+        );
+        let row = &all["runs"][2];
+        assert_eq!(row["dialect"], "pipeline");
+        assert_eq!(row["file"], "fan_gate.yaml");
+        assert_eq!(row["steps_total"], 3);
+        assert_eq!(row["steps_done"], 3);
+        assert_eq!(row["waiting"], false);
+        assert!(row["duration_ms"].as_i64().unwrap_or(-1) >= 0, "{row}");
+        let row = &all["runs"][1];
+        assert_eq!(row["steps_total"], 2);
+        assert_eq!(row["steps_done"], 1, "{row}");
+        let row = &all["runs"][0];
+        assert_eq!(row["dialect"], "recipe");
+        assert_eq!(row["waiting"], true);
+        assert_eq!(row["steps_total"], 3);
+        assert_eq!(row["steps_done"], 1, "the gate waits: {row}");
+
+        let (_, f) = get(&ui, "/api/runs?status=failed").await;
+        assert_eq!(statuses(&f), vec![(failed.clone(), "failed".into())]);
+        let (_, w) = get(&ui, "/api/runs?status=waiting").await;
+        assert_eq!(statuses(&w), vec![(paused.clone(), "paused".into())]);
+        let (_, r) = get(&ui, "/api/runs?status=running").await;
+        assert_eq!(statuses(&r), vec![]);
+        let (code, bad) = get(&ui, "/api/runs?status=nope").await;
+        assert_eq!(code, 400, "{bad}");
+
+        let (code, v) = get(&ui, &format!("/api/runs/{ok}")).await;
+        assert_eq!(code, 200, "{v}");
+        assert_eq!(v["run"]["run_id"], ok.as_str());
+        assert_eq!(v["graph"]["format"], "pipewright-graph");
+        assert_eq!(v["graph"]["workflows"][0]["body"]["nodes"][1]["step_key"], "1");
+        assert_eq!(v["nodes"]["1"]["state"], "done", "{v}");
+        assert_eq!(v["nodes"]["1"]["fanout"], json!({"done": 6, "total": 6}));
+        assert_eq!(v["nodes"]["1.for_each.collect"]["state"], "done");
+        assert_eq!(v["nodes"]["2"]["output"], "a\nb\nc\nd\ne\nf\n");
+        assert_eq!(v["nodes"]["0"]["attempts"], 1);
+        assert_eq!(v["pending"], Value::Null);
+        assert!(v["events_seq"].as_u64().unwrap_or(0) >= 18, "{v}");
+
+        let (_, v) = get(&ui, &format!("/api/runs/{failed}")).await;
+        assert_eq!(v["nodes"]["0"]["state"], "done", "{v}");
+        assert_eq!(v["nodes"]["1"]["state"], "failed", "{v}");
+        assert!(
+            v["nodes"]["1"]["error"].as_str().unwrap_or("").contains("zero"),
+            "{v}"
+        );
+
+        let (_, v) = get(&ui, &format!("/api/runs/{paused}")).await;
+        assert_eq!(
+            v["pending"],
+            json!({"step_key": "1", "kind": "gate", "prompt": "Approve plan-for-src\n?", "continues": "resume"})
+        );
+        assert_eq!(v["nodes"]["1"]["state"], "waiting");
+        assert_eq!(v["nodes"]["0.0"]["state"], "done");
+        assert_eq!(v["nodes"]["2.0"]["state"], "pending");
+
+        let (code, v) = get(&ui, "/api/runs/0123-abcd").await;
+        assert_eq!(code, 404, "{v}");
+        assert!(v["error"].is_string());
+        let (code, _) = get(&ui, "/api/nothing").await;
+        assert_eq!(code, 404);
+        // Any other path is the web app's (client-side routing).
+        let r = client()
+            .get(ui.url(&format!("/runs/{ok}")))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 200);
+        assert!(r.text().await.unwrap_or_default().contains("<html"));
+    });
+    ui.stop();
+}
+
+/// Reads a server-sent event stream until `done` says the events so far suffice.
+async fn read_sse(
+    resp: reqwest::Response,
+    limit: Duration,
+    mut done: impl FnMut(&[(String, Option<String>, Value)]) -> bool,
+) -> Vec<(String, Option<String>, Value)> {
+    let mut resp = resp;
+    let mut buf = String::new();
+    let mut events: Vec<(String, Option<String>, Value)> = Vec::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if done(&events) {
+            return events;
+        }
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("the stream did not deliver in time: {events:?}"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("the stream ended: {events:?}"));
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf[..end].to_string();
+            buf.drain(..end + 2);
+            let (mut name, mut id, mut data) = (String::from("message"), None, String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                }
+            }
+            if !data.is_empty() {
+                events.push((name, id, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            }
+        }
+    }
+}
+
+fn node_state(events: &[(String, Option<String>, Value)], key: &str) -> Option<String> {
+    events
+        .iter()
+        .rev()
+        .find(|(n, _, v)| n == "node" && v["step_key"] == key)
+        .and_then(|(_, _, v)| v["state"].as_str().map(str::to_string))
+}
+
+#[test]
+fn event_streams_follow_a_live_run_and_cancel_stops_it() {
+    let d = project();
+    let ui = Ui::start(d.path(), &[]);
+    let child = spawn_run(d.path(), &["cancel_wait.yaml"]);
+    wait_for(Duration::from_secs(30), "the waiting step", || {
+        d.path().join("started").exists().then_some(())
+    });
+    let runs = run_in(d.path(), &["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    rt().block_on(async {
+        // The list stream says at once that it runs.
+        let r = client()
+            .get(ui.url("/api/runs/stream"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 200);
+        let got = read_sse(r, Duration::from_secs(20), |ev| {
+            ev.iter()
+                .any(|(n, _, v)| n == "runs" && v["runs"][0]["in_progress"] == true)
+        })
+        .await;
+        assert_eq!(got[0].2["runs"][0]["status"], "running", "{got:?}");
+
+        let r = client()
+            .get(ui.url(&format!("/api/runs/{id}/events")))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let first = read_sse(r, Duration::from_secs(20), |ev| {
+            node_state(ev, "1").as_deref() == Some("running")
+        })
+        .await;
+        assert_eq!(
+            node_state(&first, "0").as_deref(),
+            Some("done"),
+            "{first:?}"
+        );
+        let logs: Vec<&Option<String>> = first
+            .iter()
+            .filter(|(n, _, _)| n == "log")
+            .map(|(_, id, _)| id)
+            .collect();
+        assert_eq!(logs.first(), Some(&&Some("1".to_string())), "{first:?}");
+        let seen = logs.len();
+
+        // Reconnecting after event N gets only what came after it.
+        let r = client()
+            .get(ui.url(&format!("/api/runs/{id}/events")))
+            .header("Last-Event-ID", "2")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let again = read_sse(r, Duration::from_secs(20), |ev| {
+            ev.iter().any(|(n, _, _)| n == "run")
+                && ev.iter().filter(|(n, _, _)| n == "log").count() + 2 >= seen
+        })
+        .await;
+        let first_log = again
+            .iter()
+            .find(|(n, _, _)| n == "log")
+            .map(|(_, id, _)| id.clone());
+        assert_eq!(first_log, Some(Some("3".to_string())), "{again:?}");
+
+        // Cancel, as Ctrl-C; the open stream sees the node and the run end.
+        let r = client()
+            .get(ui.url(&format!("/api/runs/{id}/events")))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (code, v) = post(&ui, &format!("/api/runs/{id}/cancel"), json!({})).await;
+        assert_eq!(code, 202, "{v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("cancelling run"),
+            "{v}"
+        );
+        let live = read_sse(r, Duration::from_secs(30), |ev| {
+            ev.iter()
+                .any(|(n, _, v)| n == "run" && v["run"]["status"] == "cancelled")
+        })
+        .await;
+        assert_eq!(
+            node_state(&live, "1").as_deref(),
+            Some("cancelled"),
+            "{live:?}"
+        );
+        let (code, v) = post(&ui, &format!("/api/runs/{id}/cancel"), json!({})).await;
+        assert_eq!(code, 409, "{v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains("is not running"),
+            "{v}"
+        );
+    });
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+
+    // Resumed, the run finishes; a stream opened now shows every node done.
+    std::fs::write(d.path().join("go"), "").unwrap_or_else(|e| panic!("{e}"));
+    run(d.path(), &["--resume", &id], 0);
+    rt().block_on(async {
+        let (_, v) = get(&ui, &format!("/api/runs/{id}")).await;
+        assert_eq!(v["run"]["status"], "ok", "{v}");
+        for k in ["0", "1", "2"] {
+            assert_eq!(v["nodes"][k]["state"], "done", "{k}: {v}");
+        }
+        assert_eq!(v["nodes"]["1"]["attempts"], 2, "{v}");
+    });
+    ui.stop();
+}
+
+#[test]
+fn approve_then_resume_finishes_and_deny_fails_with_the_reason() {
+    let d = project();
+    let approved = run(d.path(), &["staged.yaml"], 3);
+    let denied = run(d.path(), &["staged.yaml"], 3);
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let (code, v) = post(
+            &ui,
+            &format!("/api/runs/{approved}/approve"),
+            json!({"message": "go ahead"}),
+        )
+        .await;
+        assert_eq!(code, 200, "{v}");
+        assert_eq!(v["decided"], "approved");
+        assert_eq!(v["continues"], "resume");
+        assert_eq!(
+            v["message"],
+            format!("approved stage 'plan' of run {approved}; continue with `pipewright run --resume {approved}`")
+        );
+        // The same refusal as the CLI's, word for word.
+        let (code, v) = post(&ui, &format!("/api/runs/{approved}/approve"), json!({})).await;
+        assert_eq!(code, 409, "{v}");
+        let cli = run_in(d.path(), &["approve", &approved]);
+        assert_eq!(
+            v["error"].as_str().map(str::to_string),
+            Some(stderr(&cli).trim().trim_start_matches("error: ").to_string())
+        );
+        let (code, v) = post(
+            &ui,
+            &format!("/api/runs/{denied}/deny"),
+            json!({"reason": "not this week"}),
+        )
+        .await;
+        assert_eq!(code, 200, "{v}");
+        assert_eq!(v["decided"], "denied");
+    });
+    let o = run_in(
+        d.path(),
+        &["run", "--resume", &approved, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r["stores"]["built"], "built-with-go ahead\n", "{r}");
+    let o = run_in(d.path(), &["run", "--resume", &denied, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not this week"), "{}", text(&o));
+    rt().block_on(async {
+        let (_, v) = get(&ui, &format!("/api/runs/{denied}")).await;
+        assert_eq!(v["run"]["status"], "failed");
+        assert_eq!(v["nodes"]["1"]["state"], "failed", "{v}");
+        let (_, v) = get(&ui, &format!("/api/runs/{approved}")).await;
+        assert_eq!(v["run"]["status"], "ok");
+        assert_eq!(v["nodes"]["1"]["state"], "done", "{v}");
+        assert_eq!(v["nodes"]["2"]["state"], "done", "{v}");
+    });
+    ui.stop();
+}
+
+#[test]
+fn two_approvals_at_once_give_one_decision() {
+    let d = project();
+    let id = run(d.path(), &["staged.yaml"], 3);
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let path = format!("/api/runs/{id}/approve");
+        let (a, b) = tokio::join!(
+            post(&ui, &path, json!({"message": "one"})),
+            post(&ui, &path, json!({"message": "two"}))
+        );
+        let mut codes = [a.0, b.0];
+        codes.sort_unstable();
+        assert_eq!(codes, [200, 409], "{a:?} {b:?}");
+        let refused = if a.0 == 409 { a.1 } else { b.1 };
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("waits for no approval"),
+            "{refused}"
+        );
+    });
+}
+
+#[test]
+fn requests_need_the_host_the_origin_and_the_token_in_force() {
+    let d = project();
+    let id = run(d.path(), &["staged.yaml"], 3);
+    let ui = Ui::start(d.path(), &["--token", "s3cret"]);
+    assert_eq!(
+        ui.first_line,
+        format!("pipewright ui: {}/?token=s3cret", ui.base)
+    );
+    rt().block_on(async {
+        let c = client();
+        // No token, a wrong one: 401, assets included.
+        for (path, auth) in [
+            ("/api/runs", None),
+            ("/", None),
+            ("/api/runs", Some("Bearer nope")),
+        ] {
+            let mut req = c.get(ui.url(path));
+            if let Some(a) = auth {
+                req = req.header("Authorization", a);
+            }
+            let r = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(r.status().as_u16(), 401, "{path} {auth:?}");
+            let v: Value =
+                serde_json::from_str(&r.text().await.unwrap_or_default()).unwrap_or(Value::Null);
+            assert!(v["error"].is_string(), "{v}");
+        }
+        let r = c
+            .get(ui.url("/api/runs"))
+            .header("Authorization", "Bearer s3cret")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 200);
+        // The printed URL sets the cookie and drops the token from the address.
+        let r = c
+            .get(ui.url("/runs/x?token=s3cret"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 303);
+        assert_eq!(
+            r.headers().get("location").and_then(|l| l.to_str().ok()),
+            Some("/runs/x")
+        );
+        let cookie = r
+            .headers()
+            .get("set-cookie")
+            .and_then(|c| c.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        assert!(cookie.starts_with("pw_token=s3cret;"), "{cookie}");
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        let r = c
+            .get(ui.url("/api/runs"))
+            .header("Cookie", "pw_token=s3cret")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 200);
+
+        // DNS rebinding: a page of another name reaching this port.
+        let r = c
+            .get(ui.url("/api/runs"))
+            .header("Host", "evil.example:80")
+            .header("Authorization", "Bearer s3cret")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 421);
+
+        let approve = ui.url(&format!("/api/runs/{id}/approve"));
+        // Cross-origin, even with the cookie a browser would send along.
+        let r = c
+            .post(&approve)
+            .header("Origin", "http://evil.example")
+            .header("Cookie", "pw_token=s3cret")
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 403);
+        let v: Value =
+            serde_json::from_str(&r.text().await.unwrap_or_default()).unwrap_or_default();
+        assert_eq!(v, json!({"error": "cross-origin request refused"}));
+        // No Origin and only a cookie: not a script's request either.
+        let r = c
+            .post(&approve)
+            .header("Cookie", "pw_token=s3cret")
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 403);
+        // Not JSON; too long.
+        let r = c
+            .post(&approve)
+            .header("Authorization", "Bearer s3cret")
+            .header("Content-Type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 415);
+        let big = json!({"message": "x".repeat(70 * 1024)}).to_string();
+        let r = c
+            .post(&approve)
+            .header("Authorization", "Bearer s3cret")
+            .header("Content-Type", "application/json")
+            .body(big)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 413);
+        // The refused body was not read, so that connection is closed: a new client.
+        let c = client();
+        // A script with the token, and a same-origin page with the cookie, may act.
+        let r = c
+            .post(&approve)
+            .header("Origin", ui.origin())
+            .header("Cookie", "pw_token=s3cret")
+            .header("Content-Type", "application/json")
+            .body("{\"message\": \"ok\"}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 200);
+        let r = c
+            .post(&approve)
+            .header("Authorization", "Bearer s3cret")
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 409, "already decided");
+    });
+    ui.stop();
+}
+
+#[test]
+fn a_loopback_server_without_a_token_still_refuses_cross_origin_posts() {
+    let d = project();
+    let id = run(d.path(), &["staged.yaml"], 3);
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let r = client()
+            .post(ui.url(&format!("/api/runs/{id}/approve")))
+            .header("Origin", "http://localhost:1")
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status().as_u16(), 403);
+        let (code, _) = get(&ui, &format!("/api/runs/{id}")).await;
+        assert_eq!(code, 200);
+    });
+}
+
+#[test]
+fn ui_refuses_an_address_it_cannot_listen_on() {
+    let d = tempdir();
+    let o = run_in(d.path(), &["ui", "--listen", "203.0.113.1:0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("cannot listen on 203.0.113.1:0"),
+        "{}",
+        text(&o)
+    );
+}
