@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     if diags.iter().any(|d| d.is_error()) {
         return;
     }
-    let ir = pipewright_pipeline::lower::pipeline(&program);
+    let ir = pipewright_pipeline::lower::pipeline(program);
     let opts = ExportOptions::default();
     let _ = dot(&ir, &opts);
     let _ = mermaid(&ir, &opts);

@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
     if diags.iter().any(|d| d.is_error()) {
         return;
     }
-    let ir = Arc::new(pipewright_pipeline::lower::pipeline(&program));
+    let ir = Arc::new(pipewright_pipeline::lower::pipeline(program));
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

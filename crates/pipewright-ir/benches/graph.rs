@@ -44,7 +44,7 @@ fn lowered(text: &str) -> (pipewright_ir::Program, SourceMap) {
         "the generated pipeline loads: {:?}",
         diags.first().map(|d| &d.message)
     );
-    let program = pipewright_pipeline::lower::pipeline(&Program { files: vec![file] });
+    let program = pipewright_pipeline::lower::pipeline(Program { files: vec![file] });
     (program, sources)
 }
 

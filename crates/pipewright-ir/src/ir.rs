@@ -120,7 +120,9 @@ pub struct Backoff {
 /// rather than flattened so the isolation rules (a per-item copy of the stores) stay explicit.
 #[derive(Debug, Clone, Default)]
 pub struct Region {
-    pub graph: Graph,
+    /// Boxed: a region sits inline in the node that owns it (a `for_each` has two), and a
+    /// graph's header is 72 bytes, which every node of every kind would otherwise carry.
+    pub graph: Box<Graph>,
     pub entry: Option<NodeIndex>,
 }
 
@@ -174,10 +176,12 @@ pub struct Node {
     pub kind_span: Span,
     /// The named store the result is written to.
     pub output: Option<String>,
-    /// Run only when this holds; a skipped node writes nothing (recipes).
-    pub condition: Option<Expr>,
+    /// Run only when this holds; a skipped node writes nothing (recipes). Boxed, as is
+    /// `recovery`: most nodes have neither, and every node is as large as its inline fields
+    /// (a 10 MiB pipeline lowers to ~90,000 nodes).
+    pub condition: Option<Box<Expr>>,
     /// The workflow run when this node fails (a MEOW `on_error` naming a template).
-    pub recovery: Option<CallRef>,
+    pub recovery: Option<Box<CallRef>>,
     /// The dialect's own word for this kind of step where it differs from [`NodeKind::name`]
     /// (a recipe's `agent` step is an `ask`, its `bash` step a `command`): graphs label the
     /// step with it, so the IR's vocabulary stays dialect-neutral and users still read theirs.
@@ -622,7 +626,7 @@ impl Node {
             .into_iter()
             .map(|(label, c)| (label.map_or(CallRole::Call, CallRole::Case), c))
             .collect();
-        v.extend(self.recovery.iter().map(|c| (CallRole::OnError, c)));
+        v.extend(self.recovery.as_deref().map(|c| (CallRole::OnError, c)));
         v
     }
 
@@ -706,5 +710,26 @@ impl Program {
 
     pub fn schemas_of(&self, w: &Workflow) -> Option<&SchemaSet> {
         self.schema_sets.get(w.schema_set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every step of a lowered workflow is one node in its region's graph, and `graph` of a
+    /// large pipeline holds them all (docs/performance.md, "Graph memory"): a change that grows
+    /// a node (an unboxed rare field, a region inline) should be a deliberate one. A node was
+    /// 552 bytes, its kind 288 and a region 80 before issue 27.
+    #[test]
+    fn node_sizes_stay_small() {
+        use std::mem::size_of;
+        assert!(size_of::<Node>() <= 320, "Node: {}", size_of::<Node>());
+        assert!(
+            size_of::<NodeKind>() <= 208,
+            "NodeKind: {}",
+            size_of::<NodeKind>()
+        );
+        assert!(size_of::<Region>() <= 16, "Region: {}", size_of::<Region>());
     }
 }

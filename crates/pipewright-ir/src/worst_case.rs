@@ -119,7 +119,7 @@ impl Walk<'_> {
         }
         // A state machine's steps may go round (review ⇄ fix): each step can run as often as
         // the workflow's step cap allows, and without a cap there is no bound.
-        if is_cyclic_directed(&region.graph) {
+        if is_cyclic_directed(&*region.graph) {
             if let Some(at) = first_costly {
                 let steps = self.program.workflows[wf.0].limits.max_total_steps;
                 let per_step = region

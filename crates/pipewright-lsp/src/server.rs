@@ -19,7 +19,7 @@ pub(crate) fn capabilities() -> ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Options(
             TextDocumentSyncOptions {
                 open_close: Some(true),
-                change: Some(TextDocumentSyncKind::FULL),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
                 save: Some(TextDocumentSyncSaveOptions::Supported(true)),
                 ..TextDocumentSyncOptions::default()
             },
@@ -136,14 +136,16 @@ impl Server {
             notif::DidChangeTextDocument::METHOD => {
                 if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
-                    // Full sync: the last change holds the whole text.
-                    let (Some(change), Some(doc)) = (
-                        p.content_changes.into_iter().last(),
-                        self.docs.get_mut(&uri),
-                    ) else {
+                    let Some(doc) = self.docs.get_mut(&uri) else {
                         return;
                     };
-                    doc.text = change.text.into();
+                    // Incremental sync: each change applies to the text the ones before it
+                    // left (a change without a range is the whole text).
+                    let mut text = String::from(&*doc.text);
+                    for change in p.content_changes {
+                        crate::text::apply_change(&mut text, change.range, &change.text);
+                    }
+                    doc.text = text.into();
                     doc.version = p.text_document.version;
                     self.schedule(&uri);
                 }

@@ -82,7 +82,10 @@ fn workflow(w: &Workflow, file: FileId, ids: &HashMap<&str, usize>) -> pipewrigh
             })
             .collect(),
         limits: Limits::default(),
-        body: Region { graph, entry },
+        body: Region {
+            graph: Box::new(graph),
+            entry,
+        },
         span: w.key_span,
         schema_set: 0,
         step_keys: pipewright_ir::StepKeys::Named,
@@ -188,7 +191,7 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         output: None,
         condition: None,
         recovery: s.on_error.as_ref().and_then(|t| {
-            crate::steps::on_error_template(&t.text).then(|| call(&t.text, t.span, ids))
+            crate::steps::on_error_template(&t.text).then(|| Box::new(call(&t.text, t.span, ids)))
         }),
     }
 }

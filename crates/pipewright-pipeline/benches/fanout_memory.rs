@@ -39,7 +39,7 @@ fn main() {
     let mut diags = Vec::new();
     let f = pipewright_pipeline::load_source(file, text, &mut diags);
     let program = Arc::new(pipewright_pipeline::lower::pipeline(
-        &pipewright_pipeline::ast::Program { files: vec![f] },
+        pipewright_pipeline::ast::Program { files: vec![f] },
     ));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -13,10 +13,7 @@ fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
     let mut diags = Vec::new();
     let f = pipewright_pipeline::load_source(file, text, &mut diags);
     let ast = pipewright_pipeline::ast::Program { files: vec![f] };
-    (
-        Arc::new(pipewright_pipeline::lower::pipeline(&ast)),
-        sources,
-    )
+    (Arc::new(pipewright_pipeline::lower::pipeline(ast)), sources)
 }
 
 fn bench(c: &mut Criterion) {

@@ -16,9 +16,35 @@ use pipewright_pipeline::{check_program, load_documents, CheckOptions};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap};
 use std::time::{Duration, Instant};
 
-// The allocator the `pipewright` binary ships with, so the figures are the ones users get.
+// The allocator the `pipewright` binary ships with, so the figures are the ones users get,
+// counting the bytes live so `--memory` tells what the program holds from what the allocator
+// keeps.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting(mimalloc::MiMalloc);
+
+struct Counting(mimalloc::MiMalloc);
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to mimalloc unchanged; the counter only observes sizes.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new, std::sync::atomic::Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.realloc(ptr, layout, new) }
+    }
+}
 
 /// Everything after the YAML tree exists, kept out of line so callgrind can select it.
 #[inline(never)]
@@ -137,8 +163,9 @@ fn memory(text: String) {
     let mib = text.len() as f64 / (1024.0 * 1024.0);
     let show = |phase: &str| {
         let (now, peak) = rss();
+        let live = LIVE.load(std::sync::atomic::Ordering::Relaxed) as f64 / (1024.0 * 1024.0);
         println!(
-            "{phase:<12} rss {now:7.1} MiB  peak {peak:7.1} MiB  ({:.1}x input)",
+            "{phase:<12} live {live:7.1} MiB  rss {now:7.1} MiB  peak {peak:7.1} MiB  ({:.1}x input)",
             peak / mib
         );
     };
@@ -153,5 +180,25 @@ fn memory(text: String) {
     let program = Program { files: vec![file] };
     diags.extend(check_program(&program, &sources, &CheckOptions::default()));
     show("checked");
+    // What `graph` does next: lower (which consumes the AST), then build the output.
+    let lowered = pipewright_pipeline::lower::pipeline(program);
+    show("lowered");
+    // Streamed, as the CLI does; only the exporter's own tables stay.
+    struct Discard;
+    impl std::fmt::Write for Discard {
+        fn write_str(&mut self, _: &str) -> std::fmt::Result {
+            Ok(())
+        }
+    }
+    pipewright_ir::export::dot::write_dot(&lowered, &Default::default(), &mut Discard);
+    show("dot");
+    let json = pipewright_ir::export::json::write_pretty(
+        &lowered,
+        &sources,
+        &Default::default(),
+        std::io::sink(),
+    );
+    show("json");
+    drop(json);
     println!("{:.1} MiB input, {} diagnostics", mib, diags.len());
 }

@@ -142,7 +142,7 @@ impl Dialect for Pipeline {
             return Err(diags);
         }
         Ok(Lowered {
-            program: crate::lower::pipeline(&program),
+            program: crate::lower::pipeline(program),
             dot: None,
             ast: None,
         })

@@ -1,6 +1,10 @@
 //! Lowering from the typed pipeline AST into the dialect-neutral IR. The input is expected to
 //! have passed `check_program`; lowering itself never fails: an unresolved call target stays
 //! unresolved and fails the step if it runs.
+//!
+//! The AST is consumed: its names, expression sources and parsed trees move into the IR rather
+//! than being copied, and each step is freed as it is lowered, so a large file's AST and IR are
+//! never both whole in memory (`graph` of a 10 MiB pipeline, docs/performance.md).
 
 use crate::ast::{self, StepKind};
 use crate::literal::to_json;
@@ -10,32 +14,40 @@ use pipewright_r1::Value;
 use std::collections::HashMap;
 
 /// Lowers every pipeline of the program, in file then declaration order.
-pub fn pipeline(program: &ast::Program) -> Program {
-    let mut ids: Vec<HashMap<&str, WorkflowId>> = Vec::new();
+pub fn pipeline(program: ast::Program) -> Program {
+    let mut ids: Vec<HashMap<Box<str>, WorkflowId>> = Vec::new();
     let mut next = 0;
     for f in &program.files {
         let mut m = HashMap::new();
         for p in &f.pipelines {
             // First declaration wins; a duplicate is a check error already.
-            m.entry(&*p.name.text).or_insert(WorkflowId(next));
+            m.entry(p.name.text.clone()).or_insert(WorkflowId(next));
             next += 1;
         }
         ids.push(m);
     }
-    let resolver = Resolver { program, ids: &ids };
-    let mut out = Program::default();
-    for (fi, f) in program.files.iter().enumerate() {
+    let namespaces: Vec<Option<String>> =
+        program.files.iter().map(|f| f.namespace.clone()).collect();
+    let resolver = Resolver {
+        namespaces: &namespaces,
+        ids: &ids,
+    };
+    let mut out = Program {
+        workflows: Vec::with_capacity(next),
+        schema_sets: Vec::with_capacity(program.files.len()),
+    };
+    for (fi, f) in program.files.into_iter().enumerate() {
         out.schema_sets.push(SchemaSet {
             file: f.file,
-            schemas: f.schemas.iter().map(schema).collect(),
+            schemas: f.schemas.into_iter().map(schema).collect(),
         });
-        for p in &f.pipelines {
-            let body = lower_steps(&p.steps, &|name: &str| resolver.resolve(fi, name));
+        for p in f.pipelines {
+            let body = lower_steps(p.steps, &|name: &str| resolver.resolve(fi, name));
             out.workflows.push(Workflow {
-                name: p.name.text.to_string(),
+                name: p.name.text.into_string(),
                 dialect: pipewright_dialect::Dialect::name(&crate::dialect::Pipeline),
                 file: f.file,
-                description: p.description.clone(),
+                description: p.description,
                 version: None,
                 params: Vec::new(),
                 limits: Limits::default(),
@@ -50,8 +62,8 @@ pub fn pipeline(program: &ast::Program) -> Program {
 }
 
 struct Resolver<'a> {
-    program: &'a ast::Program,
-    ids: &'a [HashMap<&'a str, WorkflowId>],
+    namespaces: &'a [Option<String>],
+    ids: &'a [HashMap<Box<str>, WorkflowId>],
 }
 
 impl Resolver<'_> {
@@ -62,8 +74,8 @@ impl Resolver<'_> {
             return Some(*id);
         }
         if let Some((ns, rest)) = name.split_once('.') {
-            for (fi, f) in self.program.files.iter().enumerate() {
-                if f.namespace.as_deref() == Some(ns) {
+            for (fi, namespace) in self.namespaces.iter().enumerate() {
+                if namespace.as_deref() == Some(ns) {
                     if let Some(id) = self.ids[fi].get(rest) {
                         return Some(*id);
                     }
@@ -74,10 +86,18 @@ impl Resolver<'_> {
     }
 }
 
-fn lower_steps(steps: &[ast::Step], resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Region {
-    let mut region = Region::default();
+fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Region {
+    // Sized exactly: a graph grows by doubling (four slots for its first node), and most
+    // regions (a `for_each` body, a `collect`) hold a single step.
+    let mut region = Region {
+        graph: Box::new(Graph::with_capacity(
+            steps.len(),
+            steps.len().saturating_sub(1),
+        )),
+        entry: None,
+    };
     let mut prev = None;
-    for (i, s) in steps.iter().enumerate() {
+    for (i, s) in steps.into_iter().enumerate() {
         let n = region.graph.add_node(lower_step(i, s, resolve));
         match prev {
             Some(p) => {
@@ -90,94 +110,110 @@ fn lower_steps(steps: &[ast::Step], resolve: &dyn Fn(&str) -> Option<WorkflowId>
     region
 }
 
-fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
-    let one = |step: &ast::Step| lower_steps(std::slice::from_ref(step), resolve);
-    let call = |t: &ast::CallTarget| CallRef {
-        target: t.pipeline.text.to_string(),
+fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
+    let one = |step: ast::Step| lower_steps(vec![step], resolve);
+    let call = |t: ast::CallTarget| CallRef {
         resolved: resolve(&t.pipeline.text),
+        target: t.pipeline.text.into_string(),
         pass: t
             .pass
-            .iter()
-            .map(|p| (p.name.text.to_string(), expr(&p.value)))
+            .into_iter()
+            .map(|p| (p.name.text.into_string(), expr(p.value)))
             .collect(),
         span: t.span,
     };
-    let kind = match &s.kind {
+    let name = |n: ast::Name| n.text.into_string();
+    let kind = match s.kind {
         StepKind::Transform { value } => NodeKind::Transform { value: expr(value) },
-        StepKind::Tool(t) => NodeKind::Tool {
-            name: t.name.text.to_string(),
-            args: t
-                .args
-                .iter()
-                .map(|a| Arg {
-                    name: a.name.text.to_string(),
-                    value: arg(&a.value),
-                })
-                .collect(),
-            schema: t.schema.as_ref().map(|n| n.text.to_string()),
-            on_error: t.on_error,
-        },
-        StepKind::Shell(sh) => NodeKind::Shell {
-            command: arg(&sh.command),
-            schema: sh.schema.as_ref().map(|n| n.text.to_string()),
-            on_error: sh.on_error,
-        },
-        StepKind::Agent(a) => NodeKind::Agent {
-            prompt: Expr::r1_template(
-                a.prompt.src.to_string(),
-                a.prompt.span,
-                a.prompt.style,
-                a.prompt.template.clone(),
-            ),
-            identity: a.identity.as_ref().map(|n| n.text.to_string()),
-            capabilities: a
-                .capabilities
-                .as_ref()
-                .map(|c| c.iter().map(|n| n.text.to_string()).collect()),
-            schema: a.schema.as_ref().map(|n| n.text.to_string()),
-            model: a.model.as_ref().map(|n| n.text.to_string()),
-        },
+        StepKind::Tool(t) => {
+            let t = *t;
+            NodeKind::Tool {
+                name: name(t.name),
+                args: t
+                    .args
+                    .into_iter()
+                    .map(|a| Arg {
+                        name: name(a.name),
+                        value: arg(a.value),
+                    })
+                    .collect(),
+                schema: t.schema.map(name),
+                on_error: t.on_error,
+            }
+        }
+        StepKind::Shell(sh) => {
+            let sh = *sh;
+            NodeKind::Shell {
+                command: arg(sh.command),
+                schema: sh.schema.map(name),
+                on_error: sh.on_error,
+            }
+        }
+        StepKind::Agent(a) => {
+            let a = *a;
+            NodeKind::Agent {
+                prompt: Expr::r1_template(
+                    a.prompt.src,
+                    a.prompt.span,
+                    a.prompt.style,
+                    a.prompt.template,
+                ),
+                identity: a.identity.map(name),
+                capabilities: a.capabilities.map(|c| c.into_iter().map(name).collect()),
+                schema: a.schema.map(name),
+                model: a.model.map(name),
+            }
+        }
         StepKind::Call(t) => NodeKind::Call(call(t)),
-        StepKind::Match(m) => NodeKind::Match {
-            on: expr(&m.on),
-            cases: m
-                .cases
-                .iter()
-                .map(|c| Case {
-                    label: c.label.text.to_string(),
-                    selectable: c.label_is_string,
-                    target: call(&c.target),
-                })
-                .collect(),
-            default: m.default.as_ref().map(call),
-        },
-        StepKind::Fold(f) => NodeKind::Fold {
-            source: list_source(&f.source),
-            init: expr(&f.init),
-            body: one(&f.body),
-            max_items: f.max_items,
-        },
-        StepKind::ForEach(each) => NodeKind::ForEach {
-            source: list_source(&each.source),
-            max_parallel: each.max_parallel,
-            on_error: each.on_error,
-            body: one(&each.body),
-            collect: one(&each.collect),
-        },
+        StepKind::Match(m) => {
+            let m = *m;
+            NodeKind::Match {
+                on: expr(m.on),
+                cases: m
+                    .cases
+                    .into_iter()
+                    .map(|c| Case {
+                        label: name(c.label),
+                        selectable: c.label_is_string,
+                        target: call(c.target),
+                    })
+                    .collect(),
+                default: m.default.map(call),
+            }
+        }
+        StepKind::Fold(f) => {
+            let f = *f;
+            NodeKind::Fold {
+                source: list_source(f.source),
+                init: expr(f.init),
+                body: one(*f.body),
+                max_items: f.max_items,
+            }
+        }
+        StepKind::ForEach(each) => {
+            let each = *each;
+            NodeKind::ForEach {
+                source: list_source(each.source),
+                max_parallel: each.max_parallel,
+                on_error: each.on_error,
+                body: one(*each.body),
+                collect: one(*each.collect),
+            }
+        }
         StepKind::Parallel {
             on_error,
             branches,
             collect,
         } => NodeKind::Parallel {
-            on_error: *on_error,
+            on_error,
             branches: branches
-                .iter()
+                .into_iter()
                 .map(|b| BranchRegion {
-                    name: b.name.text.to_string(),
-                    region: one(&b.step),
+                    name: name(b.name),
+                    region: one(b.step),
                 })
                 .collect(),
-            collect: one(collect),
+            collect: one(*collect),
         },
     };
     Node {
@@ -188,58 +224,55 @@ fn lower_step(index: usize, s: &ast::Step, resolve: &dyn Fn(&str) -> Option<Work
         kind_span: s.kind_span,
         recovery: None,
         kind_word: None,
-        output: s.output.as_ref().map(|n| n.text.to_string()),
+        output: s.output.map(name),
         condition: None,
     }
 }
 
-fn arg(v: &ast::ArgValue) -> ArgValue {
+fn arg(v: ast::ArgValue) -> ArgValue {
     match v {
-        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(node))),
+        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(&node))),
         ast::ArgValue::Expr(e) => ArgValue::Expr(expr(e)),
     }
 }
 
-fn list_source(s: &ast::ListSource) -> ListSource {
+fn list_source(s: ast::ListSource) -> ListSource {
     match s {
         ast::ListSource::Over(e) => ListSource::Over(expr(e)),
-        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(node))),
+        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(&node))),
         ast::ListSource::Pipe => ListSource::Pipe,
     }
 }
 
-fn expr(e: &ast::Expr) -> Expr {
-    Expr::r1(e.src.to_string(), e.span, e.style, e.ast.clone())
+fn expr(e: ast::Expr) -> Expr {
+    Expr::r1(e.src.into_string(), e.span, e.style, e.ast)
 }
 
-fn schema(s: &ast::Schema) -> Schema {
+fn schema(s: ast::Schema) -> Schema {
     Schema {
-        name: s.name.text.to_string(),
-        fields: s.fields.iter().map(field).collect(),
+        name: s.name.text.into_string(),
+        fields: s.fields.into_iter().map(field).collect(),
         span: s.span,
     }
 }
 
-fn field(f: &ast::Field) -> Field {
+fn field(f: ast::Field) -> Field {
     Field {
-        name: f.name.text.to_string(),
-        ty: field_type(&f.ty),
+        name: f.name.text.into_string(),
+        ty: field_type(f.ty),
         required: f.required,
     }
 }
 
-fn field_type(t: &ast::FieldType) -> FieldType {
-    let kind = match &t.kind {
+fn field_type(t: ast::FieldType) -> FieldType {
+    let kind = match t.kind {
         ast::FieldKind::Bool => FieldKind::Bool,
         ast::FieldKind::String => FieldKind::String,
-        ast::FieldKind::Number { minimum, maximum } => FieldKind::Number {
-            minimum: *minimum,
-            maximum: *maximum,
-        },
-        ast::FieldKind::Enum(v) => FieldKind::Enum(v.clone()),
-        ast::FieldKind::List(t) => FieldKind::List(Box::new(field_type(t))),
-        ast::FieldKind::Object(fs) => FieldKind::Object(fs.iter().map(field).collect()),
-        ast::FieldKind::Ref(n) => FieldKind::Ref(n.text.to_string()),
+        ast::FieldKind::Number { minimum, maximum } => FieldKind::Number { minimum, maximum },
+        ast::FieldKind::Enum(v) => FieldKind::Enum(v),
+        ast::FieldKind::List(t) => FieldKind::List(Box::new(field_type(*t))),
+        ast::FieldKind::Object(fs) => FieldKind::Object(fs.into_iter().map(field).collect()),
+        ast::FieldKind::Ref(n) => FieldKind::Ref(n.text.into_string()),
     };
     FieldType { kind, span: t.span }
 }

@@ -390,7 +390,7 @@ fn step_node(i: usize, s: &Step, shapes: &Shapes) -> Node {
         kind_span: s.id.as_ref().map_or(s.span, |t| t.span),
         recovery: None,
         output: text(&s.output),
-        condition: s.condition.as_ref().map(condition),
+        condition: s.condition.as_ref().map(|c| Box::new(condition(c))),
     }
 }
 

@@ -63,14 +63,24 @@ pub struct PassReport {
     pub human: Option<(String, String)>,
 }
 
-/// A decision for a run that is running (a MEOW approval step waits inside it): relayed to the
-/// worker running the run, which decides it where the run listens, and answers.
+/// What a client asks of a run that is running, relayed to the worker running it, which acts
+/// where the run is and answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ask {
     /// Names the answer.
     pub id: String,
-    pub step: Option<String>,
-    pub decision: pipewright_runtime::approval::Decision,
+    pub act: Act,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Act {
+    /// A decision for what the run waits at inside (a MEOW approval step).
+    Decide {
+        step: Option<String>,
+        decision: pipewright_runtime::approval::Decision,
+    },
+    /// `pipewright cancel`: what Ctrl-C does where the run runs.
+    Cancel,
 }
 
 /// What deciding answered: the line `approve` prints, or its exit code and message.

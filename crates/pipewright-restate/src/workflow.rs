@@ -27,6 +27,10 @@ pub const PAUSED: i32 = 3;
 /// the budget (`run --resume ID --max-…`).
 pub const STOPPED: i32 = 4;
 
+/// The exit status of a run `pipewright cancel` stopped (as Ctrl-C exits a local run): it
+/// waits, as at a gate, for `run --resume`.
+pub const CANCELLED: i32 = 130;
+
 /// The `run` flags a resume may give a stopped run anew: its budgets.
 pub const BUDGET_FLAGS: [&str; 3] = ["--max-cost", "--max-tokens", "--max-agent-calls"];
 
@@ -132,7 +136,7 @@ impl PipewrightRun {
             };
             let report = self.executor.execute(pass).await;
             exists = true;
-            if report.exit != PAUSED && report.exit != STOPPED {
+            if ![PAUSED, STOPPED, CANCELLED].contains(&report.exit) {
                 return Ok(Json(report));
             }
             let n = {

@@ -68,11 +68,11 @@ impl Journal for Recorder {
     }
 
     fn usage(&self, key: &str, usage: &crate::usage::Usage) -> Result<(), StoreError> {
-        let w = Write::Usage {
+        self.stage_with_next(Write::Usage {
             key: key.to_string(),
             usage: usage.clone(),
-        };
-        Ok(self.stage(vec![w], None, false)?)
+        });
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {

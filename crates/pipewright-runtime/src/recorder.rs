@@ -84,8 +84,15 @@ impl Recorder {
 
     /// Stages an event that reports nothing landed (started, failed, replayed, cancelled).
     pub fn stage_event(&self, line: String) {
+        self.stage_with_next(Write::Event(line));
+    }
+
+    /// Stages `w` to ride with the next landing: it never closes a batch itself, so it cannot
+    /// commit without what follows it (an agent call's usage and the landing of its step
+    /// commit together, even when that landing is staged rather than committed at once).
+    pub fn stage_with_next(&self, w: Write) {
         let mut st = lock(&self.staged);
-        st.writes.push(Write::Event(line));
+        st.writes.push(w);
         st.since.get_or_insert_with(Instant::now);
     }
 

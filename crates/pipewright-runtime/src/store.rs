@@ -92,7 +92,7 @@ impl Event {
     pub fn to_stored_line(&self) -> String {
         use std::fmt::Write as _;
         // Written directly (not through a JSON map): a big fan-out stores tens of thousands.
-        let text = |s: &str| Json::String(s.to_string()).to_string();
+        let text = |s: &str| serde_json::to_string(s).unwrap_or_default();
         let mut line = format!(
             "{{\"event\":\"{}\",\"key\":{},\"step_kind\":\"{}\",\"workflow\":{},\"at_ms\":{}",
             self.kind.name(),
@@ -655,7 +655,9 @@ impl SqliteStore {
         match w {
             Write::Land(l) => {
                 let (value, dropped) = match &l.landed {
-                    Landed::Value(v) => (Some(v.to_string()), None),
+                    // Not `to_string`: through `Display` a long run's landings took a third
+                    // of the writer's time.
+                    Landed::Value(v) => (Some(compact(v)), None),
                     // Messages are redacted here as well as where they were made: this is the
                     // last point before a secret would be on disk (crate::secrets).
                     Landed::Dropped(e) => (None, Some(secrets::redact(e))),
@@ -717,6 +719,12 @@ impl SqliteStore {
             .map_err(|e| self.err(e))?
             .ok_or_else(|| self.no_run(run_id, RUNS_HINT))
     }
+}
+
+/// `v` as compact JSON text, written straight into a buffer.
+fn compact(v: &Json) -> String {
+    // A `Value` always serializes (its keys are strings); `to_string` is the same text.
+    serde_json::to_string(v).unwrap_or_else(|_| v.to_string())
 }
 
 /// Whether an error means the database holds what pipewright never writes: a damaged file

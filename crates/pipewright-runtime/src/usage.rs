@@ -300,13 +300,18 @@ impl Meter {
     /// says what a call costs: its backend reports no cost and there is no price to compute
     /// one from.
     pub fn unenforceable(&self, backend: &dyn AgentBackend) -> Option<String> {
+        self.unenforceable_with(backend.name(), backend.reports_cost())
+    }
+
+    /// [`Meter::unenforceable`] for a backend known by its name and whether it reports cost
+    /// (a state machine's session backends are not [`AgentBackend`]s).
+    pub fn unenforceable_with(&self, backend: &str, reports_cost: bool) -> Option<String> {
         let limit = self.budgets.max_cost_usd?;
-        if backend.reports_cost() || !self.prices.is_empty() {
+        if reports_cost || !self.prices.is_empty() {
             return None;
         }
         Some(format!(
-            "warning: --max-cost {limit} cannot be enforced: the {} backend reports no cost, and pipewright.toml has no [prices] to compute one from",
-            backend.name()
+            "warning: --max-cost {limit} cannot be enforced: the {backend} backend reports no cost, and pipewright.toml has no [prices] to compute one from"
         ))
     }
 
@@ -335,6 +340,10 @@ impl AgentBackend for Metered {
 
     fn reports_cost(&self) -> bool {
         self.inner.reports_cost()
+    }
+
+    fn reproducible(&self) -> bool {
+        self.inner.reproducible()
     }
 
     fn complete<'a>(

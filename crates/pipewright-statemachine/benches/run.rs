@@ -10,6 +10,10 @@ use pipewright_runtime::RunOptions;
 use pipewright_statemachine::run::{self, session::Stateless};
 use std::sync::Arc;
 
+// What `pipewright run` runs on (crates/pipewright/src/lib.rs): the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const STEPS: u64 = 1000;
 
 fn recipe() -> String {

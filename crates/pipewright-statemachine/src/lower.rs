@@ -122,7 +122,10 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
                 turns_per_agent_step: Some(2),
                 ..Limits::default()
             },
-            body: Region { graph, entry },
+            body: Region {
+                graph: Box::new(graph),
+                entry,
+            },
             span: r.span,
             schema_set: 0,
             step_keys: pipewright_ir::StepKeys::Named,

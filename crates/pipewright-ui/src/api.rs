@@ -143,6 +143,7 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
         &app.graphs,
         &app.runs_dir,
         Some(run_id),
+        &mut rows::TopsCache::default(),
     )?
     .into_iter()
     .next() else {
@@ -150,9 +151,11 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
     };
     let events = db.events_after(row.seq, &row.run_id, row.created_ms, 0)?;
     let landings = db.landings(row.seq)?;
-    // Only a paused or live run can wait for an approval (asking costs a record load).
+    // Only a paused run, or a live one with a run directory (a MEOW run's socket), can wait
+    // for an approval: asking loads the run's record, every landing of a big fan-out.
+    let live_dir = row.in_progress && app.runs_dir.join(run_id).is_dir();
     let pending = match &store {
-        Some(s) if row.stored_status == "paused" || row.in_progress => {
+        Some(s) if row.stored_status == "paused" || live_dir => {
             rows::waiting_of(s, &app.runs_dir, run_id)
                 .into_iter()
                 .next()

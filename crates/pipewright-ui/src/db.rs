@@ -46,10 +46,10 @@ impl Db {
         )
         .map_err(err)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(err)?;
-        // A store written by a pipewright older than the usage table is read without usage.
         Ok(Some(Db { conn }))
     }
 
+    /// A store written by a pipewright older than the usage table is read without usage.
     fn has_usage(&self) -> bool {
         self.conn
             .query_row(
@@ -119,9 +119,19 @@ impl Db {
         rows.collect::<Result<Vec<_>, _>>().map_err(err)
     }
 
-    /// The landed keys' first segments of every run (`only`: of that run), in one scan.
-    pub(crate) fn tops(&self, only: Option<i64>) -> Result<Tops, String> {
-        let filter = if only.is_some() { "AND run = ?1" } else { "" };
+    /// The landed keys' first segments of every run (`only`: of those runs), in one scan.
+    pub(crate) fn tops(&self, only: Option<&[i64]>) -> Result<Tops, String> {
+        // Integers only, so the list is written into the statement as it is.
+        let filter = match only {
+            Some(seqs) => format!(
+                "AND run IN ({})",
+                seqs.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            None => String::new(),
+        };
         let sql = format!(
             "SELECT run, top, MAX(own) FROM (
                  SELECT run,
@@ -136,19 +146,16 @@ impl Db {
                  FROM landings WHERE key LIKE 'turn.%' AND json_valid(value) {filter}
              ) WHERE top IS NOT NULL GROUP BY run, top"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(err)?;
-        let map = |r: &rusqlite::Row<'_>| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-            ))
-        };
-        let rows = match only {
-            Some(seq) => stmt.query_map([seq], map),
-            None => stmt.query_map([], map),
-        }
-        .map_err(err)?;
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
+            })
+            .map_err(err)?;
         let mut out: Tops = HashMap::new();
         for row in rows {
             let (run, top, own) = row.map_err(err)?;

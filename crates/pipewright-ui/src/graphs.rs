@@ -21,7 +21,7 @@ pub(crate) struct FileGraph {
 pub(crate) struct WorkflowKeys {
     /// Its top-level steps' keys, in order (the steps "steps done/total" counts).
     pub top: Vec<String>,
-    /// Every node with a key: (key, kind, whether it fans out over items).
+    /// Every node with a key, at every depth: (key, kind).
     pub nodes: Vec<(String, String)>,
     /// The key of its first step (what a state machine's first turn runs).
     pub entry: Option<String>,

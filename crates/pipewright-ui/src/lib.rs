@@ -50,6 +50,8 @@ pub(crate) struct App {
     pub changes: tokio::sync::watch::Receiver<u64>,
     /// The runs list as of a change count, shared by every request and stream.
     runs_cache: Mutex<Option<(u64, RunsList)>>,
+    /// What the last list read of each run's landings.
+    tops_cache: Mutex<rows::TopsCache>,
     /// One decision at a time per run, so two browsers deciding at once get one answer each in
     /// turn (the second finds nothing waiting any more).
     deciding: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -87,6 +89,7 @@ impl App {
                 &self.graphs,
                 &self.runs_dir,
                 None,
+                &mut self.tops_cache.lock().unwrap_or_else(|p| p.into_inner()),
             )?,
         });
         let all = Arc::from(api::runs_json(&rows, None).to_string());
@@ -146,6 +149,7 @@ impl Server {
             store: Mutex::new(None),
             changes: rx,
             runs_cache: Mutex::new(None),
+            tops_cache: Mutex::default(),
             deciding: Mutex::default(),
         });
         Ok(Server {

@@ -70,19 +70,58 @@ pub(crate) fn matches(row: &RunRow, filter: Option<&str>) -> bool {
     }
 }
 
-/// The rows of every run (or of `only`), newest first.
+/// What the last list read of each run's landings: (its `updated_ms` then, its tops). A run
+/// that is neither running nor paused lands nothing without its `updated_ms` moving, so the
+/// next list reads again only the runs that changed (scanning every landing of 10,000 runs
+/// is most of a list's cost).
+#[derive(Default)]
+pub(crate) struct TopsCache(HashMap<i64, (i64, Vec<(String, bool)>)>);
+
+/// The tops of `records`, read again only where they may have changed since `cache` saw them.
+fn tops_of(db: &Db, records: &[RunRecordRow], cache: &mut TopsCache) -> Result<Tops, String> {
+    let stale: Vec<i64> = records
+        .iter()
+        .filter(|r| {
+            matches!(r.status.as_str(), "running" | "paused")
+                || cache.0.get(&r.seq).is_none_or(|(u, _)| *u != r.updated_ms)
+        })
+        .map(|r| r.seq)
+        .collect();
+    if !stale.is_empty() {
+        // Most runs stale (the first list): one scan of everything beats a long IN list.
+        let mut fresh = if stale.len() * 2 > records.len() {
+            db.tops(None)?
+        } else {
+            db.tops(Some(&stale))?
+        };
+        let updated: HashMap<i64, i64> = records.iter().map(|r| (r.seq, r.updated_ms)).collect();
+        for seq in stale {
+            let u = updated.get(&seq).copied().unwrap_or_default();
+            cache
+                .0
+                .insert(seq, (u, fresh.remove(&seq).unwrap_or_default()));
+        }
+    }
+    let present: std::collections::HashSet<i64> = records.iter().map(|r| r.seq).collect();
+    cache.0.retain(|seq, _| present.contains(seq));
+    Ok(cache.0.iter().map(|(k, (_, t))| (*k, t.clone())).collect())
+}
+
+/// The rows of every run (or of `only`), newest first; `cache` keeps what the last list read.
 pub(crate) fn rows(
     db: &Db,
     store: Option<&SqliteStore>,
     graphs: &Graphs,
     runs_dir: &Path,
     only: Option<&str>,
+    cache: &mut TopsCache,
 ) -> Result<Vec<RunRow>, String> {
     let records = db.runs(only)?;
-    let tops = db.tops(match (only, records.first()) {
-        (Some(_), Some(r)) => Some(r.seq),
-        _ => None,
-    })?;
+    let tops = match (only, records.first()) {
+        (Some(_), Some(r)) => db.tops(Some(&[r.seq]))?,
+        (Some(_), None) => Tops::new(),
+        (None, _) => tops_of(db, &records, cache)?,
+    };
     let now = pipewright_runtime::store::now_ms();
     // Thousands of runs name a handful of files: each is looked at once per list.
     let mut files: HashMap<String, Option<Arc<FileGraph>>> = HashMap::new();
@@ -186,6 +225,69 @@ pub(crate) fn waiting_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipewright_runtime::store::{Landed, Landing, NewRun, Write};
+
+    fn land(st: &SqliteStore, id: &str, key: &str) {
+        st.record(
+            id,
+            &[Write::Land(Landing {
+                key: key.into(),
+                step_hash: "h".into(),
+                landed: Landed::Value(serde_json::json!(1)),
+            })],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn the_tops_cache_reads_again_what_may_have_landed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("runs.db");
+        let st = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let new = |id: &str| {
+            st.create_run(&NewRun {
+                run_id: id.into(),
+                file: "f.yaml".into(),
+                workflow: "w".into(),
+                source_hash: String::new(),
+                input: serde_json::json!({}),
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        };
+        new("aa");
+        land(&st, "aa", "0");
+        st.record("aa", &[Write::Status("ok".into())])
+            .unwrap_or_else(|e| panic!("{e}"));
+        new("bb");
+        land(&st, "bb", "0");
+        let db = Db::open(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("the store exists"));
+        let mut cache = TopsCache::default();
+        let tops = |cache: &mut TopsCache| {
+            let records = db.runs(None).unwrap_or_else(|e| panic!("{e}"));
+            let t = tops_of(&db, &records, cache).unwrap_or_else(|e| panic!("{e}"));
+            let mut by_id: Vec<(String, usize)> = records
+                .iter()
+                .map(|r| (r.run_id.clone(), t.get(&r.seq).map_or(0, Vec::len)))
+                .collect();
+            by_id.sort();
+            by_id
+        };
+        assert_eq!(tops(&mut cache), vec![("aa".into(), 1), ("bb".into(), 1)]);
+        // A running run's landings are read again; a new run's too.
+        land(&st, "bb", "1.for_each.0");
+        land(&st, "bb", "2");
+        new("cc");
+        land(&st, "cc", "0");
+        assert_eq!(
+            tops(&mut cache),
+            vec![("aa".into(), 1), ("bb".into(), 3), ("cc".into(), 1)]
+        );
+        st.remove("cc").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tops(&mut cache), vec![("aa".into(), 1), ("bb".into(), 3)]);
+        assert_eq!(cache.0.len(), 2, "a removed run leaves the cache");
+    }
 
     #[test]
     fn steps_done_counts_landed_steps_and_stages_passed() {

@@ -108,9 +108,13 @@ mod tests {
     #[test]
     fn the_servers_own_reads_are_no_change() {
         // What opening the WAL for a read looks like.
-        assert!(!writes(&EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any))));
+        assert!(!writes(&EventKind::Modify(ModifyKind::Metadata(
+            MetadataKind::Any
+        ))));
         assert!(!writes(&EventKind::Access(AccessKind::Any)));
-        assert!(writes(&EventKind::Modify(ModifyKind::Data(DataChange::Any))));
+        assert!(writes(&EventKind::Modify(ModifyKind::Data(
+            DataChange::Any
+        ))));
         assert!(writes(&EventKind::Create(CreateKind::File)));
     }
 }

@@ -1,4 +1,4 @@
-//! Peak resident memory of `pipewright check` and `pipewright fmt --check` on a generated
+//! Peak resident memory of `pipewright check`, `fmt` and `graph` (each format) on a generated
 //! 10 MiB pipeline, against the "at most 10× the input" target (docs/architecture.md, "Memory
 //! of a large check"; issue 9, finding 18).
 //!
@@ -11,38 +11,10 @@
 #[path = "../../pipewright-pipeline/benches/common/mod.rs"]
 mod common;
 
-use std::process::{Command, Stdio};
+#[path = "peak/mod.rs"]
+mod peak;
 
-/// Runs the CLI with `args`; its exit code and peak resident set in KiB.
-fn peak_kib(args: &[&str]) -> (i32, i64) {
-    let child = Command::new(env!("CARGO_BIN_EXE_pipewright"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("pipewright: {e}"));
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: zeroed `rusage` is a valid value of a plain C struct of integers.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet waited for (`Child` is never waited on or
-    // dropped with a wait); both pointers are to live locals.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(
-        got,
-        pid,
-        "wait4 failed: {}",
-        std::io::Error::last_os_error()
-    );
-    std::mem::forget(child);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    // Linux reports `ru_maxrss` in KiB.
-    (code, usage.ru_maxrss)
-}
+use peak::peak_kib;
 
 fn main() {
     let kib: usize = std::env::var("PW_BENCH_KIB")
@@ -61,19 +33,35 @@ fn main() {
     std::fs::copy(&path, &copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
     let copy = copy.to_string_lossy().to_string();
     // `check` finds nothing in the generated file; `fmt --check` and `fmt --diff` format it
-    // whole and say it would change (exit 1); `fmt` rewrites it (exit 0). Any other exit means
+    // whole and say it would change (exit 1); `fmt` rewrites it (exit 0); `graph` prints the
+    // lowered graph of the unchanged file in each format (exit 0). Any other exit means
     // the figure is not the one wanted.
     for (name, args, expected) in [
         ("check", vec!["check", file.as_str()], 0),
         ("fmt --check", vec!["fmt", "--check", file.as_str()], 1),
         ("fmt --diff", vec!["fmt", "--diff", file.as_str()], 1),
         ("fmt", vec!["fmt", copy.as_str()], 0),
+        (
+            "graph json",
+            vec!["graph", "--format", "json", file.as_str()],
+            0,
+        ),
+        (
+            "graph dot",
+            vec!["graph", "--format", "dot", file.as_str()],
+            0,
+        ),
+        (
+            "graph mermaid",
+            vec!["graph", "--format", "mermaid", file.as_str()],
+            0,
+        ),
     ] {
         let (code, kib) = peak_kib(&args);
         assert_eq!(code, expected, "pipewright {name} exited with {code}");
         let mib = kib as f64 / 1024.0;
         println!(
-            "pipewright {name:<12} {input_mib:.1} MiB input: peak RSS {mib:.1} MiB ({:.1}x the input)",
+            "pipewright {name:<13} {input_mib:.1} MiB input: peak RSS {mib:.1} MiB ({:.1}x the input)",
             mib / input_mib
         );
     }

@@ -71,6 +71,20 @@ fn fill(db: &Path, n: usize) {
     c.execute_batch("COMMIT").unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// The CPU time (user + system) process `pid` has used so far, from /proc (Linux): the
+/// figure that does not depend on how busy the machine is.
+fn cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) end with `)`.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
+    Some(Duration::from_millis(ticks * 1000 / hz))
+}
+
 fn client() -> reqwest::Client {
     use tokio_rustls::rustls;
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -150,6 +164,7 @@ fn main() {
         println!("GET /api/runs, {n} runs ({bytes} bytes): cold {cold:.1?}");
         let w = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
         let mut changed = Vec::new();
+        let cpu0 = cpu(ui.id());
         for i in 0..10 {
             w.execute(
                 "UPDATE runs SET updated_ms = updated_ms + ?1 WHERE seq = 1",
@@ -160,11 +175,18 @@ fn main() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             changed.push(get().await.0);
         }
+        let cpu1 = cpu(ui.id());
         println!(
             "GET /api/runs, {n} runs: after a change median {:.1?} (max {:.1?}) over 10",
             median(changed.clone()),
             changed.iter().max().copied().unwrap_or_default()
         );
+        if let (Some(a), Some(b)) = (cpu0, cpu1) {
+            println!(
+                "GET /api/runs, {n} runs: server CPU per request after a change {:.1?} (10 ms clock ticks)",
+                b.saturating_sub(a) / 10
+            );
+        }
         let same: Vec<Duration> = {
             let mut v = Vec::new();
             for _ in 0..10 {

@@ -2,13 +2,21 @@
 //! end at the callee's cluster border (`lhead`).
 
 use super::view::{NodeView, RegionView, View};
+use super::PushStr as _;
 use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
 use std::fmt::Write;
 
 pub fn dot(program: &Program, opts: &ExportOptions) -> String {
-    let view = View::new(program, opts);
     let mut out = String::new();
+    write_dot(program, opts, &mut out);
+    out
+}
+
+/// [`dot`], written piece by piece to `out`: a large graph's text is never whole in memory.
+/// Write errors are the writer's to keep (writing stops mattering once one failed).
+pub fn write_dot(program: &Program, opts: &ExportOptions, out: &mut impl Write) {
+    let view = View::new(program, opts);
     out.push_str("digraph pipewright {\n");
     out.push_str("  graph [rankdir=TB, compound=true, fontname=\"Helvetica\", fontsize=11];\n");
     out.push_str("  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n");
@@ -22,7 +30,7 @@ pub fn dot(program: &Program, opts: &ExportOptions) -> String {
             esc(&w.workflow.name)
         );
         out.push_str("    style=rounded;\n");
-        region(&mut out, &w.body, 2);
+        region(out, &w.body, 2);
         out.push_str("  }\n");
     }
     let mut unresolved = 0;
@@ -44,10 +52,9 @@ pub fn dot(program: &Program, opts: &ExportOptions) -> String {
         }
     }
     out.push_str("}\n");
-    out
 }
 
-fn region(out: &mut String, r: &RegionView, depth: usize) {
+fn region(out: &mut impl Write, r: &RegionView, depth: usize) {
     let pad = "  ".repeat(depth);
     for n in &r.nodes {
         node(out, n, depth);
@@ -64,7 +71,7 @@ fn region(out: &mut String, r: &RegionView, depth: usize) {
     }
 }
 
-fn node(out: &mut String, n: &NodeView, depth: usize) {
+fn node(out: &mut impl Write, n: &NodeView, depth: usize) {
     let pad = "  ".repeat(depth);
     let label = label_lines(n.node)
         .iter()

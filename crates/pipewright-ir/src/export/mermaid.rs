@@ -2,13 +2,22 @@
 //! callee's subgraph.
 
 use super::view::{NodeView, RegionView, View};
+use super::PushStr as _;
 use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
 use std::fmt::Write;
 
 pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
+    let mut out = String::new();
+    write_mermaid(program, opts, &mut out);
+    out
+}
+
+/// [`mermaid`], written piece by piece to `out`: a large graph's text is never whole in
+/// memory. Write errors are the writer's to keep (writing stops mattering once one failed).
+pub fn write_mermaid(program: &Program, opts: &ExportOptions, out: &mut impl Write) {
     let view = View::new(program, opts);
-    let mut out = String::from("flowchart TD\n");
+    out.push_str("flowchart TD\n");
     for w in &view.workflows {
         let _ = writeln!(
             out,
@@ -18,7 +27,7 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
             esc(&w.workflow.name)
         );
         out.push_str("    direction TB\n");
-        region(&mut out, &w.body, 2);
+        region(out, &w.body, 2);
         out.push_str("  end\n");
     }
     let mut unresolved = 0;
@@ -39,10 +48,9 @@ pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
             }
         }
     }
-    out
 }
 
-fn region(out: &mut String, r: &RegionView, depth: usize) {
+fn region(out: &mut impl Write, r: &RegionView, depth: usize) {
     let pad = "  ".repeat(depth);
     for n in &r.nodes {
         node(out, n, depth);
@@ -59,7 +67,7 @@ fn region(out: &mut String, r: &RegionView, depth: usize) {
     }
 }
 
-fn node(out: &mut String, n: &NodeView, depth: usize) {
+fn node(out: &mut impl Write, n: &NodeView, depth: usize) {
     let pad = "  ".repeat(depth);
     let label = label_lines(n.node)
         .iter()

@@ -10,6 +10,18 @@ pub use view::ExportOptions;
 
 use crate::ir::{on_error_text, Node, NodeKind};
 
+/// `push_str` for any text writer, so the exporters write to a `String` or a stream alike.
+pub(crate) trait PushStr {
+    fn push_str(&mut self, s: &str);
+}
+
+impl<W: std::fmt::Write> PushStr for W {
+    fn push_str(&mut self, s: &str) {
+        // A failed write is the writer's to report (see `dot::write_dot`).
+        let _ = self.write_str(s);
+    }
+}
+
 /// The title of a node's nested region: its kind and the region's role (`for_each do`), or,
 /// where the role is the kind itself (a stage's steps), its kind and name (`stage plan`).
 pub(crate) fn region_title(node: &Node, role: &str) -> String {

@@ -150,8 +150,10 @@ fn nested_prefix(kind: &NodeKind, role: &str, key: &str) -> Option<(String, bool
 
 impl<'a> Walk<'_, 'a> {
     fn region(&mut self, r: &'a Region, path: String, keys: Keys<'_>) -> RegionView<'a> {
-        let mut numbers: HashMap<NodeIndex, usize> = HashMap::new();
-        let mut nodes = Vec::new();
+        // Sized up front: the body of a large workflow has tens of thousands of nodes, and a
+        // vector grown by doubling briefly holds both its old and new buffers.
+        let mut numbers: HashMap<NodeIndex, usize> = HashMap::with_capacity(r.graph.node_count());
+        let mut nodes = Vec::with_capacity(r.graph.node_count());
         let order = r.nodes();
         let single = order.len() == 1;
         for (i, ni) in order.into_iter().enumerate() {

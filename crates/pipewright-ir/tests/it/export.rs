@@ -17,7 +17,7 @@ fn load(name: &str) -> (Program, SourceMap) {
     let ast = pipewright_pipeline::ast::Program { files: vec![f] };
     let checks = pipewright_pipeline::check_program(&ast, &sources, &Default::default());
     assert!(checks.iter().all(|d| !d.is_error()), "{checks:#?}");
-    (lower::pipeline(&ast), sources)
+    (lower::pipeline(ast), sources)
 }
 
 #[test]

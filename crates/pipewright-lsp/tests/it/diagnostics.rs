@@ -70,6 +70,97 @@ fn a_fix_clears_and_a_new_error_reappears_with_its_version() {
     c.shutdown();
 }
 
+/// The codes and ranges published for `text` opened whole, in a directory of its own.
+fn published_whole(c: &mut Client, text: &str) -> Vec<(String, Range)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let u = uri(&dir.path().join("p.yaml"));
+    c.open(&u, 1, text);
+    let p = c.diagnostics(&u, Some(1));
+    c.close(&u);
+    ranges(&p)
+}
+
+fn ranges(p: &PublishDiagnosticsParams) -> Vec<(String, Range)> {
+    p.diagnostics
+        .iter()
+        .map(|d| (format!("{:?}", d.code), d.range))
+        .collect()
+}
+
+#[test]
+fn incremental_edits_apply_in_order_at_utf16_columns() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let u = uri(&dir.path().join("p.yaml"));
+    // `𝄞` is two UTF-16 units (four bytes): a column counted in bytes or in characters would
+    // land elsewhere on its line. `ctx.a` starts at unit 31 of line 2.
+    let v1 = "pipeline: p\nsteps:\n  - transform: {value: \"'𝄞' + ctx.a\"}\n  - transform: {value: \"1\", output: a}\n";
+    c.open(&u, 1, v1);
+    let p = c.diagnostics(&u, Some(1));
+    assert_eq!(codes(&p), ["PW0253"]);
+    // Two changes in one notification: `ctx.a` becomes `ctx.b`, then a step writing `b` is
+    // inserted above that line, so the second applies to the text the first left.
+    c.edit(
+        &u,
+        2,
+        &[
+            (Range::new(Position::new(2, 35), Position::new(2, 36)), "b"),
+            (
+                Range::new(Position::new(2, 0), Position::new(2, 0)),
+                "  - transform: {value: \"'s'\", output: b}\n",
+            ),
+        ],
+    );
+    let v2 = "pipeline: p\nsteps:\n  - transform: {value: \"'s'\", output: b}\n  - transform: {value: \"'𝄞' + ctx.b\"}\n  - transform: {value: \"1\", output: a}\n";
+    let p = c.diagnostics(&u, Some(2));
+    assert!(p.diagnostics.is_empty(), "{p:?}");
+    assert!(published_whole(&mut c, v2).is_empty());
+    // Back to `ctx.a`, now on line 3: read early again, reported where a whole-text open of
+    // the same text reports it.
+    c.edit(
+        &u,
+        3,
+        &[(Range::new(Position::new(3, 35), Position::new(3, 36)), "a")],
+    );
+    let v3 = v2.replace("ctx.b", "ctx.a");
+    let p = c.diagnostics(&u, Some(3));
+    assert_eq!(codes(&p), ["PW0253"]);
+    assert_eq!(p.diagnostics[0].range.start.line, 3);
+    assert_eq!(ranges(&p), published_whole(&mut c, &v3));
+    // A deletion across a line break takes the inserted step out: the text is `v1` again.
+    c.edit(
+        &u,
+        4,
+        &[(Range::new(Position::new(2, 0), Position::new(3, 0)), "")],
+    );
+    let p = c.diagnostics(&u, Some(4));
+    assert_eq!(p.diagnostics[0].range.start.line, 2);
+    assert_eq!(ranges(&p), published_whole(&mut c, v1));
+    c.shutdown();
+}
+
+#[test]
+fn the_server_asks_for_incremental_sync() {
+    let (server, client) = lsp_server::Connection::memory();
+    let handle = std::thread::spawn(move || pipewright_lsp::serve(server, crate::common::config()));
+    let init = lsp_server::Request::new(1.into(), "initialize".into(), InitializeParams::default());
+    client.sender.send(init.into()).expect("send");
+    let Ok(lsp_server::Message::Response(r)) =
+        client.receiver.recv_timeout(Duration::from_secs(20))
+    else {
+        panic!("no answer to initialize");
+    };
+    let result: InitializeResult =
+        serde_json::from_value(r.result.expect("result")).expect("shape");
+    let Some(TextDocumentSyncCapability::Options(sync)) = result.capabilities.text_document_sync
+    else {
+        panic!("no sync options");
+    };
+    assert_eq!(sync.change, Some(TextDocumentSyncKind::INCREMENTAL));
+    drop(client);
+    let _ = handle.join();
+}
+
 #[test]
 fn an_older_result_is_never_published_after_a_newer_one() {
     let mut c = Client::start();

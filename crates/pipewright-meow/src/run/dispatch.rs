@@ -31,6 +31,8 @@ pub(super) type InFlight = Pin<Box<dyn Future<Output = (usize, Completion)> + Se
 /// A step's completion.
 pub(crate) enum Completion {
     Shell(shell::Ran),
+    /// A command that did not start: what was recorded before it could not be committed.
+    NotStarted(String),
     /// Outputs, or the error type and message.
     Agent(Result<Map<String, Value>, (&'static str, String)>),
     /// A tmux agent's session started (or was found alive).
@@ -270,11 +272,16 @@ impl Exec {
             Ok(command) => command,
             Err(e) => return fail(e),
         };
-        if let Err(e) = self.session.flush() {
-            return fail(format!("the run could not be recorded: {e}"));
-        }
+        // The command starts when the scheduler first polls it, after its one commit of the
+        // pass (`Exec::commit`): everything recorded before it, its start included, is
+        // durable by then, or it does not start.
+        self.unflushed = true;
+        let commit_failed = self.commit_failed.clone();
         let run_id = self.session.run_id().to_string();
         Dispatched::Later(Box::pin(async move {
+            if let Some(e) = commit_failed.get() {
+                return (i, Completion::NotStarted(e.clone()));
+            }
             let ran =
                 pipewright_runtime::tools::process::for_step(&run_id, &id, shell::run(command));
             (i, Completion::Shell(ran.await))
@@ -368,6 +375,7 @@ impl Exec {
                     st.fail(i, kind, outputs, why, ended);
                 }
             }
+            Completion::NotStarted(why) => st.end(i, Status::Failed, Map::new(), Some(why), ended),
             Completion::Agent(Ok(outputs)) => st.end(i, Status::Done, outputs, None, ended),
             Completion::Agent(Err((kind, e))) => st.fail(i, kind, Map::new(), e, ended),
             Completion::Spawned { agent, info } => match info {

@@ -330,6 +330,8 @@ pub async fn run(
         deadlines: Default::default(),
         watchers: HashMap::new(),
         side: Default::default(),
+        unflushed: false,
+        commit_failed: Default::default(),
     };
     exec.tmux = exec.backend.name() == "command";
     if exec.tmux && exec.socket.is_none() {
@@ -352,6 +354,9 @@ pub async fn run(
         st.insert(s, &mut ended)?;
     }
     let status = exec.drive(&mut st, ended, channel).await;
+    // A cancelled run may leave the scheduler with landings staged: durable before the
+    // cleanup script, an effect of its own, runs.
+    exec.commit();
     let cleanup = match status {
         RunStatus::Ok => &root.cleanup.on_success,
         RunStatus::Cancelled => &root.cleanup.on_stop,
@@ -504,6 +509,11 @@ pub(crate) struct Exec {
     watchers: HashMap<usize, Arc<tokio::sync::Notify>>,
     /// Prompts, refusals and notes kept for the agent-side commands.
     side: answers::Side,
+    /// Something was staged that must be durable before the scheduler waits or starts a
+    /// command: see [`Exec::commit`].
+    unflushed: bool,
+    /// Why the last commit failed: the commands dispatched before it do not start.
+    commit_failed: Arc<std::sync::OnceLock<String>>,
 }
 
 /// How a dispatched step goes on.
@@ -561,6 +571,7 @@ impl Exec {
         mut channel: Option<channel::Channel>,
     ) -> RunStatus {
         use futures_util::stream::{FuturesUnordered, StreamExt};
+        use futures_util::FutureExt as _;
         let mut inflight: FuturesUnordered<dispatch::InFlight> = FuturesUnordered::new();
         let mut msgs = channel.as_mut().map(|c| c.take_receiver());
         loop {
@@ -587,6 +598,7 @@ impl Exec {
             if !st.ready.is_empty() || !ended.steps.is_empty() {
                 continue;
             }
+            self.commit();
             if inflight.is_empty() && !self.waits_for_agents(st) {
                 if self.unstick(st, &mut ended) {
                     continue;
@@ -609,6 +621,11 @@ impl Exec {
             tokio::select! {
                 Some((i, fin)) = inflight.next(), if !inflight.is_empty() => {
                     self.complete(st, i, fin, &mut ended);
+                    // Whatever else has ended by now is applied in the same pass, so its
+                    // landings share one commit.
+                    while let Some(Some((i, fin))) = inflight.next().now_or_never() {
+                        self.complete(st, i, fin, &mut ended);
+                    }
                 }
                 _ = deadline => {
                     if let Some((_, i)) = self.deadlines.pop_first() {
@@ -822,8 +839,29 @@ impl Exec {
         self.land(st, i, Some(e));
     }
 
+    /// The scheduler's one commit of a pass, made once the pass has dispatched everything that
+    /// was ready and before it waits: it holds the landings of the steps with effects that
+    /// ended in the pass (and of the rest staged since) and the starts of the commands it
+    /// dispatched, which only run once polled, after it. So a step with effects outside the run
+    /// still starts only after everything before it is durable, and a landing of such a step is
+    /// durable before the run waits for anything or starts anything else; but a pass that saw
+    /// many completions commits once, not once per completion and once per start (issue 27:
+    /// each was a blocking hand-off to the store's writer on the scheduler's task). If the
+    /// commit fails, the commands it preceded fail without starting.
+    fn commit(&mut self) {
+        if !std::mem::take(&mut self.unflushed) {
+            return;
+        }
+        if let Err(e) = self.session.flush() {
+            let _ = self
+                .commit_failed
+                .set(format!("the run could not be recorded: {e}"));
+        }
+    }
+
     /// Lands an ended step with its event, in one transaction. Steps with effects outside the
-    /// run commit at once; the rest ride along with the next commit.
+    /// run commit with the scheduler's pass ([`Exec::commit`]); the rest ride along with the
+    /// next commit.
     fn land(&mut self, st: &State, i: usize, done: Option<Event>) {
         let s = &st.steps[i];
         // A recovering step failed; the store says so until its recovery ends.
@@ -843,8 +881,9 @@ impl Exec {
             s.template.executor,
             Executor::Shell(_) | Executor::Spawn(_) | Executor::Kill(_) | Executor::Branch(_)
         ) || (self.tmux && s.is_agent());
+        self.unflushed |= now;
         // A failed write is remembered by the session: the run reports it at its end.
-        let _ = self.session.land(&s.id, "", Landed::Value(v), done, now);
+        let _ = self.session.land(&s.id, "", Landed::Value(v), done, false);
     }
 
     /// Lands a fact a resume must not recompute (a branch's outcome, a foreach's items).

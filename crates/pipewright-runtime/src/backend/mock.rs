@@ -13,6 +13,10 @@ impl AgentBackend for MockBackend {
         "mock"
     }
 
+    fn reproducible(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(
         &'a self,
         req: &'a AgentRequest,

@@ -57,6 +57,14 @@ pub trait AgentBackend: Send + Sync {
     fn reports_cost(&self) -> bool {
         false
     }
+    /// Whether pipewright computes its replies from the request alone: a call reaches nothing
+    /// outside the run, and made again it answers the same. A runtime may land such a call
+    /// like a pure step's result, which a crash may lose because a resume computes it again
+    /// (the state machine does: docs/statemachine.md). A backend that talks to an agent, a
+    /// command or a server, or keeps state across calls (the script's reply lists), is not.
+    fn reproducible(&self) -> bool {
+        false
+    }
     /// [`AgentBackend::complete`] with what the call cost, as far as the backend knows it
     /// (unknown unless it says: never 0).
     fn reply<'a>(&'a self, req: &'a AgentRequest) -> BoxFuture<'a, Result<Reply, BackendError>> {

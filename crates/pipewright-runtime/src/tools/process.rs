@@ -1,6 +1,7 @@
 //! Child processes for shell steps, project tools and the command backend. Output goes to
-//! temporary files, never pipes, so a chatty child cannot block on a full pipe; every child
-//! runs in its own process group under a timeout and the whole group is killed on expiry.
+//! files (in memory on Linux), never pipes, so a chatty child cannot block on a full pipe;
+//! every child runs in its own process group under a timeout and the whole group is killed on
+//! expiry.
 //!
 //! Children die with the run: the group is killed whenever its step ends or is dropped (an
 //! aborted fan-out), every live group is killed on a second SIGINT/SIGTERM, and on Linux the
@@ -302,8 +303,7 @@ pub async fn for_step<F: std::future::Future>(run_id: &str, key: &str, f: F) -> 
 
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
     let (prog, args) = spec.argv.split_first().ok_or(ProcessError::EmptyCommand)?;
-    let temp = || tempfile::tempfile().map_err(|e| ProcessError::TempFile(e.to_string()));
-    let (out_file, err_file) = (temp()?, temp()?);
+    let (out_file, err_file) = (capture_file()?, capture_file()?);
     let (out_w, err_w) = match (out_file.try_clone(), err_file.try_clone()) {
         (Ok(a), Ok(b)) => (a, b),
         _ => return Err(ProcessError::DupHandle),
@@ -391,6 +391,26 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
         stdout: read_capped(out_file)?,
         stderr: read_capped(err_file)?,
     })
+}
+
+/// A file for a child's stdout or stderr: in memory on Linux (`memfd_create`), a temporary
+/// file elsewhere or when that fails. A file in /tmp per stream made ext4's inode allocator,
+/// which skips the inodes deleted recently, the largest cost of a 1,000-step shell DAG, and a
+/// growing one (issue 27). It stays a file, not a pipe: a chatty child never blocks on it; what
+/// it writes is held in memory (swappable) rather than on /tmp's disk until the step ends.
+fn capture_file() -> Result<std::fs::File, ProcessError> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a NUL-terminated name and valid flags; on success the descriptor is new and
+        // owned by nothing else, so the File may own it.
+        let fd = unsafe { libc::memfd_create(c"pipewright-output".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd >= 0 {
+            // SAFETY: see above.
+            return Ok(unsafe { std::fs::File::from_raw_fd(fd) });
+        }
+    }
+    tempfile::tempfile().map_err(|e| ProcessError::TempFile(e.to_string()))
 }
 
 fn kill_group(pid: Option<u32>) {

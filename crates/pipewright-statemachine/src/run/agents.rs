@@ -318,6 +318,12 @@ impl SessionBackend for CliAgent {
         self.profile == Profile::Claude
     }
 
+    /// Claude Code's `total_cost_usd` and OpenCode's `step_finish` cost; Cursor's and
+    /// Copilot's output says none.
+    fn reports_cost(&self) -> bool {
+        matches!(self.profile, Profile::Claude | Profile::OpenCode)
+    }
+
     fn send<'a>(
         &'a self,
         turn: &'a Turn<'a>,

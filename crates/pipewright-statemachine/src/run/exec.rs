@@ -1,6 +1,6 @@
 //! The execution loop (spec §2.1) on the run store.
 //!
-//! Landings, one transaction each, committed before the run goes on:
+//! Landings (committed as [`Exec::land`] says):
 //! - `session.K`: session K (0 for the first, one more per restart) started: its id and recipe;
 //! - `session.K.created`: its first turn succeeded (§3.1 `sessionCreated`), with the id the
 //!   backend gave it;
@@ -133,6 +133,8 @@ impl Usage {
 struct Exec {
     recipes: Arc<Recipes>,
     sm: Options,
+    /// The backend's answers are computed here (the mock): see [`Exec::land`].
+    reproducible: bool,
     opts_cancel: pipewright_runtime::cancel::CancelToken,
     /// The run's lock, journal and replayed landings (see [`RunSession`]).
     session: RunSession,
@@ -222,6 +224,10 @@ pub async fn run(
         pipewright_runtime::usage::Meter::new(opts.budgets, opts.cancel.clone())
             .with_prices(opts.config.prices.clone()),
     );
+    if let Some(warning) = meter.unenforceable_with(sm.backend.name(), sm.backend.reports_cost()) {
+        // Once, before anything runs, as every dialect's run says it.
+        eprintln!("{warning}");
+    }
     let session = begun.open(
         opts.store.as_ref(),
         RunStart {
@@ -234,6 +240,7 @@ pub async fn run(
     )?;
     let mut ex = Exec {
         recipes: Arc::new(recipes),
+        reproducible: sm.backend.reproducible(),
         sm,
         opts_cancel: opts.cancel,
         session,
@@ -395,9 +402,10 @@ impl Exec {
         Limits::of(m, self.sm.max_visits, self.sm.max_steps)
     }
 
-    fn say(&self, kind: Line, text: &str) {
-        if let Some(o) = &self.sm.observer {
-            o.line(kind, text);
+    /// A line for the observer, made only when it hears lines of `kind`.
+    fn say<S: AsRef<str>>(&self, kind: Line, text: impl FnOnce() -> S) {
+        if let Some(o) = self.sm.observer.as_ref().filter(|o| o.hears(kind)) {
+            o.line(kind, text().as_ref());
         }
     }
 
@@ -411,10 +419,27 @@ impl Exec {
         )
     }
 
-    /// Lands `value` at `key` and commits it (with `done`, the event it completes) before
-    /// the run goes on: every landing here follows an agent turn or precedes one.
+    /// Lands `value` at `key` (with `done`, the event it completes).
+    ///
+    /// Nothing that was answered may be lost. A real agent's answer is something that
+    /// happened outside the run: the agent worked in the working directory, spent tokens, and
+    /// its conversation moved on; asked again it would do it all again and may answer
+    /// otherwise. Once its reply is received, the turn's landing commits before the run goes
+    /// on, that is before the next turn is sent, the first thing that depends on it (a resume
+    /// goes on from it, in the same session); the session starts and `created` marks around
+    /// it commit at once too, and everything staged commits before each turn is sent.
+    ///
+    /// The mock's answer is not received from anywhere: it is computed here, from the step and
+    /// the restarts so far, it touches nothing outside the run, and computed again it is the
+    /// same (`SessionBackend::reproducible`). Nothing was answered that a crash could lose, so
+    /// its turns land like a pipeline's pure steps: staged, and committed by the recorder's
+    /// writer in batches (`pipewright_runtime::recorder`), in order, and all of them before the
+    /// run's final status. A kill -9 loses at most the tail of the batches, whole landings in
+    /// staging order, so what the store holds is always a prefix of the run; the resume
+    /// replays it and computes the rest again, the same turns with the same outcomes.
     fn land(&self, key: &str, value: Value, done: Option<Event>) -> Result<(), StoreError> {
-        self.session.land(key, "", Landed::Value(value), done, true)
+        self.session
+            .land(key, "", Landed::Value(value), done, !self.reproducible)
     }
 
     fn event(&self, kind: EventKind, key: &str, recipe: &str, step: &str) -> Event {
@@ -663,14 +688,13 @@ impl Exec {
                     return End::failed("backend-error", err);
                 }
             };
-            self.say(
-                Line::Verbose,
-                &format!(
+            self.say(Line::Verbose, || {
+                format!(
                     "[orchestration] Starting recipe: {} (session: {})",
                     state.recipe,
                     lock.id()
-                ),
-            );
+                )
+            });
             match self.session_loop(&mut state).await {
                 Ok(target) => {
                     drop(lock);
@@ -715,33 +739,36 @@ impl Exec {
             let model = tier
                 .as_deref()
                 .and_then(|t| self.sm.backend.resolve_model(t));
-            let visit = format!(
-                "visit {}/{}, total {}/{}",
-                state.visits_of(&step.name),
-                limits.max_step_visits,
-                state.step_count,
-                limits.max_total_steps
-            );
-            let tier_note = tier
-                .as_deref()
-                .map(|t| format!(" [model: {t}]"))
-                .unwrap_or_default();
-            self.say(
-                Line::Progress,
-                &format!("{} ({visit}){tier_note}", step.name),
-            );
-            self.say(
-                Line::Verbose,
-                &format!("[orchestration] Step: {} ({visit})", step.name),
-            );
-            let prompt = sem::build_prompt(&step.prompt, &step.outcomes);
+            let visit = || {
+                format!(
+                    "visit {}/{}, total {}/{}",
+                    state.visits_of(&step.name),
+                    limits.max_step_visits,
+                    state.step_count,
+                    limits.max_total_steps
+                )
+            };
+            self.say(Line::Progress, || {
+                let tier_note = tier
+                    .as_deref()
+                    .map(|t| format!(" [model: {t}]"))
+                    .unwrap_or_default();
+                format!("{} ({}){tier_note}", step.name, visit())
+            });
+            self.say(Line::Verbose, || {
+                format!("[orchestration] Step: {} ({})", step.name, visit())
+            });
             let mock = sem::mock_choice(step, self.sessions.len() as u64 - 1);
             let span = self.recipes.span_of(&state.recipe, &step.name);
             let fail = |code: &'static str, msg: String| {
                 RunError::new(code, &step.name, "agent", span, msg)
             };
-            if let Err(e) = self.session.flush() {
-                return Err(End::failed(STORE_ERROR, self.store_error(e)));
+            // A real agent's turn is an effect outside the run: everything before it commits
+            // first (see `land`).
+            if !self.reproducible {
+                if let Err(e) = self.session.flush() {
+                    return Err(End::failed(STORE_ERROR, self.store_error(e)));
+                }
             }
             self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
             let t0 = Instant::now();
@@ -753,37 +780,34 @@ impl Exec {
             });
             // §2.1 steps 4–7: the prompt, then at most one reminder in the same session.
             for attempt in 0..2 {
-                let text = if attempt == 0 {
-                    prompt.clone()
+                let text: std::borrow::Cow<str> = if attempt == 0 {
+                    step.sent.as_str().into()
                 } else {
                     let e = extracted
                         .as_ref()
                         .err()
                         .map(|e| e.error.clone())
                         .unwrap_or_default();
-                    self.say(
-                        Line::Verbose,
-                        &format!(
+                    self.say(Line::Verbose, || {
+                        format!(
                             "[orchestration] Outcome extraction failed: {e}; sending a reminder"
-                        ),
-                    );
-                    self.say(
-                        Line::Progress,
-                        &format!("  no outcome ({e}); reminder sent"),
-                    );
-                    sem::reminder_prompt(&e, &step.outcomes)
+                        )
+                    });
+                    self.say(Line::Progress, || {
+                        format!("  no outcome ({e}); reminder sent")
+                    });
+                    sem::reminder_prompt(&e, &step.outcomes).into()
                 };
-                self.say(
-                    Line::Verbose,
-                    &format!(
+                self.say(Line::Verbose, || {
+                    format!(
                         "[orchestration] Sending prompt ({} chars) to {}{}",
                         text.chars().count(),
                         self.sm.backend.name(),
                         tier.as_deref()
                             .map(|t| format!(" [{t}]"))
                             .unwrap_or_default()
-                    ),
-                );
+                    )
+                });
                 if self.meter.admit().is_err() {
                     // A budget is reached: the turn is not sent, and the run stops here.
                     let mut e = self.event(EventKind::Cancelled, &key, &state.recipe, &step.name);
@@ -815,10 +839,9 @@ impl Exec {
                         e.error = Some(msg.clone());
                         e.elapsed_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
                         self.report(e);
-                        self.say(
-                            Line::Verbose,
-                            &format!("[orchestration] Backend error: {msg}"),
-                        );
+                        self.say(Line::Verbose, || {
+                            format!("[orchestration] Backend error: {msg}")
+                        });
                         return Err(End::failed(
                             "backend-error",
                             fail(codes::SM_BACKEND, format!("step `{}`: {msg}", step.name)),
@@ -879,18 +902,16 @@ impl Exec {
                     if let Some(j) = err.malformed_json {
                         run_err.value = Some(pipewright_r1::Value::Str(j));
                     }
-                    self.say(Line::Progress, "  no outcome after the reminder");
-                    self.say(
-                        Line::Verbose,
-                        &format!("[orchestration] Exit: {}", sem::ORCHESTRATION_ERROR),
-                    );
+                    self.say(Line::Progress, || "  no outcome after the reminder");
+                    self.say(Line::Verbose, || {
+                        format!("[orchestration] Exit: {}", sem::ORCHESTRATION_ERROR)
+                    });
                     return Err(End::failed(sem::ORCHESTRATION_ERROR, run_err));
                 }
             };
-            self.say(
-                Line::Verbose,
-                &format!("[orchestration] Outcome extracted: {}", e.outcome),
-            );
+            self.say(Line::Verbose, || {
+                format!("[orchestration] Outcome extracted: {}", e.outcome)
+            });
             let mut decision = match sem::decide(step, state, &e.outcome, limits) {
                 Some(d) => d,
                 None => {
@@ -939,37 +960,34 @@ impl Exec {
                 .as_ref()
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default();
-            self.say(Line::Progress, &format!("  outcome: {}{desc}", e.outcome));
+            self.say(Line::Progress, || format!("  outcome: {}{desc}", e.outcome));
             match decision {
                 Decision::Next(next) => {
-                    self.say(Line::Progress, &format!("  → {next}"));
-                    self.say(
-                        Line::Verbose,
-                        &format!("[orchestration] Transition: {} → {next}", step.name),
-                    );
+                    self.say(Line::Progress, || format!("  → {next}"));
+                    self.say(Line::Verbose, || {
+                        format!("[orchestration] Transition: {} → {next}", step.name)
+                    });
+                    // `self.state` follows at the top of the loop.
                     state.advance(&next);
-                    self.state = Some(state.clone());
                 }
                 Decision::Exit(reason) => {
-                    self.say(Line::Progress, &format!("  → exit: {reason}"));
-                    self.say(Line::Verbose, &format!("[orchestration] Exit: {reason}"));
+                    self.say(Line::Progress, || format!("  → exit: {reason}"));
+                    self.say(Line::Verbose, || format!("[orchestration] Exit: {reason}"));
                     return Err(End::Exit(reason));
                 }
                 Decision::Guardrail(reason) => {
-                    self.say(Line::Progress, &format!("  → stopped: {reason}"));
-                    self.say(Line::Verbose, &format!("[orchestration] Exit: {reason}"));
+                    self.say(Line::Progress, || format!("  → stopped: {reason}"));
+                    self.say(Line::Verbose, || format!("[orchestration] Exit: {reason}"));
                     let err = self.guardrail_error(&state.recipe, &step.name, &reason);
                     return Err(End::failed(reason, err));
                 }
                 Decision::Restart(target) => {
-                    self.say(
-                        Line::Progress,
-                        &format!("  → restart: {target} in a new session"),
-                    );
-                    self.say(
-                        Line::Verbose,
-                        &format!("[orchestration] Restart in a new session: {target}"),
-                    );
+                    self.say(Line::Progress, || {
+                        format!("  → restart: {target} in a new session")
+                    });
+                    self.say(Line::Verbose, || {
+                        format!("[orchestration] Restart in a new session: {target}")
+                    });
                     return Ok(target);
                 }
             }

@@ -40,6 +40,8 @@ impl Default for Guardrails {
 pub struct StepDef {
     pub name: String,
     pub prompt: String,
+    /// What is sent: `prompt` with the outcome block (§2.2), built once, not at every visit.
+    pub sent: String,
     pub model: Option<String>,
     /// As declared, without repeats.
     pub outcomes: Vec<String>,
@@ -95,11 +97,13 @@ impl Machine {
                 .rev()
                 .find(|(o, _)| o.text == "other")
                 .and_then(|(_, t)| text(&t.reason));
+            let prompt = text(&s.prompt).unwrap_or_default();
             steps.insert(
                 s.name.text.clone(),
                 StepDef {
                     name: s.name.text.clone(),
-                    prompt: text(&s.prompt).unwrap_or_default(),
+                    sent: super::semantics::build_prompt(&prompt, &outcomes),
+                    prompt,
                     model: text(&s.model),
                     outcomes,
                     transitions,

@@ -69,6 +69,12 @@ pub enum Line {
 
 pub trait Observer: Send + Sync {
     fn line(&self, kind: Line, text: &str);
+    /// Whether lines of `kind` are wanted: a run does not write those that are not (a step's
+    /// lines cost more than its turn with the mock backend).
+    fn hears(&self, kind: Line) -> bool {
+        let _ = kind;
+        true
+    }
 }
 
 /// Model tiers (§1).

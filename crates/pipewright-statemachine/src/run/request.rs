@@ -93,13 +93,16 @@ struct Lines {
 
 impl Observer for Lines {
     fn line(&self, kind: Line, text: &str) {
-        let on = match kind {
-            Line::Progress => self.progress,
-            Line::Verbose => self.verbose,
-        };
-        if on {
+        if self.hears(kind) {
             // A closed stderr loses the line, never the run.
             let _ = writeln!(std::io::stderr(), "{text}");
+        }
+    }
+
+    fn hears(&self, kind: Line) -> bool {
+        match kind {
+            Line::Progress => self.progress,
+            Line::Verbose => self.verbose,
         }
     }
 }

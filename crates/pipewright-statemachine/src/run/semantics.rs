@@ -309,11 +309,13 @@ mod tests {
     }
 
     fn step(name: &str, t: &[(&str, Transition)]) -> StepDef {
+        let outcomes: Vec<String> = t.iter().map(|(o, _)| o.to_string()).collect();
         StepDef {
             name: name.into(),
             prompt: format!("do {name}"),
+            sent: build_prompt(&format!("do {name}"), &outcomes),
             model: None,
-            outcomes: t.iter().map(|(o, _)| o.to_string()).collect(),
+            outcomes,
             transitions: t.iter().map(|(o, t)| (o.to_string(), t.clone())).collect(),
             other_reason: t.iter().find_map(|(o, t)| match t {
                 Transition::Exit(r) if *o == "other" => Some(r.clone()),

@@ -58,6 +58,15 @@ pub trait SessionBackend: Send + Sync {
     fn supports_system_prompt(&self) -> bool {
         false
     }
+    /// Whether its turns say what they cost in dollars (`--max-cost` counts only known costs).
+    fn reports_cost(&self) -> bool {
+        false
+    }
+    /// Whether pipewright computes the answers itself (the mock): see
+    /// `AgentBackend::reproducible`. A coding-agent CLI never is.
+    fn reproducible(&self) -> bool {
+        false
+    }
     fn send<'a>(&'a self, turn: &'a Turn<'a>)
         -> BoxFuture<'a, Result<AgentResponse, BackendError>>;
 }
@@ -74,6 +83,14 @@ impl SessionBackend for Stateless {
 
     fn resolve_model(&self, tier: &str) -> Option<String> {
         (self.0.name() != "openai").then(|| tier.to_string())
+    }
+
+    fn reports_cost(&self) -> bool {
+        self.0.reports_cost()
+    }
+
+    fn reproducible(&self) -> bool {
+        self.0.reproducible()
     }
 
     fn send<'a>(

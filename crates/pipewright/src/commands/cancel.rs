@@ -13,11 +13,7 @@ pub(crate) fn run(args: &CancelArgs) -> ExitStatus {
         }
     };
     match engine {
-        // The Restate engine's cancel belongs in engine/restate.rs.
-        Some(_restate) => {
-            errln!("error: `pipewright cancel` does not cancel runs of the Restate engine yet");
-            ExitStatus::COULD_NOT_START
-        }
+        Some(restate) => super::engine::cancel(&args.id, restate),
         None => match cancel_local(&args.id) {
             Ok(line) => {
                 outln!("{line}");

@@ -67,7 +67,7 @@ pub(crate) fn chosen(args: &EngineArgs, start: Option<&Path>) -> Result<Option<R
 #[cfg(feature = "restate")]
 mod restate;
 #[cfg(feature = "restate")]
-pub(crate) use restate::{decide, run, runs, worker};
+pub(crate) use restate::{cancel, decide, run, runs, worker};
 
 #[cfg(not(feature = "restate"))]
 mod without {
@@ -94,6 +94,9 @@ mod without {
     pub(crate) fn worker(_: &WorkerArgs) -> ExitStatus {
         unavailable()
     }
+    pub(crate) fn cancel(_: &str, _: Restate) -> ExitStatus {
+        unavailable()
+    }
 }
 #[cfg(not(feature = "restate"))]
-pub(crate) use without::{decide, run, runs, worker};
+pub(crate) use without::{cancel, decide, run, runs, worker};

@@ -3,7 +3,9 @@
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::exit::ExitStatus;
 use pipewright_dialect::Verb;
-use pipewright_ir::export::{dot::dot, json::write_pretty, mermaid::mermaid, ExportOptions};
+use pipewright_ir::export::{
+    dot::write_dot, json::write_pretty, mermaid::write_mermaid, ExportOptions,
+};
 use pipewright_syntax::SourceMap;
 
 pub(crate) fn run(args: &GraphArgs) -> ExitStatus {
@@ -30,32 +32,82 @@ pub(crate) fn run(args: &GraphArgs) -> ExitStatus {
         },
     };
     let opts = ExportOptions { root };
-    let out = match args.format {
-        // The dialect's reference DOT is printed exactly as its own tool writes it (no
-        // trailing newline), so the output can be compared byte for byte.
-        GraphFormat::Dot if lowered.dot.is_some() && root.is_none() => {
-            out!("{}", lowered.dot.unwrap_or_default());
-            return ExitStatus::OK;
-        }
-        GraphFormat::Dot => dot(&program, &opts),
-        GraphFormat::Mermaid => mermaid(&program, &opts),
-        GraphFormat::Json => {
-            // Streamed: the document of a large graph is many times the size of its file.
-            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            let written = write_pretty(&program, &sources, &opts, &mut w)
-                .map_err(std::io::Error::from)
-                .and_then(|()| std::io::Write::write_all(&mut w, b"\n"))
-                .and_then(|()| std::io::Write::flush(&mut w));
-            if let Err(e) = written {
-                crate::output::write_error(&e, "stdout");
-            }
-            return ExitStatus::OK;
-        }
-    };
-    if out.ends_with('\n') {
-        out!("{out}");
-    } else {
-        outln!("{out}");
+    // The dialect's reference DOT is printed exactly as its own tool writes it (no trailing
+    // newline), so the output can be compared byte for byte.
+    if let (GraphFormat::Dot, Some(reference), None) = (&args.format, &lowered.dot, root) {
+        out!("{reference}");
+        return ExitStatus::OK;
     }
+    // Every other output is streamed: the text of a large graph is many times the size of its
+    // file.
+    let mut w = Stdout::new();
+    match args.format {
+        GraphFormat::Dot => write_dot(&program, &opts, &mut w),
+        GraphFormat::Mermaid => write_mermaid(&program, &opts, &mut w),
+        GraphFormat::Json => {
+            if let Err(e) = write_pretty(&program, &sources, &opts, &mut w.out) {
+                w.failed(e.into());
+            }
+        }
+    }
+    w.finish();
     ExitStatus::OK
+}
+
+/// Standard output as a text writer that ends what it wrote with a line break. Its first
+/// failed write is reported once and ends the writing.
+struct Stdout {
+    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    last: Option<u8>,
+    failed: bool,
+}
+
+impl Stdout {
+    fn new() -> Stdout {
+        Stdout {
+            out: std::io::BufWriter::new(std::io::stdout().lock()),
+            last: None,
+            failed: false,
+        }
+    }
+
+    fn failed(&mut self, e: std::io::Error) {
+        if !self.failed {
+            self.failed = true;
+            crate::output::write_error(&e, "stdout");
+        }
+    }
+
+    fn finish(mut self) {
+        use std::io::Write as _;
+        if self.failed {
+            return;
+        }
+        // JSON is written by serde (not through `write_str`) and never ends with one.
+        let newline = if self.last == Some(b'\n') {
+            &b""[..]
+        } else {
+            b"\n"
+        };
+        if let Err(e) = self.out.write_all(newline).and_then(|()| self.out.flush()) {
+            self.failed(e);
+        }
+    }
+}
+
+impl std::fmt::Write for Stdout {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        use std::io::Write as _;
+        if self.failed {
+            return Err(std::fmt::Error);
+        }
+        if let Err(e) = self.out.write_all(s.as_bytes()) {
+            self.failed(e);
+            return Err(std::fmt::Error);
+        }
+        if let Some(b) = s.bytes().last() {
+            self.last = Some(b);
+        }
+        Ok(())
+    }
 }

@@ -13,11 +13,15 @@ pub(crate) fn lowered(
     verb: Verb,
     sources: &mut SourceMap,
 ) -> Result<(&'static dyn Dialect, Lowered), ExitStatus> {
-    let text = crate::read::text(path).map_err(|e| {
-        errln!("error: {e}");
-        ExitStatus::COULD_NOT_START
-    })?;
-    let id = sources.add(crate::read::display_name(path), text.as_str());
+    let text: std::sync::Arc<str> = crate::read::text(path)
+        .map_err(|e| {
+            errln!("error: {e}");
+            ExitStatus::COULD_NOT_START
+        })?
+        .into();
+    // One copy of the text, shared with the source map (a large file's text is a tenth of
+    // what `graph` may hold).
+    let id = sources.add(crate::read::display_name(path), text.clone());
     let Some(d) = pipewright_registry::detect(&Source::new(path, &text)) else {
         return Err(show(
             &[pipewright_registry::unrecognised(id, &text)],

@@ -815,3 +815,49 @@ fn a_run_stopped_by_a_budget_on_the_engine_resumes_with_a_higher_one() {
     assert_eq!(v["usage"]["agent_calls"], 3, "{v}");
     assert_eq!(v["usage"]["input_tokens"], 10, "{v}");
 }
+
+/// `pipewright cancel` stops a run on the engine as Ctrl-C stops a local one: the step in
+/// flight stops and is not landed, the run is `cancelled` and waits on the engine, and
+/// `run --resume` continues it on the engine without running the landed step again.
+#[test]
+fn a_run_on_the_engine_is_cancelled_and_resumed() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.copy(&testdata("run/cancel_wait.yaml"));
+    let detached = e.pw(&["run", "cancel_wait.yaml", "--detach"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = stdout(&detached).trim().to_string();
+    wait_for("the waiting step to start", 60, || {
+        e.project.join("started").exists()
+    });
+    let cancelled = e.pw(&["cancel", &id]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled));
+    assert!(
+        stdout(&cancelled).contains(&format!("cancelling run {id}")),
+        "{}",
+        text(&cancelled)
+    );
+    wait_for("the run to be recorded cancelled", 60, || {
+        let o = e.pw(&["runs", "--format", "json"]);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .is_some_and(|v| v[0]["status"] == "cancelled")
+    });
+    // Nothing runs it now: a second cancel is refused in the local engine's words.
+    let again = e.pw(&["cancel", &id]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        stderr(&again).contains("is not running (cancelled): there is nothing to cancel"),
+        "{}",
+        text(&again)
+    );
+    e.write("go", "");
+    let done = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    let v = report(&done);
+    assert_eq!(v["status"], "ok", "{v}");
+    // The first step landed before the cancel and ran once; the cancelled one ran again.
+    assert_eq!(e.read("log"), "first\nsecond\nsecond\n");
+}

@@ -58,9 +58,10 @@ fn the_server_speaks_framed_json_rpc_on_stdio_and_exits_on_request() {
     );
     let init = receive(&mut out);
     assert_eq!(init["id"], 1);
+    // Incremental sync (2): an edit sends only the changed range.
     assert_eq!(
         init["result"]["capabilities"]["textDocumentSync"]["change"],
-        1
+        2
     );
     assert_eq!(
         init["result"]["capabilities"]["documentFormattingProvider"],
@@ -121,7 +122,7 @@ fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 }
 
 /// Neovim (headless, its built-in client) opens testdata/lsp/main.yaml with `pipewright lsp` as
-/// its server and reports what it received. Slow: runs with `PIPEWRIGHT_SLOW_TESTS=1`.
+/// its server and reports what it received, then edits it (incremental changes). Slow: runs with `PIPEWRIGHT_SLOW_TESTS=1`.
 #[test]
 fn neovim_receives_diagnostics_a_hover_and_a_definition() {
     if common::skip_slow_test() {
@@ -214,6 +215,17 @@ fn neovim_receives_diagnostics_a_hover_and_a_definition() {
     assert_eq!(
         def["range"]["start"],
         json!({"line": 1, "character": 10}),
+        "{report}"
+    );
+    // After the edits (incremental changes): only the early read is left, at the same byte
+    // column (Neovim's columns are bytes: the new text before it is 17 bytes, as was the old).
+    let edited = &got["edited"][0];
+    assert_eq!(edited["lnum"], 7, "{report}");
+    assert_eq!(edited["col"], 44, "{report}");
+    assert!(
+        edited["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("`ctx.late` is read before any step writes it")),
         "{report}"
     );
 }

@@ -388,6 +388,45 @@ fn resume_after_kill_9_reruns_what_was_in_flight_and_refuses_a_second_orchestrat
     assert!(stderr(&o).contains("has ended"), "{}", text(&o));
 }
 
+/// Shell steps land with the scheduler's one commit of a pass, not one commit each (issue
+/// 27): a step that ended while another still runs must be durable before the scheduler waits
+/// for the other, and so is not run again after a kill -9.
+#[test]
+fn a_shell_step_that_ended_lands_while_another_still_runs() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("two.meow.toml"),
+        "[main]\n[[main.steps]]\nid = \"quick\"\nexecutor = \"shell\"\ncommand = \"echo quick >> trace.log\"\n\n[[main.steps]]\nid = \"slow\"\nexecutor = \"shell\"\ncommand = \"echo slow >> trace.log; while [ ! -e go ]; do sleep 0.05; done\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn_run(d.path(), &["two.meow.toml"]);
+    let id = wait_for(
+        std::time::Duration::from_secs(20),
+        "`quick` to land while `slow` runs",
+        || {
+            let trace = std::fs::read_to_string(d.path().join("trace.log")).ok()?;
+            if !trace.contains("slow") {
+                return None;
+            }
+            let o = run_in(d.path(), &["runs", "--format", "json"]);
+            let runs: Value = serde_json::from_str(&stdout(&o)).ok()?;
+            let id = runs[0]["run_id"].as_str()?.to_string();
+            let shown: Value =
+                serde_json::from_str(&stdout(&run_in(d.path(), &["runs", "show", &id]))).ok()?;
+            (shown["completed"]["quick"]["status"] == "done").then_some(id)
+        },
+    );
+    child.kill().unwrap_or_else(|e| panic!("kill: {e}"));
+    let _ = child.wait();
+    std::fs::write(d.path().join("go"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v, all) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(v["steps"]["slow"], "done", "{all}");
+    let trace = read(&d.path().join("trace.log"));
+    assert_eq!(trace.matches("quick").count(), 1, "{trace}");
+    assert_eq!(trace.matches("slow").count(), 2, "{trace}");
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
     for e in std::fs::read_dir(from)

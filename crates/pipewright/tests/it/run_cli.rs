@@ -1310,9 +1310,11 @@ fn the_first_sigint_kills_a_running_shell_step() {
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     // SIGKILL is sent before the run exits, but a loaded machine may take a moment to tear the
     // process down: gone within a second, not 30.
-    wait_for(Duration::from_secs(1), "the sleep to be killed with the cancel", || {
-        (!pids_running(&["sleep", "30.0417"]).contains(&sleeper)).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(1),
+        "the sleep to be killed with the cancel",
+        || (!pids_running(&["sleep", "30.0417"]).contains(&sleeper)).then_some(()),
+    );
     let v = parse(&o);
     assert_eq!(v["status"], "cancelled", "{v}");
     assert_eq!(v["cancelled_at"], "1", "{v}");

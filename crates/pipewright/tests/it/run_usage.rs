@@ -409,6 +409,21 @@ fn an_unenforceable_cost_budget_is_warned_of_once() {
     assert!(!stderr(&o).contains("cannot be enforced"), "{}", text(&o));
 }
 
+/// A state machine's turns go through its own session backends: the same warning, once.
+#[test]
+fn an_unenforceable_cost_budget_is_warned_of_once_in_a_state_machine() {
+    let d = tempdir();
+    let sm = copy_into(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/worst_case/review-fix.json"),
+        d.path(),
+    );
+    let o = run_in(d.path(), &["run", &sm, "--max-cost", "1"]);
+    let warned = stderr(&o)
+        .matches("--max-cost 1 cannot be enforced: the mock backend reports no cost")
+        .count();
+    assert_eq!(warned, 1, "{}", text(&o));
+}
+
 /// A stand-in for `claude -p --output-format json` that reports what each turn cost, as Claude
 /// Code does: tokens (cache reads and writes apart) and `total_cost_usd`.
 fn fake_claude(dir: &Path) -> String {

@@ -961,6 +961,106 @@ fn ctrl_c_cancels_with_130_and_the_run_resumes() {
     assert_eq!(fake.calls().len(), 3, "{:?}", fake.calls());
 }
 
+/// A two-step cycle of `steps` turns that ends at its `maxTotalSteps` guardrail.
+fn cycle_recipe(steps: u64) -> Value {
+    let step = |next: &str| {
+        serde_json::json!({
+            "prompt": "Do the work, then report.",
+            "outcomes": ["next", "blocked"],
+            "onOutcome": {
+                "next": {"nextStep": next},
+                "blocked": {"action": "exit", "reason": "blocked"}
+            }
+        })
+    };
+    serde_json::json!({
+        "id": "cycle",
+        "label": "Cycle",
+        "description": "a two-step cycle",
+        "initialStep": "a",
+        "guardrails": {"maxStepVisits": steps, "maxTotalSteps": steps},
+        "steps": {"a": step("b"), "b": step("a")}
+    })
+}
+
+/// The numbers N of the `turn.N` landings the run's record holds, in order.
+fn landed_turns(cwd: &Path, id: &str) -> Vec<u64> {
+    let o = run_in(cwd, &["runs", "show", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut turns: Vec<u64> = json(&o)["completed"]
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.strip_prefix("turn.")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    turns.sort_unstable();
+    turns
+}
+
+/// The mock backend's turns are not received from anywhere, so they land in batches, not one
+/// commit each (issue 27): a kill -9 loses the staged tail. What the store keeps must be a
+/// prefix of the run (turns 1..k, none missing), and the resume must compute the rest again:
+/// the same report as a run that was never killed.
+#[test]
+fn kill_9_during_a_mock_run_keeps_a_prefix_of_its_turns_and_the_resume_computes_the_rest() {
+    const STEPS: u64 = 15_000;
+    let d = tempdir();
+    write_json(&d.path().join("cycle.json"), &cycle_recipe(STEPS));
+    let whole = run_in(d.path(), &["run", "cycle.json", "--format", "json"]);
+    assert_eq!(whole.status.code(), Some(1), "{}", text(&whole));
+    let whole = json(&whole);
+    assert_eq!(whole["exit_reason"], "max-total-steps");
+    assert_eq!(steps_of(&whole).len() as u64, STEPS);
+
+    let k = tempdir();
+    write_json(&k.path().join("cycle.json"), &cycle_recipe(STEPS));
+    let mut child = spawn_run(k.path(), &["cycle.json"]);
+    // Killed once a batch has committed, while later turns are staged.
+    let (id, landed) = wait_for(Duration::from_secs(120), "a batch of turns to land", || {
+        let id = run_id_of(k.path());
+        let turns = (!id.is_empty()).then(|| landed_turns(k.path(), &id))?;
+        (!turns.is_empty()).then_some((id, turns))
+    });
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    let killed = finish(child);
+    assert_eq!(
+        killed.status.code(),
+        None,
+        "killed by a signal: {}",
+        text(&killed)
+    );
+    let at_kill = landed_turns(k.path(), &id);
+    assert!(
+        at_kill.len() >= landed.len(),
+        "{} < {}",
+        at_kill.len(),
+        landed.len()
+    );
+    assert!(
+        (at_kill.len() as u64) < STEPS,
+        "the run ended before the kill"
+    );
+    let prefix: Vec<u64> = (1..=at_kill.len() as u64).collect();
+    assert!(
+        at_kill == prefix,
+        "not a prefix: {:?}…",
+        &at_kill[..at_kill.len().min(20)]
+    );
+
+    let o = run_in(k.path(), &["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let resumed = json(&o);
+    assert_eq!(resumed["run_id"], id.as_str());
+    assert_eq!(redacted(resumed), redacted(whole));
+    let all: Vec<u64> = (1..=STEPS).collect();
+    assert!(
+        landed_turns(k.path(), &id) == all,
+        "every turn landed in the end"
+    );
+}
+
 // ---- issue 22 item 16: overrides, `other`'s reason, backend failures, ids -------------------
 
 /// A one-step recipe `id` whose step `work` reports `done` (exit `finished`) or `other`, with

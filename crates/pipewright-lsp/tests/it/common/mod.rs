@@ -148,6 +148,22 @@ impl Client {
         });
     }
 
+    /// One `didChange` of incremental edits, applied in order (each to the text the ones
+    /// before it left).
+    pub(crate) fn edit(&self, uri: &Url, version: i32, edits: &[(Range, &str)]) {
+        self.notify::<notif::DidChangeTextDocument>(DidChangeTextDocumentParams {
+            text_document: VersionedTextDocumentIdentifier::new(uri.clone(), version),
+            content_changes: edits
+                .iter()
+                .map(|(range, text)| TextDocumentContentChangeEvent {
+                    range: Some(*range),
+                    range_length: None,
+                    text: (*text).into(),
+                })
+                .collect(),
+        });
+    }
+
     pub(crate) fn close(&self, uri: &Url) {
         self.notify::<notif::DidCloseTextDocument>(DidCloseTextDocumentParams {
             text_document: TextDocumentIdentifier::new(uri.clone()),

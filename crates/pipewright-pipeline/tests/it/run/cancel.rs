@@ -122,7 +122,9 @@ fn a_cancel_stops_the_back_off_sleep_and_a_hanging_request() {
             .block_on(pipewright_pipeline::run::run(p, &s, o))
             .unwrap_or_else(|e| panic!("{e}"));
         let took = joined(stopper).elapsed();
-        assert!(took < Duration::from_secs(2), "hang={hang}: {took:?}");
+        // The back-off is 30 s and the request's timeout 120 s: anything far below both is the
+        // cancel at work (2 s was missed at 2.7 s on a machine busy with four builds).
+        assert!(took < Duration::from_secs(10), "hang={hang}: {took:?}");
         let v = out.to_json(&s);
         assert_eq!(v["status"], "cancelled", "hang={hang}: {v}");
         assert_eq!(v["cancelled_at"], "0", "{v}");

@@ -7,7 +7,7 @@ use crate::cli::{EngineArgs, RunArgs, RunFormat, RunsArgs, WorkerArgs};
 use crate::commands::run::{run_async, RunEnv};
 use crate::exit::ExitStatus;
 use pipewright_dialect::{FlagValue, RecordedRun};
-use pipewright_restate::run_state::{Answer, Ask, PassReport, PipewrightRunState};
+use pipewright_restate::run_state::{Act, Answer, Ask, PassReport, PipewrightRunState};
 use pipewright_restate::store::{Engine, RestateStore};
 use pipewright_restate::workflow::{Pass, PipewrightRun, RunExecutor, RunSubmission};
 use pipewright_restate::{Client, Submission};
@@ -146,6 +146,7 @@ impl RunExecutor for Executor {
             // The engine drops this future when it gives the invocation up (a server node that
             // led it died): the pass stops then, as on Ctrl-C, rather than run beside the retry.
             let cancel = pipewright_runtime::CancelToken::new();
+            let token = cancel.clone();
             let _stop_with_the_invocation = CancelOnDrop(cancel.clone());
             let (tx, mut rx) = tokio::sync::oneshot::channel();
             let spawned = std::thread::Builder::new()
@@ -156,16 +157,17 @@ impl RunExecutor for Executor {
             if let Err(e) = spawned {
                 return failed_pass(format!("cannot start the run's thread: {e}"));
             }
-            // While the pass runs, decisions asked through the engine are decided here, where
-            // the run listens (a MEOW approval step's orchestrator socket).
+            // While the pass runs, what is asked through the engine is done here, where the run
+            // is: a decision where it listens (a MEOW approval step's orchestrator socket), a
+            // cancel on its token.
             loop {
                 tokio::select! {
                     done = &mut rx => {
                         return done.unwrap_or_else(|_| failed_pass("the run's thread stopped".into()));
                     }
                     () = tokio::time::sleep(RELAY_EVERY) => {
-                        let (store, run_id) = (store.clone(), run_id.clone());
-                        let _ = tokio::task::spawn_blocking(move || relay(&store, &run_id)).await;
+                        let (store, run_id, token) = (store.clone(), run_id.clone(), token.clone());
+                        let _ = tokio::task::spawn_blocking(move || relay(&store, &run_id, &token)).await;
                     }
                 }
             }
@@ -176,16 +178,26 @@ impl RunExecutor for Executor {
 /// How often a worker looks for decisions asked for the run it runs.
 const RELAY_EVERY: Duration = Duration::from_millis(250);
 
-/// Decides what was asked for a run this worker runs, as `pipewright approve|deny` here would,
-/// and answers the asker through the engine.
-fn relay(store: &RestateStore, run_id: &str) {
+/// Does what was asked for a run this worker runs, as `pipewright approve|deny|cancel` here
+/// would, and answers the asker through the engine.
+fn relay(store: &RestateStore, run_id: &str, cancel: &pipewright_runtime::CancelToken) {
     let Ok(asks) = store.take_asks(run_id) else {
         return;
     };
     for ask in asks {
-        let answer = match decide_here(store, run_id, ask.step.as_deref(), &ask.decision) {
-            Ok(line) => Answer::Decided(line),
-            Err((code, message)) => Answer::Refused(code, message),
+        let answer = match &ask.act {
+            Act::Decide { step, decision } => {
+                match decide_here(store, run_id, step.as_deref(), decision) {
+                    Ok(line) => Answer::Decided(line),
+                    Err((code, message)) => Answer::Refused(code, message),
+                }
+            }
+            Act::Cancel => {
+                cancel.cancel();
+                Answer::Decided(format!(
+                    "cancelling run {run_id}: its steps in flight stop, as on Ctrl-C; `pipewright run --resume {run_id} --engine restate` continues it"
+                ))
+            }
         };
         let _ = store.answer(run_id, &ask.id, &answer);
     }
@@ -301,20 +313,21 @@ pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
                 errln!("error: {e}");
                 return ExitStatus::COULD_NOT_START;
             }
-            // A run a budget stopped waits for one it can go on with.
+            // A run a budget stopped waits for one it can go on with; a cancelled run waits
+            // for this resume.
             let budgets = budget_args(args);
-            if !budgets.is_empty() {
-                let waiting = store
-                    .loaded(id)
-                    .ok()
-                    .filter(|l| l.meta.status == "stopped" && !l.owner.owned);
-                if let Some(l) = waiting {
-                    if let Err(e) = store.wake(id, l.pauses, budgets) {
-                        errln!("error: run {id} could not be given its new budget: {e}");
-                        return ExitStatus::FAILED;
-                    }
-                    woke = true;
+            let waiting = store.loaded(id).ok().filter(|l| {
+                !l.owner.owned
+                    && l.pauses > 0
+                    && (l.meta.status == "cancelled"
+                        || (l.meta.status == "stopped" && !budgets.is_empty()))
+            });
+            if let Some(l) = waiting {
+                if let Err(e) = store.wake(id, l.pauses, budgets) {
+                    errln!("error: run {id} could not be continued: {e}");
+                    return ExitStatus::FAILED;
                 }
+                woke = true;
             }
             id.clone()
         }
@@ -510,7 +523,8 @@ fn follow(
             }
         }
         if let Ok(l) = store.loaded(run_id) {
-            let waits = (l.meta.status == "paused" || l.meta.status == "stopped") && !l.owner.owned;
+            let waits = matches!(l.meta.status.as_str(), "paused" | "stopped" | "cancelled")
+                && !l.owner.owned;
             // A run already waiting when we came (a re-attach) says so at once; otherwise only
             // a wait that began since.
             if waits && (l.pauses > paused_before || (first && l.pauses > 0)) {
@@ -603,10 +617,21 @@ fn ask_worker(
     step: Option<&str>,
     d: &Decision,
 ) -> Result<String, (u8, String)> {
+    ask(
+        store,
+        run_id,
+        Act::Decide {
+            step: step.map(str::to_string),
+            decision: d.clone(),
+        },
+    )
+}
+
+/// Asks the worker running the run to act, and waits for its answer.
+fn ask(store: &RestateStore, run_id: &str, act: Act) -> Result<String, (u8, String)> {
     let ask = Ask {
         id: pipewright_runtime::store::new_run_id(),
-        step: step.map(str::to_string),
-        decision: d.clone(),
+        act,
     };
     store.ask(run_id, &ask).map_err(|e| (1, e.to_string()))?;
     let deadline = std::time::Instant::now() + ANSWER_WITHIN;
@@ -622,6 +647,46 @@ fn ask_worker(
         1,
         format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", ANSWER_WITHIN.as_secs()),
     ))
+}
+
+// ---- cancel --engine restate ----
+
+/// `pipewright cancel RUN_ID` on the engine: the worker running the run cancels it as Ctrl-C
+/// cancels a local run (its steps in flight stop and are not landed); the run then waits on
+/// the engine, `cancelled`, until `run --resume` continues it.
+pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
+    let store = match RestateStore::new(engine(&restate), false) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::COULD_NOT_START;
+        }
+    };
+    let loaded = match store.loaded(id) {
+        Ok(l) => l,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitStatus::FAILED;
+        }
+    };
+    if !loaded.owner.owned {
+        let e = pipewright_runtime::stop::CancelError::NotRunning {
+            run_id: id.to_string(),
+            status: loaded.meta.status.clone(),
+        };
+        errln!("error: {e}");
+        return ExitStatus::FAILED;
+    }
+    match ask(&store, id, Act::Cancel) {
+        Ok(line) => {
+            outln!("{line}");
+            ExitStatus::OK
+        }
+        Err((code, message)) => {
+            errln!("error: {message}");
+            ExitStatus::of_dialect(code)
+        }
+    }
 }
 
 // ---- runs --engine restate ----

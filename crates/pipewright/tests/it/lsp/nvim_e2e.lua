@@ -40,7 +40,21 @@ local ok, err = pcall(function()
   end
   local hover = ask("textDocument/hover", 5, 5)
   local definition = ask("textDocument/definition", 5, 25)
-  finish({ diagnostics = diags, hover = hover, definition = definition }, 0)
+  -- Two edits, which Neovim sends as incremental changes: the misspelled target is fixed, and
+  -- `ctx.summary.total` becomes an expression with a 2-byte and a 4-byte character (1 and 2
+  -- UTF-16 units) before `ctx.late`, so a range applied in the wrong unit corrupts the text.
+  vim.api.nvim_buf_set_text(buf, 6, 21, 6, 29, { "lib.summarize" })
+  vim.api.nvim_buf_set_text(buf, 7, 24, 7, 41, { "count(['é𝄞'])" })
+  local fixed = vim.wait(20000, function()
+    local now = vim.diagnostic.get(buf)
+    return #now == 1 and now[1].code == "PW0253"
+  end, 50)
+  local edited = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    table.insert(edited, { lnum = d.lnum, col = d.col, code = d.code, message = d.message })
+  end
+  assert(fixed, "the edits were not checked within 20 s: " .. vim.inspect(edited))
+  finish({ diagnostics = diags, hover = hover, definition = definition, edited = edited }, 0)
 end)
 if not ok then
   finish({ error = tostring(err) }, 1)

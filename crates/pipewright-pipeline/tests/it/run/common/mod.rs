@@ -14,10 +14,7 @@ pub(super) fn load(text: &str) -> (Arc<pipewright_ir::Program>, SourceMap) {
     let f = pipewright_pipeline::load_source(file, text, &mut diags);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
     let ast = pipewright_pipeline::ast::Program { files: vec![f] };
-    (
-        Arc::new(pipewright_pipeline::lower::pipeline(&ast)),
-        sources,
-    )
+    (Arc::new(pipewright_pipeline::lower::pipeline(ast)), sources)
 }
 
 pub(super) fn tempdir() -> tempfile::TempDir {
