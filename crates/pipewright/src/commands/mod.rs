@@ -12,8 +12,8 @@ pub(crate) mod lsp;
 pub(crate) mod run;
 pub(crate) mod runs;
 pub(crate) mod schema;
-pub(crate) mod worst_case;
 pub(crate) mod ui;
+pub(crate) mod worst_case;
 
 /// A dialect's own command (MEOW's `meow`), with what it needs of the project.
 pub(crate) fn dialect_command(
