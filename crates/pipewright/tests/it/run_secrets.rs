@@ -4,7 +4,7 @@
 //! variable unless the project says so.
 
 use crate::common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Output, Stdio};
@@ -24,27 +24,7 @@ fn echo_server(status: &'static str, n: usize) -> String {
             let Ok((mut sock, _)) = listener.accept() else {
                 return;
             };
-            let mut got = Vec::new();
-            let mut buf = [0u8; 8192];
-            // The head and the announced body, or whatever came before the peer closed.
-            while let Ok(k) = sock.read(&mut buf) {
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..k]);
-                let text = String::from_utf8_lossy(&got);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if got.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
-            let request = String::from_utf8_lossy(&got).into_owned();
+            let request = read_http_request(&mut sock);
             let auth = request
                 .lines()
                 .find(|l| l.to_ascii_lowercase().starts_with("authorization:"))

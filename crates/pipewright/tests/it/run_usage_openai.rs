@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,29 +32,7 @@ fn completions_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsiz
             };
             let _ = sock.set_nonblocking(false);
             let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut got = Vec::new();
-            let mut buf = [0u8; 8192];
-            while let Ok(k) = sock.read(&mut buf) {
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..k]);
-                let text = String::from_utf8_lossy(&got);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length: ")
-                                .map(str::to_string)
-                        })
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if got.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            read_http_request(&mut sock);
             let body = serde_json::json!({
                 "id": "c1", "object": "chat.completion", "model": "fake-1",
                 "choices": [{"index": 0, "finish_reason": "stop",

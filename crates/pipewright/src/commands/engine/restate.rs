@@ -287,18 +287,24 @@ fn execute(pass: Pass, cancel: pipewright_runtime::CancelToken) -> PassReport {
     }
 }
 
+/// The engine's runs as a client (`run`, `approve`, `cancel`, `runs`) sees them; a failure to
+/// reach it is said, and exits 2.
+fn client_store(restate: &Restate) -> Result<RestateStore, ExitStatus> {
+    RestateStore::new(engine(restate), false).map_err(|e| {
+        errln!("error: {e}");
+        ExitStatus::COULD_NOT_START
+    })
+}
+
 // ---- pipewright run --engine restate ----
 
 /// `run` on the engine: checks the file here, submits it, then follows the run until it ends
 /// or waits at a gate (or returns at once with `--detach`). `--resume ID` follows a run the
 /// engine has (it resumes runs by itself).
 pub(crate) fn run(args: &RunArgs, restate: Restate) -> ExitStatus {
-    let store = match RestateStore::new(engine(&restate), false) {
+    let store = match client_store(&restate) {
         Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::COULD_NOT_START;
-        }
+        Err(code) => return code,
     };
     // Set when this command woke a stopped run: what it waited at before is not news.
     let mut woke = false;
@@ -561,12 +567,9 @@ fn print(report: &PassReport, format: RunFormat) -> ExitStatus {
 /// Decides the gate a run on the engine waits at (the same refusals as a local run's), then
 /// wakes the run, which goes on by itself.
 pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restate) -> ExitStatus {
-    let store = match RestateStore::new(engine(&restate), false) {
+    let store = match client_store(&restate) {
         Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::COULD_NOT_START;
-        }
+        Err(code) => return code,
     };
     let loaded = match store.loaded(id) {
         Ok(l) => l,
@@ -655,12 +658,9 @@ fn ask(store: &RestateStore, run_id: &str, act: Act) -> Result<String, (u8, Stri
 /// cancels a local run (its steps in flight stop and are not landed); the run then waits on
 /// the engine, `cancelled`, until `run --resume` continues it.
 pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
-    let store = match RestateStore::new(engine(&restate), false) {
+    let store = match client_store(&restate) {
         Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::COULD_NOT_START;
-        }
+        Err(code) => return code,
     };
     let loaded = match store.loaded(id) {
         Ok(l) => l,
@@ -693,11 +693,8 @@ pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
 
 /// `runs [show|events|rm]` on the engine's runs.
 pub(crate) fn runs(args: &RunsArgs, restate: Restate) -> ExitStatus {
-    match RestateStore::new(engine(&restate), false) {
+    match client_store(&restate) {
         Ok(store) => crate::commands::runs::act(&store as &dyn Store, args),
-        Err(e) => {
-            errln!("error: {e}");
-            ExitStatus::COULD_NOT_START
-        }
+        Err(code) => code,
     }
 }

@@ -181,3 +181,32 @@ pub(crate) fn assert_meow_is_a_silent_no_op(dir: &Path, args: &[&str]) {
         text(&o)
     );
 }
+
+/// One HTTP/1.1 request as a test server on loopback reads it: the head and the body its
+/// `Content-Length` announces, or whatever came before the peer closed.
+pub(crate) fn read_http_request(sock: &mut impl std::io::Read) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(k) = sock.read(&mut buf) {
+        if k == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..k]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(str::to_string)
+                })
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
