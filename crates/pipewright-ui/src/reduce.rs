@@ -211,10 +211,14 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
 fn settle(f: &RunFacts<'_>, out: &mut BTreeMap<String, NodeState>) {
     let keys: Vec<String> = out.keys().cloned().collect();
     for key in &keys {
-        let under = format!("{key}.");
+        // The keys under `key` sort from `key.` up to, not including, `key/` ('/' follows
+        // '.'): a range, not a scan of every node for every node (5,000 steps: 25 M checks).
+        let (under, past) = (format!("{key}."), format!("{key}/"));
         let states: Vec<&'static str> = out
-            .iter()
-            .filter(|(k, _)| k.starts_with(&under))
+            .range::<str, _>((
+                std::ops::Bound::Included(under.as_str()),
+                std::ops::Bound::Excluded(past.as_str()),
+            ))
             .map(|(_, s)| s.state)
             .collect();
         let Some(node) = out.get_mut(key) else {
