@@ -296,6 +296,20 @@ fn client_store(restate: &Restate) -> Result<RestateStore, ExitStatus> {
     })
 }
 
+/// The engine's store and run `id` as it stands there (`approve`, `cancel`); a run it cannot
+/// read is said, and exits 1.
+fn client_run(
+    restate: &Restate,
+    id: &str,
+) -> Result<(RestateStore, pipewright_restate::run_state::Loaded), ExitStatus> {
+    let store = client_store(restate)?;
+    let loaded = store.loaded(id).map_err(|e| {
+        errln!("error: {e}");
+        ExitStatus::FAILED
+    })?;
+    Ok((store, loaded))
+}
+
 // ---- pipewright run --engine restate ----
 
 /// `run` on the engine: checks the file here, submits it, then follows the run until it ends
@@ -567,16 +581,9 @@ fn print(report: &PassReport, format: RunFormat) -> ExitStatus {
 /// Decides the gate a run on the engine waits at (the same refusals as a local run's), then
 /// wakes the run, which goes on by itself.
 pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restate) -> ExitStatus {
-    let store = match client_store(&restate) {
-        Ok(s) => s,
+    let (store, loaded) = match client_run(&restate, id) {
+        Ok(r) => r,
         Err(code) => return code,
-    };
-    let loaded = match store.loaded(id) {
-        Ok(l) => l,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::FAILED;
-        }
     };
     if loaded.owner.owned {
         // The run is running on a worker: what waits there is decided there.
@@ -658,16 +665,9 @@ fn ask(store: &RestateStore, run_id: &str, act: Act) -> Result<String, (u8, Stri
 /// cancels a local run (its steps in flight stop and are not landed); the run then waits on
 /// the engine, `cancelled`, until `run --resume` continues it.
 pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
-    let store = match client_store(&restate) {
-        Ok(s) => s,
+    let (store, loaded) = match client_run(&restate, id) {
+        Ok(r) => r,
         Err(code) => return code,
-    };
-    let loaded = match store.loaded(id) {
-        Ok(l) => l,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitStatus::FAILED;
-        }
     };
     if !loaded.owner.owned {
         let e = pipewright_runtime::stop::CancelError::NotRunning {
