@@ -642,6 +642,76 @@ inline = [{ id = "held", executor = "shell", command = "echo held" }]
     );
 }
 
+/// A MEOW run's agents on another host than its worker (simulated: the orchestrator socket
+/// their environment names does not exist where they run) reach the run through the engine:
+/// a step's status, an event (acknowledged), a wait for an approval that is given meanwhile,
+/// and a human's `meow approve RUN_ID GATE` from a directory that is no project.
+#[test]
+fn meow_requests_from_another_host_reach_the_run_through_the_engine() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "remote.meow.toml",
+        r#"[main]
+[main.variables]
+pw = { default = "pipewright" }
+away = { default = "MEOW_ORCH_SOCK=/nonexistent/orch.sock" }
+
+[[main.steps]]
+id = "first"
+executor = "shell"
+command = "echo one"
+
+[[main.steps]]
+id = "elsewhere"
+executor = "shell"
+needs = ["first"]
+command = "test \"$({{away}} {{pw}} meow step-status first)\" = done && {{away}} {{pw}} meow event relayed via=engine"
+
+[[main.steps]]
+id = "release"
+executor = "branch"
+needs = ["elsewhere"]
+condition = "{{away}} {{pw}} meow await-approval release --timeout 60s"
+[main.steps.on_true]
+inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
+[main.steps.on_false]
+inline = [{ id = "held", executor = "shell", command = "echo held" }]
+"#,
+    );
+    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+    let detached = e.pw(&[
+        "run",
+        "remote.meow.toml",
+        "--var",
+        &pw,
+        "--detach",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let elsewhere = tempdir();
+    let mut approved = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let o = e.pw_in(elsewhere.path(), &["meow", "approve", &id, "release"]);
+        if o.status.code() == Some(0) {
+            approved = Some(o);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    approved.unwrap_or_else(|| panic!("the approval never reached the waiting step"));
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let r = report(&followed);
+    assert_eq!(r["steps"]["elsewhere"], "done", "{}", text(&followed));
+    assert_eq!(r["steps"]["release.shipped"], "done", "{}", text(&followed));
+}
+
 /// A run on a 3-node cluster goes on while each node in turn (the one leading the run's
 /// partition among them) is killed with kill -9 and brought back: the worker reaches the
 /// cluster through a balancer over the three ingresses, as a deployment would.

@@ -60,6 +60,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> ExitStatus {
             return ExitStatus::COULD_NOT_START;
         }
     };
+    // Before any thread starts: the runs' agents inherit it.
+    std::env::set_var(RUN_INGRESS, &restate.ingress);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -180,12 +182,32 @@ const RELAY_EVERY: Duration = Duration::from_millis(250);
 
 /// Does what was asked for a run this worker runs, as `pipewright approve|deny|cancel` here
 /// would, and answers the asker through the engine.
-fn relay(store: &RestateStore, run_id: &str, cancel: &pipewright_runtime::CancelToken) {
+fn relay(store: &Arc<RestateStore>, run_id: &str, cancel: &pipewright_runtime::CancelToken) {
     let Ok(asks) = store.take_asks(run_id) else {
         return;
     };
     for ask in asks {
         let answer = match &ask.act {
+            Act::Agent { command, request } => {
+                // An agent's request may wait for hours (`await-approval`): it must not hold up
+                // the decisions and cancels asked after it.
+                let (store, id, command, request) = (
+                    store.clone(),
+                    run_id.to_string(),
+                    command.clone(),
+                    request.clone(),
+                );
+                let spawned = std::thread::Builder::new()
+                    .name("pipewright-agent-relay".into())
+                    .spawn(move || {
+                        let answer = answer_relayed(&id, &command, &request);
+                        let _ = store.answer(&id, &ask.id, &answer);
+                    });
+                if let Err(e) = spawned {
+                    errln!("error: cannot relay an agent's request to run {run_id}: {e}");
+                }
+                continue;
+            }
             Act::Decide { step, decision } => {
                 match decide_here(store, run_id, step.as_deref(), decision) {
                     Ok(line) => Answer::Decided(line),
@@ -212,11 +234,7 @@ fn decide_here(
 ) -> Result<String, (u8, String)> {
     let loaded = store.loaded(run_id).map_err(|e| (1, e.to_string()))?;
     let record = loaded.meta.record(loaded.landings);
-    let run_dir = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| crate::commands::runs::store_path(&cwd, &cwd).ok())
-        .map(|p| crate::commands::runs::runs_dir(&p).join(run_id))
-        .unwrap_or_default();
+    let run_dir = run_dir_here(run_id);
     let run = RecordedRun {
         run_id,
         store,
@@ -224,6 +242,29 @@ fn decide_here(
         run_dir: &run_dir,
     };
     crate::commands::runs::decide_recorded(&run, step, d)
+}
+
+/// Where a run this worker runs keeps its directory (a MEOW run's orchestrator socket): the
+/// project's runs directory, as for a local run.
+fn run_dir_here(run_id: &str) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| crate::commands::runs::store_path(&cwd, &cwd).ok())
+        .map(|p| crate::commands::runs::runs_dir(&p).join(run_id))
+        .unwrap_or_default()
+}
+
+/// Answers a dialect command's request to a run this worker runs, as the command itself
+/// would on this host.
+fn answer_relayed(run_id: &str, command: &str, request: &serde_json::Value) -> Answer {
+    let Some(cmd) = crate::cli::dialect_commands().find(|c| c.command().get_name() == command)
+    else {
+        return Answer::Refused(2, format!("this worker has no `{command}` command"));
+    };
+    match cmd.answer_relayed(&run_dir_here(run_id), request) {
+        Ok(reply) => Answer::Replied(reply),
+        Err(e) => Answer::Refused(2, format!("run {run_id}, on its worker: {e}")),
+    }
 }
 
 fn failed_pass(message: String) -> PassReport {
@@ -639,25 +680,80 @@ fn ask_worker(
 
 /// Asks the worker running the run to act, and waits for its answer.
 fn ask(store: &RestateStore, run_id: &str, act: Act) -> Result<String, (u8, String)> {
+    match ask_within(store, run_id, act, ANSWER_WITHIN)? {
+        Answer::Decided(line) => Ok(line),
+        Answer::Refused(code, message) => Err((code, message)),
+        Answer::Replied(_) => Err((
+            1,
+            format!("run {run_id}'s worker answered a decision with an agent's reply"),
+        )),
+    }
+}
+
+/// Asks the worker running the run to act, and waits up to `within` for its answer.
+fn ask_within(
+    store: &RestateStore,
+    run_id: &str,
+    act: Act,
+    within: Duration,
+) -> Result<Answer, (u8, String)> {
     let ask = Ask {
         id: pipewright_runtime::store::new_run_id(),
         act,
     };
     store.ask(run_id, &ask).map_err(|e| (1, e.to_string()))?;
-    let deadline = std::time::Instant::now() + ANSWER_WITHIN;
+    let deadline = std::time::Instant::now() + within;
     while std::time::Instant::now() < deadline {
         match store.answer_of(run_id, &ask.id) {
-            Ok(Some(Answer::Decided(line))) => return Ok(line),
-            Ok(Some(Answer::Refused(code, message))) => return Err((code, message)),
+            Ok(Some(answer)) => return Ok(answer),
             Ok(None) => std::thread::sleep(POLL),
             Err(e) => return Err((1, e.to_string())),
         }
     }
     Err((
         1,
-        format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", ANSWER_WITHIN.as_secs()),
+        format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", within.as_secs()),
     ))
 }
+
+// ---- a MEOW agent's requests through the engine ----
+
+/// `pipewright meow …` where the run's orchestrator socket is not (the agent runs on another
+/// host than the run's worker): the request goes through the engine to the worker, which
+/// puts it to the socket and sends the answer back. `None`: no engine is known here.
+pub(crate) fn agent_request(
+    command: &str,
+    run_id: &str,
+    request: &serde_json::Value,
+    within: Duration,
+) -> Option<Result<serde_json::Value, String>> {
+    let restate = match std::env::var(RUN_INGRESS) {
+        Ok(ingress) if !ingress.is_empty() => Restate {
+            ingress,
+            admin: String::new(),
+        },
+        _ => super::chosen(&EngineArgs::default(), None).ok().flatten()?,
+    };
+    let store = match RestateStore::new(engine(&restate), false) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let act = Act::Agent {
+        command: command.to_string(),
+        request: request.clone(),
+    };
+    Some(match ask_within(&store, run_id, act, within) {
+        Ok(Answer::Replied(reply)) => Ok(reply),
+        Ok(Answer::Refused(_, message)) | Err((_, message)) => Err(message),
+        Ok(Answer::Decided(line)) => Err(format!(
+            "run {run_id}'s worker answered an agent's request with a decision: {line}"
+        )),
+    })
+}
+
+/// Set by `pipewright worker` for everything its runs start: the ingress through which an
+/// agent on another host reaches its run (`pipewright meow` reads it).
+pub(crate) const RUN_INGRESS: &str = "PIPEWRIGHT_RUN_INGRESS";
 
 // ---- cancel --engine restate ----
 
