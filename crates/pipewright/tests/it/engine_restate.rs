@@ -136,6 +136,34 @@ impl Engine {
         self.pw_in(&self.project, args)
     }
 
+    /// Starts the MEOW template `name` on the engine, detached, with `pw` set to this
+    /// pipewright; its run id.
+    fn detach_meow(&self, name: &str) -> String {
+        let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+        let detached = self.pw(&["run", name, "--var", &pw, "--detach", "--format", "json"]);
+        assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+        String::from_utf8_lossy(&detached.stdout).trim().to_string()
+    }
+
+    /// `pipewright ARGS` in `dir` until it succeeds (what it decides is not waiting yet, and
+    /// it says so), for up to a minute.
+    fn until_ok(&self, dir: &Path, args: &[&str]) -> Output {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let o = self.pw_in(dir, args);
+            if o.status.code() == Some(0) {
+                return o;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`pipewright {}` never succeeded: {}",
+                args.join(" "),
+                text(&o)
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// `pipewright ARGS` here, on the local engine (for the report to compare with).
     fn local(&self, args: &[&str]) -> Output {
         let mut c = bin();
@@ -606,31 +634,9 @@ inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
 inline = [{ id = "held", executor = "shell", command = "echo held" }]
 "#,
     );
-    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
-    let detached = e.pw(&[
-        "run",
-        "gate.meow.toml",
-        "--var",
-        &pw,
-        "--detach",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
-    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let id = e.detach_meow("gate.meow.toml");
     let elsewhere = tempdir();
-    // Until the step waits, there is nothing to approve (and `approve` says so).
-    let mut approved = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let o = e.pw_in(elsewhere.path(), &["approve", &id, "--step", "release"]);
-        if o.status.code() == Some(0) {
-            approved = Some(o);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let approved = approved.unwrap_or_else(|| panic!("the approval step never waited"));
+    let approved = e.until_ok(elsewhere.path(), &["approve", &id, "--step", "release"]);
     assert!(text(&approved).contains("release"), "{}", text(&approved));
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
@@ -681,30 +687,9 @@ inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
 inline = [{ id = "held", executor = "shell", command = "echo held" }]
 "#,
     );
-    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
-    let detached = e.pw(&[
-        "run",
-        "remote.meow.toml",
-        "--var",
-        &pw,
-        "--detach",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
-    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let id = e.detach_meow("remote.meow.toml");
     let elsewhere = tempdir();
-    let mut approved = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let o = e.pw_in(elsewhere.path(), &["meow", "approve", &id, "release"]);
-        if o.status.code() == Some(0) {
-            approved = Some(o);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    approved.unwrap_or_else(|| panic!("the approval never reached the waiting step"));
+    e.until_ok(elsewhere.path(), &["meow", "approve", &id, "release"]);
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
     let r = report(&followed);
