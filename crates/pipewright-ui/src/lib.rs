@@ -178,9 +178,7 @@ impl Server {
             runs_cache: Mutex::new(None),
             tops_cache: Mutex::default(),
             deciding: Mutex::default(),
-            engine: opts
-                .engine
-                .map(|e| Arc::new(engine::EngineSide::new(e))),
+            engine: opts.engine.map(|e| Arc::new(engine::EngineSide::new(e))),
         });
         Ok(Server {
             listener,
@@ -192,6 +190,11 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.app.local
+    }
+
+    /// The engine served, when it is one.
+    pub fn engine(&self) -> Option<Arc<dyn Engine>> {
+        self.app.engine.as_ref().map(|s| s.engine.clone())
     }
 
     pub fn token(&self) -> Option<&str> {

@@ -105,7 +105,9 @@ impl Mirror {
         )
         .map_err(err)?;
         let seq: i64 = tx
-            .query_row("SELECT seq FROM runs WHERE id = ?1", [&m.run_id], |r| r.get(0))
+            .query_row("SELECT seq FROM runs WHERE id = ?1", [&m.run_id], |r| {
+                r.get(0)
+            })
             .map_err(err)?;
         for table in ["inputs", "landings", "events", "usage"] {
             tx.execute(&format!("DELETE FROM {table} WHERE run = ?1"), [seq])
@@ -191,7 +193,9 @@ fn without_run_id(line: &str, run_id: &str) -> String {
         serde_json::Value::String(run_id.to_string())
     );
     match line.find(',') {
-        Some(i) if line[i..].starts_with(&run) => format!("{}{}", &line[..i], &line[i + run.len()..]),
+        Some(i) if line[i..].starts_with(&run) => {
+            format!("{}{}", &line[..i], &line[i + run.len()..])
+        }
         _ => line.to_string(),
     }
 }
@@ -214,8 +218,7 @@ pub(crate) fn start(
                 Some((m, r))
             })
             .await
-            .map(|o| o.unzip())
-            else {
+            .map(|o| o.unzip()) else {
                 return;
             };
             let Some(m) = m else { return };
@@ -231,10 +234,7 @@ pub(crate) fn start(
                         h.refreshed_ms = Some(now);
                     }
                     Err(e) => {
-                        h.error = Some(format!(
-                            "cannot reach {}: {e}",
-                            side.engine.describe()
-                        ))
+                        h.error = Some(format!("cannot reach {}: {e}", side.engine.describe()))
                     }
                 }
                 before != h.error
@@ -405,11 +405,21 @@ mod tests {
         );
         let listed = local.list_runs().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(listed.len(), 2);
-        assert_eq!(listed[0].created_ms, 1_000, "the engine's times, not the copy's");
+        assert_eq!(
+            listed[0].created_ms, 1_000,
+            "the engine's times, not the copy's"
+        );
         // Nothing changed: nothing fetched.
-        fake.fetched.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        fake.fetched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         assert_eq!(mirror.refresh(&side), Ok(false));
-        assert!(fake.fetched.lock().unwrap_or_else(|p| p.into_inner()).is_empty());
+        assert!(fake
+            .fetched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty());
         // One run ends (no owner now), the other is removed from the engine.
         *fake.runs.lock().unwrap_or_else(|p| p.into_inner()) =
             vec![(run("aa-1", "ok", false), "s2".into())];

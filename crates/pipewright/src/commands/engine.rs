@@ -67,7 +67,11 @@ pub(crate) fn chosen(args: &EngineArgs, start: Option<&Path>) -> Result<Option<R
 #[cfg(feature = "restate")]
 mod restate;
 #[cfg(feature = "restate")]
+mod restate_ui;
+#[cfg(feature = "restate")]
 pub(crate) use restate::{cancel, decide, run, runs, worker};
+#[cfg(feature = "restate")]
+pub(crate) use restate_ui::ui_engine;
 
 #[cfg(not(feature = "restate"))]
 mod without {
@@ -97,6 +101,11 @@ mod without {
     pub(crate) fn cancel(_: &str, _: Restate) -> ExitStatus {
         unavailable()
     }
+    pub(crate) fn ui_engine(
+        _: Restate,
+    ) -> Result<std::sync::Arc<dyn pipewright_ui::Engine>, String> {
+        Err("this pipewright was built without the Restate engine (cargo feature `restate`)".into())
+    }
 }
 #[cfg(not(feature = "restate"))]
-pub(crate) use without::{cancel, decide, run, runs, worker};
+pub(crate) use without::{cancel, decide, run, runs, ui_engine, worker};

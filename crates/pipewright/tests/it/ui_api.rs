@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A `pipewright ui` process; killed (SIGTERM) when dropped.
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
     /// `http://127.0.0.1:PORT` (no slash, no token).
     base: String,
@@ -19,7 +19,7 @@ struct Ui {
 }
 
 impl Ui {
-    fn start(dir: &Path, extra: &[&str]) -> Ui {
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Ui {
         let mut args = vec!["ui", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let mut child = bin()
@@ -61,7 +61,7 @@ impl Ui {
     }
 
     /// Stops it as Ctrl-C would and checks that it exits by itself, cleanly.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         let pid = self.child.id().to_string();
         let _ = std::process::Command::new("kill")
             .args(["-INT", &pid])
@@ -107,14 +107,14 @@ fn client() -> reqwest::Client {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-async fn get(ui: &Ui, path: &str) -> (u16, Value) {
+pub(crate) async fn get(ui: &Ui, path: &str) -> (u16, Value) {
     let r = client()
         .get(ui.url(path))
         .send()
@@ -128,7 +128,7 @@ async fn get(ui: &Ui, path: &str) -> (u16, Value) {
     )
 }
 
-async fn post(ui: &Ui, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn post(ui: &Ui, path: &str, body: Value) -> (u16, Value) {
     let r = client()
         .post(ui.url(path))
         .header("Origin", ui.origin())
@@ -170,7 +170,7 @@ fn run(dir: &Path, args: &[&str], code: i32) -> String {
     v["run_id"].as_str().unwrap_or_default().to_string()
 }
 
-fn statuses(v: &Value) -> Vec<(String, String)> {
+pub(crate) fn statuses(v: &Value) -> Vec<(String, String)> {
     v["runs"]
         .as_array()
         .into_iter()

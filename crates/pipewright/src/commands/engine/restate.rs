@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn engine(r: &Restate) -> Engine {
+pub(super) fn engine(r: &Restate) -> Engine {
     Engine {
         ingress: r.ingress.clone(),
         admin: r.admin.clone(),
@@ -585,29 +585,12 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
         Ok(r) => r,
         Err(code) => return code,
     };
-    if loaded.owner.owned {
-        // The run is running on a worker: what waits there is decided there.
-        return match ask_worker(&store, id, step, d) {
-            Ok(line) => {
-                outln!("{line}");
-                ExitStatus::OK
+    match decide_loaded(&store, &loaded, id, step, d) {
+        Ok(decided) => {
+            outln!("{}", decided.line);
+            if decided.woke {
+                errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
             }
-            Err((code, message)) => {
-                errln!("error: {message}");
-                ExitStatus::of_dialect(code)
-            }
-        };
-    }
-    let pauses = loaded.pauses;
-    let decided = decide_here(&store, id, step, d);
-    match decided {
-        Ok(line) => {
-            if let Err(e) = store.wake(id, pauses, Vec::new()) {
-                errln!("error: the decision is recorded, but the run could not be woken: {e}");
-                return ExitStatus::FAILED;
-            }
-            outln!("{line}");
-            errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
             ExitStatus::OK
         }
         Err((code, message)) => {
@@ -615,6 +598,38 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// What deciding on the engine did.
+pub(super) struct EngineDecided {
+    /// What `approve|deny` prints.
+    pub(super) line: String,
+    /// The decision was recorded here and the run woken (a gate's run); else the worker
+    /// running the run decided (a MEOW approval step).
+    pub(super) woke: bool,
+}
+
+/// `approve|deny` of run `id` as `loaded` from the engine: a run a worker runs is decided
+/// there; any other is decided here, then woken. Refusals as `decide_recorded` gives them.
+pub(super) fn decide_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<EngineDecided, (u8, String)> {
+    if loaded.owner.owned {
+        // The run is running on a worker: what waits there is decided there.
+        return ask_worker(store, id, step, d).map(|line| EngineDecided { line, woke: false });
+    }
+    let line = decide_here(store, id, step, d)?;
+    store.wake(id, loaded.pauses, Vec::new()).map_err(|e| {
+        (
+            1,
+            format!("the decision is recorded, but the run could not be woken: {e}"),
+        )
+    })?;
+    Ok(EngineDecided { line, woke: true })
 }
 
 /// How long `approve` waits for the worker running the run to answer.
@@ -669,24 +684,46 @@ pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if !loaded.owner.owned {
-        let e = pipewright_runtime::stop::CancelError::NotRunning {
-            run_id: id.to_string(),
-            status: loaded.meta.status.clone(),
-        };
-        errln!("error: {e}");
-        return ExitStatus::FAILED;
-    }
-    match ask(&store, id, Act::Cancel) {
+    match cancel_loaded(&store, &loaded, id) {
         Ok(line) => {
             outln!("{line}");
             ExitStatus::OK
         }
-        Err((code, message)) => {
+        Err(CancelRefused::NotRunning(e)) => {
+            errln!("error: {e}");
+            ExitStatus::FAILED
+        }
+        Err(CancelRefused::Worker(code, message)) => {
             errln!("error: {message}");
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// Why a cancel on the engine did not happen.
+pub(super) enum CancelRefused {
+    /// No worker runs the run (in the local engine's words).
+    NotRunning(pipewright_runtime::stop::CancelError),
+    /// The worker running it refused or could not be asked.
+    Worker(u8, String),
+}
+
+/// `cancel` of run `id` as `loaded` from the engine: asks the worker running it; the line
+/// `cancel` prints.
+pub(super) fn cancel_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+) -> Result<String, CancelRefused> {
+    if !loaded.owner.owned {
+        return Err(CancelRefused::NotRunning(
+            pipewright_runtime::stop::CancelError::NotRunning {
+                run_id: id.to_string(),
+                status: loaded.meta.status.clone(),
+            },
+        ));
+    }
+    ask(store, id, Act::Cancel).map_err(|(code, message)| CancelRefused::Worker(code, message))
 }
 
 // ---- runs --engine restate ----
