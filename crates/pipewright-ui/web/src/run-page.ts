@@ -14,6 +14,7 @@ import {
   touchedKeys,
   type RunPageModel,
 } from "./reducer";
+import { engineLine } from "./engine";
 import { NODE_STATES } from "./types";
 import type { GraphNode, NodeState, Pending, RunDetail, RunMessage, RunRow } from "./types";
 
@@ -21,6 +22,9 @@ import type { GraphNode, NodeState, Pending, RunDetail, RunMessage, RunRow } fro
 export function continuesSentence(p: Pending, runId: string): string {
   if (p.continues === "live") {
     return "The `pipewright run` process that started this run is waiting at this step: it goes on by itself once you decide.";
+  }
+  if (p.continues === "engine") {
+    return `This run waits on the Restate engine: once you decide, the engine continues it by itself (\`pipewright run --resume ${runId} --engine restate\` follows it; a denied run fails with the reason).`;
   }
   if (p.continues === "resume") {
     return `This run is paused. After you approve, continue it with \`pipewright run --resume ${runId}\` (a denied run fails when resumed).`;
@@ -250,7 +254,10 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
       const d = await getJson<RunDetail>(runUrl(runId));
       // For the benchmark: the server's share of a page load ends here.
       if (performance.getEntriesByName("detail-received").length === 0) performance.mark("detail-received");
-      loadError.hidden = true;
+      // A server that cannot read its engine shows the run as it last read it, and says so.
+      const line = engineLine(d.engine);
+      loadError.hidden = !line?.error;
+      loadError.textContent = line?.error ? line.text : "";
       enqueue({ type: "detail", detail: d });
       return true;
     } catch (err) {
