@@ -397,6 +397,17 @@ fn a_run_parked_at_a_gate_survives_restarts_and_is_approved_from_elsewhere() {
     let elsewhere = tempdir();
     let approved = e.pw_in(elsewhere.path(), &["approve", &id, "--message", "go"]);
     assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    // The engine goes on by itself: nobody is told to resume it.
+    assert!(
+        stdout(&approved).contains("the Restate engine continues it by itself"),
+        "{}",
+        text(&approved)
+    );
+    assert!(
+        !stdout(&approved).contains("continue with"),
+        "{}",
+        text(&approved)
+    );
     // Deciding twice: the gate is decided already.
     let again = e.pw_in(elsewhere.path(), &["deny", &id]);
     assert_ne!(again.status.code(), Some(0), "{}", text(&again));

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Ui {
     child: Child,
     /// `http://127.0.0.1:PORT` (no slash, no token).
-    base: String,
+    pub(crate) base: String,
     /// The first stdout line, whole.
     first_line: String,
 }

@@ -133,6 +133,12 @@ fn the_web_view_serves_the_engines_runs_and_decides_and_cancels_there() {
         let (won, lost) = if c1 == 200 { (b1, b2) } else { (b2, b1) };
         assert_eq!(won["decided"], "approved", "{won}");
         assert_eq!(won["continues"], "engine", "{won}");
+        assert!(
+            won["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("the Restate engine continues it by itself")),
+            "{won}"
+        );
         assert!(lost["error"].as_str().is_some_and(|m| !m.is_empty()), "{lost}");
         // The engine goes on by itself: the run ends, with the winner's message.
         until(&ui, "/api/runs", "the approved run to finish", 60, |v| {
@@ -181,6 +187,45 @@ fn the_web_view_serves_the_engines_runs_and_decides_and_cancels_there() {
         let (code, _) = post(&ui, "/api/runs/0123-abcd/cancel", json!({})).await;
         assert_eq!(code, 404);
     });
+    ui.stop();
+}
+
+/// In headless Chromium (crates/pipewright-ui/web/e2e/engine.mjs): the runs page lists the
+/// engine's runs and names the engine; the gated run's page says that the engine goes on by
+/// itself, and Approve there finishes the run on the engine, followed live.
+#[test]
+fn the_web_view_on_the_engine_works_in_chromium() {
+    if skip_slow_test() || skip_engine_test() {
+        return;
+    }
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipewright-ui/web");
+    assert!(
+        web.join("node_modules").is_dir(),
+        "the web app's packages are not installed: npm ci --prefix {}",
+        web.display()
+    );
+    let e = Engine::start();
+    let pipeline = e.copy(&testdata("run/fan_gate.yaml"));
+    let recipe = e.copy(&testdata("recipe/run/staged.yaml"));
+    e.write("gate", "");
+    let ok = run_id(&e.pw(&["run", &pipeline, "--format", "json"]));
+    let gated = run_id(&e.pw(&["run", &recipe, "--format", "json"]));
+    let ui = ui_on(&e);
+    let o = std::process::Command::new("node")
+        .arg("e2e/engine.mjs")
+        .current_dir(&web)
+        .env("UI_URL", format!("{}/", ui.base))
+        .env("OK_RUN", &ok)
+        .env("GATED_RUN", &gated)
+        .output()
+        .unwrap_or_else(|err| panic!("node (Node.js) runs the browser check: {err}"));
+    assert!(o.status.success(), "e2e/engine.mjs: {}", text(&o));
+    let shown = e.pw(&["runs", "show", &gated]);
+    assert!(
+        stdout(&shown).contains("built-with-from-chromium"),
+        "{}",
+        text(&shown)
+    );
     ui.stop();
 }
 

@@ -588,9 +588,6 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
     match decide_loaded(&store, &loaded, id, step, d) {
         Ok(decided) => {
             outln!("{}", decided.line);
-            if decided.woke {
-                errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
-            }
             ExitStatus::OK
         }
         Err((code, message)) => {
@@ -629,7 +626,22 @@ pub(super) fn decide_loaded(
             format!("the decision is recorded, but the run could not be woken: {e}"),
         )
     })?;
-    Ok(EngineDecided { line, woke: true })
+    Ok(EngineDecided {
+        line: goes_on_by_itself(&line, id),
+        woke: true,
+    })
+}
+
+/// A gate's decision line as the engine has it: the local one tells the reader to resume the
+/// run, which the engine does by itself.
+fn goes_on_by_itself(line: &str, id: &str) -> String {
+    let by_itself = format!(
+        "the Restate engine continues it by itself (`pipewright run --resume {id} --engine restate` follows it)"
+    );
+    match line.strip_suffix(&format!("continue with `pipewright run --resume {id}`")) {
+        Some(decided) => format!("{decided}{by_itself}"),
+        None => format!("{line}; {by_itself}"),
+    }
 }
 
 /// How long `approve` waits for the worker running the run to answer.
@@ -733,5 +745,24 @@ pub(crate) fn runs(args: &RunsArgs, restate: Restate) -> ExitStatus {
     match client_store(&restate) {
         Ok(store) => crate::commands::runs::act(&store as &dyn Store, args),
         Err(code) => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goes_on_by_itself;
+
+    #[test]
+    fn a_decided_gate_on_the_engine_is_not_resumed_by_hand() {
+        let local =
+            "approved stage 'plan' of run ab-1; continue with `pipewright run --resume ab-1`";
+        assert_eq!(
+            goes_on_by_itself(local, "ab-1"),
+            "approved stage 'plan' of run ab-1; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
+        assert_eq!(
+            goes_on_by_itself("denied x", "ab-1"),
+            "denied x; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
     }
 }
