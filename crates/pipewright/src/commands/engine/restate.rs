@@ -586,8 +586,8 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
         Err(code) => return code,
     };
     match decide_loaded(&store, &loaded, id, step, d) {
-        Ok(decided) => {
-            outln!("{}", decided.line);
+        Ok(line) => {
+            outln!("{line}");
             ExitStatus::OK
         }
         Err((code, message)) => {
@@ -597,27 +597,19 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
     }
 }
 
-/// What deciding on the engine did.
-pub(super) struct EngineDecided {
-    /// What `approve|deny` prints.
-    pub(super) line: String,
-    /// The decision was recorded here and the run woken (a gate's run); else the worker
-    /// running the run decided (a MEOW approval step).
-    pub(super) woke: bool,
-}
-
 /// `approve|deny` of run `id` as `loaded` from the engine: a run a worker runs is decided
-/// there; any other is decided here, then woken. Refusals as `decide_recorded` gives them.
+/// there; any other is decided here, then woken. The line `approve|deny` prints; refusals as
+/// `decide_recorded` gives them.
 pub(super) fn decide_loaded(
     store: &RestateStore,
     loaded: &pipewright_restate::run_state::Loaded,
     id: &str,
     step: Option<&str>,
     d: &Decision,
-) -> Result<EngineDecided, (u8, String)> {
+) -> Result<String, (u8, String)> {
     if loaded.owner.owned {
         // The run is running on a worker: what waits there is decided there.
-        return ask_worker(store, id, step, d).map(|line| EngineDecided { line, woke: false });
+        return ask_worker(store, id, step, d);
     }
     let line = decide_here(store, id, step, d)?;
     store.wake(id, loaded.pauses, Vec::new()).map_err(|e| {
@@ -626,10 +618,7 @@ pub(super) fn decide_loaded(
             format!("the decision is recorded, but the run could not be woken: {e}"),
         )
     })?;
-    Ok(EngineDecided {
-        line: goes_on_by_itself(&line, id),
-        woke: true,
-    })
+    Ok(goes_on_by_itself(&line, id))
 }
 
 /// A gate's decision line as the engine has it: the local one tells the reader to resume the

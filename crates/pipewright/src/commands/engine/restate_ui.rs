@@ -82,7 +82,6 @@ impl pipewright_ui::Engine for RestateUi {
     fn decide(&self, run_id: &str, step: Option<&str>, d: &Decision) -> Result<String, Refusal> {
         let loaded = self.store.loaded(run_id).map_err(refusal)?;
         decide_loaded(&self.store, &loaded, run_id, step, d)
-            .map(|decided| decided.line)
             .map_err(|(code, message)| refused(code, message))
     }
 
