@@ -31,9 +31,9 @@ pub struct Engine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRun {
     pub run_id: String,
-    /// Its `RunMeta`, as JSON text.
+    /// Its `RunMeta`, as JSON text (or its digest).
     pub meta: String,
-    /// Its `Owner`, as JSON text (none before its first claim).
+    /// Its `Owner`, as JSON text or its digest (none before its first claim).
     pub owner: Option<String>,
 }
 
@@ -325,11 +325,17 @@ impl RestateStore {
 
     /// Every run's meta and owner as the engine stores them (JSON text), in one query of the
     /// admin API: what changes whenever the run does (a batch rewrites its meta; a claim or a
-    /// release, its owner).
-    pub fn list_stored(&self) -> Result<Vec<StoredRun>, StoreError> {
+    /// release, its owner). `digests`: each value's MD5 instead of its text, which tells a
+    /// change for a fraction of the bytes (a meta holds the run's input and output).
+    pub fn list_stored(&self, digests: bool) -> Result<Vec<StoredRun>, StoreError> {
         let (client, admin) = (self.inner.client.clone(), self.engine.admin.clone());
+        let value = if digests {
+            "md5(value_utf8)"
+        } else {
+            "value_utf8"
+        };
         let sql = format!(
-            "SELECT service_key, key, value_utf8 FROM state WHERE service_name = '{}' AND key IN ('{}', '{}')",
+            "SELECT service_key, key, {value} AS value FROM state WHERE service_name = '{}' AND key IN ('{}', '{}')",
             run_state::SERVICE,
             pipewright_runtime::run_kv::META,
             run_state::OWNER,
@@ -343,7 +349,7 @@ impl RestateStore {
         for r in &rows {
             let text = |k: &str| r.get(k).and_then(Json::as_str);
             let (Some(id), Some(key), Some(value)) =
-                (text("service_key"), text("key"), text("value_utf8"))
+                (text("service_key"), text("key"), text("value"))
             else {
                 continue;
             };
@@ -446,7 +452,7 @@ impl Store for RestateStore {
 
     fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let mut runs: Vec<RunSummary> = self
-            .list_stored()?
+            .list_stored(false)?
             .iter()
             .filter_map(|r| {
                 serde_json::from_str::<pipewright_runtime::run_kv::RunMeta>(&r.meta).ok()

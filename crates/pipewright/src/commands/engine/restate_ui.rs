@@ -50,7 +50,7 @@ impl pipewright_ui::Engine for RestateUi {
     fn list(&self) -> Result<Vec<Listed>, String> {
         Ok(self
             .store
-            .list_stored()
+            .list_stored(true)
             .map_err(|e| e.to_string())?
             .into_iter()
             .map(|r| Listed {
