@@ -157,7 +157,7 @@ impl Engine {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
     }
 
-    fn restart_server(&mut self) {
+    pub(crate) fn restart_server(&mut self) {
         self.server.kill();
         self.rt
             .block_on(self.server.restart())

@@ -64,7 +64,7 @@ fn the_web_view_serves_the_engines_runs_and_decides_and_cancels_there() {
     if skip_engine_test() {
         return;
     }
-    let e = Engine::start();
+    let mut e = Engine::start();
     let pipeline = e.copy(&testdata("run/fan_gate.yaml"));
     let recipe = e.copy(&testdata("recipe/run/staged.yaml"));
     e.copy(&testdata("run/cancel_wait.yaml"));
@@ -186,6 +186,33 @@ fn the_web_view_serves_the_engines_runs_and_decides_and_cancels_there() {
         assert_eq!(code, 409, "nothing runs it now: {c}");
         let (code, _) = post(&ui, "/api/runs/0123-abcd/cancel", json!({})).await;
         assert_eq!(code, 404);
+    });
+
+    // The engine goes away: the page says so and keeps the runs it last read; acting is a
+    // 502 with the reason, at once. Once it is back, so is the page.
+    e.server.kill();
+    rt().block_on(async {
+        let v = until(&ui, "/api/runs", "the engine's error", 30, |v| {
+            v["engine"]["error"].is_string()
+        })
+        .await;
+        assert_eq!(statuses(&v).len(), 3, "{v}");
+        assert!(v["engine"]["refreshed_ms"].is_i64(), "{v}");
+        let (code, d) = get(&ui, &format!("/api/runs/{ok}")).await;
+        assert_eq!(code, 200, "{d}");
+        assert!(d["engine"]["error"].is_string(), "{d}");
+        let started = Instant::now();
+        let (code, r) = post(&ui, &format!("/api/runs/{gated}/deny"), json!({})).await;
+        assert_eq!(code, 502, "{r}");
+        assert_eq!(r["error"], v["engine"]["error"], "{r}");
+        assert!(started.elapsed() < Duration::from_secs(5), "at once");
+    });
+    e.restart_server();
+    rt().block_on(async {
+        until(&ui, "/api/runs", "the engine back", 60, |v| {
+            v["engine"]["error"].is_null() && statuses(v).len() == 3
+        })
+        .await;
     });
     ui.stop();
 }
