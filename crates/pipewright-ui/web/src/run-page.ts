@@ -14,7 +14,7 @@ import {
   touchedKeys,
   type RunPageModel,
 } from "./reducer";
-import { engineLine } from "./engine";
+import { engineLine, type EngineInfo } from "./engine";
 import { NODE_STATES } from "./types";
 import type { GraphNode, NodeState, Pending, RunDetail, RunMessage, RunRow } from "./types";
 
@@ -248,16 +248,20 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
+  /** A server that cannot read its engine shows the run as it last read it, and says so. */
+  const showEngine = (e: EngineInfo | undefined) => {
+    const line = engineLine(e);
+    loadError.hidden = !line?.error;
+    loadError.textContent = line?.error ? line.text : "";
+  };
+
   /** Whether the run was found (a missing run gets no event stream: it would retry forever). */
   const fetchDetail = async (): Promise<boolean> => {
     try {
       const d = await getJson<RunDetail>(runUrl(runId));
       // For the benchmark: the server's share of a page load ends here.
       if (performance.getEntriesByName("detail-received").length === 0) performance.mark("detail-received");
-      // A server that cannot read its engine shows the run as it last read it, and says so.
-      const line = engineLine(d.engine);
-      loadError.hidden = !line?.error;
-      loadError.textContent = line?.error ? line.text : "";
+      showEngine(d.engine);
       enqueue({ type: "detail", detail: d });
       return true;
     } catch (err) {
@@ -330,8 +334,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
             }
           },
           run: (data) => {
-            const d = data as { run?: RunRow; pending?: Pending | null };
+            const d = data as { run?: RunRow; pending?: Pending | null; engine?: EngineInfo };
             if (d && d.run) enqueue({ type: "run", run: d.run, pending: d.pending ?? null });
+            if (d && d.engine) showEngine(d.engine);
           },
         },
         onConnection: (c: Connection, reconnected: boolean) => {

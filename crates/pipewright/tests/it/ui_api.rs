@@ -52,7 +52,7 @@ impl Ui {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
@@ -88,7 +88,7 @@ impl Drop for Ui {
     }
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     use tokio_rustls::rustls;
     // Plain HTTP only; reqwest is built without a TLS provider of its own.
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -277,7 +277,7 @@ fn the_runs_list_filters_and_a_run_shows_its_graph_and_node_states() {
 }
 
 /// Reads a server-sent event stream until `done` says the events so far suffice.
-async fn read_sse(
+pub(crate) async fn read_sse(
     resp: reqwest::Response,
     limit: Duration,
     mut done: impl FnMut(&[(String, Option<String>, Value)]) -> bool,

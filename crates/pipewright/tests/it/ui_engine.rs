@@ -9,7 +9,7 @@
 
 use crate::common::*;
 use crate::engine_restate::{wait_for, Engine};
-use crate::ui_api::{get, post, rt, statuses, Ui};
+use crate::ui_api::{client, get, post, read_sse, rt, statuses, Ui};
 use pipewright_restate::testing::skip_engine_test;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -201,6 +201,22 @@ fn the_web_view_serves_the_engines_runs_and_decides_and_cancels_there() {
         let (code, d) = get(&ui, &format!("/api/runs/{ok}")).await;
         assert_eq!(code, 200, "{d}");
         assert!(d["engine"]["error"].is_string(), "{d}");
+        // A run's stream says it too (its page shows it above the run).
+        let r = client()
+            .get(ui.url(&format!("/api/runs/{ok}/events")))
+            .send()
+            .await
+            .unwrap_or_else(|err| panic!("{err}"));
+        let events = read_sse(r, Duration::from_secs(20), |ev| {
+            ev.iter().any(|(name, _, _)| name == "run")
+        })
+        .await;
+        let run = events
+            .iter()
+            .find(|(name, _, _)| name == "run")
+            .map(|(_, _, v)| v.clone())
+            .unwrap_or_default();
+        assert_eq!(run["engine"]["error"], v["engine"]["error"], "{run}");
         let started = Instant::now();
         let (code, r) = post(&ui, &format!("/api/runs/{gated}/deny"), json!({})).await;
         assert_eq!(code, 502, "{r}");
