@@ -343,7 +343,13 @@ impl RestateStore {
         let rows = self
             .inner
             .block(async move { client.query(&admin, &sql).await })
-            .map_err(|e| StoreError::Unusable(format!("{}: {e}", self.describe())))?;
+            // The list is the admin API's, not the ingress's that `describe` names.
+            .map_err(|e| {
+                StoreError::Unusable(format!(
+                    "the engine's admin API at {}: {e}",
+                    self.engine.admin
+                ))
+            })?;
         let mut runs: std::collections::BTreeMap<String, (Option<String>, Option<String>)> =
             std::collections::BTreeMap::new();
         for r in &rows {
