@@ -246,6 +246,15 @@ fn text_field(body: &Value, name: &str) -> Result<String, String> {
     }
 }
 
+/// Whether the store (or an engine's mirror) holds run `id`.
+fn holds_run(app: &App, id: &str) -> Result<bool, String> {
+    if pipewright_runtime::store::check_run_id(id).is_err() {
+        return Ok(false);
+    }
+    app.db()?
+        .map_or(Ok(false), |db| db.runs(Some(id)).map(|r| !r.is_empty()))
+}
+
 async fn approve(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
@@ -278,11 +287,7 @@ async fn decide(app: Arc<App>, id: String, body: Value, d: Decision) -> Response
         let Some(store) = app.store()? else {
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
         };
-        if pipewright_runtime::store::check_run_id(&id).is_err()
-            || app
-                .db()?
-                .map_or(Ok(true), |db| db.runs(Some(&id)).map(|r| r.is_empty()))?
-        {
+        if !holds_run(&app, &id)? {
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
         }
         if let Some(side) = &app.engine {
@@ -331,10 +336,7 @@ async fn cancel(
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
         };
         if let Some(side) = &app.engine {
-            if app
-                .db()?
-                .map_or(Ok(true), |db| db.runs(Some(&id)).map(|r| r.is_empty()))?
-            {
+            if !holds_run(&app, &id)? {
                 return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
             }
             return Ok(crate::engine::cancel(side, &id));
