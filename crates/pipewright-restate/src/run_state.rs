@@ -24,7 +24,7 @@ pub const NO_RUN: u16 = 404;
 pub const BUSY: u16 = 409;
 pub const SUPERSEDED: u16 = 412;
 
-const OWNER: &str = "owner";
+pub(crate) const OWNER: &str = "owner";
 const PAUSES: &str = "pauses";
 const PASS: &str = "pass";
 

@@ -68,6 +68,10 @@ pub(crate) fn chosen(args: &EngineArgs, start: Option<&Path>) -> Result<Option<R
 mod restate;
 #[cfg(feature = "restate")]
 pub(crate) use restate::{agent_request, cancel, decide, run, runs, worker};
+#[cfg(feature = "restate")]
+mod restate_ui;
+#[cfg(feature = "restate")]
+pub(crate) use restate_ui::ui_engine;
 
 #[cfg(not(feature = "restate"))]
 mod without {
@@ -106,6 +110,11 @@ mod without {
     ) -> Option<Result<serde_json::Value, String>> {
         None
     }
+    pub(crate) fn ui_engine(
+        _: Restate,
+    ) -> Result<std::sync::Arc<dyn pipewright_ui::Engine>, String> {
+        Err("this pipewright was built without the Restate engine (cargo feature `restate`)".into())
+    }
 }
 #[cfg(not(feature = "restate"))]
-pub(crate) use without::{agent_request, cancel, decide, run, runs, worker};
+pub(crate) use without::{agent_request, cancel, decide, run, runs, ui_engine, worker};

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A server, a project directory, and the workers serving it.
-struct Engine {
+pub(crate) struct Engine {
     // Drop order: workers, then the server, then the directories.
     workers: Vec<Worker>,
-    server: RestateServer,
+    pub(crate) server: RestateServer,
     rt: tokio::runtime::Runtime,
-    project: PathBuf,
+    pub(crate) project: PathBuf,
     dir: tempfile::TempDir,
     _turn: std::sync::MutexGuard<'static, ()>,
 }
@@ -60,7 +60,7 @@ fn free_port() -> u16 {
 }
 
 impl Engine {
-    fn start() -> Engine {
+    pub(crate) fn start() -> Engine {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempdir();
         let project = dir.path().join("project");
@@ -132,7 +132,7 @@ impl Engine {
         output_within(c, 120)
     }
 
-    fn pw(&self, args: &[&str]) -> Output {
+    pub(crate) fn pw(&self, args: &[&str]) -> Output {
         self.pw_in(&self.project, args)
     }
 
@@ -173,11 +173,11 @@ impl Engine {
         output_within(c, 120)
     }
 
-    fn copy(&self, from: &Path) -> String {
+    pub(crate) fn copy(&self, from: &Path) -> String {
         copy_into(from, &self.project)
     }
 
-    fn write(&self, name: &str, text: &str) {
+    pub(crate) fn write(&self, name: &str, text: &str) {
         std::fs::write(self.project.join(name), text).unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -185,7 +185,7 @@ impl Engine {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
     }
 
-    fn restart_server(&mut self) {
+    pub(crate) fn restart_server(&mut self) {
         self.server.kill();
         self.rt
             .block_on(self.server.restart())
@@ -326,7 +326,7 @@ steps:
   - shell: {command: "echo s3 >> steps.log; echo done"}
 "#;
 
-fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -425,6 +425,17 @@ fn a_run_parked_at_a_gate_survives_restarts_and_is_approved_from_elsewhere() {
     let elsewhere = tempdir();
     let approved = e.pw_in(elsewhere.path(), &["approve", &id, "--message", "go"]);
     assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    // The engine goes on by itself: nobody is told to resume it.
+    assert!(
+        stdout(&approved).contains("the Restate engine continues it by itself"),
+        "{}",
+        text(&approved)
+    );
+    assert!(
+        !stdout(&approved).contains("continue with"),
+        "{}",
+        text(&approved)
+    );
     // Deciding twice: the gate is decided already.
     let again = e.pw_in(elsewhere.path(), &["deny", &id]);
     assert_ne!(again.status.code(), Some(0), "{}", text(&again));

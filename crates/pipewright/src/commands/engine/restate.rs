@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn engine(r: &Restate) -> Engine {
+pub(super) fn engine(r: &Restate) -> Engine {
     Engine {
         ingress: r.ingress.clone(),
         admin: r.admin.clone(),
@@ -626,35 +626,51 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
         Ok(r) => r,
         Err(code) => return code,
     };
-    if loaded.owner.owned {
-        // The run is running on a worker: what waits there is decided there.
-        return match ask_worker(&store, id, step, d) {
-            Ok(line) => {
-                outln!("{line}");
-                ExitStatus::OK
-            }
-            Err((code, message)) => {
-                errln!("error: {message}");
-                ExitStatus::of_dialect(code)
-            }
-        };
-    }
-    let pauses = loaded.pauses;
-    let decided = decide_here(&store, id, step, d);
-    match decided {
+    match decide_loaded(&store, &loaded, id, step, d) {
         Ok(line) => {
-            if let Err(e) = store.wake(id, pauses, Vec::new()) {
-                errln!("error: the decision is recorded, but the run could not be woken: {e}");
-                return ExitStatus::FAILED;
-            }
             outln!("{line}");
-            errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
             ExitStatus::OK
         }
         Err((code, message)) => {
             errln!("error: {message}");
             ExitStatus::of_dialect(code)
         }
+    }
+}
+
+/// `approve|deny` of run `id` as `loaded` from the engine: a run a worker runs is decided
+/// there; any other is decided here, then woken. The line `approve|deny` prints; refusals as
+/// `decide_recorded` gives them.
+pub(super) fn decide_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, (u8, String)> {
+    if loaded.owner.owned {
+        // The run is running on a worker: what waits there is decided there.
+        return ask_worker(store, id, step, d);
+    }
+    let line = decide_here(store, id, step, d)?;
+    store.wake(id, loaded.pauses, Vec::new()).map_err(|e| {
+        (
+            1,
+            format!("the decision is recorded, but the run could not be woken: {e}"),
+        )
+    })?;
+    Ok(goes_on_by_itself(&line, id))
+}
+
+/// A gate's decision line as the engine has it: the local one tells the reader to resume the
+/// run, which the engine does by itself.
+fn goes_on_by_itself(line: &str, id: &str) -> String {
+    let by_itself = format!(
+        "the Restate engine continues it by itself (`pipewright run --resume {id} --engine restate` follows it)"
+    );
+    match line.strip_suffix(&format!("continue with `pipewright run --resume {id}`")) {
+        Some(decided) => format!("{decided}{by_itself}"),
+        None => format!("{line}; {by_itself}"),
     }
 }
 
@@ -765,24 +781,46 @@ pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if !loaded.owner.owned {
-        let e = pipewright_runtime::stop::CancelError::NotRunning {
-            run_id: id.to_string(),
-            status: loaded.meta.status.clone(),
-        };
-        errln!("error: {e}");
-        return ExitStatus::FAILED;
-    }
-    match ask(&store, id, Act::Cancel) {
+    match cancel_loaded(&store, &loaded, id) {
         Ok(line) => {
             outln!("{line}");
             ExitStatus::OK
         }
-        Err((code, message)) => {
+        Err(CancelRefused::NotRunning(e)) => {
+            errln!("error: {e}");
+            ExitStatus::FAILED
+        }
+        Err(CancelRefused::Worker(code, message)) => {
             errln!("error: {message}");
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// Why a cancel on the engine did not happen.
+pub(super) enum CancelRefused {
+    /// No worker runs the run (in the local engine's words).
+    NotRunning(pipewright_runtime::stop::CancelError),
+    /// The worker running it refused or could not be asked.
+    Worker(u8, String),
+}
+
+/// `cancel` of run `id` as `loaded` from the engine: asks the worker running it; the line
+/// `cancel` prints.
+pub(super) fn cancel_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+) -> Result<String, CancelRefused> {
+    if !loaded.owner.owned {
+        return Err(CancelRefused::NotRunning(
+            pipewright_runtime::stop::CancelError::NotRunning {
+                run_id: id.to_string(),
+                status: loaded.meta.status.clone(),
+            },
+        ));
+    }
+    ask(store, id, Act::Cancel).map_err(|(code, message)| CancelRefused::Worker(code, message))
 }
 
 // ---- runs --engine restate ----
@@ -792,5 +830,24 @@ pub(crate) fn runs(args: &RunsArgs, restate: Restate) -> ExitStatus {
     match client_store(&restate) {
         Ok(store) => crate::commands::runs::act(&store as &dyn Store, args),
         Err(code) => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goes_on_by_itself;
+
+    #[test]
+    fn a_decided_gate_on_the_engine_is_not_resumed_by_hand() {
+        let local =
+            "approved stage 'plan' of run ab-1; continue with `pipewright run --resume ab-1`";
+        assert_eq!(
+            goes_on_by_itself(local, "ab-1"),
+            "approved stage 'plan' of run ab-1; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
+        assert_eq!(
+            goes_on_by_itself("denied x", "ab-1"),
+            "denied x; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
     }
 }
