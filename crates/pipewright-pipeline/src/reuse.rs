@@ -78,14 +78,17 @@ fn reuse(file: FileId, text: &str, prev: Kept) -> Option<PipelineFile> {
     }
     let edit = edit_between(old, text);
     let mut f = prev.file;
-    // The step the edit lies in, and the lines it owns: from its `-` line to the next step's.
-    let (p, k) = f.pipelines.iter().enumerate().find_map(|(p, pipeline)| {
-        let k = pipeline.steps.iter().position(|s| {
-            s.span.start as usize <= edit.start && edit.start < s.span.end as usize
-        })?;
-        Some((p, k))
-    })?;
+    // The step whose lines (from its `-` line to the next step's) the edit starts in.
+    let p = f
+        .pipelines
+        .iter()
+        .position(|pl| pl.span.start as usize <= edit.start && edit.start < pl.span.end as usize)?;
     let steps = &f.pipelines[p].steps;
+    let after = steps.partition_point(|s| s.span.start as usize <= edit.start);
+    let k = match steps.get(after) {
+        Some(s) if item_start(old, s.span.start as usize)? <= edit.start => after,
+        _ => after.checked_sub(1)?,
+    };
     let region_start = item_start(old, steps[k].span.start as usize)?;
     let next = steps.get(k + 1)?;
     let region_end = item_start(old, next.span.start as usize)?;
@@ -100,7 +103,16 @@ fn reuse(file: FileId, text: &str, prev: Kept) -> Option<PipelineFile> {
     if old_region.contains('&') || new_region.contains('&') {
         return None;
     }
-    let step = load_step(file, text, region_start, new_region_end)?;
+    // The item must stay at its column: another one would not be an item of these steps.
+    let dash = old
+        .get(region_start..steps[k].span.start as usize)?
+        .rfind('-')?;
+    let line = old
+        .get(..region_start + dash)?
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let column = region_start + dash - line;
+    let step = load_step(file, text, region_start, new_region_end, column)?;
     let mv = Move {
         at: region_end,
         delta,
@@ -123,8 +135,8 @@ fn item_start(text: &str, step_start: usize) -> Option<usize> {
 
 /// Parses the item in `text[start..end]` alone, where it is (the text before it blanked, so
 /// every span is the file's), and loads it as a step; `None` unless that gives exactly one
-/// step and no diagnostic at all.
-fn load_step(file: FileId, text: &str, start: usize, end: usize) -> Option<Step> {
+/// item, its `-` at `column`, and one step, without any diagnostic.
+fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) -> Option<Step> {
     let mut padded = String::with_capacity(end);
     padded.extend(
         text.get(..start)?
@@ -141,6 +153,11 @@ fn load_step(file: FileId, text: &str, start: usize, end: usize) -> Option<Step>
     let NodeKind::Seq(items) = &root.kind else {
         return None;
     };
+    let at = root.span.start as usize;
+    let line = padded.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    if at - line != column {
+        return None;
+    }
     let [item] = &items[..] else {
         return None;
     };

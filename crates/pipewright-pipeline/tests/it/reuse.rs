@@ -134,6 +134,12 @@ fn an_edit_inside_a_step_reuses_the_rest() {
         ),
         ("[1, 2, 3]", "[1, 2, 3, 4]"),
         ("ctx.review1.passed and", "ctx.review1.passed  and"),
+        // A comment line at the start of a step's `-` line, and one after a step.
+        (
+            "  - transform: {value: \"ctx.review1",
+            "# note\n  - transform: {value: \"ctx.review1",
+        ),
+        ("output: written1}\n", "output: written1}\n    # note\n"),
     ];
     for (from, to) in edits {
         let new = BASE.replacen(from, to, 1);
@@ -153,7 +159,10 @@ fn an_edit_inside_a_step_reuses_the_rest() {
 #[test]
 fn other_edits_load_the_whole_text() {
     let edits = [
-        ("  # a comment between steps\n", ""),
+        (
+            "  # a comment between steps\n",
+            "  - transform: {value: \"1\"}\n",
+        ),
         ("ctx.total + 1", "ctx.total + 2"),
         ("description: steps", "description: all steps"),
         ("max_parallel: 4", "max_parallel: [4"),
