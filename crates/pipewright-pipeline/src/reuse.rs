@@ -53,20 +53,48 @@ struct Edit {
 /// The smallest edit that turns `old` into `new`: their common prefix and suffix stay.
 fn edit_between(old: &str, new: &str) -> Edit {
     let (o, n) = (old.as_bytes(), new.as_bytes());
-    let prefix = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+    let prefix = common_prefix(o, n);
     let most = o.len().min(n.len()) - prefix;
-    let suffix = o[prefix..]
-        .iter()
-        .rev()
-        .zip(n[prefix..].iter().rev())
-        .take(most)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let suffix = common_suffix(&o[o.len() - most..], &n[n.len() - most..]);
     Edit {
         start: prefix,
         old_end: o.len() - suffix,
         new_end: n.len() - suffix,
     }
+}
+
+/// Compared a block at a time (`==` on slices is a `memcmp`), then byte by byte in the first
+/// block that differs: a keystroke's check compares a whole document this way.
+const BLOCK: usize = 256;
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let same_blocks = a
+        .chunks(BLOCK)
+        .zip(b.chunks(BLOCK))
+        .take_while(|(x, y)| x == y)
+        .count();
+    // The last block may be short: the same blocks cover at most the shorter slice.
+    let from = (same_blocks * BLOCK).min(a.len().min(b.len()));
+    from + a[from..]
+        .iter()
+        .zip(&b[from..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let same_blocks = a
+        .rchunks(BLOCK)
+        .zip(b.rchunks(BLOCK))
+        .take_while(|(x, y)| x == y)
+        .count();
+    let from = (same_blocks * BLOCK).min(a.len().min(b.len()));
+    from + a[..a.len() - from]
+        .iter()
+        .rev()
+        .zip(b[..b.len() - from].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn reuse(file: FileId, text: &str, prev: Kept) -> Option<PipelineFile> {
@@ -133,19 +161,14 @@ fn item_start(text: &str, step_start: usize) -> Option<usize> {
     (!rest.is_empty() && rest.bytes().all(|b| b == b' ')).then_some(line)
 }
 
-/// Parses the item in `text[start..end]` alone, where it is (the text before it blanked, so
-/// every span is the file's), and loads it as a step; `None` unless that gives exactly one
-/// item, its `-` at `column`, and one step, without any diagnostic.
+/// Parses the item in `text[start..end]` alone and loads it as a step, its spans then moved
+/// to where the item is in the file; `None` unless that gives exactly one item, its `-` at
+/// `column`, and one step, without any diagnostic.
 fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) -> Option<Step> {
-    let mut padded = String::with_capacity(end);
-    padded.extend(
-        text.get(..start)?
-            .bytes()
-            .map(|b| if b == b'\n' { '\n' } else { ' ' }),
-    );
-    padded.push_str(text.get(start..end)?);
+    // `start` is a line's start: the item's columns, and so its parse, are the same alone.
+    let region = text.get(start..end)?;
     let (docs, yaml_diags) =
-        pipewright_yaml::load(file, &padded, pipewright_yaml::Limits::default());
+        pipewright_yaml::load(file, region, pipewright_yaml::Limits::default());
     if !yaml_diags.is_empty() || docs.len() != 1 {
         return None;
     }
@@ -154,7 +177,7 @@ fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) 
         return None;
     };
     let at = root.span.start as usize;
-    let line = padded.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = region.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
     if at - line != column {
         return None;
     }
@@ -162,12 +185,23 @@ fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) 
         return None;
     };
     let mut diags = Vec::new();
-    let step = crate::load::Loader {
-        source: text,
+    let mut loaded = crate::load::Loader {
+        source: region,
         diags: &mut diags,
     }
     .step(item, "step")?;
-    diags.is_empty().then_some(step)
+    if !diags.is_empty() {
+        return None;
+    }
+    step(
+        &mut loaded,
+        &Move {
+            at: 0,
+            delta: i64::try_from(start).ok()?,
+            file,
+        },
+    );
+    Some(loaded)
 }
 
 /// Positions at or after `at` move by `delta`; every span moves to `file`.
@@ -401,6 +435,45 @@ mod tests {
         assert_eq!((e.start, e.old_end, e.new_end), (3, 3, 4));
         let e = edit_between("abab", "ab");
         assert_eq!((e.start, e.old_end, e.new_end), (2, 4, 2));
+        // Across block boundaries, from either end.
+        let long = "x".repeat(3 * BLOCK + 7);
+        for at in [
+            0,
+            1,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            2 * BLOCK + 3,
+            long.len() - 1,
+        ] {
+            let mut edited = long.clone();
+            edited.replace_range(at..at + 1, "yz");
+            let e = edit_between(&long, &edited);
+            assert_eq!(
+                (e.start, e.old_end, e.new_end),
+                (at, at + 1, at + 2),
+                "{at}"
+            );
+            let e = edit_between(&edited, &long);
+            assert_eq!(
+                (e.start, e.old_end, e.new_end),
+                (at, at + 2, at + 1),
+                "{at}"
+            );
+        }
+        let e = edit_between(&long, &long[..long.len() - BLOCK]);
+        assert_eq!(e.start, long.len() - BLOCK);
+        // Equal to the end: a short last block.
+        let e = edit_between(&long, &format!("x{long}"));
+        assert_eq!(
+            (e.start, e.old_end, e.new_end),
+            (long.len(), long.len(), long.len() + 1)
+        );
+        let e = edit_between(&long, &long);
+        assert_eq!(
+            (e.start, e.old_end, e.new_end),
+            (long.len(), long.len(), long.len())
+        );
     }
 
     #[test]
