@@ -293,6 +293,13 @@ impl PipewrightRunState {
         }))
     }
 
+    /// Who owns the run now (what a fan-out member run on another worker watches: it stops
+    /// when the owner it joined lets the run go or is superseded).
+    #[handler]
+    async fn owner(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Owner>> {
+        Ok(Json(read!(ctx, Owner, OWNER).unwrap_or_default()))
+    }
+
     /// The run's events as JSON lines, in order.
     #[handler]
     async fn events(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Vec<String>>> {

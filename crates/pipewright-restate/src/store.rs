@@ -85,6 +85,20 @@ struct RestateLock {
 
 impl RunLock for RestateLock {}
 
+/// A joined owner ([`RestateStore::join`]).
+struct Joined {
+    inner: Arc<Inner>,
+    run_id: String,
+}
+
+impl RunLock for Joined {}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        lock(&self.inner.epochs).remove(&self.run_id);
+    }
+}
+
 impl Drop for RestateLock {
     fn drop(&mut self) {
         lock(&self.inner.epochs).remove(&self.run_id);
@@ -313,6 +327,34 @@ impl RestateStore {
         })
     }
 
+    /// Joins the owner of run `run_id` that holds `epoch` (a fan-out member run on this
+    /// worker for a run owned elsewhere): writes carry that epoch, so they are refused once
+    /// the owner is superseded, and dropping the lock releases nothing (the run is the
+    /// owner's).
+    pub fn join(&self, run_id: &str, epoch: u64) -> Box<dyn RunLock> {
+        lock(&self.inner.epochs).insert(run_id.to_string(), epoch);
+        Box::new(Joined {
+            inner: self.inner.clone(),
+            run_id: run_id.to_string(),
+        })
+    }
+
+    /// The epoch this store holds run `run_id` under, once it owns (or joined) it.
+    pub fn held_epoch(&self, run_id: &str) -> Option<u64> {
+        lock(&self.inner.epochs).get(run_id).copied()
+    }
+
+    /// Who owns the run now.
+    pub fn owner(&self, run_id: &str) -> Result<run_state::Owner, StoreError> {
+        let v = self.call(run_id, "owner", None)?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: the owner of run {run_id}: {e}",
+                self.describe()
+            ))
+        })
+    }
+
     fn epoch(&self, run_id: &str) -> Result<u64, StoreError> {
         lock(&self.inner.epochs)
             .get(run_id)
@@ -331,7 +373,7 @@ const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An answer that says nothing about the call itself: the engine was unreachable or failing
 /// over (a 5xx, or no answer at all), not a refusal of a handler.
-fn transient(e: &ClientError) -> bool {
+pub(crate) fn transient(e: &ClientError) -> bool {
     match e {
         ClientError::Transport { .. } => true,
         // The handlers' own refusals are 4xx (run_state::{NO_RUN, BUSY, SUPERSEDED}).

@@ -53,6 +53,16 @@ pub(crate) struct RunEnv {
     pub(crate) unattended: bool,
     /// Cancels the run from outside (a worker that stops).
     pub(crate) cancel: Option<pipewright_runtime::CancelToken>,
+    /// Where the run's fan-out members run; `None`: in this process.
+    pub(crate) members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// Run only this fan-out member of the (resumed) run, and hand back what it came to.
+    pub(crate) member: Option<MemberJob>,
+}
+
+/// A fan-out member a worker runs for a run whose pass runs elsewhere.
+pub(crate) struct MemberJob {
+    pub(crate) member: pipewright_dialect::Member,
+    pub(crate) done: std::sync::mpsc::Sender<pipewright_runtime::members::MemberReport>,
 }
 
 pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
@@ -73,17 +83,24 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
                 );
                 return ExitStatus::COULD_NOT_START;
             }
-            let found = match &env.store {
-                Some(store) => store.load_run(id).map_err(String::from),
-                None => super::runs::store_path(&cwd, &cwd).and_then(|p| {
-                    Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
-                }),
-            };
-            match found {
-                Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
-                Err(e) => {
-                    errln!("error: {e}");
-                    return ExitStatus::COULD_NOT_START;
+            // A member is sent its run's file: the run need not be read twice.
+            if let (Some(file), Some(_)) = (file, &env.member) {
+                file.clone()
+            } else {
+                let found =
+                    match &env.store {
+                        Some(store) => store.load_run(id).map_err(String::from),
+                        None => super::runs::store_path(&cwd, &cwd).and_then(|p| {
+                            Ok(super::runs::open_existing(&p, &format!("no run {id}"))?
+                                .load_run(id)?)
+                        }),
+                    };
+                match found {
+                    Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
+                    Err(e) => {
+                        errln!("error: {e}");
+                        return ExitStatus::COULD_NOT_START;
+                    }
                 }
             }
         }
@@ -240,6 +257,7 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     }
     o.resume = args.resume.clone();
     o.run_id = env.run_id.clone();
+    o.members = env.members.clone();
     match env.cancel.clone() {
         Some(c) => o.cancel = c,
         // A worker's signals stop the worker, not the run it serves (the engine retries it).
@@ -264,6 +282,13 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
         human: args.format == RunFormat::Human,
         ast,
     };
+    if let Some(job) = env.member {
+        let report = rt
+            .run_member(Arc::new(program), &sources, request, job.member)
+            .await;
+        let _ = job.done.send(report);
+        return ExitStatus::OK;
+    }
     let report = match rt.run(Arc::new(program), &sources, request).await {
         Ok(r) => r,
         Err(refusal) => {

@@ -465,11 +465,33 @@ async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
     }
 }
 
-/// Two workers behind one URL: the worker running a 100-item fan-out is killed (its process
-/// group, kill -9) in the middle, and the other one, reached through the same URL, finishes it:
-/// every item is done, and only items in flight at the kill ran twice.
+/// The worker whose process runs a pass of a run now (its pass thread is `pipewright-run`).
+fn running_a_pass(workers: &[Worker]) -> Option<usize> {
+    workers.iter().position(|w| {
+        std::fs::read_dir(format!("/proc/{}/task", w.child.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "pipewright-run")
+            })
+    })
+}
+
+/// Each item's pid in items.log (`N PID` lines): the worker it ran in.
+fn item_pids(log: &str) -> std::collections::BTreeSet<u32> {
+    log.lines()
+        .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
+        .collect()
+}
+
+/// Two workers behind one URL share the items of one 100-item fan-out: both run some of them.
+/// Then the worker running the run's pass is killed (its process group, kill -9) in the middle,
+/// and the other one, reached through the same URL, takes the pass over and finishes: every
+/// item is done, and only items in flight at the kill ran again.
 #[test]
-fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
+fn two_workers_behind_one_url_share_a_fan_out_and_finish_it_when_one_dies() {
     if skip_engine_test() {
         return;
     }
@@ -495,6 +517,7 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
             .unwrap_or_else(|err| panic!("{err}"))
     });
     let items: Vec<String> = (0..100).map(|n| format!("'{n}'")).collect();
+    // $PPID is the process that started the item's shell: the worker the item ran in.
     e.write(
         "fan.yaml",
         &(format!(
@@ -507,7 +530,7 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
       do:
         shell:
           command: !expr >-
-            ['sh', '-c', 'echo "$1 $PPID" >> items.log; sleep 0.05', 'item', item]
+            ['sh', '-c', 'echo "$1 $PPID" >> items.log; sleep 0.1', 'item', item]
       collect: {transform: {value: "count(pipe)"}}
 "#),
     );
@@ -516,21 +539,17 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
     let detached = e.pw(&["run", "fan.yaml", "--detach", "--format", "json"]);
     assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
     let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
-    wait_for("ten items", 60, || {
-        e.read("items.log").lines().count() >= 10
+    let pids: Vec<u32> = e.workers.iter().map(|w| w.child.id()).collect();
+    wait_for("both workers to run items", 60, || {
+        let seen = item_pids(&e.read("items.log"));
+        pids.iter().all(|p| seen.contains(p))
     });
-    let runner: u32 = e
-        .read("items.log")
-        .lines()
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("an item's worker pid"));
-    let at = e
-        .workers
-        .iter()
-        .position(|w| w.child.id() == runner)
-        .unwrap_or_else(|| panic!("the item ran in a worker ({runner})"));
+    let before = e.read("items.log").lines().count();
+    assert!(
+        before < 90,
+        "the kill comes in the middle of the run ({before} items)"
+    );
+    let at = running_a_pass(&e.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
     drop(e.workers.remove(at));
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
@@ -549,8 +568,9 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
         "only items in flight ran again ({twice}): {log}"
     );
     let other = e.workers[0].child.id();
+    let after: Vec<&str> = log.lines().skip(before).collect();
     assert!(
-        log.lines().any(|l| l.ends_with(&format!(" {other}"))),
+        after.iter().any(|l| l.ends_with(&format!(" {other}"))),
         "the other worker finished the run: {log}"
     );
 }
