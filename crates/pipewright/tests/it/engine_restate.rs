@@ -575,6 +575,129 @@ fn two_workers_behind_one_url_share_a_fan_out_and_finish_it_when_one_dies() {
     );
 }
 
+/// A pipeline's fan-outs, their members run as invocations of the engine: values, drops under
+/// `continue`, a failed branch, agent calls and their usage come to the report a local run
+/// gives, and the members' steps are in the run's events.
+#[test]
+fn a_fan_out_on_the_engine_reports_what_it_reports_locally() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "fan.yaml",
+        r#"pipeline: fan
+steps:
+  - transform: {value: "[1, 2, 0, 4]", output: xs}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 2
+      on_error: continue
+      do: {call: {pipeline: one, pass: {n: item}}}
+      collect: {transform: {value: "pipe"}}
+      output: qs
+  - parallel:
+      on_error: continue
+      branches:
+        ok: {shell: {command: "echo branch"}}
+        bad: {transform: {value: "1 / 0"}}
+      collect: {transform: {value: "pipe"}}
+---
+pipeline: one
+steps:
+  - agent: {prompt: "item {ctx.n}", output: said}
+  - transform: {value: "100 / ctx.n"}
+"#,
+    );
+    let args = ["run", "fan.yaml", "--format", "json"];
+    let (on_engine, local) = (e.pw(&args), e.local(&args));
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let (mut a, mut b) = (report(&on_engine), report(&local));
+    for v in [&mut a, &mut b] {
+        v["usage"]["wall_ms"] = Value::Null;
+        if let Some(steps) = v["usage"]["steps"].as_object_mut() {
+            for s in steps.values_mut() {
+                s["wall_ms"] = Value::Null;
+            }
+        }
+    }
+    assert_eq!(a, b);
+    assert_eq!(a["usage"]["agent_calls"], 4, "{a}");
+    let listed = e.pw(&["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    let events = e.pw(&["runs", "events", &id]);
+    let events = stdout(&events);
+    for key in ["1.for_each.3.0", "1.for_each.3.1", "2.parallel.ok"] {
+        assert!(
+            events.lines().any(|l| l.contains("step_completed") && l.contains(&format!("\"{key}\""))),
+            "{key} completed: {events}"
+        );
+    }
+}
+
+/// `pipewright cancel` during a fan-out on the engine: the members in flight stop (their
+/// shells die, nothing of theirs lands), the run is `cancelled`, and `run --resume` finishes it,
+/// running again only the items that were in flight.
+#[test]
+fn a_fan_out_on_the_engine_is_cancelled_and_resumed() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "wait.yaml",
+        r#"pipeline: wait
+steps:
+  - transform: {value: "[1, 2, 3, 4, 5, 6]", output: xs}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 2
+      on_error: abort
+      do:
+        shell:
+          command: !expr >-
+            ['sh', '-c', 'echo "$1 $$" >> items.log; if [ "$1" -gt 2 ]; then i=0; while [ ! -f go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi; echo "$1"', 'item', item]
+      collect: {transform: {value: "count(pipe)"}}
+"#,
+    );
+    let detached = e.pw(&["run", "wait.yaml", "--detach"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = stdout(&detached).trim().to_string();
+    wait_for("two items to wait", 60, || {
+        e.read("items.log").lines().count() >= 4
+    });
+    let waiting: Vec<String> = e
+        .read("items.log")
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1).map(str::to_string))
+        .skip(2)
+        .collect();
+    let cancelled = e.pw(&["cancel", &id]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled));
+    wait_for("the run to be recorded cancelled", 60, || {
+        let o = e.pw(&["runs", "--format", "json"]);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .is_some_and(|v| v[0]["status"] == "cancelled")
+    });
+    wait_for("the waiting items' shells to stop", 10, || {
+        waiting.iter().all(|p| !alive(p))
+    });
+    e.write("go", "");
+    let done = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(report(&done)["output"], 6);
+    let log = e.read("items.log");
+    let runs = |n: &str| log.lines().filter(|l| l.split(' ').next() == Some(n)).count();
+    // Items 1 and 2 landed before the cancel; 3 and 4 were in flight; 5 and 6 had not started.
+    assert_eq!(
+        ["1", "2", "3", "4", "5", "6"].map(runs),
+        [1, 1, 2, 2, 1, 1],
+        "{log}"
+    );
+}
+
 /// On a terminal, following a run on the engine draws its steps as a local run does, from the
 /// events the run recorded there.
 #[test]

@@ -12,6 +12,7 @@ mod example;
 mod openai;
 mod openai_proxy;
 mod openai_tls;
+mod members;
 mod partial;
 mod recursion;
 mod sqlite_store;
