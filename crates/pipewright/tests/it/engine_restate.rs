@@ -628,9 +628,15 @@ steps:
     let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
     let events = e.pw(&["runs", "events", &id]);
     let events = stdout(&events);
-    for key in ["1.for_each.3.0", "1.for_each.3.1", "2.parallel.ok"] {
+    for key in [
+        "1.for_each.3.call.0",
+        "1.for_each.3.call.1",
+        "2.parallel.ok",
+    ] {
         assert!(
-            events.lines().any(|l| l.contains("step_completed") && l.contains(&format!("\"{key}\""))),
+            events
+                .lines()
+                .any(|l| l.contains("step_completed") && l.contains(&format!("\"{key}\""))),
             "{key} completed: {events}"
         );
     }
@@ -649,7 +655,7 @@ fn a_fan_out_on_the_engine_is_cancelled_and_resumed() {
         "wait.yaml",
         r#"pipeline: wait
 steps:
-  - transform: {value: "[1, 2, 3, 4, 5, 6]", output: xs}
+  - transform: {value: "['1', '2', '3', '4', '5', '6']", output: xs}
   - for_each:
       over: ctx.xs
       max_parallel: 2
@@ -689,7 +695,11 @@ steps:
     assert_eq!(done.status.code(), Some(0), "{}", text(&done));
     assert_eq!(report(&done)["output"], 6);
     let log = e.read("items.log");
-    let runs = |n: &str| log.lines().filter(|l| l.split(' ').next() == Some(n)).count();
+    let runs = |n: &str| {
+        log.lines()
+            .filter(|l| l.split(' ').next() == Some(n))
+            .count()
+    };
     // Items 1 and 2 landed before the cancel; 3 and 4 were in flight; 5 and 6 had not started.
     assert_eq!(
         ["1", "2", "3", "4", "5", "6"].map(runs),

@@ -139,7 +139,10 @@ fn members_run_elsewhere_come_to_what_they_come_to_here() {
     assert_eq!(sent, 6, "four items and two branches were sent");
     assert_eq!(elsewhere, here(FAN_OUTS, Budgets::default()));
     assert_eq!(elsewhere["status"], "ok", "{elsewhere}");
-    assert_eq!(elsewhere["stores"]["quotients"], serde_json::json!([110, 70, 65]));
+    assert_eq!(
+        elsewhere["stores"]["quotients"],
+        serde_json::json!([110, 70, 65])
+    );
 }
 
 const ABORTS: &str = r#"pipeline: p
