@@ -421,6 +421,17 @@ impl Store for RestateStore {
         Ok(l.meta.record(l.landings))
     }
 
+    fn load_run_under(&self, run_id: &str, key: &str) -> Result<RunRecord, StoreError> {
+        let v = self.call(run_id, "load_under", Some(Json::from(key)))?;
+        let l: Loaded = serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: run {run_id} came back in a shape this pipewright does not read: {e}",
+                self.describe()
+            ))
+        })?;
+        Ok(l.meta.record(l.landings))
+    }
+
     fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
         if writes.is_empty() {
             return Ok(());

@@ -258,19 +258,20 @@ impl Begun {
         })
     }
 
-    /// A fan-out member of run `run_id`, run apart from it (on another worker of an engine)
-    /// under `lock`, which joins the run's owner rather than claiming the run: its landings
-    /// are the run's, replayed as on resume, and a write after the owner was superseded is
-    /// refused. The sources must be the run's (unless `--force`).
+    /// Fan-out member `member` of run `run_id`, run apart from it (on another worker of an
+    /// engine) under `lock`, which joins the run's owner rather than claiming the run: the
+    /// run's landings under the member are replayed as on resume, and a write after the owner
+    /// was superseded is refused. The sources must be the run's (unless `--force`).
     pub fn joined(
         opts: &RunOptions,
         run_id: &str,
+        member: &str,
         lock: Box<dyn RunLock>,
         what: &str,
         source_hash: &str,
     ) -> Result<Begun, ResumeError> {
         let st = opts.store.as_ref().ok_or(ResumeError::NoStore)?;
-        let rec = st.load_run(run_id)?;
+        let rec = st.load_run_under(run_id, member)?;
         if rec.source_hash != source_hash && !opts.force {
             return Err(ResumeError::SourcesChanged {
                 id: run_id.to_string(),

@@ -42,7 +42,7 @@ impl Interp {
             return Ok(None);
         }
         if let Some(members) = &self.members {
-            if !self.landed_whole(body, &key) {
+            if self.sends(body) && !self.landed_whole(body, &key) {
                 return self
                     .run_elsewhere(members, node, body, frame, key, attempts)
                     .await;

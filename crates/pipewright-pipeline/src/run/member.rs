@@ -108,7 +108,40 @@ fn member_body<'a>(node: &'a Node, branch: Option<&str>) -> Option<&'a Region> {
     }
 }
 
+/// Whether running `region` may reach outside the run (a shell, tool or agent step in it, in
+/// a body nested in it, or in a workflow it calls): only such members are worth a worker of
+/// their own. A pure member runs where its run is, at the cost of an evaluation.
+fn reaches_out(program: &Program, region: &Region, seen: &mut Vec<WorkflowId>) -> bool {
+    region.graph.node_weights().any(|n| {
+        super::has_side_effects(n)
+            || n.kind
+                .regions()
+                .into_iter()
+                .any(|(_, r)| reaches_out(program, r, seen))
+            || n.kind.calls().into_iter().any(|(_, c)| match c.resolved {
+                Some(id) if !seen.contains(&id) => {
+                    seen.push(id);
+                    program
+                        .workflow(id)
+                        .is_some_and(|w| reaches_out(program, &w.body, seen))
+                }
+                // Called already (its answer is being worked out) or unknown (the call fails).
+                _ => false,
+            })
+    })
+}
+
 impl Interp {
+    /// Whether a member running `body` is sent to [`Members`] (see [`reaches_out`]); worked
+    /// out once per body.
+    pub(super) fn sends(&self, body: &Region) -> bool {
+        let at = body as *const Region as usize;
+        let mut known = self.sent_bodies.lock().unwrap_or_else(|p| p.into_inner());
+        *known
+            .entry(at)
+            .or_insert_with(|| reaches_out(&self.program, body, &mut Vec::new()))
+    }
+
     /// Whether this member's value landed already (its body one step, landed in an earlier
     /// attempt): it is replayed here rather than sent anywhere.
     pub(super) fn landed_whole(&self, body: &Region, key: &str) -> bool {
@@ -207,7 +240,14 @@ pub async fn member(
         ));
     };
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let begun = match Begun::joined(&opts, &run_id, lock, "the pipeline files", &source_hash) {
+    let begun = match Begun::joined(
+        &opts,
+        &run_id,
+        &call.key,
+        lock,
+        "the pipeline files",
+        &source_hash,
+    ) {
         Ok(b) => b,
         Err(e) => return MemberReport::broken(e.to_string()),
     };

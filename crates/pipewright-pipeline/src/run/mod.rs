@@ -47,6 +47,8 @@ pub(crate) struct Interp {
     members: Option<Arc<dyn pipewright_runtime::members::Members>>,
     /// The run's meter: what members run elsewhere spent is counted here.
     meter: Arc<pipewright_runtime::usage::Meter>,
+    /// Whether a member of each fan-out body (by address) is sent to `members`.
+    sent_bodies: std::sync::Mutex<std::collections::HashMap<usize, bool>>,
 }
 
 /// Why a run of a pipeline file cannot start (besides what the run store says).
@@ -211,6 +213,7 @@ impl Interp {
             default_max_parallel: opts.default_max_parallel.max(1),
             members: opts.members,
             meter: opts.meter,
+            sent_bodies: Default::default(),
         }
     }
 

@@ -122,21 +122,24 @@ steps:
   - parallel:
       on_error: continue
       branches:
-        one: {transform: {value: "ctx.quotients"}}
+        one: {shell: {command: "echo one"}}
         two: {transform: {value: "1 / 0"}}
+        three: {transform: {value: "ctx.quotients"}}
       collect: {transform: {value: "pipe"}}
 ---
 pipeline: quotient
 steps:
+  - shell: {command: "echo quotient"}
   - transform: {value: "ctx.n * 10", output: tens}
   - transform: {value: "100 / ctx.n + ctx.tens"}
 "#;
 
-/// Values, drops under `continue`, a failed branch: as when the members run in the run.
+/// Values, drops under `continue`, a failed branch: as when the members run in the run. Only
+/// members that reach outside the run are sent (a pure one runs where the run is).
 #[test]
 fn members_run_elsewhere_come_to_what_they_come_to_here() {
     let (elsewhere, sent, _d) = with_members(FAN_OUTS, Budgets::default());
-    assert_eq!(sent, 6, "four items and two branches were sent");
+    assert_eq!(sent, 5, "four items and the shell branch were sent");
     assert_eq!(elsewhere, here(FAN_OUTS, Budgets::default()));
     assert_eq!(elsewhere["status"], "ok", "{elsewhere}");
     assert_eq!(
@@ -147,21 +150,49 @@ fn members_run_elsewhere_come_to_what_they_come_to_here() {
 
 const ABORTS: &str = r#"pipeline: p
 steps:
-  - transform: {value: "[1, 0, 2]", output: xs}
+  - transform: {value: "['0', '2', '0']", output: xs}
   - for_each:
       over: ctx.xs
       max_parallel: 1
       on_error: abort
-      do: {transform: {value: "10 / item"}}
+      do: {shell: {command: !expr "['sh', '-c', 'echo no >&2; exit $1', 'x', item]"}}
       collect: {transform: {value: "pipe"}}
 "#;
 
 /// A member's failure comes back whole: the run fails with the diagnostic it fails with here.
 #[test]
 fn a_member_that_fails_elsewhere_fails_the_run_as_here() {
-    let (elsewhere, _, _d) = with_members(ABORTS, Budgets::default());
+    let (elsewhere, sent, _d) = with_members(ABORTS, Budgets::default());
+    assert_eq!(sent, 2, "the run stopped at the second item");
     assert_eq!(elsewhere["status"], "failed", "{elsewhere}");
+    assert_eq!(elsewhere["error"]["code"], "PW0806", "{elsewhere}");
     assert_eq!(elsewhere, here(ABORTS, Budgets::default()));
+}
+
+const PURE: &str = r#"pipeline: p
+steps:
+  - transform: {value: "[1, 2, 3]", output: xs}
+  - for_each:
+      over: ctx.xs
+      on_error: abort
+      do: {call: {pipeline: twice, pass: {n: item}}}
+      collect: {transform: {value: "pipe"}}
+---
+pipeline: twice
+steps:
+  - transform: {value: "ctx.n * 2"}
+"#;
+
+/// A fan-out whose members cannot reach outside the run keeps them: nothing is sent.
+#[test]
+fn pure_members_are_not_sent() {
+    let (elsewhere, sent, _d) = with_members(PURE, Budgets::default());
+    assert_eq!(sent, 0);
+    assert_eq!(
+        elsewhere["output"],
+        serde_json::json!([2, 4, 6]),
+        "{elsewhere}"
+    );
 }
 
 const AGENTS: &str = r#"pipeline: p
@@ -195,4 +226,54 @@ fn members_elsewhere_spend_the_runs_budget() {
     assert_eq!(rec.usage.len(), 2, "{:?}", rec.usage);
     let unbounded = with_members(AGENTS, Budgets::default()).0;
     assert_eq!(unbounded["usage"]["agent_calls"], 4, "{unbounded}");
+}
+
+const RESUMED: &str = r#"pipeline: p
+steps:
+  - transform: {value: "['a', 'b']", output: xs}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 1
+      on_error: abort
+      do: {call: {pipeline: two, pass: {x: item}}}
+      collect: {transform: {value: "count(pipe)"}}
+---
+pipeline: two
+steps:
+  - shell: {command: !expr "['sh', '-c', 'echo $1 >> log', 'x', ctx.x]"}
+  - shell: {command: "test -f ok && echo done", on_error: abort}
+"#;
+
+/// A resumed run's members replay, where they run, the steps they landed in its earlier
+/// attempt: only the step that failed runs again.
+#[test]
+fn a_resumed_runs_members_replay_what_they_landed() {
+    let d = tempdir();
+    let store = store_at(d.path());
+    let attempt = |resume: Option<String>| {
+        let run_id = resume
+            .clone()
+            .unwrap_or_else(pipewright_runtime::store::new_run_id);
+        let mut o = opts(d.path());
+        o.store = Some(store.clone());
+        o.run_id = Some(run_id.clone());
+        o.resume = resume;
+        o.members = Some(Arc::new(Elsewhere {
+            text: RESUMED.to_string(),
+            dir: d.path().to_path_buf(),
+            run_id: run_id.clone(),
+            store: store.clone(),
+            budgets: Budgets::default(),
+            sent: Arc::new(AtomicUsize::new(0)),
+        }));
+        (run_id, run_json(RESUMED, o))
+    };
+    let (id, first) = attempt(None);
+    assert_eq!(first["status"], "failed", "{first}");
+    std::fs::write(d.path().join("ok"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (_, second) = attempt(Some(id));
+    assert_eq!(second["status"], "ok", "{second}");
+    assert_eq!(second["output"], 2, "{second}");
+    let log = std::fs::read_to_string(d.path().join("log")).unwrap_or_default();
+    assert_eq!(log, "a\nb\n");
 }
