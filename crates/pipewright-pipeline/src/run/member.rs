@@ -179,6 +179,10 @@ impl Interp {
             frame: frame.into(),
             attempts,
         };
+        // As before any step with effects outside the run: what the run staged is recorded
+        // first (and its events come before the member's in the run's events).
+        self.flush()
+            .map_err(|msg| self.fail(codes::STORE, &key, node, msg))?;
         let call = MemberCall {
             key: key.clone(),
             body: serde_json::to_value(&sent).unwrap_or(Json::Null),
