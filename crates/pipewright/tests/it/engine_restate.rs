@@ -495,6 +495,22 @@ fn two_workers_behind_one_url_share_a_fan_out_and_finish_it_when_one_dies() {
     if skip_engine_test() {
         return;
     }
+    share_a_fan_out_and_kill(true);
+}
+
+/// The same, killing the worker that does not run the pass: the engine gives the items it ran
+/// to the other worker, under the same pass, and the run finishes.
+#[test]
+fn two_workers_behind_one_url_finish_a_fan_out_when_an_items_worker_dies() {
+    if skip_engine_test() {
+        return;
+    }
+    share_a_fan_out_and_kill(false);
+}
+
+/// Two workers behind one balancer run a 100-item fan-out; once both have run items, the one
+/// running the pass (`the_pass`) or the other is killed, and the survivor finishes the run.
+fn share_a_fan_out_and_kill(the_pass: bool) {
     let mut e = Engine::start();
     // The worker Engine::start registered is replaced by two behind a balancer.
     e.workers.clear();
@@ -549,8 +565,8 @@ fn two_workers_behind_one_url_share_a_fan_out_and_finish_it_when_one_dies() {
         before < 90,
         "the kill comes in the middle of the run ({before} items)"
     );
-    let at = running_a_pass(&e.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
-    drop(e.workers.remove(at));
+    let pass = running_a_pass(&e.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
+    drop(e.workers.remove(if the_pass { pass } else { 1 - pass }));
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
     assert_eq!(report(&followed)["output"], 100);
