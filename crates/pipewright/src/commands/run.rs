@@ -76,6 +76,8 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     // A resumed run takes its file from the run store; its pipeline and input are checked
     // against the record by the interpreter.
     let file = match (&args.resume, &args.file) {
+        // A member is sent its run's file: the run need not be read twice.
+        (Some(_), Some(file)) if env.member.is_some() => file.clone(),
         (Some(id), file) => {
             if args.input.is_some() || args.input_file.is_some() || !args.vars.is_empty() {
                 errln!(
@@ -83,24 +85,17 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
                 );
                 return ExitStatus::COULD_NOT_START;
             }
-            // A member is sent its run's file: the run need not be read twice.
-            if let (Some(file), Some(_)) = (file, &env.member) {
-                file.clone()
-            } else {
-                let found =
-                    match &env.store {
-                        Some(store) => store.load_run(id).map_err(String::from),
-                        None => super::runs::store_path(&cwd, &cwd).and_then(|p| {
-                            Ok(super::runs::open_existing(&p, &format!("no run {id}"))?
-                                .load_run(id)?)
-                        }),
-                    };
-                match found {
-                    Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
-                    Err(e) => {
-                        errln!("error: {e}");
-                        return ExitStatus::COULD_NOT_START;
-                    }
+            let found = match &env.store {
+                Some(store) => store.load_run(id).map_err(String::from),
+                None => super::runs::store_path(&cwd, &cwd).and_then(|p| {
+                    Ok(super::runs::open_existing(&p, &format!("no run {id}"))?.load_run(id)?)
+                }),
+            };
+            match found {
+                Ok(rec) => file.clone().unwrap_or_else(|| PathBuf::from(&rec.file)),
+                Err(e) => {
+                    errln!("error: {e}");
+                    return ExitStatus::COULD_NOT_START;
                 }
             }
         }
