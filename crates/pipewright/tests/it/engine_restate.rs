@@ -157,6 +157,31 @@ impl Engine {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
     }
 
+    /// Replaces the registered worker with two behind one TCP balancer on loopback, the
+    /// balancer's URL registered as the deployment.
+    fn two_workers_behind_a_balancer(&mut self) {
+        self.workers.clear();
+        let (a, b) = (free_port(), free_port());
+        self.worker(a, false);
+        self.worker(b, false);
+        let listener = self
+            .rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let url = format!(
+            "http://{}",
+            listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
+        );
+        self.rt.spawn(balance(listener, vec![a, b]));
+        self.rt.block_on(async {
+            Client::new()
+                .unwrap_or_else(|err| panic!("{err}"))
+                .register(&self.server.admin_url(), &url)
+                .await
+                .unwrap_or_else(|err| panic!("{err}"))
+        });
+    }
+
     fn restart_server(&mut self) {
         self.server.kill();
         self.rt
@@ -512,26 +537,7 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_an_items_worker_dies() {
 /// running the pass (`the_pass`) or the other is killed, and the survivor finishes the run.
 fn share_a_fan_out_and_kill(the_pass: bool) {
     let mut e = Engine::start();
-    // The worker Engine::start registered is replaced by two behind a balancer.
-    e.workers.clear();
-    let (a, b) = (free_port(), free_port());
-    e.worker(a, false);
-    e.worker(b, false);
-    let listener =
-        e.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap_or_else(|err| panic!("{err}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
-    );
-    e.rt.spawn(balance(listener, vec![a, b]));
-    e.rt.block_on(async {
-        Client::new()
-            .unwrap_or_else(|err| panic!("{err}"))
-            .register(&e.server.admin_url(), &url)
-            .await
-            .unwrap_or_else(|err| panic!("{err}"))
-    });
+    e.two_workers_behind_a_balancer();
     let items: Vec<String> = (0..100).map(|n| format!("'{n}'")).collect();
     // $PPID is the process that started the item's shell: the worker the item ran in.
     e.write(
@@ -722,6 +728,62 @@ steps:
         [1, 1, 2, 2, 1, 1],
         "{log}"
     );
+}
+
+/// A recipe's parallel foreach on the engine: two workers behind one URL share its
+/// iterations, and the report (the results in order, a failing iteration's message) is the
+/// one a local run gives.
+#[test]
+fn a_recipes_parallel_foreach_is_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    let items: Vec<String> = (0..24).map(|n| format!("\"{n}\"")).collect();
+    e.write(
+        "par.yaml",
+        &format!(
+            "name: par\ndescription: shared\nversion: \"1.0.0\"\ncontext:\n  items: [{}]\nsteps:\n  - id: each\n    type: bash\n    foreach: \"{{{{items}}}}\"\n    parallel: 4\n    command: \"echo $PPID >> pids; sleep 0.2; echo got-{{{{item}}}}\"\n    collect: got\n",
+            items.join(", ")
+        ),
+    );
+    let failing = e.copy(&testdata("recipe/run/parallel-fail.yaml"));
+    let args = ["run", "par.yaml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let pids: std::collections::BTreeSet<u32> = e
+        .read("pids")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    for w in &e.workers {
+        assert!(
+            pids.contains(&w.child.id()),
+            "worker {} ran iterations: {pids:?}",
+            w.child.id()
+        );
+    }
+    // A recipe's `session` is its run's: its id and start differ from run to run.
+    let settled = |o: &Output| {
+        let mut v = report(o);
+        if v["stores"]["session"].is_object() {
+            v["stores"]["session"]["id"] = Value::Null;
+            v["stores"]["session"]["started"] = Value::Null;
+        }
+        v
+    };
+    let local = e.local(&args);
+    assert_eq!(settled(&on_engine), settled(&local));
+    let args = ["run", &failing, "--format", "json"];
+    let (on_engine, local) = (e.pw(&args), e.local(&args));
+    assert_eq!(
+        on_engine.status.code(),
+        local.status.code(),
+        "{}",
+        text(&on_engine)
+    );
+    assert_eq!(settled(&on_engine), settled(&local));
 }
 
 /// On a terminal, following a run on the engine draws its steps as a local run does, from the
