@@ -21,7 +21,20 @@ pub struct CommandContext<'a> {
     pub out: &'a dyn Fn(std::fmt::Arguments<'_>),
     /// Writes to standard error.
     pub err: &'a dyn Fn(std::fmt::Arguments<'_>),
+    /// Puts a request to a run's orchestrator through the engine the run is on, waiting up to
+    /// the duration for the answer: for an agent on a host without the run's socket. `None`
+    /// when no engine is known here.
+    pub engine_request: &'a EngineRequest,
 }
+
+/// See [`CommandContext::engine_request`]: (the command's name, run id, request, wait) → the
+/// answer, which the command's [`DialectCommand::answer_relayed`] gave on the run's worker.
+pub type EngineRequest = dyn Fn(
+    &str,
+    &str,
+    &serde_json::Value,
+    std::time::Duration,
+) -> Option<Result<serde_json::Value, String>>;
 
 pub trait DialectCommand: Sync {
     /// The command's syntax; its name is the subcommand's.
@@ -31,5 +44,14 @@ pub trait DialectCommand: Sync {
     /// The executable, called by this name (through a link), acts as this command.
     fn program_name(&self) -> Option<&'static str> {
         None
+    }
+    /// Answers, where a run runs (its worker on an engine), a request this command sent
+    /// through [`CommandContext::engine_request`]; `run_dir` is the run's directory there.
+    fn answer_relayed(
+        &self,
+        _run_dir: &std::path::Path,
+        _request: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        Err("this command sends no requests through an engine".into())
     }
 }

@@ -153,6 +153,10 @@ pub trait Dialect: Sync {
     }
 }
 
+/// What a dialect's checker keeps of one check of an open document for the next one (its
+/// parse), per document; only that dialect knows what it holds.
+pub type Kept = std::sync::Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>;
+
 /// The files of one dialect in one `check` run: added one by one, checked together (pipelines
 /// resolve calls across files).
 pub trait Checker {
@@ -164,6 +168,19 @@ pub trait Checker {
         sources: &mut SourceMap,
         diags: &mut Vec<Diagnostic>,
     );
+    /// A document open in the language server: as [`Checker::add`], reusing what `kept` holds
+    /// from the check of an earlier text of it, and leaving there what the next check may reuse.
+    fn add_open(
+        &mut self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        sources: &mut SourceMap,
+        diags: &mut Vec<Diagnostic>,
+        _kept: &Kept,
+    ) {
+        self.add(path, file, text, sources, diags);
+    }
     /// A file from an include directory: what it defines is visible to the checked files; its
     /// own problems are not this check's.
     fn include(&mut self, _path: &Path, _file: FileId, _text: &str) {}

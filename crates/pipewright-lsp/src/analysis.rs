@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub struct Input {
     pub path: PathBuf,
     pub text: Arc<str>,
+    /// Where the document's dialect keeps what it may reuse at the next check of it (open
+    /// documents of the language server).
+    pub kept: Option<pipewright_dialect::Kept>,
 }
 
 pub struct Analysis {
@@ -109,9 +112,18 @@ pub fn analyze(
                 checkers.len() - 1
             }
         };
-        checkers[i]
-            .1
-            .add(&input.path, *id, &input.text, &mut sources, &mut diags);
+        let checker = &mut checkers[i].1;
+        match &input.kept {
+            Some(kept) => checker.add_open(
+                &input.path,
+                *id,
+                &input.text,
+                &mut sources,
+                &mut diags,
+                kept,
+            ),
+            None => checker.add(&input.path, *id, &input.text, &mut sources, &mut diags),
+        }
     }
     let dir = near.and_then(Path::parent);
     let mut definitions: Vec<PathBuf> = dir.map(siblings).unwrap_or_default();

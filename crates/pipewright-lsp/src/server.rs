@@ -207,6 +207,7 @@ impl Server {
                     Input {
                         path: d.path.clone(),
                         text: d.text.clone(),
+                        kept: Some(d.kept.clone()),
                     },
                 )
             })

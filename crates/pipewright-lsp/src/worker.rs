@@ -55,6 +55,7 @@ pub(crate) fn spawn(
                     .map(|(_, _, i)| Input {
                         path: i.path.clone(),
                         text: i.text.clone(),
+                        kept: i.kept.clone(),
                     })
                     .collect();
                 let Some(a) = analysis::analyze(&inputs, &*known, &|| job.stale()) else {

@@ -47,6 +47,18 @@ pub struct PipelineFile {
     pub pipelines: Vec<Pipeline>,
 }
 
+impl PipelineFile {
+    /// A file that declares nothing.
+    pub fn empty(file: FileId) -> PipelineFile {
+        PipelineFile {
+            file,
+            namespace: None,
+            schemas: Vec::new(),
+            pipelines: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
     pub name: Name,

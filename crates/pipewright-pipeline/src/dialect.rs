@@ -4,8 +4,8 @@ use crate::ast::{PipelineFile, Program};
 use crate::catalogue::ToolCatalogue;
 use crate::CheckOptions;
 use pipewright_dialect::{
-    Checker, Context, Dialect, EditorFeatures, Lowered, NearMiss, RunRequest, RunTarget, Runtime,
-    Source, Verb,
+    Checker, Context, Dialect, EditorFeatures, Kept, Lowered, NearMiss, RunRequest, RunTarget,
+    Runtime, Source, Verb,
 };
 use pipewright_project::ProjectConfig;
 use pipewright_runtime::backend::BoxFuture;
@@ -90,6 +90,7 @@ impl Dialect for Pipeline {
             program: Program::default(),
             included: Vec::new(),
             opts: options(ctx),
+            keep: Vec::new(),
         })
     }
 
@@ -187,6 +188,10 @@ impl Runtime for Pipeline {
     }
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn detect_by_parse(src: &Source) -> bool {
     if src.yaml_is_broken() {
         // Unparseable YAML: route by the top-level keys so the user sees the real syntax
@@ -226,6 +231,9 @@ struct PipelineChecker {
     program: Program,
     included: Vec<FileId>,
     opts: CheckOptions,
+    /// Open documents that loaded clean: where in `program.files`, their text, and where the
+    /// language server keeps their AST for the next check.
+    keep: Vec<(usize, Arc<str>, Kept)>,
 }
 
 impl Checker for PipelineChecker {
@@ -238,6 +246,29 @@ impl Checker for PipelineChecker {
         diags: &mut Vec<Diagnostic>,
     ) {
         self.program.files.push(load(path, file, text, diags));
+    }
+
+    fn add_open(
+        &mut self,
+        path: &Path,
+        file: FileId,
+        text: &str,
+        _sources: &mut SourceMap,
+        diags: &mut Vec<Diagnostic>,
+        kept: &Kept,
+    ) {
+        let previous = lock(kept)
+            .take()
+            .and_then(|k| k.downcast::<crate::reuse::Kept>().ok())
+            .map(|k| *k);
+        let before = diags.len();
+        let mut f = crate::reuse::load_reusing(file, text, previous, diags);
+        f.namespace = path.file_stem().map(|s| s.to_string_lossy().to_string());
+        if diags.len() == before {
+            self.keep
+                .push((self.program.files.len(), Arc::from(text), kept.clone()));
+        }
+        self.program.files.push(f);
     }
 
     fn include(&mut self, path: &Path, file: FileId, text: &str) {
@@ -259,7 +290,13 @@ impl Checker for PipelineChecker {
         // language server publishes first. So the AST is freed on a thread of its own, which
         // an exiting process does not wait for; never leaked, since the server lives on. (The
         // YAML trees are already gone: loading consumes them step by step.)
-        let program = self.program;
+        let mut program = self.program;
+        for (i, text, kept) in self.keep {
+            if let Some(f) = program.files.get_mut(i) {
+                let file = std::mem::replace(f, PipelineFile::empty(f.file));
+                *lock(&kept) = Some(Box::new(crate::reuse::Kept { text, file }));
+            }
+        }
         // A failed spawn drops the closure, which frees the AST here instead.
         let _ = std::thread::Builder::new().spawn(move || drop(program));
         out

@@ -12,6 +12,7 @@ pub mod fmt_rules;
 pub mod literal;
 mod load;
 pub mod lower;
+pub mod reuse;
 pub mod run;
 pub mod schema;
 mod schema_load;

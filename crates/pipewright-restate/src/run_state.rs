@@ -24,7 +24,7 @@ pub const NO_RUN: u16 = 404;
 pub const BUSY: u16 = 409;
 pub const SUPERSEDED: u16 = 412;
 
-const OWNER: &str = "owner";
+pub(crate) const OWNER: &str = "owner";
 const PAUSES: &str = "pauses";
 const PASS: &str = "pass";
 
@@ -81,6 +81,13 @@ pub enum Act {
     },
     /// `pipewright cancel`: what Ctrl-C does where the run runs.
     Cancel,
+    /// A dialect command's request to the run (a MEOW agent's `meow done|event|…` from a host
+    /// without the run's orchestrator socket), for the worker to answer where the run is.
+    Agent {
+        /// The command (`meow`), which answers it on the worker.
+        command: String,
+        request: serde_json::Value,
+    },
 }
 
 /// What deciding answered: the line `approve` prints, or its exit code and message.
@@ -88,6 +95,8 @@ pub enum Act {
 pub enum Answer {
     Decided(String),
     Refused(u8, String),
+    /// The orchestrator's answer to an agent's request, as its socket gave it.
+    Replied(serde_json::Value),
 }
 
 const ASKS: &str = "asks";

@@ -27,6 +27,16 @@ pub struct Engine {
     pub admin: String,
 }
 
+/// A run as [`RestateStore::list_stored`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRun {
+    pub run_id: String,
+    /// Its `RunMeta`, as JSON text (or its digest).
+    pub meta: String,
+    /// Its `Owner`, as JSON text or its digest (none before its first claim).
+    pub owner: Option<String>,
+}
+
 /// The store. `worker`: this process runs the run (its claims take the run from an attempt
 /// that died); otherwise (`approve`, `runs`) a run another process owns is refused.
 pub struct RestateStore {
@@ -355,6 +365,61 @@ impl RestateStore {
         })
     }
 
+    /// Every run's meta and owner as the engine stores them (JSON text), in one query of the
+    /// admin API: what changes whenever the run does (a batch rewrites its meta; a claim or a
+    /// release, its owner). `digests`: each value's MD5 instead of its text, which tells a
+    /// change for a fraction of the bytes (a meta holds the run's input and output).
+    pub fn list_stored(&self, digests: bool) -> Result<Vec<StoredRun>, StoreError> {
+        let (client, admin) = (self.inner.client.clone(), self.engine.admin.clone());
+        let value = if digests {
+            "md5(value_utf8)"
+        } else {
+            "value_utf8"
+        };
+        let sql = format!(
+            "SELECT service_key, key, {value} AS value FROM state WHERE service_name = '{}' AND key IN ('{}', '{}')",
+            run_state::SERVICE,
+            pipewright_runtime::run_kv::META,
+            run_state::OWNER,
+        );
+        let rows = self
+            .inner
+            .block(async move { client.query(&admin, &sql).await })
+            // The list is the admin API's, not the ingress's that `describe` names.
+            .map_err(|e| {
+                StoreError::Unusable(format!(
+                    "the engine's admin API at {}: {e}",
+                    self.engine.admin
+                ))
+            })?;
+        let mut runs: std::collections::BTreeMap<String, (Option<String>, Option<String>)> =
+            std::collections::BTreeMap::new();
+        for r in &rows {
+            let text = |k: &str| r.get(k).and_then(Json::as_str);
+            let (Some(id), Some(key), Some(value)) =
+                (text("service_key"), text("key"), text("value"))
+            else {
+                continue;
+            };
+            let entry = runs.entry(id.to_string()).or_default();
+            if key == run_state::OWNER {
+                entry.1 = Some(value.to_string());
+            } else {
+                entry.0 = Some(value.to_string());
+            }
+        }
+        Ok(runs
+            .into_iter()
+            .filter_map(|(run_id, (meta, owner))| {
+                Some(StoredRun {
+                    run_id,
+                    meta: meta?,
+                    owner,
+                })
+            })
+            .collect())
+    }
+
     fn epoch(&self, run_id: &str) -> Result<u64, StoreError> {
         lock(&self.inner.epochs)
             .get(run_id)
@@ -445,20 +510,12 @@ impl Store for RestateStore {
     }
 
     fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let (client, admin) = (self.inner.client.clone(), self.engine.admin.clone());
-        let sql = format!(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = '{}' AND key = '{}'",
-            run_state::SERVICE,
-            pipewright_runtime::run_kv::META
-        );
-        let rows = self
-            .inner
-            .block(async move { client.query(&admin, &sql).await })
-            .map_err(|e| StoreError::Unusable(format!("{}: {e}", self.describe())))?;
-        let mut runs: Vec<RunSummary> = rows
+        let mut runs: Vec<RunSummary> = self
+            .list_stored(false)?
             .iter()
-            .filter_map(|r| r.get("value_utf8")?.as_str())
-            .filter_map(|t| serde_json::from_str::<pipewright_runtime::run_kv::RunMeta>(t).ok())
+            .filter_map(|r| {
+                serde_json::from_str::<pipewright_runtime::run_kv::RunMeta>(&r.meta).ok()
+            })
             .map(|m| m.summary())
             .collect();
         runs.sort_by(|a, b| (b.created_ms, &b.run_id).cmp(&(a.created_ms, &a.run_id)));

@@ -83,14 +83,19 @@ async fn list(State(app): State<Arc<App>>, Query(q): Query<HashMap<String, Strin
             );
         }
     }
-    match blocking(move || app.runs()).await {
+    let runs_app = app.clone();
+    match blocking(move || runs_app.runs()).await {
         Ok(Ok(list)) => match filter {
             None => (
                 [(axum::http::header::CONTENT_TYPE, "application/json")],
                 list.all.to_string(),
             )
                 .into_response(),
-            Some(f) => Json(runs_json(&list.rows, Some(&f))).into_response(),
+            Some(f) => {
+                let mut doc = runs_json(&list.rows, Some(&f));
+                crate::engine::annotate(&app, &mut doc);
+                Json(doc).into_response()
+            }
         },
         Ok(Err(e)) => internal(e),
         Err(r) => r,
@@ -154,7 +159,7 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
     // Only a paused run, or a live one with a run directory (a MEOW run's socket), can wait
     // for an approval: asking loads the run's record, every landing of a big fan-out.
     let live_dir = row.in_progress && app.runs_dir.join(run_id).is_dir();
-    let pending = match &store {
+    let mut pending = match &store {
         Some(s) if row.stored_status == "paused" || live_dir => {
             rows::waiting_of(s, &app.runs_dir, run_id)
                 .into_iter()
@@ -162,6 +167,9 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
         }
         _ => None,
     };
+    if let (Some(p), Some(_)) = (&mut pending, &app.engine) {
+        p.continues = crate::engine::CONTINUES;
+    }
     let graph = app.graphs.of(&row.file);
     let nodes = match graph.as_ref().and_then(|g| g.workflows.get(&row.workflow)) {
         Some(keys) => {
@@ -207,15 +215,19 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
 
 async fn show(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     let shown = id.clone();
+    let shown_app = app.clone();
     match blocking(move || run_view(&app, &id)).await {
-        Ok(Ok(Some(v))) => Json(json!({
-            "run": v.row.to_json(),
-            "graph": v.graph.as_ref().map_or(Value::Null, |g| (*g.graph).clone()),
-            "nodes": nodes_json(&v.nodes),
-            "pending": pending_json(&v.pending),
-            "events_seq": v.events.last().map_or(0, |(n, _)| *n),
-        }))
-        .into_response(),
+        Ok(Ok(Some(v))) => {
+            let mut doc = json!({
+                "run": v.row.to_json(),
+                "graph": v.graph.as_ref().map_or(Value::Null, |g| (*g.graph).clone()),
+                "nodes": nodes_json(&v.nodes),
+                "pending": pending_json(&v.pending),
+                "events_seq": v.events.last().map_or(0, |(n, _)| *n),
+            });
+            crate::engine::annotate(&shown_app, &mut doc);
+            Json(doc).into_response()
+        }
         Ok(Ok(None)) => error(StatusCode::NOT_FOUND, &format!("no run {shown}")),
         Ok(Err(e)) => internal(e),
         Err(r) => r,
@@ -232,6 +244,15 @@ fn text_field(body: &Value, name: &str) -> Result<String, String> {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(_) => Err(format!("`{name}` is a string")),
     }
+}
+
+/// Whether the store (or an engine's mirror) holds run `id`.
+fn holds_run(app: &App, id: &str) -> Result<bool, String> {
+    if pipewright_runtime::store::check_run_id(id).is_err() {
+        return Ok(false);
+    }
+    app.db()?
+        .map_or(Ok(false), |db| db.runs(Some(id)).map(|r| !r.is_empty()))
 }
 
 async fn approve(
@@ -266,12 +287,11 @@ async fn decide(app: Arc<App>, id: String, body: Value, d: Decision) -> Response
         let Some(store) = app.store()? else {
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
         };
-        if pipewright_runtime::store::check_run_id(&id).is_err()
-            || app
-                .db()?
-                .map_or(Ok(true), |db| db.runs(Some(&id)).map(|r| r.is_empty()))?
-        {
+        if !holds_run(&app, &id)? {
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
+        }
+        if let Some(side) = &app.engine {
+            return Ok(crate::engine::decide(&app, side, &id, step.as_deref(), &d));
         }
         let lock = app.decision_lock(&id);
         let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -315,7 +335,12 @@ async fn cancel(
         let Some(store) = app.store()? else {
             return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
         };
-        // The engine's seam: only the local store is served (docs/ui.md).
+        if let Some(side) = &app.engine {
+            if !holds_run(&app, &id)? {
+                return Ok(error(StatusCode::NOT_FOUND, &format!("no run {id}")));
+            }
+            return Ok(crate::engine::cancel(side, &id));
+        }
         Ok(match pipewright_runtime::stop::cancel_local(&store, &id) {
             Ok(message) => {
                 (StatusCode::ACCEPTED, Json(json!({ "message": message }))).into_response()

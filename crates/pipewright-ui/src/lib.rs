@@ -3,18 +3,23 @@
 //! `reduce`, `graphs`, `db`), who may call them (`security`), the store's change notifications
 //! (`watch`) and the web app's built files, embedded (`assets`). Decisions and cancels run the
 //! code `pipewright approve|deny|cancel` runs (`pipewright_registry::decide_local`,
-//! `pipewright_runtime::stop::cancel_local`).
+//! `pipewright_runtime::stop::cancel_local`). On a run engine (`engine`), the same reads are
+//! served from a mirror of the engine's runs (`mirror`), and decisions and cancels go to the
+//! engine.
 
 mod api;
 mod assets;
 mod db;
+mod engine;
 mod graphs;
+mod mirror;
 mod reduce;
 mod rows;
 mod security;
 mod streams;
 mod watch;
 
+pub use engine::{Engine, EngineRun, Listed, Refusal};
 use pipewright_runtime::store::SqliteStore;
 use std::collections::HashMap;
 use std::future::Future;
@@ -35,6 +40,8 @@ pub struct Options {
     pub runs_dir: PathBuf,
     /// Where a run's file, as given to `pipewright run`, is looked up.
     pub project_root: PathBuf,
+    /// Serve this engine's runs instead of `store`'s (`runs_dir` is then unused).
+    pub engine: Option<Arc<dyn Engine>>,
 }
 
 /// What every request handler shares.
@@ -55,6 +62,8 @@ pub(crate) struct App {
     /// One decision at a time per run, so two browsers deciding at once get one answer each in
     /// turn (the second finds nothing waiting any more).
     deciding: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Set when the server serves a run engine (the store is then its mirror).
+    pub engine: Option<Arc<engine::EngineSide>>,
 }
 
 impl App {
@@ -92,7 +101,9 @@ impl App {
                 &mut self.tops_cache.lock().unwrap_or_else(|p| p.into_inner()),
             )?,
         });
-        let all = Arc::from(api::runs_json(&rows, None).to_string());
+        let mut all = api::runs_json(&rows, None);
+        engine::annotate(self, &mut all);
+        let all = Arc::from(all.to_string());
         let list = RunsList { rows, all };
         *self.runs_cache.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((generation, list.clone()));
@@ -131,6 +142,8 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     app: Arc<App>,
     changes: tokio::sync::watch::Sender<u64>,
+    /// The engine's mirror, and the directory that holds it (removed with the server).
+    mirror: Option<(mirror::Mirror, tempfile::TempDir)>,
 }
 
 impl Server {
@@ -140,27 +153,48 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(opts.listen).await?;
         let local = listener.local_addr()?;
         let (tx, rx) = tokio::sync::watch::channel(0u64);
+        let (mut store_path, mut runs_dir) = (opts.store, opts.runs_dir);
+        let mirror = match &opts.engine {
+            Some(_) => {
+                let dir = tempfile::Builder::new()
+                    .prefix("pipewright-ui-mirror")
+                    .tempdir()?;
+                store_path = dir.path().join("runs.db");
+                // Never created: a run on the engine has no directory on this host.
+                runs_dir = dir.path().join("runs");
+                let m = mirror::Mirror::create(&store_path).map_err(std::io::Error::other)?;
+                Some((m, dir))
+            }
+            None => None,
+        };
         let app = Arc::new(App {
             local,
             token: opts.token,
-            store_path: opts.store,
-            runs_dir: opts.runs_dir,
+            store_path,
+            runs_dir,
             graphs: graphs::Graphs::new(opts.project_root),
             store: Mutex::new(None),
             changes: rx,
             runs_cache: Mutex::new(None),
             tops_cache: Mutex::default(),
             deciding: Mutex::default(),
+            engine: opts.engine.map(|e| Arc::new(engine::EngineSide::new(e))),
         });
         Ok(Server {
             listener,
             app,
             changes: tx,
+            mirror,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.app.local
+    }
+
+    /// The engine served, when it is one.
+    pub fn engine(&self) -> Option<Arc<dyn Engine>> {
+        self.app.engine.as_ref().map(|s| s.engine.clone())
     }
 
     pub fn token(&self) -> Option<&str> {
@@ -187,7 +221,20 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let watcher = watch::start(&self.app.store_path, self.changes, stop_rx.clone());
+        let (watcher, _mirror_dir) = match (self.mirror, &self.app.engine) {
+            (Some((m, dir)), Some(side)) => {
+                mirror::start(m, side.clone(), self.changes, stop_rx.clone());
+                (None, Some(dir))
+            }
+            _ => (
+                Some(watch::start(
+                    &self.app.store_path,
+                    self.changes,
+                    stop_rx.clone(),
+                )),
+                None,
+            ),
+        };
         let router = api::router(self.app.clone(), stop_rx);
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move {

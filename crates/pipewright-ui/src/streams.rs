@@ -135,8 +135,9 @@ pub(crate) async fn events(
                 }
             };
             if let Some(v) = v {
-                let run = json!({"run": v.row.to_json(), "pending": pending_json(&v.pending)})
-                    .to_string();
+                let mut run = json!({"run": v.row.to_json(), "pending": pending_json(&v.pending)});
+                crate::engine::annotate(&s.app, &mut run);
+                let run = run.to_string();
                 let mut out = Vec::new();
                 let from = cursor;
                 for (n, line) in v.events.iter().filter(|(n, _)| *n > from) {

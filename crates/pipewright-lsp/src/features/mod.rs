@@ -20,6 +20,8 @@ pub(crate) struct Doc {
     pub path: PathBuf,
     pub text: Arc<str>,
     pub version: i32,
+    /// What the last check kept of this document, for the next one to reuse.
+    pub kept: pipewright_dialect::Kept,
 }
 
 impl Doc {
@@ -32,6 +34,7 @@ impl Doc {
             path,
             text: text.into(),
             version,
+            kept: Default::default(),
         }
     }
 

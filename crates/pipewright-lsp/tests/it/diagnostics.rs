@@ -379,3 +379,34 @@ fn an_unknown_code_in_the_project_config_is_reported_in_it() {
     );
     c.shutdown();
 }
+
+/// Edits inside one step of a pipeline (which the server loads again alone, keeping the rest
+/// of the document's AST) publish what a whole-text open of the same text publishes: the
+/// spans after the edit move, a new problem the edit causes further down is found, and an
+/// edit that breaks the step falls back to the whole text and back again.
+#[test]
+fn edits_inside_a_step_publish_what_the_whole_text_does() {
+    let mut c = Client::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let u = uri(&dir.path().join("p.yaml"));
+    let v1 = "pipeline: p\nsteps:\n  - transform: {value: \"1\", output: a}\n  - transform:\n      value: \"ctx.a + 1\"\n      output: b\n  - transform: {value: \"ctx.b + ctx.c\"}\n  - transform: {value: \"2\", output: c}\n";
+    c.open(&u, 1, v1);
+    let p = c.diagnostics(&u, Some(1));
+    assert_eq!(codes(&p), ["PW0253"]);
+    let steps = [
+        // A comment line inside the second step: everything below moves down a line.
+        v1.replace("      output: b\n", "      # why\n      output: b\n"),
+        // Its output renamed: the third step now reads a store nobody writes.
+        v1.replace("      output: b\n", "      # why\n      output: bee\n"),
+        // The step broken, then mended.
+        v1.replace("      output: b\n", "      output: [b\n"),
+        v1.to_string(),
+    ];
+    for (n, text) in steps.iter().enumerate() {
+        let version = i32::try_from(n).unwrap_or(0) + 2;
+        c.change(&u, version, text);
+        let p = c.diagnostics(&u, Some(version));
+        assert_eq!(ranges(&p), published_whole(&mut c, text), "{text}");
+    }
+    c.shutdown();
+}

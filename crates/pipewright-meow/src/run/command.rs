@@ -10,7 +10,7 @@
 use clap::{Args, FromArgMatches, Subcommand};
 use pipewright_dialect::{CommandContext, DialectCommand, ProjectRuns};
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::DurationError;
 use pipewright_runtime::store::StoreError;
@@ -239,9 +239,6 @@ fn decision_run(c: &MeowCommand) -> Option<&str> {
 }
 
 fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
-    macro_rules! outln {
-        ($($t:tt)*) => { (cx.out)(format_args!("{}\n", format_args!($($t)*))) };
-    }
     macro_rules! errln {
         ($($t:tt)*) => { (cx.err)(format_args!("{}\n", format_args!($($t)*))) };
     }
@@ -257,15 +254,24 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
         (Some(id), _) | (None, Some(id)) => Some(id),
         (None, None) => None,
     };
-    let sock = match (run, env("MEOW_ORCH_SOCK")) {
+    let route = match (run, env("MEOW_ORCH_SOCK")) {
         (Some(id), _) => match run_socket(id, cx) {
-            Ok(s) => s,
+            Ok(s) => Route::Socket(s),
+            // Not running here: it may run on the engine, on another host.
+            Err(e @ (CommandError::NotRunning { .. } | CommandError::NoProject(_))) => {
+                Route::Engine(id.to_string(), Err(e.to_string()))
+            }
             Err(e) => {
                 errln!("error: {e}");
                 return 2;
             }
         },
-        (None, Some(s)) => PathBuf::from(s),
+        // The run's socket is on another host (the run's worker, when this agent runs
+        // elsewhere): its engine relays the request there.
+        (None, Some(s)) => match env("MEOW_WORKFLOW") {
+            Some(id) if !Path::new(&s).exists() => Route::Engine(id, Ok(PathBuf::from(s))),
+            _ => Route::Socket(PathBuf::from(s)),
+        },
         // A human deciding a gate outside any run must hear that nothing was decided.
         (None, None) if human => {
             errln!("error: no run to decide a gate of: `pipewright meow approve|reject GATE` works inside a running MEOW workflow (MEOW_ORCH_SOCK); from a terminal, name the run: `pipewright approve RUN_ID [--step STEP]`, or `pipewright meow approve RUN_ID GATE` (`pipewright runs` lists the runs)");
@@ -291,6 +297,25 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
             return 2;
         }
     };
+    let sock = match route {
+        Route::Socket(sock) => sock,
+        Route::Engine(id, otherwise) => {
+            match (cx.engine_request)("meow", &id, &req, engine_wait(&req)) {
+                Some(Ok(answer)) => return answered(&args.command, &answer, cx),
+                Some(Err(e)) => {
+                    errln!("error: {e}");
+                    return 2;
+                }
+                None => match otherwise {
+                    Ok(sock) => sock,
+                    Err(e) => {
+                        errln!("error: {e}");
+                        return 2;
+                    }
+                },
+            }
+        }
+    };
     let answer = match runtime.block_on(super::channel::ask(&sock, &req)) {
         Ok(a) => a,
         Err(e) => {
@@ -298,11 +323,36 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
             return 2;
         }
     };
+    answered(&args.command, &answer, cx)
+}
+
+/// Where a command's request goes: the run's socket on this host, or the engine the run is
+/// on (with what to do when no engine is known here: that socket, or that error).
+enum Route {
+    Socket(PathBuf),
+    Engine(String, Result<PathBuf, String>),
+}
+
+/// How long a request through the engine may wait for its answer: a waiting request's own
+/// timeout, and a minute more for the relay.
+fn engine_wait(req: &Value) -> std::time::Duration {
+    let own = req["timeout_ms"].as_u64().unwrap_or(0);
+    std::time::Duration::from_millis(own.saturating_add(60_000))
+}
+
+/// What the command prints and exits with, from the orchestrator's answer.
+fn answered(command: &MeowCommand, answer: &Value, cx: &CommandContext<'_>) -> u8 {
+    macro_rules! outln {
+        ($($t:tt)*) => { (cx.out)(format_args!("{}\n", format_args!($($t)*))) };
+    }
+    macro_rules! errln {
+        ($($t:tt)*) => { (cx.err)(format_args!("{}\n", format_args!($($t)*))) };
+    }
     match answer["type"].as_str() {
         Some("ack") => 0,
         Some("prompt") => {
             let content = answer["content"].as_str().unwrap_or("");
-            match &args.command {
+            match command {
                 MeowCommand::Prime {
                     format: PrimeFormat::Json,
                 } => outln!(
@@ -324,7 +374,7 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
         }
         Some("step_status") => {
             let status = answer["status"].as_str().unwrap_or("");
-            match &args.command {
+            match command {
                 MeowCommand::StepStatus { is: Some(s), .. } => u8::from(status != s.name()),
                 MeowCommand::StepStatus {
                     is_not: Some(s), ..
@@ -336,7 +386,7 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
             }
         }
         Some("event_received") => {
-            let approval = matches!(args.command, MeowCommand::AwaitApproval { .. });
+            let approval = matches!(command, MeowCommand::AwaitApproval { .. });
             if approval {
                 match answer["event_type"].as_str() {
                     Some("gate-approved") => 0,
@@ -482,6 +532,18 @@ impl DialectCommand for Meow {
 
     fn program_name(&self) -> Option<&'static str> {
         Some("meow")
+    }
+
+    /// Puts the request of an agent on another host to the run's orchestrator socket here.
+    fn answer_relayed(&self, run_dir: &std::path::Path, request: &Value) -> Result<Value, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        let sock = super::channel::socket_path(run_dir);
+        runtime
+            .block_on(super::channel::ask(&sock, request))
+            .map_err(|e| e.to_string())
     }
 }
 

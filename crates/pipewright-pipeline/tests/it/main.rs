@@ -3,5 +3,6 @@
 
 mod expr_tags_and_outputs;
 mod many_callers;
+mod reuse;
 mod robustness;
 mod run;

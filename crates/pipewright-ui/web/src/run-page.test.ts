@@ -16,6 +16,12 @@ describe("the approval panel's sentence", () => {
     expect(s).not.toContain("--resume");
   });
 
+  it("tells a reader of a run on the engine that the engine goes on by itself", () => {
+    const s = continuesSentence({ ...pending, continues: "engine" }, "R1");
+    expect(s).toContain("the engine continues it by itself");
+    expect(s).toContain("pipewright run --resume R1 --engine restate");
+  });
+
   it("says nothing it does not know", () => {
     expect(continuesSentence({ ...pending, continues: "later" }, "R1")).toBe("");
   });

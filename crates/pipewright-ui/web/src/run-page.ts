@@ -14,6 +14,7 @@ import {
   touchedKeys,
   type RunPageModel,
 } from "./reducer";
+import { engineLine, type EngineInfo } from "./engine";
 import { NODE_STATES } from "./types";
 import type { GraphNode, NodeState, Pending, RunDetail, RunMessage, RunRow } from "./types";
 
@@ -21,6 +22,9 @@ import type { GraphNode, NodeState, Pending, RunDetail, RunMessage, RunRow } fro
 export function continuesSentence(p: Pending, runId: string): string {
   if (p.continues === "live") {
     return "The `pipewright run` process that started this run is waiting at this step: it goes on by itself once you decide.";
+  }
+  if (p.continues === "engine") {
+    return `This run waits on the Restate engine: once you decide, the engine continues it by itself (\`pipewright run --resume ${runId} --engine restate\` follows it; a denied run fails with the reason).`;
   }
   if (p.continues === "resume") {
     return `This run is paused. After you approve, continue it with \`pipewright run --resume ${runId}\` (a denied run fails when resumed).`;
@@ -244,13 +248,20 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
+  /** A server that cannot read its engine shows the run as it last read it, and says so. */
+  const showEngine = (e: EngineInfo | undefined) => {
+    const line = engineLine(e);
+    loadError.hidden = !line?.error;
+    loadError.textContent = line?.error ? line.text : "";
+  };
+
   /** Whether the run was found (a missing run gets no event stream: it would retry forever). */
   const fetchDetail = async (): Promise<boolean> => {
     try {
       const d = await getJson<RunDetail>(runUrl(runId));
       // For the benchmark: the server's share of a page load ends here.
       if (performance.getEntriesByName("detail-received").length === 0) performance.mark("detail-received");
-      loadError.hidden = true;
+      showEngine(d.engine);
       enqueue({ type: "detail", detail: d });
       return true;
     } catch (err) {
@@ -323,8 +334,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
             }
           },
           run: (data) => {
-            const d = data as { run?: RunRow; pending?: Pending | null };
+            const d = data as { run?: RunRow; pending?: Pending | null; engine?: EngineInfo };
             if (d && d.run) enqueue({ type: "run", run: d.run, pending: d.pending ?? null });
+            if (d && d.engine) showEngine(d.engine);
           },
         },
         onConnection: (c: Connection, reconnected: boolean) => {

@@ -3,6 +3,7 @@ import { openStream, type Connection } from "./api";
 import { esc, type Navigate } from "./dom";
 import { formatCost, formatDuration, formatSteps, formatTime } from "./format";
 import { FULL_TABLE_ROWS, STATUS_FILTERS, parseFilter, rowWindow, visibleRuns, type StatusFilter } from "./runs-model";
+import { engineLine, noRunsText, type EngineInfo } from "./engine";
 import type { RunRow } from "./types";
 
 function rowHtml(r: RunRow): string {
@@ -27,6 +28,7 @@ function rowHtml(r: RunRow): string {
 export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void {
   let filter: StatusFilter = parseFilter(new URLSearchParams(location.search).get("status"));
   let all: RunRow[] = [];
+  let engine: EngineInfo | undefined;
   let rows: RunRow[] = [];
   // The CSS row height; measured on the first big draw, since fonts may make it differ.
   let rowHeight = 28;
@@ -38,7 +40,7 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
     `<label>Status <select data-testid="status-filter">` +
     STATUS_FILTERS.map((f) => `<option value="${f}"${f === filter ? " selected" : ""}>${f}</option>`).join("") +
     `</select></label><span class="count"></span><span class="conn" data-conn="connecting">connecting…</span></header>` +
-    `<main><table class="runs"><thead><tr><th>Status</th><th>Run</th><th>Dialect</th><th>File</th><th>Workflow</th>` +
+    `<main><p class="engine" data-testid="engine-status" hidden></p><table class="runs"><thead><tr><th>Status</th><th>Run</th><th>Dialect</th><th>File</th><th>Workflow</th>` +
     `<th>Started (UTC)</th><th>Duration</th><th>Steps</th><th>Gate</th><th>Cost</th></tr></thead><tbody></tbody></table>` +
     `<p class="empty" hidden></p></main>`;
   const select = root.querySelector("select") as HTMLSelectElement;
@@ -46,6 +48,7 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
   const count = root.querySelector(".count") as HTMLElement;
   const conn = root.querySelector(".conn") as HTMLElement;
   const empty = root.querySelector(".empty") as HTMLElement;
+  const engineStatus = root.querySelector(".engine") as HTMLElement;
 
   /** Fills the table with the rows near the screen (all of them in a small store). */
   const drawWindow = (force: boolean) => {
@@ -72,10 +75,12 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
     drawWindow(true);
     count.textContent = filter === "all" ? `${all.length} runs` : `${rows.length} of ${all.length} runs`;
     empty.hidden = rows.length > 0;
-    empty.textContent =
-      all.length === 0
-        ? "No runs in this store yet: start one with `pipewright run FILE`."
-        : `No ${filter} runs.`;
+    empty.textContent = all.length === 0 ? noRunsText(engine) : `No ${filter} runs.`;
+    const line = engineLine(engine);
+    engineStatus.hidden = line == null;
+    engineStatus.textContent = line?.text ?? "";
+    engineStatus.dataset.error = String(line?.error ?? false);
+    engineStatus.setAttribute("role", line?.error ? "alert" : "status");
   };
 
   let scrollFrame = 0;
@@ -107,9 +112,10 @@ export function mountRunsPage(root: HTMLElement, navigate: Navigate): () => void
     on: {
       runs: (data) => {
         if (performance.getEntriesByName("runs-received").length === 0) performance.mark("runs-received");
-        const runs = (data as { runs?: RunRow[] }).runs;
-        if (!Array.isArray(runs)) return;
-        all = runs;
+        const doc = data as { runs?: RunRow[]; engine?: EngineInfo };
+        if (!Array.isArray(doc.runs)) return;
+        all = doc.runs;
+        engine = doc.engine;
         render();
         if (performance.getEntriesByName("runs-rendered").length === 0) performance.mark("runs-rendered");
         document.body.setAttribute("data-runs-rendered", String(all.length));

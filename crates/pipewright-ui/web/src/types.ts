@@ -1,4 +1,5 @@
 // The JSON the server sends (docs/ui.md, "HTTP API"): field names as on the wire.
+import type { EngineInfo } from "./engine";
 
 export interface Usage {
   input_tokens: number | null;
@@ -56,11 +57,13 @@ export interface Pending {
   step_key: string;
   kind: "gate" | "approval" | string;
   prompt: string;
-  continues: "resume" | "live" | string;
+  continues: "resume" | "live" | "engine" | string;
 }
 
 export interface RunDetail {
   run: RunRow;
+  /** Set when the server serves a run engine (docs/ui.md, "On the Restate engine"). */
+  engine?: EngineInfo;
   graph: GraphDoc | null;
   nodes: Record<string, NodeState>;
   pending: Pending | null;

@@ -67,7 +67,11 @@ pub(crate) fn chosen(args: &EngineArgs, start: Option<&Path>) -> Result<Option<R
 #[cfg(feature = "restate")]
 mod restate;
 #[cfg(feature = "restate")]
-pub(crate) use restate::{cancel, decide, run, runs, worker};
+pub(crate) use restate::{agent_request, cancel, decide, run, runs, worker};
+#[cfg(feature = "restate")]
+mod restate_ui;
+#[cfg(feature = "restate")]
+pub(crate) use restate_ui::ui_engine;
 
 #[cfg(not(feature = "restate"))]
 mod without {
@@ -97,6 +101,20 @@ mod without {
     pub(crate) fn cancel(_: &str, _: Restate) -> ExitStatus {
         unavailable()
     }
+    /// Without the engine, no agent's request goes through one.
+    pub(crate) fn agent_request(
+        _: &str,
+        _: &str,
+        _: &serde_json::Value,
+        _: std::time::Duration,
+    ) -> Option<Result<serde_json::Value, String>> {
+        None
+    }
+    pub(crate) fn ui_engine(
+        _: Restate,
+    ) -> Result<std::sync::Arc<dyn pipewright_ui::Engine>, String> {
+        Err("this pipewright was built without the Restate engine (cargo feature `restate`)".into())
+    }
 }
 #[cfg(not(feature = "restate"))]
-pub(crate) use without::{cancel, decide, run, runs, worker};
+pub(crate) use without::{agent_request, cancel, decide, run, runs, ui_engine, worker};

@@ -32,6 +32,7 @@ pub(crate) fn dialect_command(
         project_runs: &project_runs,
         out: &|a| crate::output::write(false, a),
         err: &|a| crate::output::write(true, a),
+        engine_request: &engine::agent_request,
     };
     ExitStatus::of_dialect(command.run(matches, &cx))
 }

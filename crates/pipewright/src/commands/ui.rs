@@ -2,20 +2,19 @@
 
 use crate::cli::UiArgs;
 use crate::exit::ExitStatus;
+use std::sync::Arc;
 
 pub(crate) fn run(args: &UiArgs) -> ExitStatus {
-    match super::engine::chosen(&args.engine, None) {
-        Ok(None) => {}
-        Ok(Some(_restate)) => {
-            errln!("error: `pipewright ui` serves the local run store only; the Restate engine's runs are not served yet (docs/ui.md)");
-            return ExitStatus::COULD_NOT_START;
-        }
+    let engine = match super::engine::chosen(&args.engine, None)
+        .and_then(|chosen| chosen.map(super::engine::ui_engine).transpose())
+    {
+        Ok(e) => e,
         Err(e) => {
             errln!("error: {e}");
             return ExitStatus::COULD_NOT_START;
         }
-    }
-    let opts = match options(args) {
+    };
+    let opts = match options(args, engine) {
         Ok(o) => o,
         Err(e) => {
             errln!("error: {e}");
@@ -44,6 +43,9 @@ pub(crate) fn run(args: &UiArgs) -> ExitStatus {
         };
         let url = server.url();
         outln!("pipewright ui: {url}");
+        if let Some(engine) = server.engine() {
+            say_whether_it_answers(engine).await;
+        }
         // A generated token is for the person who reads it from this terminal, not a browser
         // opened on whatever machine this is.
         if args.open && !(generated && server.token().is_some()) {
@@ -59,7 +61,21 @@ pub(crate) fn run(args: &UiArgs) -> ExitStatus {
     })
 }
 
-fn options(args: &UiArgs) -> Result<pipewright_ui::Options, String> {
+/// Says on stderr which engine is served, or that it cannot be reached yet (the server serves
+/// anyway: the page says so too, until the engine answers).
+async fn say_whether_it_answers(engine: Arc<dyn pipewright_ui::Engine>) {
+    let at = engine.describe();
+    match tokio::task::spawn_blocking(move || engine.list()).await {
+        Ok(Ok(runs)) => errln!("serving the {} runs of {at}", runs.len()),
+        Ok(Err(e)) => errln!("warning: cannot reach {at}: {e}; the page says so until it answers"),
+        Err(e) => errln!("warning: cannot ask {at}: {e}"),
+    }
+}
+
+fn options(
+    args: &UiArgs,
+    engine: Option<Arc<dyn pipewright_ui::Engine>>,
+) -> Result<pipewright_ui::Options, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
     let store = super::runs::store_path(&cwd, &cwd)?;
     Ok(pipewright_ui::Options {
@@ -68,6 +84,7 @@ fn options(args: &UiArgs) -> Result<pipewright_ui::Options, String> {
         runs_dir: super::runs::runs_dir(&store),
         store,
         project_root: super::runs::project_root(&cwd, &cwd),
+        engine,
     })
 }
 

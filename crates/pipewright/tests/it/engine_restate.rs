@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A server, a project directory, and the workers serving it.
-struct Engine {
+pub(crate) struct Engine {
     // Drop order: workers, then the server, then the directories.
     workers: Vec<Worker>,
-    server: RestateServer,
+    pub(crate) server: RestateServer,
     rt: tokio::runtime::Runtime,
-    project: PathBuf,
+    pub(crate) project: PathBuf,
     dir: tempfile::TempDir,
     _turn: std::sync::MutexGuard<'static, ()>,
 }
@@ -60,7 +60,7 @@ fn free_port() -> u16 {
 }
 
 impl Engine {
-    fn start() -> Engine {
+    pub(crate) fn start() -> Engine {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempdir();
         let project = dir.path().join("project");
@@ -132,8 +132,36 @@ impl Engine {
         output_within(c, 120)
     }
 
-    fn pw(&self, args: &[&str]) -> Output {
+    pub(crate) fn pw(&self, args: &[&str]) -> Output {
         self.pw_in(&self.project, args)
+    }
+
+    /// Starts the MEOW template `name` on the engine, detached, with `pw` set to this
+    /// pipewright; its run id.
+    fn detach_meow(&self, name: &str) -> String {
+        let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+        let detached = self.pw(&["run", name, "--var", &pw, "--detach", "--format", "json"]);
+        assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+        String::from_utf8_lossy(&detached.stdout).trim().to_string()
+    }
+
+    /// `pipewright ARGS` in `dir` until it succeeds (what it decides is not waiting yet, and
+    /// it says so), for up to a minute.
+    fn until_ok(&self, dir: &Path, args: &[&str]) -> Output {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let o = self.pw_in(dir, args);
+            if o.status.code() == Some(0) {
+                return o;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`pipewright {}` never succeeded: {}",
+                args.join(" "),
+                text(&o)
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
     }
 
     /// `pipewright ARGS` here, on the local engine (for the report to compare with).
@@ -145,11 +173,11 @@ impl Engine {
         output_within(c, 120)
     }
 
-    fn copy(&self, from: &Path) -> String {
+    pub(crate) fn copy(&self, from: &Path) -> String {
         copy_into(from, &self.project)
     }
 
-    fn write(&self, name: &str, text: &str) {
+    pub(crate) fn write(&self, name: &str, text: &str) {
         std::fs::write(self.project.join(name), text).unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -182,7 +210,7 @@ impl Engine {
         });
     }
 
-    fn restart_server(&mut self) {
+    pub(crate) fn restart_server(&mut self) {
         self.server.kill();
         self.rt
             .block_on(self.server.restart())
@@ -323,7 +351,7 @@ steps:
   - shell: {command: "echo s3 >> steps.log; echo done"}
 "#;
 
-fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -422,6 +450,17 @@ fn a_run_parked_at_a_gate_survives_restarts_and_is_approved_from_elsewhere() {
     let elsewhere = tempdir();
     let approved = e.pw_in(elsewhere.path(), &["approve", &id, "--message", "go"]);
     assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    // The engine goes on by itself: nobody is told to resume it.
+    assert!(
+        stdout(&approved).contains("the Restate engine continues it by itself"),
+        "{}",
+        text(&approved)
+    );
+    assert!(
+        !stdout(&approved).contains("continue with"),
+        "{}",
+        text(&approved)
+    );
     // Deciding twice: the gate is decided already.
     let again = e.pw_in(elsewhere.path(), &["deny", &id]);
     assert_ne!(again.status.code(), Some(0), "{}", text(&again));
@@ -850,31 +889,9 @@ inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
 inline = [{ id = "held", executor = "shell", command = "echo held" }]
 "#,
     );
-    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
-    let detached = e.pw(&[
-        "run",
-        "gate.meow.toml",
-        "--var",
-        &pw,
-        "--detach",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
-    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let id = e.detach_meow("gate.meow.toml");
     let elsewhere = tempdir();
-    // Until the step waits, there is nothing to approve (and `approve` says so).
-    let mut approved = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let o = e.pw_in(elsewhere.path(), &["approve", &id, "--step", "release"]);
-        if o.status.code() == Some(0) {
-            approved = Some(o);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let approved = approved.unwrap_or_else(|| panic!("the approval step never waited"));
+    let approved = e.until_ok(elsewhere.path(), &["approve", &id, "--step", "release"]);
     assert!(text(&approved).contains("release"), "{}", text(&approved));
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
@@ -884,6 +901,55 @@ inline = [{ id = "held", executor = "shell", command = "echo held" }]
         "{}",
         text(&followed)
     );
+}
+
+/// A MEOW run's agents on another host than its worker (simulated: the orchestrator socket
+/// their environment names does not exist where they run) reach the run through the engine:
+/// a step's status, an event (acknowledged), a wait for an approval that is given meanwhile,
+/// and a human's `meow approve RUN_ID GATE` from a directory that is no project.
+#[test]
+fn meow_requests_from_another_host_reach_the_run_through_the_engine() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "remote.meow.toml",
+        r#"[main]
+[main.variables]
+pw = { default = "pipewright" }
+away = { default = "MEOW_ORCH_SOCK=/nonexistent/orch.sock" }
+
+[[main.steps]]
+id = "first"
+executor = "shell"
+command = "echo one"
+
+[[main.steps]]
+id = "elsewhere"
+executor = "shell"
+needs = ["first"]
+command = "test \"$({{away}} {{pw}} meow step-status first)\" = done && {{away}} {{pw}} meow event relayed via=engine"
+
+[[main.steps]]
+id = "release"
+executor = "branch"
+needs = ["elsewhere"]
+condition = "{{away}} {{pw}} meow await-approval release --timeout 60s"
+[main.steps.on_true]
+inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
+[main.steps.on_false]
+inline = [{ id = "held", executor = "shell", command = "echo held" }]
+"#,
+    );
+    let id = e.detach_meow("remote.meow.toml");
+    let elsewhere = tempdir();
+    e.until_ok(elsewhere.path(), &["meow", "approve", &id, "release"]);
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let r = report(&followed);
+    assert_eq!(r["steps"]["elsewhere"], "done", "{}", text(&followed));
+    assert_eq!(r["steps"]["release.shipped"], "done", "{}", text(&followed));
 }
 
 /// A run on a 3-node cluster goes on while each node in turn (the one leading the run's

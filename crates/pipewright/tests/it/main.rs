@@ -37,3 +37,5 @@ mod step_keys;
 mod suppress_cli;
 mod ui_api;
 mod ui_browser;
+#[cfg(feature = "restate")]
+mod ui_engine;

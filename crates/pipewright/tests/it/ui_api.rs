@@ -10,16 +10,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A `pipewright ui` process; killed (SIGTERM) when dropped.
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
     /// `http://127.0.0.1:PORT` (no slash, no token).
-    base: String,
+    pub(crate) base: String,
     /// The first stdout line, whole.
     first_line: String,
 }
 
 impl Ui {
-    fn start(dir: &Path, extra: &[&str]) -> Ui {
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Ui {
         let mut args = vec!["ui", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let mut child = bin()
@@ -52,7 +52,7 @@ impl Ui {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
@@ -61,7 +61,7 @@ impl Ui {
     }
 
     /// Stops it as Ctrl-C would and checks that it exits by itself, cleanly.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         let pid = self.child.id().to_string();
         let _ = std::process::Command::new("kill")
             .args(["-INT", &pid])
@@ -88,7 +88,7 @@ impl Drop for Ui {
     }
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     use tokio_rustls::rustls;
     // Plain HTTP only; reqwest is built without a TLS provider of its own.
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -107,14 +107,14 @@ fn client() -> reqwest::Client {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-async fn get(ui: &Ui, path: &str) -> (u16, Value) {
+pub(crate) async fn get(ui: &Ui, path: &str) -> (u16, Value) {
     let r = client()
         .get(ui.url(path))
         .send()
@@ -128,7 +128,7 @@ async fn get(ui: &Ui, path: &str) -> (u16, Value) {
     )
 }
 
-async fn post(ui: &Ui, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn post(ui: &Ui, path: &str, body: Value) -> (u16, Value) {
     let r = client()
         .post(ui.url(path))
         .header("Origin", ui.origin())
@@ -170,7 +170,7 @@ fn run(dir: &Path, args: &[&str], code: i32) -> String {
     v["run_id"].as_str().unwrap_or_default().to_string()
 }
 
-fn statuses(v: &Value) -> Vec<(String, String)> {
+pub(crate) fn statuses(v: &Value) -> Vec<(String, String)> {
     v["runs"]
         .as_array()
         .into_iter()
@@ -277,7 +277,7 @@ fn the_runs_list_filters_and_a_run_shows_its_graph_and_node_states() {
 }
 
 /// Reads a server-sent event stream until `done` says the events so far suffice.
-async fn read_sse(
+pub(crate) async fn read_sse(
     resp: reqwest::Response,
     limit: Duration,
     mut done: impl FnMut(&[(String, Option<String>, Value)]) -> bool,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn engine(r: &Restate) -> Engine {
+pub(super) fn engine(r: &Restate) -> Engine {
     Engine {
         ingress: r.ingress.clone(),
         admin: r.admin.clone(),
@@ -62,6 +62,8 @@ pub(crate) fn worker(args: &WorkerArgs) -> ExitStatus {
             return ExitStatus::COULD_NOT_START;
         }
     };
+    // Before any thread starts: the runs' agents inherit it.
+    std::env::set_var(RUN_INGRESS, &restate.ingress);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -186,12 +188,32 @@ const RELAY_EVERY: Duration = Duration::from_millis(250);
 
 /// Does what was asked for a run this worker runs, as `pipewright approve|deny|cancel` here
 /// would, and answers the asker through the engine.
-fn relay(store: &RestateStore, run_id: &str, cancel: &pipewright_runtime::CancelToken) {
+fn relay(store: &Arc<RestateStore>, run_id: &str, cancel: &pipewright_runtime::CancelToken) {
     let Ok(asks) = store.take_asks(run_id) else {
         return;
     };
     for ask in asks {
         let answer = match &ask.act {
+            Act::Agent { command, request } => {
+                // An agent's request may wait for hours (`await-approval`): it must not hold up
+                // the decisions and cancels asked after it.
+                let (store, id, command, request) = (
+                    store.clone(),
+                    run_id.to_string(),
+                    command.clone(),
+                    request.clone(),
+                );
+                let spawned = std::thread::Builder::new()
+                    .name("pipewright-agent-relay".into())
+                    .spawn(move || {
+                        let answer = answer_relayed(&id, &command, &request);
+                        let _ = store.answer(&id, &ask.id, &answer);
+                    });
+                if let Err(e) = spawned {
+                    errln!("error: cannot relay an agent's request to run {run_id}: {e}");
+                }
+                continue;
+            }
             Act::Decide { step, decision } => {
                 match decide_here(store, run_id, step.as_deref(), decision) {
                     Ok(line) => Answer::Decided(line),
@@ -218,11 +240,7 @@ fn decide_here(
 ) -> Result<String, (u8, String)> {
     let loaded = store.loaded(run_id).map_err(|e| (1, e.to_string()))?;
     let record = loaded.meta.record(loaded.landings);
-    let run_dir = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| crate::commands::runs::store_path(&cwd, &cwd).ok())
-        .map(|p| crate::commands::runs::runs_dir(&p).join(run_id))
-        .unwrap_or_default();
+    let run_dir = run_dir_here(run_id);
     let run = RecordedRun {
         run_id,
         store,
@@ -230,6 +248,29 @@ fn decide_here(
         run_dir: &run_dir,
     };
     crate::commands::runs::decide_recorded(&run, step, d)
+}
+
+/// Where a run this worker runs keeps its directory (a MEOW run's orchestrator socket): the
+/// project's runs directory, as for a local run.
+fn run_dir_here(run_id: &str) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| crate::commands::runs::store_path(&cwd, &cwd).ok())
+        .map(|p| crate::commands::runs::runs_dir(&p).join(run_id))
+        .unwrap_or_default()
+}
+
+/// Answers a dialect command's request to a run this worker runs, as the command itself
+/// would on this host.
+fn answer_relayed(run_id: &str, command: &str, request: &serde_json::Value) -> Answer {
+    let Some(cmd) = crate::cli::dialect_commands().find(|c| c.command().get_name() == command)
+    else {
+        return Answer::Refused(2, format!("this worker has no `{command}` command"));
+    };
+    match cmd.answer_relayed(&run_dir_here(run_id), request) {
+        Ok(reply) => Answer::Replied(reply),
+        Err(e) => Answer::Refused(2, format!("run {run_id}, on its worker: {e}")),
+    }
 }
 
 fn failed_pass(message: String) -> PassReport {
@@ -699,35 +740,51 @@ pub(crate) fn decide(id: &str, step: Option<&str>, d: &Decision, restate: Restat
         Ok(r) => r,
         Err(code) => return code,
     };
-    if loaded.owner.owned {
-        // The run is running on a worker: what waits there is decided there.
-        return match ask_worker(&store, id, step, d) {
-            Ok(line) => {
-                outln!("{line}");
-                ExitStatus::OK
-            }
-            Err((code, message)) => {
-                errln!("error: {message}");
-                ExitStatus::of_dialect(code)
-            }
-        };
-    }
-    let pauses = loaded.pauses;
-    let decided = decide_here(&store, id, step, d);
-    match decided {
+    match decide_loaded(&store, &loaded, id, step, d) {
         Ok(line) => {
-            if let Err(e) = store.wake(id, pauses, Vec::new()) {
-                errln!("error: the decision is recorded, but the run could not be woken: {e}");
-                return ExitStatus::FAILED;
-            }
             outln!("{line}");
-            errln!("the Restate engine continues run {id} by itself (`pipewright run --resume {id} --engine restate` follows it)");
             ExitStatus::OK
         }
         Err((code, message)) => {
             errln!("error: {message}");
             ExitStatus::of_dialect(code)
         }
+    }
+}
+
+/// `approve|deny` of run `id` as `loaded` from the engine: a run a worker runs is decided
+/// there; any other is decided here, then woken. The line `approve|deny` prints; refusals as
+/// `decide_recorded` gives them.
+pub(super) fn decide_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+    step: Option<&str>,
+    d: &Decision,
+) -> Result<String, (u8, String)> {
+    if loaded.owner.owned {
+        // The run is running on a worker: what waits there is decided there.
+        return ask_worker(store, id, step, d);
+    }
+    let line = decide_here(store, id, step, d)?;
+    store.wake(id, loaded.pauses, Vec::new()).map_err(|e| {
+        (
+            1,
+            format!("the decision is recorded, but the run could not be woken: {e}"),
+        )
+    })?;
+    Ok(goes_on_by_itself(&line, id))
+}
+
+/// A gate's decision line as the engine has it: the local one tells the reader to resume the
+/// run, which the engine does by itself.
+fn goes_on_by_itself(line: &str, id: &str) -> String {
+    let by_itself = format!(
+        "the Restate engine continues it by itself (`pipewright run --resume {id} --engine restate` follows it)"
+    );
+    match line.strip_suffix(&format!("continue with `pipewright run --resume {id}`")) {
+        Some(decided) => format!("{decided}{by_itself}"),
+        None => format!("{line}; {by_itself}"),
     }
 }
 
@@ -753,25 +810,80 @@ fn ask_worker(
 
 /// Asks the worker running the run to act, and waits for its answer.
 fn ask(store: &RestateStore, run_id: &str, act: Act) -> Result<String, (u8, String)> {
+    match ask_within(store, run_id, act, ANSWER_WITHIN)? {
+        Answer::Decided(line) => Ok(line),
+        Answer::Refused(code, message) => Err((code, message)),
+        Answer::Replied(_) => Err((
+            1,
+            format!("run {run_id}'s worker answered a decision with an agent's reply"),
+        )),
+    }
+}
+
+/// Asks the worker running the run to act, and waits up to `within` for its answer.
+fn ask_within(
+    store: &RestateStore,
+    run_id: &str,
+    act: Act,
+    within: Duration,
+) -> Result<Answer, (u8, String)> {
     let ask = Ask {
         id: pipewright_runtime::store::new_run_id(),
         act,
     };
     store.ask(run_id, &ask).map_err(|e| (1, e.to_string()))?;
-    let deadline = std::time::Instant::now() + ANSWER_WITHIN;
+    let deadline = std::time::Instant::now() + within;
     while std::time::Instant::now() < deadline {
         match store.answer_of(run_id, &ask.id) {
-            Ok(Some(Answer::Decided(line))) => return Ok(line),
-            Ok(Some(Answer::Refused(code, message))) => return Err((code, message)),
+            Ok(Some(answer)) => return Ok(answer),
             Ok(None) => std::thread::sleep(POLL),
             Err(e) => return Err((1, e.to_string())),
         }
     }
     Err((
         1,
-        format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", ANSWER_WITHIN.as_secs()),
+        format!("run {run_id} is running on a worker that did not answer within {} s; it may have stopped (the engine retries it): try again", within.as_secs()),
     ))
 }
+
+// ---- a MEOW agent's requests through the engine ----
+
+/// `pipewright meow …` where the run's orchestrator socket is not (the agent runs on another
+/// host than the run's worker): the request goes through the engine to the worker, which
+/// puts it to the socket and sends the answer back. `None`: no engine is known here.
+pub(crate) fn agent_request(
+    command: &str,
+    run_id: &str,
+    request: &serde_json::Value,
+    within: Duration,
+) -> Option<Result<serde_json::Value, String>> {
+    let restate = match std::env::var(RUN_INGRESS) {
+        Ok(ingress) if !ingress.is_empty() => Restate {
+            ingress,
+            admin: String::new(),
+        },
+        _ => super::chosen(&EngineArgs::default(), None).ok().flatten()?,
+    };
+    let store = match RestateStore::new(engine(&restate), false) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let act = Act::Agent {
+        command: command.to_string(),
+        request: request.clone(),
+    };
+    Some(match ask_within(&store, run_id, act, within) {
+        Ok(Answer::Replied(reply)) => Ok(reply),
+        Ok(Answer::Refused(_, message)) | Err((_, message)) => Err(message),
+        Ok(Answer::Decided(line)) => Err(format!(
+            "run {run_id}'s worker answered an agent's request with a decision: {line}"
+        )),
+    })
+}
+
+/// Set by `pipewright worker` for everything its runs start: the ingress through which an
+/// agent on another host reaches its run (`pipewright meow` reads it).
+pub(crate) const RUN_INGRESS: &str = "PIPEWRIGHT_RUN_INGRESS";
 
 // ---- cancel --engine restate ----
 
@@ -783,24 +895,46 @@ pub(crate) fn cancel(id: &str, restate: Restate) -> ExitStatus {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if !loaded.owner.owned {
-        let e = pipewright_runtime::stop::CancelError::NotRunning {
-            run_id: id.to_string(),
-            status: loaded.meta.status.clone(),
-        };
-        errln!("error: {e}");
-        return ExitStatus::FAILED;
-    }
-    match ask(&store, id, Act::Cancel) {
+    match cancel_loaded(&store, &loaded, id) {
         Ok(line) => {
             outln!("{line}");
             ExitStatus::OK
         }
-        Err((code, message)) => {
+        Err(CancelRefused::NotRunning(e)) => {
+            errln!("error: {e}");
+            ExitStatus::FAILED
+        }
+        Err(CancelRefused::Worker(code, message)) => {
             errln!("error: {message}");
             ExitStatus::of_dialect(code)
         }
     }
+}
+
+/// Why a cancel on the engine did not happen.
+pub(super) enum CancelRefused {
+    /// No worker runs the run (in the local engine's words).
+    NotRunning(pipewright_runtime::stop::CancelError),
+    /// The worker running it refused or could not be asked.
+    Worker(u8, String),
+}
+
+/// `cancel` of run `id` as `loaded` from the engine: asks the worker running it; the line
+/// `cancel` prints.
+pub(super) fn cancel_loaded(
+    store: &RestateStore,
+    loaded: &pipewright_restate::run_state::Loaded,
+    id: &str,
+) -> Result<String, CancelRefused> {
+    if !loaded.owner.owned {
+        return Err(CancelRefused::NotRunning(
+            pipewright_runtime::stop::CancelError::NotRunning {
+                run_id: id.to_string(),
+                status: loaded.meta.status.clone(),
+            },
+        ));
+    }
+    ask(store, id, Act::Cancel).map_err(|(code, message)| CancelRefused::Worker(code, message))
 }
 
 // ---- runs --engine restate ----
@@ -810,5 +944,24 @@ pub(crate) fn runs(args: &RunsArgs, restate: Restate) -> ExitStatus {
     match client_store(&restate) {
         Ok(store) => crate::commands::runs::act(&store as &dyn Store, args),
         Err(code) => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goes_on_by_itself;
+
+    #[test]
+    fn a_decided_gate_on_the_engine_is_not_resumed_by_hand() {
+        let local =
+            "approved stage 'plan' of run ab-1; continue with `pipewright run --resume ab-1`";
+        assert_eq!(
+            goes_on_by_itself(local, "ab-1"),
+            "approved stage 'plan' of run ab-1; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
+        assert_eq!(
+            goes_on_by_itself("denied x", "ab-1"),
+            "denied x; the Restate engine continues it by itself (`pipewright run --resume ab-1 --engine restate` follows it)"
+        );
     }
 }
