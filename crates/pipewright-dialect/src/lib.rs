@@ -19,8 +19,8 @@ pub use editor::EditorFeatures;
 pub use eval::{EvalInput, EvalLanguage};
 pub use near_miss::NearMiss;
 pub use runtime::{
-    BackendFamily, Decided, FlagValue, FlagValues, OpenStore, RecordedRun, RunBackend, RunFlag,
-    RunRequest, RunTarget, Runtime, Waiting,
+    BackendFamily, Decided, FlagValue, FlagValues, Member, OpenStore, RecordedRun, RunBackend,
+    RunFlag, RunRequest, RunTarget, Runtime, Waiting,
 };
 pub use source::Source;
 

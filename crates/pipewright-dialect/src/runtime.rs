@@ -8,9 +8,10 @@ use crate::CheckedAst;
 use pipewright_ir::Program;
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::{AgentBackend, BoxFuture};
+use pipewright_runtime::members::{MemberCall, MemberReport};
 use pipewright_runtime::plan::Plan;
 use pipewright_runtime::report::{Refusal, Report};
-use pipewright_runtime::store::{RunRecord, Store};
+use pipewright_runtime::store::{RunLock, RunRecord, Store};
 use pipewright_runtime::RunOptions;
 use pipewright_syntax::SourceMap;
 use serde_json::Value;
@@ -229,4 +230,30 @@ pub trait Runtime: Sync {
         sources: &'a SourceMap,
         request: RunRequest,
     ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>>;
+    /// Runs one fan-out member of a run apart from it (another worker of an engine took it):
+    /// what the run's own process sent through [`pipewright_runtime::members::Members`],
+    /// recorded into the run's store under `member.lock` (the run's owner, joined). A runtime
+    /// that never sends its members away keeps this default.
+    fn run_member<'a>(
+        &'a self,
+        _program: Arc<Program>,
+        _sources: &'a SourceMap,
+        _request: RunRequest,
+        member: Member,
+    ) -> BoxFuture<'a, MemberReport> {
+        Box::pin(async move {
+            MemberReport::broken(format!(
+                "this dialect runs fan-out member {} in its run's own process",
+                member.call.key
+            ))
+        })
+    }
+}
+
+/// A fan-out member to run apart from its run.
+pub struct Member {
+    pub run_id: String,
+    pub call: MemberCall,
+    /// Joins the run's owner (see `pipewright_runtime::session::Begun::joined`).
+    pub lock: Box<dyn RunLock>,
 }

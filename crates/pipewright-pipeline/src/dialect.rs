@@ -171,6 +171,21 @@ impl Runtime for Pipeline {
             Ok(Box::new(outcome) as Box<dyn Report>)
         })
     }
+
+    fn run_member<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+        member: pipewright_dialect::Member,
+    ) -> BoxFuture<'a, pipewright_runtime::members::MemberReport> {
+        Box::pin(async move {
+            match request.into_options(|_, _| None) {
+                Ok(opts) => crate::run::member(program, sources, opts, member).await,
+                Err(refusal) => pipewright_runtime::members::MemberReport::broken(refusal.message),
+            }
+        })
+    }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

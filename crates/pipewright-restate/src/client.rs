@@ -154,27 +154,35 @@ impl Client {
             segment(key)
         );
         let body = self.post_json(&url, input).await?;
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Sent {
-            invocation_id: String,
-            status: String,
-        }
-        let s: Sent = parse("POST", &url, &body)?;
-        match s.status.as_str() {
-            "Accepted" => Ok(Submission::Accepted {
-                invocation_id: s.invocation_id,
-            }),
-            "PreviouslyAccepted" => Ok(Submission::PreviouslyAccepted {
-                invocation_id: s.invocation_id,
-            }),
-            other => Err(ClientError::Body {
-                method: "POST",
-                url,
-                message: format!("status {other:?} is neither Accepted nor PreviouslyAccepted"),
-                body: String::from_utf8_lossy(&body).into_owned(),
-            }),
-        }
+        submission("POST", url, &body)
+    }
+
+    /// Submits an invocation of a service's `handler` with `input`, without waiting for it,
+    /// under `idempotency_key`: sending it again with that key answers
+    /// [`Submission::PreviouslyAccepted`] with the first invocation (to attach to).
+    pub async fn send_once(
+        &self,
+        ingress: &str,
+        service: &str,
+        handler: &str,
+        input: &Value,
+        idempotency_key: &str,
+    ) -> Result<Submission, ClientError> {
+        let url = format!(
+            "{}/restate/send/{}/{}",
+            trim(ingress),
+            segment(service),
+            segment(handler)
+        );
+        let req = self
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("idempotency-key", idempotency_key)
+            .body(input.to_string())
+            .timeout(REQUEST_TIMEOUT);
+        let body = self.finish("POST", &url, req).await?;
+        submission("POST", url, &body)
     }
 
     /// Waits for the invocation to finish and returns its JSON result. A run that failed
@@ -347,6 +355,31 @@ impl Client {
             });
         }
         Ok(body)
+    }
+}
+
+/// What a `send` answered.
+fn submission(method: &'static str, url: String, body: &[u8]) -> Result<Submission, ClientError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Sent {
+        invocation_id: String,
+        status: String,
+    }
+    let s: Sent = parse(method, &url, body)?;
+    match s.status.as_str() {
+        "Accepted" => Ok(Submission::Accepted {
+            invocation_id: s.invocation_id,
+        }),
+        "PreviouslyAccepted" => Ok(Submission::PreviouslyAccepted {
+            invocation_id: s.invocation_id,
+        }),
+        other => Err(ClientError::Body {
+            method,
+            url,
+            message: format!("status {other:?} is neither Accepted nor PreviouslyAccepted"),
+            body: String::from_utf8_lossy(body).into_owned(),
+        }),
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod endpoint;
+pub mod member;
 pub mod processes;
 pub mod run_state;
 pub mod server;

@@ -134,6 +134,30 @@ macro_rules! read {
     };
 }
 
+async fn loaded(ctx: &SharedObjectContext<'_>, under: Option<&str>) -> HandlerResult<Loaded> {
+    let run_id = ctx.key().to_string();
+    let meta = read!(ctx, RunMeta, META).ok_or_else(|| no_run(&run_id))?;
+    let mut landings = Vec::new();
+    for k in ctx.get_keys().await? {
+        let Some(key) = run_kv::landing_of(&k) else {
+            continue;
+        };
+        if under.is_some_and(|u| !pipewright_runtime::store::is_at_or_under(key, u)) {
+            continue;
+        }
+        if let Some(kept) = read!(ctx, run_kv::KeptLanding, &k) {
+            landings.push((key.to_string(), kept));
+        }
+    }
+    Ok(Loaded {
+        meta,
+        landings,
+        owner: read!(ctx, Owner, OWNER).unwrap_or_default(),
+        pauses: read!(ctx, u64, PAUSES).unwrap_or(0),
+        pass: read!(ctx, PassReport, PASS),
+    })
+}
+
 #[restate_sdk::object]
 impl PipewrightRunState {
     /// Records a new run; `false` when the run exists already (a retried attempt's create).
@@ -283,23 +307,25 @@ impl PipewrightRunState {
     /// The run as `--resume` loads it, with how the engine stands with it.
     #[handler]
     async fn load(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Loaded>> {
-        let run_id = ctx.key().to_string();
-        let meta = read!(ctx, RunMeta, META).ok_or_else(|| no_run(&run_id))?;
-        let mut landings = Vec::new();
-        for k in ctx.get_keys().await? {
-            if let Some(key) = run_kv::landing_of(&k) {
-                if let Some(kept) = read!(ctx, run_kv::KeptLanding, &k) {
-                    landings.push((key.to_string(), kept));
-                }
-            }
-        }
-        Ok(Json(Loaded {
-            meta,
-            landings,
-            owner: read!(ctx, Owner, OWNER).unwrap_or_default(),
-            pauses: read!(ctx, u64, PAUSES).unwrap_or(0),
-            pass: read!(ctx, PassReport, PASS),
-        }))
+        loaded(&ctx, None).await.map(Json)
+    }
+
+    /// [`load`](Self::load) with only the landings at `key` and under it (what a fan-out
+    /// member replays), so a member does not fetch every item's.
+    #[handler]
+    async fn load_under(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        key: String,
+    ) -> HandlerResult<Json<Loaded>> {
+        loaded(&ctx, Some(&key)).await.map(Json)
+    }
+
+    /// Who owns the run now (what a fan-out member run on another worker watches: it stops
+    /// when the owner it joined lets the run go or is superseded).
+    #[handler]
+    async fn owner(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Owner>> {
+        Ok(Json(read!(ctx, Owner, OWNER).unwrap_or_default()))
     }
 
     /// The run's events as JSON lines, in order.

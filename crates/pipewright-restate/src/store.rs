@@ -95,6 +95,20 @@ struct RestateLock {
 
 impl RunLock for RestateLock {}
 
+/// A joined owner ([`RestateStore::join`]).
+struct Joined {
+    inner: Arc<Inner>,
+    run_id: String,
+}
+
+impl RunLock for Joined {}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        lock(&self.inner.epochs).remove(&self.run_id);
+    }
+}
+
 impl Drop for RestateLock {
     fn drop(&mut self) {
         lock(&self.inner.epochs).remove(&self.run_id);
@@ -323,6 +337,34 @@ impl RestateStore {
         })
     }
 
+    /// Joins the owner of run `run_id` that holds `epoch` (a fan-out member run on this
+    /// worker for a run owned elsewhere): writes carry that epoch, so they are refused once
+    /// the owner is superseded, and dropping the lock releases nothing (the run is the
+    /// owner's).
+    pub fn join(&self, run_id: &str, epoch: u64) -> Box<dyn RunLock> {
+        lock(&self.inner.epochs).insert(run_id.to_string(), epoch);
+        Box::new(Joined {
+            inner: self.inner.clone(),
+            run_id: run_id.to_string(),
+        })
+    }
+
+    /// The epoch this store holds run `run_id` under, once it owns (or joined) it.
+    pub fn held_epoch(&self, run_id: &str) -> Option<u64> {
+        lock(&self.inner.epochs).get(run_id).copied()
+    }
+
+    /// Who owns the run now.
+    pub fn owner(&self, run_id: &str) -> Result<run_state::Owner, StoreError> {
+        let v = self.call(run_id, "owner", None)?;
+        serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: the owner of run {run_id}: {e}",
+                self.describe()
+            ))
+        })
+    }
+
     /// Every run's meta and owner as the engine stores them (JSON text), in one query of the
     /// admin API: what changes whenever the run does (a batch rewrites its meta; a claim or a
     /// release, its owner). `digests`: each value's MD5 instead of its text, which tells a
@@ -396,7 +438,7 @@ const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An answer that says nothing about the call itself: the engine was unreachable or failing
 /// over (a 5xx, or no answer at all), not a refusal of a handler.
-fn transient(e: &ClientError) -> bool {
+pub(crate) fn transient(e: &ClientError) -> bool {
     match e {
         ClientError::Transport { .. } => true,
         // The handlers' own refusals are 4xx (run_state::{NO_RUN, BUSY, SUPERSEDED}).
@@ -441,6 +483,17 @@ impl Store for RestateStore {
 
     fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
         let l = self.loaded(run_id)?;
+        Ok(l.meta.record(l.landings))
+    }
+
+    fn load_run_under(&self, run_id: &str, key: &str) -> Result<RunRecord, StoreError> {
+        let v = self.call(run_id, "load_under", Some(Json::from(key)))?;
+        let l: Loaded = serde_json::from_value(v).map_err(|e| {
+            StoreError::Unusable(format!(
+                "{}: run {run_id} came back in a shape this pipewright does not read: {e}",
+                self.describe()
+            ))
+        })?;
         Ok(l.meta.record(l.landings))
     }
 

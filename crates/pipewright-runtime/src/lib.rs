@@ -12,6 +12,7 @@ pub mod codes;
 pub mod config;
 pub mod failure;
 pub mod journal;
+pub mod members;
 pub mod outcome;
 pub mod plan;
 pub mod prerun;

@@ -94,6 +94,9 @@ pub struct RunOptions {
     /// the `meow` link). The CLI puts it next to the run store, so every command that finds
     /// the store finds a run's socket; `None`: `<workdir>/.pipewright/runs`.
     pub runs_dir: Option<PathBuf>,
+    /// Where the run's fan-out members run; `None`: here, in this process (see
+    /// [`crate::members`]).
+    pub members: Option<Arc<dyn crate::members::Members>>,
 }
 
 impl RunOptions {
@@ -126,6 +129,7 @@ impl RunOptions {
             )),
             self_exe: None,
             runs_dir: None,
+            members: None,
         }
     }
 }
@@ -220,6 +224,9 @@ pub struct Begun {
     /// The earlier attempts' record, on resume (its landings move into the session).
     pub resumed: Option<store::RunRecord>,
     lock: Option<Box<dyn RunLock>>,
+    /// A fan-out member run apart from its run ([`Begun::joined`]): it records under the
+    /// run's owner and leaves the run's status alone.
+    joined: bool,
 }
 
 impl Begun {
@@ -238,6 +245,7 @@ impl Begun {
                 input,
                 resumed: None,
                 lock: None,
+                joined: false,
             });
         };
         let (lock, rec) = resume_record(store, force, of, &input, source_hash)?;
@@ -246,6 +254,36 @@ impl Begun {
             input: rec.input.clone(),
             resumed: Some(rec),
             lock: Some(lock),
+            joined: false,
+        })
+    }
+
+    /// Fan-out member `member` of run `run_id`, run apart from it (on another worker of an
+    /// engine) under `lock`, which joins the run's owner rather than claiming the run: the
+    /// run's landings under the member are replayed as on resume, and a write after the owner
+    /// was superseded is refused. The sources must be the run's (unless `--force`).
+    pub fn joined(
+        opts: &RunOptions,
+        run_id: &str,
+        member: &str,
+        lock: Box<dyn RunLock>,
+        what: &str,
+        source_hash: &str,
+    ) -> Result<Begun, ResumeError> {
+        let st = opts.store.as_ref().ok_or(ResumeError::NoStore)?;
+        let rec = st.load_run_under(run_id, member)?;
+        if rec.source_hash != source_hash && !opts.force {
+            return Err(ResumeError::SourcesChanged {
+                id: run_id.to_string(),
+                what: what.to_string(),
+            });
+        }
+        Ok(Begun {
+            run_id: rec.run_id.clone(),
+            input: rec.input.clone(),
+            resumed: Some(rec),
+            lock: Some(lock),
+            joined: true,
         })
     }
 
@@ -269,6 +307,7 @@ impl Begun {
             None => None,
             Some(st) => {
                 let lock = match self.lock {
+                    Some(l) if self.joined => l,
                     Some(l) => {
                         st.record(&self.run_id, &[Write::Status("running".into())])?;
                         l
@@ -562,6 +601,19 @@ impl RunSession {
             on_failure(outcome, e.to_string());
         }
         j.close();
+    }
+}
+
+impl RunSession {
+    /// Ends a fan-out member run apart from its run ([`Begun::joined`]): makes what it landed
+    /// durable and lets the journal go, leaving the run's status to the run. The first write
+    /// that failed, if one did.
+    pub fn close(self) -> Option<StoreError> {
+        let j = self.journal.as_ref()?;
+        let flushed = j.flush().err();
+        let failed = lock(&self.failed).take().or(flushed).or_else(|| j.failed());
+        j.close();
+        failed
     }
 }
 

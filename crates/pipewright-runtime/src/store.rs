@@ -222,6 +222,12 @@ pub struct Landing {
     pub landed: Landed,
 }
 
+/// Whether step key `k` is `key` or a key under it (`key.…`).
+pub fn is_at_or_under(k: &str, key: &str) -> bool {
+    k.strip_prefix(key)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
 /// A run as loaded for `--resume`.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
@@ -353,6 +359,14 @@ pub trait Store: Send + Sync {
     fn is_owned(&self, run_id: &str) -> bool;
     fn create_run(&self, run: &NewRun) -> Result<(), StoreError>;
     fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError>;
+    /// The run with only the landings at `key` and under it (`key.…`): what a fan-out member
+    /// run apart from its run replays. A store that can filter where it keeps the run (an
+    /// engine, through its network) does, so a member does not read every item's landings.
+    fn load_run_under(&self, run_id: &str, key: &str) -> Result<RunRecord, StoreError> {
+        let mut rec = self.load_run(run_id)?;
+        rec.landings.retain(|l| is_at_or_under(&l.key, key));
+        Ok(rec)
+    }
     /// Applies the writes in order, in one transaction: all of them or none.
     fn record(&self, run_id: &str, writes: &[Write]) -> Result<(), StoreError>;
     /// Newest first.

@@ -150,6 +150,9 @@ struct MeterState {
     /// The keys of `steps`, sorted: a fan-out's items are the keys under its own.
     sorted: std::collections::BTreeSet<String>,
     exhausted: Option<Exhausted>,
+    /// The calls this meter charged itself (not seeded): what a fan-out member that ran
+    /// elsewhere reports back to its run.
+    charged: Vec<(String, Usage)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -256,10 +259,23 @@ impl Meter {
             if !st.sorted.contains(key) {
                 st.sorted.insert(key.to_string());
             }
+            st.charged.push((key.to_string(), usage.clone()));
         }
         if let Some(record) = self.record.get() {
             record(key, usage);
         }
+    }
+
+    /// The calls charged here (not seeded), in order.
+    pub fn charged(&self) -> Vec<(String, Usage)> {
+        lock(&self.state).charged.clone()
+    }
+
+    /// Stops the run on a budget that was reached elsewhere (by a fan-out member that ran on
+    /// another worker), as [`Meter::admit`] stops it here.
+    pub fn stop(&self, e: Exhausted) {
+        lock(&self.state).exhausted.get_or_insert(e);
+        self.cancel.cancel();
     }
 
     pub fn total(&self) -> Usage {

@@ -30,7 +30,7 @@ impl Interp {
     /// Runs one item or branch with retries. `Ok(None)`: dropped in an earlier attempt of the
     /// run (replayed from the store). `node` is the fan-out step: its content hash identifies
     /// the drops it recorded.
-    async fn run_member(
+    pub(super) async fn run_member(
         &self,
         node: &Node,
         body: &Region,
@@ -40,6 +40,13 @@ impl Interp {
     ) -> Result<Option<Value>, Failure> {
         if self.dropped(&key, node).is_some() {
             return Ok(None);
+        }
+        if let Some(members) = &self.members {
+            if self.sends(body) && !self.landed_whole(body, &key) {
+                return self
+                    .run_elsewhere(members, node, body, frame, key, attempts)
+                    .await;
+            }
         }
         let body_is_tool = body
             .entry

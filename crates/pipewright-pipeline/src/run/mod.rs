@@ -4,6 +4,7 @@
 
 mod fanout;
 mod frame;
+mod member;
 pub mod plan;
 pub mod prerun;
 mod stack;
@@ -11,6 +12,7 @@ mod steps;
 
 use frame::Frame;
 use indexmap::IndexMap;
+pub use member::member;
 use pipewright_ir::{Node, NodeKind, Program, Region, WorkflowId};
 use pipewright_r1::Value;
 use pipewright_runtime::backend::{AgentBackend, BoxFuture};
@@ -41,6 +43,12 @@ pub(crate) struct Interp {
     identity: String,
     envelope: Option<Vec<String>>,
     default_max_parallel: usize,
+    /// Where fan-out members run; `None`: here (see `run::member`).
+    members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// The run's meter: what members run elsewhere spent is counted here.
+    meter: Arc<pipewright_runtime::usage::Meter>,
+    /// Whether a member of each fan-out body (by address) is sent to `members`.
+    sent_bodies: std::sync::Mutex<std::collections::HashMap<usize, bool>>,
 }
 
 /// Why a run of a pipeline file cannot start (besides what the run store says).
@@ -90,7 +98,7 @@ fn stores_of(input: &serde_json::Value) -> Result<Value, StartError> {
 pub async fn run(
     program: Arc<Program>,
     sources: &SourceMap,
-    opts: RunOptions,
+    mut opts: RunOptions,
 ) -> Result<RunOutcome, String> {
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
     let resume = opts.resume.as_deref().map(|id| ResumeOf {
@@ -115,22 +123,10 @@ pub async fn run(
             workflow: workflow.name.clone(),
             source_hash,
         },
-        opts.sinks,
+        std::mem::take(&mut opts.sinks),
         &opts.meter,
     )?;
-    let interp = Interp {
-        program: program.clone(),
-        sources: sources.clone(),
-        backend: opts.backend,
-        tools: opts.tools,
-        caps: opts.caps,
-        spawns: AtomicU64::new(session.spawns_before()),
-        cancel: opts.cancel,
-        session,
-        identity: opts.identity,
-        envelope: opts.envelope,
-        default_max_parallel: opts.default_max_parallel.max(1),
-    };
+    let interp = Interp::new(program.clone(), sources, opts, session);
     let run_id = interp.session.run_id().to_string();
     let mut frame = Frame {
         ctx: Arc::new(stores),
@@ -197,6 +193,30 @@ pub(crate) fn child_key(prefix: &str, j: usize) -> String {
 }
 
 impl Interp {
+    fn new(
+        program: Arc<Program>,
+        sources: &SourceMap,
+        opts: RunOptions,
+        session: RunSession,
+    ) -> Interp {
+        Interp {
+            program,
+            sources: sources.clone(),
+            backend: opts.backend,
+            tools: opts.tools,
+            caps: opts.caps,
+            spawns: AtomicU64::new(session.spawns_before()),
+            cancel: opts.cancel,
+            session,
+            identity: opts.identity,
+            envelope: opts.envelope,
+            default_max_parallel: opts.default_max_parallel.max(1),
+            members: opts.members,
+            meter: opts.meter,
+            sent_bodies: Default::default(),
+        }
+    }
+
     /// Runs a region's nodes in `Next` order; the returned frame holds the final pipe and
     /// stores.
     pub(crate) fn exec_region<'a>(

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(super) type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The runner's default `max_iterations` of a foreach.
 const DEFAULT_MAX_ITEMS: u64 = 100;
@@ -44,7 +44,13 @@ fn step_id(node: &Node) -> String {
 }
 
 impl Exec {
-    fn fail(&self, key: &str, node: &Node, code: &'static str, msg: impl Into<String>) -> Stop {
+    pub(super) fn fail(
+        &self,
+        key: &str,
+        node: &Node,
+        code: &'static str,
+        msg: impl Into<String>,
+    ) -> Stop {
         Stop::Failed(Box::new(RunError::new(
             code,
             key,
@@ -852,19 +858,18 @@ impl Exec {
             let hash = hash.clone();
             async move {
                 let ikey = format!("{key}.{i}");
-                if let Some(landed) = self.landed(&ikey, &hash) {
-                    return Ok(field(&landed, "result"));
+                if let Some(v) = self.landed_item(&ikey, &hash) {
+                    return Ok(v);
                 }
                 let _slot = slots.acquire().await;
                 self.check_cancel(&ikey)?;
-                let done = self.action(f, &copy, inner, &ikey, precounted).await?;
-                let mut m = indexmap::IndexMap::new();
-                m.insert("result".to_string(), done.result.clone());
-                // Committed now: an iteration can finish while the others still run, with no
-                // next side effect to commit it before a kill.
-                self.land_raw(&ikey, &hash, values::to_landed(&Value::Map(m)), true)
-                    .map_err(|e| self.fail(&ikey, node, codes::STORE, e))?;
-                Ok::<Value, Stop>(done.result)
+                if let Some(members) = self.sends(f, inner) {
+                    return self
+                        .item_elsewhere(members, node, &copy, &ikey, precounted)
+                        .await;
+                }
+                self.run_item(f, node, inner, &hash, &copy, &ikey, precounted)
+                    .await
             }
         });
         let outcomes = futures_util::future::join_all(runs).await;
@@ -894,6 +899,33 @@ impl Exec {
             ));
         }
         self.store_results(ctx, node, l, results)
+    }
+
+    /// One iteration of a parallel foreach: its action, landed at once (an iteration can
+    /// finish while the others still run, with no next side effect to commit it before a
+    /// kill). Where the run runs, or where its member was sent.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn run_item(
+        &self,
+        f: &Frame,
+        node: &Node,
+        inner: &Node,
+        hash: &str,
+        vars: &Context,
+        ikey: &str,
+        precounted: bool,
+    ) -> Result<Value, Stop> {
+        let done = self.action(f, vars, inner, ikey, precounted).await?;
+        let mut m = indexmap::IndexMap::new();
+        m.insert("result".to_string(), done.result.clone());
+        self.land_raw(ikey, hash, values::to_landed(&Value::Map(m)), true)
+            .map_err(|e| self.fail(ikey, node, codes::STORE, e))?;
+        Ok(done.result)
+    }
+
+    /// What an iteration landed in an earlier attempt: its result.
+    pub(super) fn landed_item(&self, ikey: &str, hash: &str) -> Option<Value> {
+        self.landed(ikey, hash).map(|l| field(&l, "result"))
     }
 
     async fn while_loop(
@@ -1035,7 +1067,7 @@ fn skip(ctx: &mut Ctx, id: &str) {
     ctx.set("_skipped_steps", Value::List(list));
 }
 
-fn field(landed: &Value, name: &str) -> Value {
+pub(super) fn field(landed: &Value, name: &str) -> Value {
     match landed {
         Value::Map(m) => m.get(name).cloned().unwrap_or(Value::Null),
         _ => Value::Null,

@@ -12,6 +12,7 @@
 mod exec;
 mod gate;
 mod limiter;
+mod member;
 pub mod plan;
 pub mod prerun;
 mod values;
@@ -33,6 +34,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 pub use gate::{decide, has_gates, pending_gates, Decision};
+pub use member::member;
 
 /// The runner's defaults (`recursion`).
 const DEFAULT_MAX_DEPTH: u64 = 5;
@@ -69,6 +71,10 @@ pub(crate) struct Exec {
     limiter: limiter::Limiter,
     /// Gates ask on the terminal instead of pausing.
     interactive: bool,
+    /// Where a parallel foreach's iterations run; `None`: here (see `run::member`).
+    members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// The run's meter: what iterations run elsewhere spent is counted here.
+    meter: Arc<pipewright_runtime::usage::Meter>,
 }
 
 /// One recipe being executed: the root, or a sub-recipe inside it.
@@ -175,7 +181,7 @@ impl Ctx {
 pub async fn run(
     program: Arc<Program>,
     sources: &SourceMap,
-    opts: RunOptions,
+    mut opts: RunOptions,
 ) -> Result<RunOutcome, String> {
     let workflow = program
         .workflows
@@ -211,10 +217,30 @@ pub async fn run(
             workflow: workflow.name.clone(),
             source_hash,
         },
-        opts.sinks,
+        std::mem::take(&mut opts.sinks),
         &opts.meter,
     )?;
+    let (ex, frame) = root(workflow, text, opts, session);
+    let caller = values::context_of(&input);
+    let mut ctx = Ctx::new(ex.start_context(&frame, &caller)?);
+    let result = ex.run_recipe(&frame, &mut ctx).await;
+    Ok(ex.finish(&frame, ctx, result))
+}
+
+/// The run's shared state and its root recipe's frame.
+fn root(
+    workflow: Workflow,
+    text: Arc<str>,
+    opts: RunOptions,
+    session: RunSession,
+) -> (Exec, Frame) {
     let limits = workflow.limits.clone();
+    let dir = opts
+        .source_path
+        .as_deref()
+        .and_then(|p| p.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| opts.tools.workdir.clone());
     let ex = Exec {
         backend: opts.backend,
         cancel: opts.cancel,
@@ -225,13 +251,9 @@ pub async fn run(
         session,
         limiter: limiter::Limiter::new(&limits),
         interactive: opts.interactive,
+        members: opts.members,
+        meter: opts.meter,
     };
-    let dir = opts
-        .source_path
-        .as_deref()
-        .and_then(|p| p.parent())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ex.project.clone());
     let frame = Frame {
         stack: vec![workflow.name.clone()],
         max_depth: limits.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
@@ -243,10 +265,7 @@ pub async fn run(
         prefix: String::new(),
         gate_path: String::new(),
     };
-    let caller = values::context_of(&input);
-    let mut ctx = Ctx::new(ex.start_context(&frame, &caller)?);
-    let result = ex.run_recipe(&frame, &mut ctx).await;
-    Ok(ex.finish(&frame, ctx, result))
+    (ex, frame)
 }
 
 impl Exec {

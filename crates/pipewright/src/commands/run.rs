@@ -53,6 +53,16 @@ pub(crate) struct RunEnv {
     pub(crate) unattended: bool,
     /// Cancels the run from outside (a worker that stops).
     pub(crate) cancel: Option<pipewright_runtime::CancelToken>,
+    /// Where the run's fan-out members run; `None`: in this process.
+    pub(crate) members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// Run only this fan-out member of the (resumed) run, and hand back what it came to.
+    pub(crate) member: Option<MemberJob>,
+}
+
+/// A fan-out member a worker runs for a run whose pass runs elsewhere.
+pub(crate) struct MemberJob {
+    pub(crate) member: pipewright_dialect::Member,
+    pub(crate) done: std::sync::mpsc::Sender<pipewright_runtime::members::MemberReport>,
 }
 
 pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
@@ -66,6 +76,8 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     // A resumed run takes its file from the run store; its pipeline and input are checked
     // against the record by the interpreter.
     let file = match (&args.resume, &args.file) {
+        // A member is sent its run's file: the run need not be read twice.
+        (Some(_), Some(file)) if env.member.is_some() => file.clone(),
         (Some(id), file) => {
             if args.input.is_some() || args.input_file.is_some() || !args.vars.is_empty() {
                 errln!(
@@ -240,6 +252,7 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
     }
     o.resume = args.resume.clone();
     o.run_id = env.run_id.clone();
+    o.members = env.members.clone();
     match env.cancel.clone() {
         Some(c) => o.cancel = c,
         // A worker's signals stop the worker, not the run it serves (the engine retries it).
@@ -264,6 +277,13 @@ pub(crate) async fn run_async(args: &RunArgs, env: RunEnv) -> ExitStatus {
         human: args.format == RunFormat::Human,
         ast,
     };
+    if let Some(job) = env.member {
+        let report = rt
+            .run_member(Arc::new(program), &sources, request, job.member)
+            .await;
+        let _ = job.done.send(report);
+        return ExitStatus::OK;
+    }
     let report = match rt.run(Arc::new(program), &sources, request).await {
         Ok(r) => r,
         Err(refusal) => {

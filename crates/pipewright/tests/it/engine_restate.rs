@@ -185,6 +185,31 @@ impl Engine {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
     }
 
+    /// Replaces the registered worker with two behind one TCP balancer on loopback, the
+    /// balancer's URL registered as the deployment.
+    fn two_workers_behind_a_balancer(&mut self) {
+        self.workers.clear();
+        let (a, b) = (free_port(), free_port());
+        self.worker(a, false);
+        self.worker(b, false);
+        let listener = self
+            .rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let url = format!(
+            "http://{}",
+            listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
+        );
+        self.rt.spawn(balance(listener, vec![a, b]));
+        self.rt.block_on(async {
+            Client::new()
+                .unwrap_or_else(|err| panic!("{err}"))
+                .register(&self.server.admin_url(), &url)
+                .await
+                .unwrap_or_else(|err| panic!("{err}"))
+        });
+    }
+
     pub(crate) fn restart_server(&mut self) {
         self.server.kill();
         self.rt
@@ -504,36 +529,56 @@ async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
     }
 }
 
-/// Two workers behind one URL: the worker running a 100-item fan-out is killed (its process
-/// group, kill -9) in the middle, and the other one, reached through the same URL, finishes it:
-/// every item is done, and only items in flight at the kill ran twice.
+/// The worker whose process runs a pass of a run now (its pass thread is `pipewright-run`).
+fn running_a_pass(workers: &[Worker]) -> Option<usize> {
+    workers.iter().position(|w| {
+        std::fs::read_dir(format!("/proc/{}/task", w.child.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "pipewright-run")
+            })
+    })
+}
+
+/// Each item's pid in items.log (`N PID` lines): the worker it ran in.
+fn item_pids(log: &str) -> std::collections::BTreeSet<u32> {
+    log.lines()
+        .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
+        .collect()
+}
+
+/// Two workers behind one URL share the items of one 100-item fan-out: both run some of them.
+/// Then the worker running the run's pass is killed (its process group, kill -9) in the middle,
+/// and the other one, reached through the same URL, takes the pass over and finishes: every
+/// item is done, and only items in flight at the kill ran again.
 #[test]
-fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
+fn two_workers_behind_one_url_share_a_fan_out_and_finish_it_when_one_dies() {
     if skip_engine_test() {
         return;
     }
+    share_a_fan_out_and_kill(true);
+}
+
+/// The same, killing the worker that does not run the pass: the engine gives the items it ran
+/// to the other worker, under the same pass, and the run finishes.
+#[test]
+fn two_workers_behind_one_url_finish_a_fan_out_when_an_items_worker_dies() {
+    if skip_engine_test() {
+        return;
+    }
+    share_a_fan_out_and_kill(false);
+}
+
+/// Two workers behind one balancer run a 100-item fan-out; once both have run items, the one
+/// running the pass (`the_pass`) or the other is killed, and the survivor finishes the run.
+fn share_a_fan_out_and_kill(the_pass: bool) {
     let mut e = Engine::start();
-    // The worker Engine::start registered is replaced by two behind a balancer.
-    e.workers.clear();
-    let (a, b) = (free_port(), free_port());
-    e.worker(a, false);
-    e.worker(b, false);
-    let listener =
-        e.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap_or_else(|err| panic!("{err}"));
-    let url = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
-    );
-    e.rt.spawn(balance(listener, vec![a, b]));
-    e.rt.block_on(async {
-        Client::new()
-            .unwrap_or_else(|err| panic!("{err}"))
-            .register(&e.server.admin_url(), &url)
-            .await
-            .unwrap_or_else(|err| panic!("{err}"))
-    });
+    e.two_workers_behind_a_balancer();
     let items: Vec<String> = (0..100).map(|n| format!("'{n}'")).collect();
+    // $PPID is the process that started the item's shell: the worker the item ran in.
     e.write(
         "fan.yaml",
         &(format!(
@@ -546,7 +591,7 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
       do:
         shell:
           command: !expr >-
-            ['sh', '-c', 'echo "$1 $PPID" >> items.log; sleep 0.05', 'item', item]
+            ['sh', '-c', 'echo "$1 $PPID" >> items.log; sleep 0.1', 'item', item]
       collect: {transform: {value: "count(pipe)"}}
 "#),
     );
@@ -555,22 +600,18 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
     let detached = e.pw(&["run", "fan.yaml", "--detach", "--format", "json"]);
     assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
     let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
-    wait_for("ten items", 60, || {
-        e.read("items.log").lines().count() >= 10
+    let pids: Vec<u32> = e.workers.iter().map(|w| w.child.id()).collect();
+    wait_for("both workers to run items", 60, || {
+        let seen = item_pids(&e.read("items.log"));
+        pids.iter().all(|p| seen.contains(p))
     });
-    let runner: u32 = e
-        .read("items.log")
-        .lines()
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("an item's worker pid"));
-    let at = e
-        .workers
-        .iter()
-        .position(|w| w.child.id() == runner)
-        .unwrap_or_else(|| panic!("the item ran in a worker ({runner})"));
-    drop(e.workers.remove(at));
+    let before = e.read("items.log").lines().count();
+    assert!(
+        before < 90,
+        "the kill comes in the middle of the run ({before} items)"
+    );
+    let pass = running_a_pass(&e.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
+    drop(e.workers.remove(if the_pass { pass } else { 1 - pass }));
     let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
     assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
     assert_eq!(report(&followed)["output"], 100);
@@ -588,10 +629,213 @@ fn two_workers_behind_one_url_finish_a_fan_out_when_one_dies() {
         "only items in flight ran again ({twice}): {log}"
     );
     let other = e.workers[0].child.id();
+    let after: Vec<&str> = log.lines().skip(before).collect();
     assert!(
-        log.lines().any(|l| l.ends_with(&format!(" {other}"))),
+        after.iter().any(|l| l.ends_with(&format!(" {other}"))),
         "the other worker finished the run: {log}"
     );
+}
+
+/// A pipeline's fan-outs, their members run as invocations of the engine: values, drops under
+/// `continue`, a failed branch, agent calls and their usage come to the report a local run
+/// gives, and the members' steps are in the run's events.
+#[test]
+fn a_fan_out_on_the_engine_reports_what_it_reports_locally() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "fan.yaml",
+        r#"pipeline: fan
+steps:
+  - transform: {value: "[1, 2, 0, 4]", output: xs}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 2
+      on_error: continue
+      do: {call: {pipeline: one, pass: {n: item}}}
+      collect: {transform: {value: "pipe"}}
+      output: qs
+  - parallel:
+      on_error: continue
+      branches:
+        ok: {shell: {command: "echo branch"}}
+        bad: {transform: {value: "1 / 0"}}
+      collect: {transform: {value: "pipe"}}
+---
+pipeline: one
+steps:
+  - agent: {prompt: "item {ctx.n}", output: said}
+  - transform: {value: "100 / ctx.n"}
+"#,
+    );
+    let args = ["run", "fan.yaml", "--format", "json"];
+    let (on_engine, local) = (e.pw(&args), e.local(&args));
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let (mut a, mut b) = (report(&on_engine), report(&local));
+    for v in [&mut a, &mut b] {
+        v["usage"]["wall_ms"] = Value::Null;
+        if let Some(steps) = v["usage"]["steps"].as_object_mut() {
+            for s in steps.values_mut() {
+                s["wall_ms"] = Value::Null;
+            }
+        }
+    }
+    assert_eq!(a, b);
+    assert_eq!(a["usage"]["agent_calls"], 4, "{a}");
+    let listed = e.pw(&["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    let events = e.pw(&["runs", "events", &id]);
+    let events = stdout(&events);
+    for key in [
+        "1.for_each.3.call.0",
+        "1.for_each.3.call.1",
+        "2.parallel.ok",
+    ] {
+        assert!(
+            events
+                .lines()
+                .any(|l| l.contains("step_completed") && l.contains(&format!("\"{key}\""))),
+            "{key} completed: {events}"
+        );
+    }
+}
+
+/// `pipewright cancel` during a fan-out on the engine: the members in flight stop (their
+/// shells die, nothing of theirs lands), the run is `cancelled`, and `run --resume` finishes it,
+/// running again only the items that were in flight.
+#[test]
+fn a_fan_out_on_the_engine_is_cancelled_and_resumed() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "wait.yaml",
+        r#"pipeline: wait
+steps:
+  - transform: {value: "['1', '2', '3', '4', '5', '6']", output: xs}
+  - for_each:
+      over: ctx.xs
+      max_parallel: 2
+      on_error: abort
+      do:
+        shell:
+          command: !expr >-
+            ['sh', '-c', 'echo "$1 $$" >> items.log; if [ "$1" -gt 2 ]; then i=0; while [ ! -f go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi; echo "$1"', 'item', item]
+      collect: {transform: {value: "count(pipe)"}}
+"#,
+    );
+    let detached = e.pw(&["run", "wait.yaml", "--detach"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = stdout(&detached).trim().to_string();
+    wait_for("two items to wait", 60, || {
+        e.read("items.log").lines().count() >= 4
+    });
+    let waiting: Vec<String> = e
+        .read("items.log")
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1).map(str::to_string))
+        .skip(2)
+        .collect();
+    let cancelled = e.pw(&["cancel", &id]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled));
+    wait_for("the run to be recorded cancelled", 60, || {
+        let o = e.pw(&["runs", "--format", "json"]);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .is_some_and(|v| v[0]["status"] == "cancelled")
+    });
+    wait_for("the waiting items' shells to stop", 10, || {
+        waiting.iter().all(|p| !alive(p))
+    });
+    e.write("go", "");
+    let done = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(report(&done)["output"], 6);
+    let log = e.read("items.log");
+    let runs = |n: &str| {
+        log.lines()
+            .filter(|l| l.split(' ').next() == Some(n))
+            .count()
+    };
+    // Items 1 and 2 landed before the cancel; 3 and 4 were in flight; 5 and 6 had not started.
+    assert_eq!(
+        ["1", "2", "3", "4", "5", "6"].map(runs),
+        [1, 1, 2, 2, 1, 1],
+        "{log}"
+    );
+}
+
+/// A recipe's parallel foreach on the engine: two workers behind one URL share its
+/// iterations, and the report (the results in order, a failing iteration's message) is the
+/// one a local run gives.
+#[test]
+fn a_recipes_parallel_foreach_is_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    let items: Vec<String> = (0..24).map(|n| format!("\"{n}\"")).collect();
+    e.write(
+        "par.yaml",
+        &format!(
+            "name: par\ndescription: shared\nversion: \"1.0.0\"\ncontext:\n  items: [{}]\nsteps:\n  - id: each\n    type: bash\n    foreach: \"{{{{items}}}}\"\n    parallel: 4\n    command: \"echo $PPID >> pids; sleep 0.2; echo got-{{{{item}}}}\"\n    collect: got\n",
+            items.join(", ")
+        ),
+    );
+    let failing = e.copy(&testdata("recipe/run/parallel-fail.yaml"));
+    let args = ["run", "par.yaml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let pids: std::collections::BTreeSet<u32> = e
+        .read("pids")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    for w in &e.workers {
+        assert!(
+            pids.contains(&w.child.id()),
+            "worker {} ran iterations: {pids:?}",
+            w.child.id()
+        );
+    }
+    // A recipe's `session` is its run's: its id and start differ from run to run.
+    let settled = |o: &Output| {
+        let mut v = report(o);
+        if v["stores"]["session"].is_object() {
+            v["stores"]["session"]["id"] = Value::Null;
+            v["stores"]["session"]["started"] = Value::Null;
+        }
+        // How long the agent calls took differs from run to run.
+        if v["usage"].is_object() {
+            v["usage"]["wall_ms"] = Value::Null;
+            if let Some(steps) = v["usage"]["steps"].as_object_mut() {
+                for s in steps.values_mut() {
+                    s["wall_ms"] = Value::Null;
+                }
+            }
+        }
+        v
+    };
+    let local = e.local(&args);
+    assert_eq!(settled(&on_engine), settled(&local));
+    // A failing iteration, and agent steps counted against the recipe's budget up front.
+    let budget = e.copy(&testdata("recipe/run/parallel-budget.yaml"));
+    for file in [&failing, &budget] {
+        let args = ["run", file, "--format", "json"];
+        let (on_engine, local) = (e.pw(&args), e.local(&args));
+        assert_eq!(
+            on_engine.status.code(),
+            local.status.code(),
+            "{}",
+            text(&on_engine)
+        );
+        assert_eq!(settled(&on_engine), settled(&local), "{file}");
+    }
 }
 
 /// On a terminal, following a run on the engine draws its steps as a local run does, from the

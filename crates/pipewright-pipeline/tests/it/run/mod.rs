@@ -9,6 +9,7 @@ mod budget;
 mod cancel;
 mod confine;
 mod example;
+mod members;
 mod openai;
 mod openai_proxy;
 mod openai_tls;

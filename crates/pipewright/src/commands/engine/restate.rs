@@ -7,12 +7,14 @@ use crate::cli::{EngineArgs, RunArgs, RunFormat, RunsArgs, WorkerArgs};
 use crate::commands::run::{run_async, RunEnv};
 use crate::exit::ExitStatus;
 use pipewright_dialect::{FlagValue, RecordedRun};
+use pipewright_restate::member::{MemberExecutor, MemberPass, PipewrightItem, RemoteMembers};
 use pipewright_restate::run_state::{Act, Answer, Ask, PassReport, PipewrightRunState};
 use pipewright_restate::store::{Engine, RestateStore};
 use pipewright_restate::workflow::{Pass, PipewrightRun, RunExecutor, RunSubmission};
 use pipewright_restate::{Client, Submission};
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::members::MemberReport;
 use pipewright_runtime::store::{Event, EventSink as _, Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,6 +86,10 @@ async fn serve(args: &WorkerArgs, restate: Restate) -> ExitStatus {
         .bind(PipewrightRun {
             engine: engine(&restate),
             executor: Arc::new(Executor),
+        })
+        .bind(PipewrightItem {
+            engine: engine(&restate),
+            executor: Arc::new(MemberRunner),
         })
         .build();
     let serving = match pipewright_restate::endpoint::bind_and_serve(endpoint, args.listen).await {
@@ -304,11 +310,20 @@ fn execute(pass: Pass, cancel: pipewright_runtime::CancelToken) -> PassReport {
     }
     args.engine = EngineArgs::default();
     args.detach = false;
+    // The run's fan-out members run on whichever workers the engine gives them to.
+    let members = RemoteMembers {
+        engine: pass.store.engine().clone(),
+        run_id: pass.run_id.clone(),
+        submission: pass.submission.clone(),
+        store: pass.store.clone(),
+    };
     let env = RunEnv {
         store: Some(pass.store),
         run_id: Some(pass.run_id),
         unattended: true,
         cancel: Some(cancel),
+        members: Some(Arc::new(members)),
+        member: None,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -326,6 +341,105 @@ fn execute(pass: Pass, cancel: pipewright_runtime::CancelToken) -> PassReport {
         json: report.json,
         human: report.human,
     }
+}
+
+/// Runs a fan-out member of a run whose pass runs on some worker (maybe this one): the pass's
+/// `run` on its own thread and runtime, as a pass runs, told to run only the member, under the
+/// pass's epoch.
+struct MemberRunner;
+
+impl MemberExecutor for MemberRunner {
+    fn execute(&self, pass: MemberPass) -> BoxFuture<'static, MemberReport> {
+        Box::pin(async move {
+            let (store, run_id, epoch) = (
+                pass.store.clone(),
+                pass.member.run_id.clone(),
+                pass.member.epoch,
+            );
+            // Dropped with the invocation (the engine gave it up): the member stops, as a pass.
+            let cancel = pipewright_runtime::CancelToken::new();
+            let token = cancel.clone();
+            let _stop_with_the_invocation = CancelOnDrop(cancel.clone());
+            let (tx, mut rx) = tokio::sync::oneshot::channel();
+            let spawned = std::thread::Builder::new()
+                .name("pipewright-member".into())
+                .spawn(move || {
+                    let _ = tx.send(execute_member(pass, cancel));
+                });
+            if let Err(e) = spawned {
+                return MemberReport::broken(format!("cannot start the member's thread: {e}"));
+            }
+            // The member lives as long as the pass that sent it: once that pass lets the run
+            // go (it ended, was cancelled, or a newer pass superseded it), it stops as its
+            // pass's own steps did.
+            loop {
+                tokio::select! {
+                    done = &mut rx => {
+                        return done.unwrap_or_else(|_| MemberReport::broken("the member's thread stopped"));
+                    }
+                    () = tokio::time::sleep(RELAY_EVERY) => {
+                        let (store, run_id) = (store.clone(), run_id.clone());
+                        let owner = tokio::task::spawn_blocking(move || store.owner(&run_id)).await;
+                        if let Ok(Ok(o)) = owner {
+                            if !o.owned || o.epoch != epoch {
+                                token.cancel();
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn execute_member(pass: MemberPass, cancel: pipewright_runtime::CancelToken) -> MemberReport {
+    let MemberPass { member, store } = pass;
+    let mut args = match crate::cli::parse_run(&member.submission.args) {
+        Ok(a) => a,
+        Err(e) => {
+            return MemberReport::broken(format!(
+                "the engine sent `run` arguments this worker does not read: {e}"
+            ))
+        }
+    };
+    // The member's input is its frame; the run's, recorded, is not read.
+    args.resume = Some(member.run_id.clone());
+    args.input = None;
+    args.input_file = None;
+    args.vars.clear();
+    args.engine = EngineArgs::default();
+    args.detach = false;
+    let lock = store.join(&member.run_id, member.epoch);
+    let (done, report) = std::sync::mpsc::channel();
+    let env = RunEnv {
+        store: Some(store),
+        run_id: Some(member.run_id.clone()),
+        unattended: true,
+        cancel: Some(cancel),
+        members: None,
+        member: Some(crate::commands::run::MemberJob {
+            member: pipewright_dialect::Member {
+                run_id: member.run_id,
+                call: member.call,
+                lock,
+            },
+            done,
+        }),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return MemberReport::broken(format!("cannot start the runtime: {e}")),
+    };
+    let (_, captured) = rt.block_on(crate::output::capture(run_async(&args, env)));
+    report.try_recv().unwrap_or_else(|_| {
+        MemberReport::broken(format!(
+            "the member did not start: {}",
+            captured.stderr.trim()
+        ))
+    })
 }
 
 /// The engine's runs as a client (`run`, `approve`, `cancel`, `runs`) sees them; a failure to
