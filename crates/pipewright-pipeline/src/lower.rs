@@ -15,6 +15,17 @@ use std::collections::HashMap;
 
 /// Lowers every pipeline of the program, in file then declaration order.
 pub fn pipeline(program: ast::Program) -> Program {
+    lower(program, true)
+}
+
+/// [`pipeline`] for drawing (`graph`): the expressions keep their text but not their parsed
+/// trees ([`Parsed::NotKept`]), which are freed as each step is lowered. The program cannot be
+/// run.
+pub fn drawn(program: ast::Program) -> Program {
+    lower(program, false)
+}
+
+fn lower(program: ast::Program, keep_trees: bool) -> Program {
     let mut ids: Vec<HashMap<Box<str>, WorkflowId>> = Vec::new();
     let mut next = 0;
     for f in &program.files {
@@ -42,7 +53,12 @@ pub fn pipeline(program: ast::Program) -> Program {
             schemas: f.schemas.into_iter().map(schema).collect(),
         });
         for p in f.pipelines {
-            let body = lower_steps(p.steps, &|name: &str| resolver.resolve(fi, name));
+            let resolve = |name: &str| resolver.resolve(fi, name);
+            let cx = Cx {
+                resolve: &resolve,
+                keep_trees,
+            };
+            let body = lower_steps(p.steps, &cx);
             out.workflows.push(Workflow {
                 name: p.name.text.into_string(),
                 dialect: pipewright_dialect::Dialect::name(&crate::dialect::Pipeline),
@@ -86,7 +102,25 @@ impl Resolver<'_> {
     }
 }
 
-fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Region {
+/// What lowering a step needs besides the step.
+struct Cx<'a> {
+    resolve: &'a dyn Fn(&str) -> Option<WorkflowId>,
+    /// Parsed expression trees move into the IR; without, they are dropped.
+    keep_trees: bool,
+}
+
+impl Cx<'_> {
+    fn expr(&self, e: ast::Expr) -> Expr {
+        let e = Expr::r1(e.src.into_string(), e.span, e.style, e.ast);
+        if self.keep_trees {
+            e
+        } else {
+            e.without_parsed()
+        }
+    }
+}
+
+fn lower_steps(steps: Vec<ast::Step>, cx: &Cx) -> Region {
     // Sized exactly: a graph grows by doubling (four slots for its first node), and most
     // regions (a `for_each` body, a `collect`) hold a single step.
     let mut region = Region {
@@ -98,7 +132,7 @@ fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowI
     };
     let mut prev = None;
     for (i, s) in steps.into_iter().enumerate() {
-        let n = region.graph.add_node(lower_step(i, s, resolve));
+        let n = region.graph.add_node(lower_step(i, s, cx));
         match prev {
             Some(p) => {
                 region.graph.add_edge(p, n, Edge::Next);
@@ -110,10 +144,20 @@ fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowI
     region
 }
 
-fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
-    let one = |step: ast::Step| lower_steps(vec![step], resolve);
+fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
+    let one = |step: ast::Step| lower_steps(vec![step], cx);
+    let expr = |e: ast::Expr| cx.expr(e);
+    let arg = |v: ast::ArgValue| match v {
+        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(&node))),
+        ast::ArgValue::Expr(e) => ArgValue::Expr(cx.expr(e)),
+    };
+    let list_source = |s: ast::ListSource| match s {
+        ast::ListSource::Over(e) => ListSource::Over(cx.expr(e)),
+        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(&node))),
+        ast::ListSource::Pipe => ListSource::Pipe,
+    };
     let call = |t: ast::CallTarget| CallRef {
-        resolved: resolve(&t.pipeline.text),
+        resolved: (cx.resolve)(&t.pipeline.text),
         target: t.pipeline.text.into_string(),
         pass: t
             .pass
@@ -151,13 +195,18 @@ fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<Workf
         }
         StepKind::Agent(a) => {
             let a = *a;
+            let prompt = Expr::r1_template(
+                a.prompt.src,
+                a.prompt.span,
+                a.prompt.style,
+                a.prompt.template,
+            );
             NodeKind::Agent {
-                prompt: Expr::r1_template(
-                    a.prompt.src,
-                    a.prompt.span,
-                    a.prompt.style,
-                    a.prompt.template,
-                ),
+                prompt: if cx.keep_trees {
+                    prompt
+                } else {
+                    prompt.without_parsed()
+                },
                 identity: a.identity.map(name),
                 capabilities: a.capabilities.map(|c| c.into_iter().map(name).collect()),
                 schema: a.schema.map(name),
@@ -227,25 +276,6 @@ fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<Workf
         output: s.output.map(name),
         condition: None,
     }
-}
-
-fn arg(v: ast::ArgValue) -> ArgValue {
-    match v {
-        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(&node))),
-        ast::ArgValue::Expr(e) => ArgValue::Expr(expr(e)),
-    }
-}
-
-fn list_source(s: ast::ListSource) -> ListSource {
-    match s {
-        ast::ListSource::Over(e) => ListSource::Over(expr(e)),
-        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(&node))),
-        ast::ListSource::Pipe => ListSource::Pipe,
-    }
-}
-
-fn expr(e: ast::Expr) -> Expr {
-    Expr::r1(e.src.into_string(), e.span, e.style, e.ast)
 }
 
 fn schema(s: ast::Schema) -> Schema {
