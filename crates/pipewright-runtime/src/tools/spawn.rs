@@ -556,10 +556,7 @@ mod tests {
             start(&argv(&["pw-spawn-no-such-tool"])),
             Err(Some(libc::ENOENT))
         );
-        assert_eq!(
-            start(&argv(&["pw-spawn-plain"])),
-            Err(Some(libc::EACCES))
-        );
+        assert_eq!(start(&argv(&["pw-spawn-plain"])), Err(Some(libc::EACCES)));
         let by_path = start(&[not_executable.display().to_string()]);
         assert_eq!(by_path, Err(Some(libc::EACCES)));
         let (out, err) = (file(), file());
@@ -668,6 +665,9 @@ mod tests {
         });
         // SAFETY: kill(2) with signal 0 only probes.
         let alive = unsafe { libc::kill(pid, 0) } == 0;
-        assert!(!alive, "the child {pid} is still there (running or a zombie)");
+        assert!(
+            !alive,
+            "the child {pid} is still there (running or a zombie)"
+        );
     }
 }
