@@ -19,10 +19,70 @@ pub fn pipeline(program: ast::Program) -> Program {
 }
 
 /// [`pipeline`] for drawing (`graph`): the expressions keep their text but not their parsed
-/// trees ([`Parsed::NotKept`]), which are freed as each step is lowered. The program cannot be
-/// run.
-pub fn drawn(program: ast::Program) -> Program {
+/// trees ([`Parsed::NotKept`]). The program cannot be run.
+///
+/// The trees are freed before anything is lowered: they are a third of a large file's AST, and
+/// the lowered graph's nodes are allocated while the rest of the AST still lives, so the
+/// largest moment of `graph` is the AST less its trees plus the nodes, not the whole AST plus
+/// the nodes.
+pub fn drawn(mut program: ast::Program) -> Program {
+    for f in &mut program.files {
+        for p in &mut f.pipelines {
+            p.steps.iter_mut().for_each(drop_trees);
+        }
+    }
     lower(program, false)
+}
+
+/// Frees the parsed trees of a step's expressions and its nested steps'.
+fn drop_trees(s: &mut ast::Step) {
+    fn expr(e: &mut ast::Expr) {
+        e.ast = pipewright_r1::Expr {
+            kind: pipewright_r1::ExprKind::Null,
+            span: Default::default(),
+        };
+    }
+    fn arg(v: &mut ast::ArgValue) {
+        if let ast::ArgValue::Expr(e) = v {
+            expr(e);
+        }
+    }
+    fn source(s: &mut ast::ListSource) {
+        if let ast::ListSource::Over(e) = s {
+            expr(e);
+        }
+    }
+    fn call(t: &mut ast::CallTarget) {
+        t.pass.iter_mut().for_each(|p| expr(&mut p.value));
+    }
+    match &mut s.kind {
+        StepKind::Transform { value } => expr(value),
+        StepKind::Tool(t) => t.args.iter_mut().for_each(|a| arg(&mut a.value)),
+        StepKind::Shell(sh) => arg(&mut sh.command),
+        StepKind::Agent(a) => a.prompt.template.parts = Vec::new(),
+        StepKind::Call(t) => call(t),
+        StepKind::Match(m) => {
+            expr(&mut m.on);
+            m.cases.iter_mut().for_each(|c| call(&mut c.target));
+            m.default.iter_mut().for_each(call);
+        }
+        StepKind::Fold(f) => {
+            source(&mut f.source);
+            expr(&mut f.init);
+            drop_trees(&mut f.body);
+        }
+        StepKind::ForEach(each) => {
+            source(&mut each.source);
+            drop_trees(&mut each.body);
+            drop_trees(&mut each.collect);
+        }
+        StepKind::Parallel {
+            branches, collect, ..
+        } => {
+            branches.iter_mut().for_each(|b| drop_trees(&mut b.step));
+            drop_trees(collect);
+        }
+    }
 }
 
 fn lower(program: ast::Program, keep_trees: bool) -> Program {
