@@ -247,11 +247,11 @@ fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
         }
         StepKind::Shell(sh) => {
             let sh = *sh;
-            NodeKind::Shell {
+            NodeKind::Shell(Box::new(pipewright_ir::Shell {
                 command: arg(sh.command),
                 schema: sh.schema.map(name),
                 on_error: sh.on_error,
-            }
+            }))
         }
         StepKind::Agent(a) => {
             let a = *a;
@@ -261,7 +261,7 @@ fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
                 a.prompt.style,
                 a.prompt.template,
             );
-            NodeKind::Agent {
+            NodeKind::Agent(Box::new(pipewright_ir::Agent {
                 prompt: if cx.keep_trees {
                     prompt
                 } else {
@@ -271,12 +271,12 @@ fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
                 capabilities: a.capabilities.map(|c| c.into_iter().map(name).collect()),
                 schema: a.schema.map(name),
                 model: a.model.map(name),
-            }
+            }))
         }
         StepKind::Call(t) => NodeKind::Call(call(t)),
         StepKind::Match(m) => {
             let m = *m;
-            NodeKind::Match {
+            NodeKind::Match(Box::new(pipewright_ir::Match {
                 on: expr(m.on),
                 cases: m
                     .cases
@@ -288,26 +288,26 @@ fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
                     })
                     .collect(),
                 default: m.default.map(call),
-            }
+            }))
         }
         StepKind::Fold(f) => {
             let f = *f;
-            NodeKind::Fold {
+            NodeKind::Fold(Box::new(pipewright_ir::Fold {
                 source: list_source(f.source),
                 init: expr(f.init),
                 body: one(*f.body),
                 max_items: f.max_items,
-            }
+            }))
         }
         StepKind::ForEach(each) => {
             let each = *each;
-            NodeKind::ForEach {
+            NodeKind::ForEach(Box::new(pipewright_ir::ForEach {
                 source: list_source(each.source),
                 max_parallel: each.max_parallel,
                 on_error: each.on_error,
                 body: one(*each.body),
                 collect: one(*each.collect),
-            }
+            }))
         }
         StepKind::Parallel {
             on_error,

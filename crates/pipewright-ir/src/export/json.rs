@@ -284,54 +284,36 @@ fn details(kind: &NodeKind) -> Value {
             "args": args.iter().map(|a| json!({"name": a.name, "value": arg(&a.value)})).collect::<Vec<_>>(),
             "schema": schema,
         }),
-        NodeKind::Shell {
-            command, schema, ..
-        } => json!({"command": arg(command), "schema": schema}),
-        NodeKind::Agent {
-            prompt,
-            identity,
-            capabilities,
-            schema,
-            model,
-        } => json!({
-            "prompt": prompt.src,
-            "identity": identity,
-            "capabilities": capabilities,
-            "schema": schema,
-            "model": model,
+        NodeKind::Shell(sh) => json!({"command": arg(&sh.command), "schema": sh.schema}),
+        NodeKind::Agent(a) => json!({
+            "prompt": a.prompt.src,
+            "identity": a.identity,
+            "capabilities": a.capabilities,
+            "schema": a.schema,
+            "model": a.model,
         }),
         NodeKind::Call(c) => {
             json!({"pipeline": c.target, "pass": c.pass.iter().map(|(n, e)| json!({"name": n, "expr": e.src})).collect::<Vec<_>>()})
         }
-        NodeKind::Match { on, cases, default } => json!({
-            "on": on.src,
-            "cases": cases.iter().map(|c| json!({"label": c.label, "selectable": c.selectable, "pipeline": c.target.target})).collect::<Vec<_>>(),
-            "default": default.as_ref().map(|d| d.target.clone()),
+        NodeKind::Match(m) => json!({
+            "on": m.on.src,
+            "cases": m.cases.iter().map(|c| json!({"label": c.label, "selectable": c.selectable, "pipeline": c.target.target})).collect::<Vec<_>>(),
+            "default": m.default.as_ref().map(|d| d.target.clone()),
         }),
-        NodeKind::Fold {
-            source: s,
-            init,
-            max_items,
-            ..
-        } => json!({"source": source(s), "init": init.src, "max_items": max_items}),
-        NodeKind::ForEach {
-            source: s,
-            max_parallel,
-            ..
-        } => json!({"source": source(s), "max_parallel": max_parallel}),
+        NodeKind::Fold(f) => {
+            json!({"source": source(&f.source), "init": f.init.src, "max_items": f.max_items})
+        }
+        NodeKind::ForEach(each) => {
+            json!({"source": source(&each.source), "max_parallel": each.max_parallel})
+        }
         NodeKind::Parallel { branches, .. } => {
             json!({"branches": branches.iter().map(|b| b.name.clone()).collect::<Vec<_>>()})
         }
-        NodeKind::Gate {
-            stage,
-            prompt,
-            timeout_secs,
-            default_approve,
-        } => json!({
-            "stage": stage,
-            "prompt": prompt.as_ref().map(|p| &p.src),
-            "timeout_secs": timeout_secs,
-            "default": if *default_approve { "approve" } else { "deny" },
+        NodeKind::Gate(g) => json!({
+            "stage": g.stage,
+            "prompt": g.prompt.as_ref().map(|p| &p.src),
+            "timeout_secs": g.timeout_secs,
+            "default": if g.default_approve { "approve" } else { "deny" },
         }),
         NodeKind::Stage { name, .. } => json!({"name": name}),
         NodeKind::Command(c) => json!({
