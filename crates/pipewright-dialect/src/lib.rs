@@ -58,6 +58,9 @@ pub struct Context {
     pub inline: bool,
     /// Pipelines: the invoking identity for `--inline`.
     pub invoker: Option<String>,
+    /// The program is lowered to be drawn (`graph`), never run: a dialect may leave out what
+    /// only running needs (parsed expression trees, [`pipewright_ir::Parsed::NotKept`]).
+    pub drawn_only: bool,
 }
 
 /// A file lowered for `graph` and `run`.

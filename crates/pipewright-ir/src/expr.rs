@@ -43,6 +43,9 @@ pub enum Parsed {
     R1Template(pipewright_r1::template::Template),
     /// The language is evaluated from its text.
     Text,
+    /// Not kept: the program was lowered to be drawn (`graph`), which shows the text only, and
+    /// a large file's trees are a third of its lowered program.
+    NotKept,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +93,17 @@ impl Expr {
             span,
             style,
             parsed: Parsed::Text,
+        }
+    }
+
+    /// The expression without its parsed form (see [`Parsed::NotKept`]).
+    pub fn without_parsed(self) -> Expr {
+        Expr {
+            parsed: match self.parsed {
+                Parsed::Text => Parsed::Text,
+                _ => Parsed::NotKept,
+            },
+            ..self
         }
     }
 

@@ -289,12 +289,79 @@ pub enum ListSource {
     Pipe,
 }
 
+impl ListSource {
+    /// How a graph label says where the items come from.
+    fn summary(&self) -> String {
+        match self {
+            ListSource::Over(e) => format!("over {}", e.src),
+            ListSource::Items(v) => format!("items {}", v.to_json_string()),
+            ListSource::Pipe => "over pipe".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BranchRegion {
     pub name: String,
     pub region: Region,
 }
 
+#[derive(Debug, Clone)]
+pub struct Shell {
+    pub command: ArgValue,
+    pub schema: Option<String>,
+    pub on_error: Option<OnError>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// An [`Lang::R1Template`], [`Lang::RecipeTemplate`] or [`Lang::Text`].
+    pub prompt: Expr,
+    pub identity: Option<String>,
+    pub capabilities: Option<Vec<String>>,
+    pub schema: Option<String>,
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Match {
+    pub on: Expr,
+    pub cases: Vec<Case>,
+    pub default: Option<CallRef>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Fold {
+    pub source: ListSource,
+    pub init: Expr,
+    pub body: Region,
+    pub max_items: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ForEach {
+    pub source: ListSource,
+    pub max_parallel: Option<u64>,
+    pub on_error: OnError,
+    pub body: Region,
+    pub collect: Region,
+}
+
+/// An approval gate: the run pauses until approved or denied.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    /// The stage it closes.
+    pub stage: String,
+    /// What the approver is asked (a template); `None` for the default question.
+    pub prompt: Option<Expr>,
+    /// Seconds after which `default` applies (0: never).
+    pub timeout_secs: u64,
+    pub default_approve: bool,
+}
+
+/// What a step does. Kinds larger than a few words are boxed: every node is as large as its
+/// largest kind, and a node's storage is allocated while the AST it is lowered from still
+/// lives (`graph` of a 10 MiB pipeline, docs/performance.md; `node_sizes_stay_small`).
 #[derive(Debug, Clone)]
 pub enum NodeKind {
     Transform {
@@ -306,53 +373,19 @@ pub enum NodeKind {
         schema: Option<String>,
         on_error: Option<OnError>,
     },
-    Shell {
-        command: ArgValue,
-        schema: Option<String>,
-        on_error: Option<OnError>,
-    },
-    Agent {
-        /// An [`Lang::R1Template`], [`Lang::RecipeTemplate`] or [`Lang::Text`].
-        prompt: Expr,
-        identity: Option<String>,
-        capabilities: Option<Vec<String>>,
-        schema: Option<String>,
-        model: Option<String>,
-    },
+    Shell(Box<Shell>),
+    Agent(Box<Agent>),
     Call(CallRef),
-    Match {
-        on: Expr,
-        cases: Vec<Case>,
-        default: Option<CallRef>,
-    },
-    Fold {
-        source: ListSource,
-        init: Expr,
-        body: Region,
-        max_items: Option<u64>,
-    },
-    ForEach {
-        source: ListSource,
-        max_parallel: Option<u64>,
-        on_error: OnError,
-        body: Region,
-        collect: Region,
-    },
+    Match(Box<Match>),
+    Fold(Box<Fold>),
+    ForEach(Box<ForEach>),
     Parallel {
         on_error: OnError,
         branches: Vec<BranchRegion>,
         collect: Region,
     },
     /// An approval gate: the run pauses until approved or denied.
-    Gate {
-        /// The stage it closes.
-        stage: String,
-        /// What the approver is asked (a template); `None` for the default question.
-        prompt: Option<Expr>,
-        /// Seconds after which `default` applies (0: never).
-        timeout_secs: u64,
-        default_approve: bool,
-    },
+    Gate(Box<Gate>),
     /// A named group of steps (a recipe stage); a `skip_remaining` inside ends only it.
     Stage {
         name: String,
@@ -415,15 +448,15 @@ impl NodeKind {
 
     /// Whether running the step asks an agent (what costs money: graph JSON's `agent`).
     pub fn asks_an_agent(&self) -> bool {
-        matches!(self, NodeKind::Agent { .. } | NodeKind::Ask(_))
+        matches!(self, NodeKind::Agent(_) | NodeKind::Ask(_))
     }
 
     /// The nested regions with the role each plays (`do`, `collect`, `branch NAME`).
     pub fn regions(&self) -> Vec<(String, &Region)> {
         match self {
-            NodeKind::Fold { body, .. } => vec![("do".into(), body)],
-            NodeKind::ForEach { body, collect, .. } => {
-                vec![("do".into(), body), ("collect".into(), collect)]
+            NodeKind::Fold(f) => vec![("do".into(), &f.body)],
+            NodeKind::ForEach(each) => {
+                vec![("do".into(), &each.body), ("collect".into(), &each.collect)]
             }
             NodeKind::Parallel {
                 branches, collect, ..
@@ -445,12 +478,13 @@ impl NodeKind {
     pub fn calls(&self) -> Vec<(Option<&str>, &CallRef)> {
         match self {
             NodeKind::Call(c) | NodeKind::Expand { call: c, .. } => vec![(None, c)],
-            NodeKind::Match { cases, default, .. } => {
-                let mut v: Vec<(Option<&str>, &CallRef)> = cases
+            NodeKind::Match(m) => {
+                let mut v: Vec<(Option<&str>, &CallRef)> = m
+                    .cases
                     .iter()
                     .map(|c| (Some(c.label.as_str()), &c.target))
                     .collect();
-                if let Some(d) = default {
+                if let Some(d) = &m.default {
                     v.push((Some("default"), d));
                 }
                 v
@@ -462,12 +496,10 @@ impl NodeKind {
     /// The node's error policy, if it has one (explicit or defaulted).
     pub fn on_error(&self) -> Option<OnErrorKind> {
         match self {
-            NodeKind::Tool { on_error, .. } | NodeKind::Shell { on_error, .. } => {
-                on_error.map(|o| o.kind)
-            }
-            NodeKind::ForEach { on_error, .. } | NodeKind::Parallel { on_error, .. } => {
-                Some(on_error.kind)
-            }
+            NodeKind::Tool { on_error, .. } => on_error.map(|o| o.kind),
+            NodeKind::Shell(sh) => sh.on_error.map(|o| o.kind),
+            NodeKind::ForEach(each) => Some(each.on_error.kind),
+            NodeKind::Parallel { on_error, .. } => Some(on_error.kind),
             _ => None,
         }
     }
@@ -636,23 +668,20 @@ impl Node {
         let s = match &self.kind {
             NodeKind::Transform { value } => value.src.clone(),
             NodeKind::Tool { name, .. } => name.clone(),
-            NodeKind::Shell { command, .. } => match command {
+            NodeKind::Shell(sh) => match &sh.command {
                 ArgValue::Literal(Value::Str(s)) => s.clone(),
                 ArgValue::Literal(v) => v.to_json_string(),
                 ArgValue::Expr(e) => format!("!expr {}", e.src),
             },
-            NodeKind::Agent { prompt, .. } => first_words(&prompt.src, 8),
+            NodeKind::Agent(a) => first_words(&a.prompt.src, 8),
             NodeKind::Call(c) => format!("→ {}", c.target),
-            NodeKind::Match { on, .. } => format!("on {}", on.src),
-            NodeKind::Fold { source, .. } | NodeKind::ForEach { source, .. } => match source {
-                ListSource::Over(e) => format!("over {}", e.src),
-                ListSource::Items(v) => format!("items {}", v.to_json_string()),
-                ListSource::Pipe => "over pipe".into(),
-            },
+            NodeKind::Match(m) => format!("on {}", m.on.src),
+            NodeKind::Fold(f) => f.source.summary(),
+            NodeKind::ForEach(each) => each.source.summary(),
             NodeKind::Parallel { branches, .. } => format!("{} branches", branches.len()),
-            NodeKind::Gate { prompt, stage, .. } => match prompt {
+            NodeKind::Gate(g) => match &g.prompt {
                 Some(p) => first_words(&p.src, 8),
-                None => format!("approve {stage}?"),
+                None => format!("approve {}?", g.stage),
             },
             NodeKind::Stage { body, .. } => match body.graph.node_count() {
                 1 => "1 step".into(),
@@ -724,9 +753,9 @@ mod tests {
     #[test]
     fn node_sizes_stay_small() {
         use std::mem::size_of;
-        assert!(size_of::<Node>() <= 320, "Node: {}", size_of::<Node>());
+        assert!(size_of::<Node>() <= 208, "Node: {}", size_of::<Node>());
         assert!(
-            size_of::<NodeKind>() <= 208,
+            size_of::<NodeKind>() <= 96,
             "NodeKind: {}",
             size_of::<NodeKind>()
         );

@@ -210,10 +210,10 @@ impl Walk<'_> {
                         .into(),
                 })
             }
-            NodeKind::Match { cases, default, .. } => {
+            NodeKind::Match(m) => {
                 let mut worst = Calls::AtMost(0);
                 let mut costliest = None;
-                for c in cases.iter().map(|c| &c.target).chain(default.as_ref()) {
+                for c in m.cases.iter().map(|c| &c.target).chain(m.default.as_ref()) {
                     let cost = self.call(c.resolved, c.span, &c.target);
                     if let (Calls::AtMost(n), Calls::AtMost(w)) = (&cost, &worst) {
                         if n > w {
@@ -241,26 +241,16 @@ impl Walk<'_> {
                 }
                 total
             }
-            NodeKind::Fold {
-                source,
-                body,
-                max_items,
-                ..
-            } => {
-                let body = self.region(body, wf);
-                let times = self.list_repeat(source, *max_items, span, "fold", None);
+            NodeKind::Fold(f) => {
+                let body = self.region(&f.body, wf);
+                let times = self.list_repeat(&f.source, f.max_items, span, "fold", None);
                 body.times(times)
             }
-            NodeKind::ForEach {
-                source,
-                max_parallel,
-                body,
-                collect,
-                ..
-            } => {
-                let body = self.region(body, wf);
-                let collect = self.region(collect, wf);
-                let times = self.list_repeat(source, None, span, "for_each", *max_parallel);
+            NodeKind::ForEach(each) => {
+                let body = self.region(&each.body, wf);
+                let collect = self.region(&each.collect, wf);
+                let times =
+                    self.list_repeat(&each.source, None, span, "for_each", each.max_parallel);
                 body.times(times).add(collect)
             }
             NodeKind::Loop(l) => {

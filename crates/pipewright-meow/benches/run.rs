@@ -4,7 +4,8 @@
 //!   spawning processes. Issue 27 compares it with its floor, measured in the same process
 //!   and the same rounds: the same 1,000 `sh -c true` started straight from tokio, 8 at a
 //!   time (target: the DAG at most 1.3× the floor), and the same started through a `pre_exec`
-//!   hook, which makes std fork instead of vfork, as `process::run`'s hook does;
+//!   hook, which makes std fork instead of vfork, as `process::run` did before it spawned
+//!   through `clone(CLONE_VM | CLONE_VFORK)` (docs/performance.md, "MEOW shell DAG");
 //! - a 10,000-iteration foreach whose template is one agent step on the mock backend, with a
 //!   declared output validated: bound by the scheduler (insert, ready set, dispatch, output
 //!   validation, completion, join).
@@ -106,9 +107,9 @@ impl Case {
 }
 
 /// The floor of the shell DAG: `n` `sh -c true` started from tokio, `at_once` at a time. With
-/// `hooked`, each through a `pre_exec` hook that does nothing, as `process::run`'s does more:
-/// with one, std forks the process instead of spawning with vfork, the cost that stands
-/// between the DAG and its floor (docs/performance.md).
+/// `hooked`, each through a `pre_exec` hook that does nothing: with one, std forks the process
+/// instead of spawning with vfork, the cost that stood between the DAG and its floor while
+/// `process::run` set its death signal that way (docs/performance.md).
 fn floor(n: usize, at_once: usize, hooked: bool, rt: &tokio::runtime::Runtime) {
     rt.block_on(async {
         let mut started = 0;

@@ -122,18 +122,18 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
         NodeKind::Expand { call: c, foreach }
     };
     let kind = match &s.executor {
-        Executor::Shell(shell) => NodeKind::Shell {
+        Executor::Shell(shell) => NodeKind::Shell(Box::new(pipewright_ir::Shell {
             command: ArgValue::Literal(Value::Str(or_empty(&shell.command.script))),
             schema: None,
             on_error: None,
-        },
-        Executor::Agent(agent) => NodeKind::Agent {
+        })),
+        Executor::Agent(agent) => NodeKind::Agent(Box::new(pipewright_ir::Agent {
             prompt: text(agent.prompt.as_ref(), s.span),
             identity: Some(or_empty(&agent.agent)),
             capabilities: None,
             schema: None,
             model: None,
-        },
+        })),
         Executor::Spawn(spawn) => NodeKind::Spawn {
             agent: or_empty(&spawn.agent),
         },
@@ -170,11 +170,11 @@ fn node(s: &Step, index: usize, ids: &HashMap<&str, usize>) -> Node {
                     })
                 })
                 .collect();
-            NodeKind::Match {
+            NodeKind::Match(Box::new(pipewright_ir::Match {
                 on: text(branch.condition.script.as_ref(), s.span),
                 cases,
                 default: None,
-            }
+            }))
         }
         Executor::Unknown { name } => NodeKind::Exit {
             outcome: Some(format!("unknown executor {name}")),

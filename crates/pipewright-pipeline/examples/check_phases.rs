@@ -25,11 +25,18 @@ static GLOBAL: Counting = Counting(mimalloc::MiMalloc);
 struct Counting(mimalloc::MiMalloc);
 
 static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// The most bytes live since the last phase was shown: where in a phase the memory peaks.
+static PEAK_LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = LIVE.fetch_add(by, std::sync::atomic::Ordering::Relaxed) + by;
+    PEAK_LIVE.fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+}
 
 // SAFETY: every call is forwarded to mimalloc unchanged; the counter only observes sizes.
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        grew(layout.size());
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.0.alloc(layout) }
     }
@@ -39,7 +46,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
         unsafe { self.0.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new, std::sync::atomic::Ordering::Relaxed);
+        grew(new);
         LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.0.realloc(ptr, layout, new) }
@@ -151,6 +158,8 @@ fn rss() -> (f64, f64) {
 
 /// One load and check, as `pipewright check` does it, with the memory after each phase: one
 /// copy of the text shared with the source map, and the allocator options the CLI sets.
+const MIB: f64 = 1024.0 * 1024.0;
+
 fn memory(text: String) {
     // SAFETY: plain setters of process-wide integer options (the CLI's `tune_allocator`:
     // purge delay 0, arenas not committed eagerly), set before anything large is allocated.
@@ -163,9 +172,11 @@ fn memory(text: String) {
     let mib = text.len() as f64 / (1024.0 * 1024.0);
     let show = |phase: &str| {
         let (now, peak) = rss();
-        let live = LIVE.load(std::sync::atomic::Ordering::Relaxed) as f64 / (1024.0 * 1024.0);
+        let live = LIVE.load(std::sync::atomic::Ordering::Relaxed);
+        let peak_live = PEAK_LIVE.swap(live, std::sync::atomic::Ordering::Relaxed);
+        let (live, peak_live) = (live as f64 / MIB, peak_live as f64 / MIB);
         println!(
-            "{phase:<12} live {live:7.1} MiB  rss {now:7.1} MiB  peak {peak:7.1} MiB  ({:.1}x input)",
+            "{phase:<12} live {live:7.1} MiB (at most {peak_live:7.1} in the phase)  rss {now:7.1} MiB  peak {peak:7.1} MiB  ({:.1}x input)",
             peak / mib
         );
     };
@@ -180,8 +191,9 @@ fn memory(text: String) {
     let program = Program { files: vec![file] };
     diags.extend(check_program(&program, &sources, &CheckOptions::default()));
     show("checked");
-    // What `graph` does next: lower (which consumes the AST), then build the output.
-    let lowered = pipewright_pipeline::lower::pipeline(program);
+    // What `graph` does next: lower for drawing (which consumes the AST and drops the parsed
+    // trees), then build the output.
+    let lowered = pipewright_pipeline::lower::drawn(program);
     show("lowered");
     // Streamed, as the CLI does; only the exporter's own tables stay.
     struct Discard;

@@ -143,7 +143,11 @@ impl Dialect for Pipeline {
             return Err(diags);
         }
         Ok(Lowered {
-            program: crate::lower::pipeline(program),
+            program: if ctx.drawn_only {
+                crate::lower::drawn(program)
+            } else {
+                crate::lower::pipeline(program)
+            },
             dot: None,
             ast: None,
         })

@@ -15,6 +15,77 @@ use std::collections::HashMap;
 
 /// Lowers every pipeline of the program, in file then declaration order.
 pub fn pipeline(program: ast::Program) -> Program {
+    lower(program, true)
+}
+
+/// [`pipeline`] for drawing (`graph`): the expressions keep their text but not their parsed
+/// trees ([`Parsed::NotKept`]). The program cannot be run.
+///
+/// The trees are freed before anything is lowered: they are a third of a large file's AST, and
+/// the lowered graph's nodes are allocated while the rest of the AST still lives, so the
+/// largest moment of `graph` is the AST less its trees plus the nodes, not the whole AST plus
+/// the nodes.
+pub fn drawn(mut program: ast::Program) -> Program {
+    for f in &mut program.files {
+        for p in &mut f.pipelines {
+            p.steps.iter_mut().for_each(drop_trees);
+        }
+    }
+    lower(program, false)
+}
+
+/// Frees the parsed trees of a step's expressions and its nested steps'.
+fn drop_trees(s: &mut ast::Step) {
+    fn expr(e: &mut ast::Expr) {
+        e.ast = pipewright_r1::Expr {
+            kind: pipewright_r1::ExprKind::Null,
+            span: Default::default(),
+        };
+    }
+    fn arg(v: &mut ast::ArgValue) {
+        if let ast::ArgValue::Expr(e) = v {
+            expr(e);
+        }
+    }
+    fn source(s: &mut ast::ListSource) {
+        if let ast::ListSource::Over(e) = s {
+            expr(e);
+        }
+    }
+    fn call(t: &mut ast::CallTarget) {
+        t.pass.iter_mut().for_each(|p| expr(&mut p.value));
+    }
+    match &mut s.kind {
+        StepKind::Transform { value } => expr(value),
+        StepKind::Tool(t) => t.args.iter_mut().for_each(|a| arg(&mut a.value)),
+        StepKind::Shell(sh) => arg(&mut sh.command),
+        StepKind::Agent(a) => a.prompt.template.parts = Vec::new(),
+        StepKind::Call(t) => call(t),
+        StepKind::Match(m) => {
+            expr(&mut m.on);
+            m.cases.iter_mut().for_each(|c| call(&mut c.target));
+            m.default.iter_mut().for_each(call);
+        }
+        StepKind::Fold(f) => {
+            source(&mut f.source);
+            expr(&mut f.init);
+            drop_trees(&mut f.body);
+        }
+        StepKind::ForEach(each) => {
+            source(&mut each.source);
+            drop_trees(&mut each.body);
+            drop_trees(&mut each.collect);
+        }
+        StepKind::Parallel {
+            branches, collect, ..
+        } => {
+            branches.iter_mut().for_each(|b| drop_trees(&mut b.step));
+            drop_trees(collect);
+        }
+    }
+}
+
+fn lower(program: ast::Program, keep_trees: bool) -> Program {
     let mut ids: Vec<HashMap<Box<str>, WorkflowId>> = Vec::new();
     let mut next = 0;
     for f in &program.files {
@@ -42,7 +113,12 @@ pub fn pipeline(program: ast::Program) -> Program {
             schemas: f.schemas.into_iter().map(schema).collect(),
         });
         for p in f.pipelines {
-            let body = lower_steps(p.steps, &|name: &str| resolver.resolve(fi, name));
+            let resolve = |name: &str| resolver.resolve(fi, name);
+            let cx = Cx {
+                resolve: &resolve,
+                keep_trees,
+            };
+            let body = lower_steps(p.steps, &cx);
             out.workflows.push(Workflow {
                 name: p.name.text.into_string(),
                 dialect: pipewright_dialect::Dialect::name(&crate::dialect::Pipeline),
@@ -86,7 +162,25 @@ impl Resolver<'_> {
     }
 }
 
-fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Region {
+/// What lowering a step needs besides the step.
+struct Cx<'a> {
+    resolve: &'a dyn Fn(&str) -> Option<WorkflowId>,
+    /// Parsed expression trees move into the IR; without, they are dropped.
+    keep_trees: bool,
+}
+
+impl Cx<'_> {
+    fn expr(&self, e: ast::Expr) -> Expr {
+        let e = Expr::r1(e.src.into_string(), e.span, e.style, e.ast);
+        if self.keep_trees {
+            e
+        } else {
+            e.without_parsed()
+        }
+    }
+}
+
+fn lower_steps(steps: Vec<ast::Step>, cx: &Cx) -> Region {
     // Sized exactly: a graph grows by doubling (four slots for its first node), and most
     // regions (a `for_each` body, a `collect`) hold a single step.
     let mut region = Region {
@@ -98,7 +192,7 @@ fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowI
     };
     let mut prev = None;
     for (i, s) in steps.into_iter().enumerate() {
-        let n = region.graph.add_node(lower_step(i, s, resolve));
+        let n = region.graph.add_node(lower_step(i, s, cx));
         match prev {
             Some(p) => {
                 region.graph.add_edge(p, n, Edge::Next);
@@ -110,10 +204,20 @@ fn lower_steps(steps: Vec<ast::Step>, resolve: &dyn Fn(&str) -> Option<WorkflowI
     region
 }
 
-fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<WorkflowId>) -> Node {
-    let one = |step: ast::Step| lower_steps(vec![step], resolve);
+fn lower_step(index: usize, s: ast::Step, cx: &Cx) -> Node {
+    let one = |step: ast::Step| lower_steps(vec![step], cx);
+    let expr = |e: ast::Expr| cx.expr(e);
+    let arg = |v: ast::ArgValue| match v {
+        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(&node))),
+        ast::ArgValue::Expr(e) => ArgValue::Expr(cx.expr(e)),
+    };
+    let list_source = |s: ast::ListSource| match s {
+        ast::ListSource::Over(e) => ListSource::Over(cx.expr(e)),
+        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(&node))),
+        ast::ListSource::Pipe => ListSource::Pipe,
+    };
     let call = |t: ast::CallTarget| CallRef {
-        resolved: resolve(&t.pipeline.text),
+        resolved: (cx.resolve)(&t.pipeline.text),
         target: t.pipeline.text.into_string(),
         pass: t
             .pass
@@ -143,31 +247,36 @@ fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<Workf
         }
         StepKind::Shell(sh) => {
             let sh = *sh;
-            NodeKind::Shell {
+            NodeKind::Shell(Box::new(pipewright_ir::Shell {
                 command: arg(sh.command),
                 schema: sh.schema.map(name),
                 on_error: sh.on_error,
-            }
+            }))
         }
         StepKind::Agent(a) => {
             let a = *a;
-            NodeKind::Agent {
-                prompt: Expr::r1_template(
-                    a.prompt.src,
-                    a.prompt.span,
-                    a.prompt.style,
-                    a.prompt.template,
-                ),
+            let prompt = Expr::r1_template(
+                a.prompt.src,
+                a.prompt.span,
+                a.prompt.style,
+                a.prompt.template,
+            );
+            NodeKind::Agent(Box::new(pipewright_ir::Agent {
+                prompt: if cx.keep_trees {
+                    prompt
+                } else {
+                    prompt.without_parsed()
+                },
                 identity: a.identity.map(name),
                 capabilities: a.capabilities.map(|c| c.into_iter().map(name).collect()),
                 schema: a.schema.map(name),
                 model: a.model.map(name),
-            }
+            }))
         }
         StepKind::Call(t) => NodeKind::Call(call(t)),
         StepKind::Match(m) => {
             let m = *m;
-            NodeKind::Match {
+            NodeKind::Match(Box::new(pipewright_ir::Match {
                 on: expr(m.on),
                 cases: m
                     .cases
@@ -179,26 +288,26 @@ fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<Workf
                     })
                     .collect(),
                 default: m.default.map(call),
-            }
+            }))
         }
         StepKind::Fold(f) => {
             let f = *f;
-            NodeKind::Fold {
+            NodeKind::Fold(Box::new(pipewright_ir::Fold {
                 source: list_source(f.source),
                 init: expr(f.init),
                 body: one(*f.body),
                 max_items: f.max_items,
-            }
+            }))
         }
         StepKind::ForEach(each) => {
             let each = *each;
-            NodeKind::ForEach {
+            NodeKind::ForEach(Box::new(pipewright_ir::ForEach {
                 source: list_source(each.source),
                 max_parallel: each.max_parallel,
                 on_error: each.on_error,
                 body: one(*each.body),
                 collect: one(*each.collect),
-            }
+            }))
         }
         StepKind::Parallel {
             on_error,
@@ -227,25 +336,6 @@ fn lower_step(index: usize, s: ast::Step, resolve: &dyn Fn(&str) -> Option<Workf
         output: s.output.map(name),
         condition: None,
     }
-}
-
-fn arg(v: ast::ArgValue) -> ArgValue {
-    match v {
-        ast::ArgValue::Literal(node) => ArgValue::Literal(Value::from_json(&to_json(&node))),
-        ast::ArgValue::Expr(e) => ArgValue::Expr(expr(e)),
-    }
-}
-
-fn list_source(s: ast::ListSource) -> ListSource {
-    match s {
-        ast::ListSource::Over(e) => ListSource::Over(expr(e)),
-        ast::ListSource::Items(node) => ListSource::Items(Value::from_json(&to_json(&node))),
-        ast::ListSource::Pipe => ListSource::Pipe,
-    }
-}
-
-fn expr(e: ast::Expr) -> Expr {
-    Expr::r1(e.src.into_string(), e.span, e.style, e.ast)
 }
 
 fn schema(s: ast::Schema) -> Schema {

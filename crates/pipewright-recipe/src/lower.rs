@@ -177,7 +177,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
         nodes.push(Node {
             index: nodes.len(),
             id: Some(format!("{name} approval")),
-            kind: NodeKind::Gate {
+            kind: NodeKind::Gate(Box::new(pipewright_ir::Gate {
                 stage: name,
                 prompt: ap
                     .prompt
@@ -188,7 +188,7 @@ fn stages_region(stages: &[Stage], shapes: &Shapes) -> Region {
                     .timeout
                     .map_or(0, |t| u64::try_from(t.value).unwrap_or(0)),
                 default_approve: ap.default.as_ref().is_some_and(|d| d.value == "approve"),
-            },
+            })),
             span: ap.span,
             kind_span: ap.span,
             recovery: None,

@@ -42,13 +42,13 @@ pub fn program(r: &Recipe, path: &Path) -> Program {
         let n = graph.add_node(Node {
             index: i,
             id: Some(s.name.text.clone()),
-            kind: NodeKind::Agent {
+            kind: NodeKind::Agent(Box::new(pipewright_ir::Agent {
                 prompt,
                 identity: None,
                 capabilities: None,
                 schema: None,
                 model,
-            },
+            })),
             span: s.name.span,
             kind_span: s.name.span,
             recovery: None,

@@ -5,6 +5,7 @@ use super::view::{NodeView, RegionView, View};
 use super::PushStr as _;
 use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
+use std::convert::Infallible;
 use std::fmt::Write;
 
 pub fn dot(program: &Program, opts: &ExportOptions) -> String {
@@ -30,11 +31,12 @@ pub fn write_dot(program: &Program, opts: &ExportOptions, out: &mut impl Write) 
             esc(&w.workflow.name)
         );
         out.push_str("    style=rounded;\n");
-        region(out, &w.body, 2);
+        region(out, &view.body(w), 2);
         out.push_str("  }\n");
     }
     let mut unresolved = 0;
-    for (from, role, target, to) in &view.calls {
+    for call in view.calls().iter() {
+        let (from, role, target, to) = (call.from, &call.role, call.target, call.to);
         let edge_label = esc(&role.label());
         match to.and_then(|id| view.entry_of(id).map(|e| (id, e))) {
             Some((id, entry)) => {
@@ -56,10 +58,11 @@ pub fn write_dot(program: &Program, opts: &ExportOptions, out: &mut impl Write) 
 
 fn region(out: &mut impl Write, r: &RegionView, depth: usize) {
     let pad = "  ".repeat(depth);
-    for n in &r.nodes {
+    let _ = r.walk(|n| {
         node(out, n, depth);
-    }
-    for (a, b, e) in &r.edges {
+        Ok::<(), Infallible>(())
+    });
+    for (a, b, e) in r.edges() {
         let attrs = match e {
             Edge::Next => String::new(),
             Edge::Needs => " [style=dotted, label=\"needs\"]".into(),
@@ -84,19 +87,19 @@ fn node(out: &mut impl Write, n: &NodeView, depth: usize) {
         n.number,
         style(&n.node.kind)
     );
-    for (role, sub) in &n.regions {
+    for (role, sub) in n.regions() {
         let cluster = format!("cluster_{}", ident(&sub.path));
         let _ = writeln!(out, "{pad}subgraph {cluster} {{");
         let _ = writeln!(
             out,
             "{pad}  label=\"{}\";",
-            esc(&region_title(n.node, role))
+            esc(&region_title(n.node, &role))
         );
         let _ = writeln!(out, "{pad}  style=dashed;");
-        region(out, sub, depth + 1);
+        region(out, &sub, depth + 1);
         let _ = writeln!(out, "{pad}}}");
-        if let Some(entry) = sub.entry {
-            let _ = writeln!(out, "{pad}n{} -> n{entry} [style=dashed, arrowhead=open, label=\"{}\", lhead={cluster}];", n.number, esc(role));
+        if let Some(entry) = sub.entry() {
+            let _ = writeln!(out, "{pad}n{} -> n{entry} [style=dashed, arrowhead=open, label=\"{}\", lhead={cluster}];", n.number, esc(&role));
         }
     }
 }

@@ -18,11 +18,9 @@ pub const FORMAT: &str = "pipewright-graph";
 /// [`write_pretty`] instead, since a large graph's value tree costs many times its text).
 pub fn json(program: &Program, sources: &SourceMap, opts: &ExportOptions) -> Value {
     let view = View::new(program, opts);
-    let paths = Paths::new(&view);
     serde_json::to_value(Document {
         view: &view,
-        sources,
-        paths: &paths,
+        cx: Cx { sources },
     })
     .unwrap_or(Value::Null)
 }
@@ -36,101 +34,77 @@ pub fn write_pretty(
     out: impl std::io::Write,
 ) -> serde_json::Result<()> {
     let view = View::new(program, opts);
-    let paths = Paths::new(&view);
     serde_json::to_writer_pretty(
         out,
         &Document {
             view: &view,
-            sources,
-            paths: &paths,
+            cx: Cx { sources },
         },
     )
 }
 
-/// Node numbers are dense and unique across the export: one table turns every edge end and call
-/// site into its path in constant time (a search per edge end made large graphs quadratic).
-struct Paths<'v>(Vec<&'v str>);
-
-impl<'v> Paths<'v> {
-    fn new(view: &'v View) -> Paths<'v> {
-        fn index<'v>(r: &'v RegionView, paths: &mut Vec<&'v str>) {
-            for n in &r.nodes {
-                if paths.len() <= n.number {
-                    paths.resize(n.number + 1, "");
-                }
-                paths[n.number] = &n.path;
-                for (_, sub) in &n.regions {
-                    index(sub, paths);
-                }
-            }
-        }
-        let mut paths = Vec::new();
-        for w in &view.workflows {
-            index(&w.body, &mut paths);
-        }
-        Paths(paths)
-    }
-
-    fn of(&self, number: usize) -> Option<&'v str> {
-        self.0.get(number).copied().filter(|p| !p.is_empty())
-    }
-}
-
 /// What every serializer below needs.
 #[derive(Clone, Copy)]
-struct Cx<'a, 'v> {
+struct Cx<'a> {
     sources: &'a SourceMap,
-    paths: &'a Paths<'v>,
 }
 
 struct Document<'a, 'v> {
     view: &'a View<'v>,
-    sources: &'a SourceMap,
-    paths: &'a Paths<'v>,
+    cx: Cx<'a>,
 }
 
 impl Serialize for Document<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let cx = Cx {
-            sources: self.sources,
-            paths: self.paths,
-        };
+        let (view, cx) = (self.view, self.cx);
         let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("format", FORMAT)?;
         m.serialize_entry("version", &IR_VERSION)?;
-        m.serialize_entry(
-            "workflows",
-            &List(&self.view.workflows, cx, |w, cx| WorkflowSer { w, cx }),
-        )?;
-        m.serialize_entry(
-            "calls",
-            &List(&self.view.calls, cx, |(from, role, target, to), cx| {
-                let case = match role {
-                    CallRole::Case(l) => Some(*l),
-                    _ => None,
-                };
-                json!({
-                    "from": cx.paths.of(*from),
-                    "role": role.name(),
-                    "case": case,
-                    "target": target,
-                    "workflow": to.map(|id| format!("w{}", id.0)),
-                })
-            }),
-        )?;
+        m.serialize_entry("workflows", &Workflows { view, cx })?;
+        // After the workflows: their walk is what found the calls.
+        m.serialize_entry("calls", &Calls(view))?;
         m.end()
     }
 }
 
-/// A list whose elements are made one at a time while it is written (a plain function, not a
-/// closure, so that an element may borrow from its item).
-struct List<'a, 'v, T, E>(&'a [T], Cx<'a, 'v>, fn(&'a T, Cx<'a, 'v>) -> E);
+/// The calls the walk found, each made as it is written.
+struct Calls<'a, 'v>(&'a View<'v>);
 
-impl<'a, 'v, T, E: Serialize> Serialize for List<'a, 'v, T, E> {
+impl Serialize for Calls<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for item in self.0 {
-            seq.serialize_element(&(self.2)(item, self.1))?;
+        let calls = self.0.calls();
+        let mut seq = s.serialize_seq(Some(calls.len()))?;
+        for c in calls.iter() {
+            let case = match c.role {
+                CallRole::Case(l) => Some(l),
+                _ => None,
+            };
+            seq.serialize_element(&json!({
+                "from": c.from_path,
+                "role": c.role.name(),
+                "case": case,
+                "target": c.target,
+                "workflow": c.to.map(|id| format!("w{}", id.0)),
+            }))?;
+        }
+        seq.end()
+    }
+}
+
+struct Workflows<'a, 'v> {
+    view: &'a View<'v>,
+    cx: Cx<'a>,
+}
+
+impl Serialize for Workflows<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.view.workflows.len()))?;
+        for w in &self.view.workflows {
+            seq.serialize_element(&WorkflowSer {
+                w,
+                view: self.view,
+                cx: self.cx,
+            })?;
         }
         seq.end()
     }
@@ -138,7 +112,8 @@ impl<'a, 'v, T, E: Serialize> Serialize for List<'a, 'v, T, E> {
 
 struct WorkflowSer<'a, 'v> {
     w: &'a WorkflowView<'v>,
-    cx: Cx<'a, 'v>,
+    view: &'a View<'v>,
+    cx: Cx<'a>,
 }
 
 impl Serialize for WorkflowSer<'_, '_> {
@@ -150,10 +125,11 @@ impl Serialize for WorkflowSer<'_, '_> {
         m.serialize_entry("dialect", w.workflow.dialect)?;
         m.serialize_entry("description", &w.workflow.description)?;
         m.serialize_entry("span", &span(self.cx.sources, w.workflow.span))?;
+        let body = self.view.body(w);
         m.serialize_entry(
             "body",
             &RegionSer {
-                r: &w.body,
+                r: &body,
                 cx: self.cx,
             },
         )?;
@@ -161,39 +137,63 @@ impl Serialize for WorkflowSer<'_, '_> {
     }
 }
 
-struct RegionSer<'a, 'v> {
-    r: &'a RegionView<'v>,
-    cx: Cx<'a, 'v>,
+struct RegionSer<'a, 'v, 'p> {
+    r: &'a RegionView<'v, 'p>,
+    cx: Cx<'a>,
 }
 
-impl Serialize for RegionSer<'_, '_> {
+impl Serialize for RegionSer<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (r, cx) = (self.r, self.cx);
         let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("id", &r.path)?;
-        m.serialize_entry("entry", &r.entry.and_then(|e| cx.paths.of(e)))?;
-        m.serialize_entry("nodes", &List(&r.nodes, cx, |n, cx| NodeSer { n, cx }))?;
-        m.serialize_entry(
-            "edges",
-            &List(&r.edges, cx, |(a, b, e), cx| {
-                json!({
-                    "from": cx.paths.of(*a),
-                    "to": cx.paths.of(*b),
-                    "kind": e.name(),
-                    "label": e.label(),
-                })
-            }),
-        )?;
+        m.serialize_entry("entry", &r.entry_path())?;
+        m.serialize_entry("nodes", &Nodes { r, cx })?;
+        m.serialize_entry("edges", &Edges(r))?;
         m.end()
     }
 }
 
-struct NodeSer<'a, 'v> {
-    n: &'a NodeView<'v>,
-    cx: Cx<'a, 'v>,
+/// A region's edges, each made as it is written.
+struct Edges<'a, 'v, 'p>(&'a RegionView<'v, 'p>);
+
+impl Serialize for Edges<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let edges = self.0.edges_by_position();
+        let mut seq = s.serialize_seq(Some(edges.len()))?;
+        for (a, b, e) in edges {
+            seq.serialize_element(&json!({
+                "from": self.0.node_path(a),
+                "to": self.0.node_path(b),
+                "kind": e.name(),
+                "label": e.label(),
+            }))?;
+        }
+        seq.end()
+    }
 }
 
-impl Serialize for NodeSer<'_, '_> {
+/// A region's nodes, numbered as they are written.
+struct Nodes<'a, 'v, 'p> {
+    r: &'a RegionView<'v, 'p>,
+    cx: Cx<'a>,
+}
+
+impl Serialize for Nodes<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.r.len()))?;
+        self.r
+            .walk(|n| seq.serialize_element(&NodeSer { n, cx: self.cx }))?;
+        seq.end()
+    }
+}
+
+struct NodeSer<'a, 'v, 'p> {
+    n: &'a NodeView<'v, 'p>,
+    cx: Cx<'a>,
+}
+
+impl Serialize for NodeSer<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (n, cx) = (self.n, self.cx);
         let node = n.node;
@@ -221,23 +221,42 @@ impl Serialize for NodeSer<'_, '_> {
         m.serialize_entry("output", &node.output)?;
         m.serialize_entry("on_error", &node.kind.on_error().map(on_error_text))?;
         m.serialize_entry("details", &details(&node.kind))?;
+        let regions = n.regions();
         m.serialize_entry(
             "regions",
-            &List(&n.regions, cx, |(role, r), cx| RoleSer {
-                role,
-                region: RegionSer { r, cx },
-            }),
+            &Regions {
+                regions: &regions,
+                cx,
+            },
         )?;
         m.end()
     }
 }
 
-struct RoleSer<'a, 'v> {
-    role: &'a str,
-    region: RegionSer<'a, 'v>,
+struct Regions<'a, 'v, 'p> {
+    regions: &'a [(String, RegionView<'v, 'p>)],
+    cx: Cx<'a>,
 }
 
-impl Serialize for RoleSer<'_, '_> {
+impl Serialize for Regions<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.regions.len()))?;
+        for (role, r) in self.regions {
+            seq.serialize_element(&RoleSer {
+                role,
+                region: RegionSer { r, cx: self.cx },
+            })?;
+        }
+        seq.end()
+    }
+}
+
+struct RoleSer<'a, 'v, 'p> {
+    role: &'a str,
+    region: RegionSer<'a, 'v, 'p>,
+}
+
+impl Serialize for RoleSer<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;
         m.serialize_entry("role", self.role)?;
@@ -265,54 +284,36 @@ fn details(kind: &NodeKind) -> Value {
             "args": args.iter().map(|a| json!({"name": a.name, "value": arg(&a.value)})).collect::<Vec<_>>(),
             "schema": schema,
         }),
-        NodeKind::Shell {
-            command, schema, ..
-        } => json!({"command": arg(command), "schema": schema}),
-        NodeKind::Agent {
-            prompt,
-            identity,
-            capabilities,
-            schema,
-            model,
-        } => json!({
-            "prompt": prompt.src,
-            "identity": identity,
-            "capabilities": capabilities,
-            "schema": schema,
-            "model": model,
+        NodeKind::Shell(sh) => json!({"command": arg(&sh.command), "schema": sh.schema}),
+        NodeKind::Agent(a) => json!({
+            "prompt": a.prompt.src,
+            "identity": a.identity,
+            "capabilities": a.capabilities,
+            "schema": a.schema,
+            "model": a.model,
         }),
         NodeKind::Call(c) => {
             json!({"pipeline": c.target, "pass": c.pass.iter().map(|(n, e)| json!({"name": n, "expr": e.src})).collect::<Vec<_>>()})
         }
-        NodeKind::Match { on, cases, default } => json!({
-            "on": on.src,
-            "cases": cases.iter().map(|c| json!({"label": c.label, "selectable": c.selectable, "pipeline": c.target.target})).collect::<Vec<_>>(),
-            "default": default.as_ref().map(|d| d.target.clone()),
+        NodeKind::Match(m) => json!({
+            "on": m.on.src,
+            "cases": m.cases.iter().map(|c| json!({"label": c.label, "selectable": c.selectable, "pipeline": c.target.target})).collect::<Vec<_>>(),
+            "default": m.default.as_ref().map(|d| d.target.clone()),
         }),
-        NodeKind::Fold {
-            source: s,
-            init,
-            max_items,
-            ..
-        } => json!({"source": source(s), "init": init.src, "max_items": max_items}),
-        NodeKind::ForEach {
-            source: s,
-            max_parallel,
-            ..
-        } => json!({"source": source(s), "max_parallel": max_parallel}),
+        NodeKind::Fold(f) => {
+            json!({"source": source(&f.source), "init": f.init.src, "max_items": f.max_items})
+        }
+        NodeKind::ForEach(each) => {
+            json!({"source": source(&each.source), "max_parallel": each.max_parallel})
+        }
         NodeKind::Parallel { branches, .. } => {
             json!({"branches": branches.iter().map(|b| b.name.clone()).collect::<Vec<_>>()})
         }
-        NodeKind::Gate {
-            stage,
-            prompt,
-            timeout_secs,
-            default_approve,
-        } => json!({
-            "stage": stage,
-            "prompt": prompt.as_ref().map(|p| &p.src),
-            "timeout_secs": timeout_secs,
-            "default": if *default_approve { "approve" } else { "deny" },
+        NodeKind::Gate(g) => json!({
+            "stage": g.stage,
+            "prompt": g.prompt.as_ref().map(|p| &p.src),
+            "timeout_secs": g.timeout_secs,
+            "default": if g.default_approve { "approve" } else { "deny" },
         }),
         NodeKind::Stage { name, .. } => json!({"name": name}),
         NodeKind::Command(c) => json!({

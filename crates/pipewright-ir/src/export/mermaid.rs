@@ -5,6 +5,7 @@ use super::view::{NodeView, RegionView, View};
 use super::PushStr as _;
 use super::{label_lines, region_title, ExportOptions};
 use crate::ir::{Edge, NodeKind, Program};
+use std::convert::Infallible;
 use std::fmt::Write;
 
 pub fn mermaid(program: &Program, opts: &ExportOptions) -> String {
@@ -27,11 +28,12 @@ pub fn write_mermaid(program: &Program, opts: &ExportOptions, out: &mut impl Wri
             esc(&w.workflow.name)
         );
         out.push_str("    direction TB\n");
-        region(out, &w.body, 2);
+        region(out, &view.body(w), 2);
         out.push_str("  end\n");
     }
     let mut unresolved = 0;
-    for (from, role, target, to) in &view.calls {
+    for call in view.calls().iter() {
+        let (from, role, target, to) = (call.from, &call.role, call.target, call.to);
         let edge_label = esc(&role.label());
         match to {
             Some(id) => {
@@ -52,10 +54,11 @@ pub fn write_mermaid(program: &Program, opts: &ExportOptions, out: &mut impl Wri
 
 fn region(out: &mut impl Write, r: &RegionView, depth: usize) {
     let pad = "  ".repeat(depth);
-    for n in &r.nodes {
+    let _ = r.walk(|n| {
         node(out, n, depth);
-    }
-    for (a, b, e) in &r.edges {
+        Ok::<(), Infallible>(())
+    });
+    for (a, b, e) in r.edges() {
         let arrow = match e {
             Edge::Next => "-->".to_string(),
             Edge::Needs => "-.->|\"needs\"|".to_string(),
@@ -76,17 +79,17 @@ fn node(out: &mut impl Write, n: &NodeView, depth: usize) {
         .join("<br/>");
     let (open, close) = shape(&n.node.kind);
     let _ = writeln!(out, "{pad}n{}{open}\"{label}\"{close}", n.number);
-    for (role, sub) in &n.regions {
+    for (role, sub) in n.regions() {
         let id = ident(&sub.path);
         let _ = writeln!(
             out,
             "{pad}subgraph {id}[\"{}\"]",
-            esc(&region_title(n.node, role))
+            esc(&region_title(n.node, &role))
         );
         let _ = writeln!(out, "{pad}  direction TB");
-        region(out, sub, depth + 1);
+        region(out, &sub, depth + 1);
         let _ = writeln!(out, "{pad}end");
-        let _ = writeln!(out, "{pad}n{} -.->|\"{}\"| {id}", n.number, esc(role));
+        let _ = writeln!(out, "{pad}n{} -.->|\"{}\"| {id}", n.number, esc(&role));
     }
 }
 

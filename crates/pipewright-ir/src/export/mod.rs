@@ -44,12 +44,10 @@ pub(crate) fn label_lines(node: &Node) -> Vec<String> {
     if !summary.is_empty() {
         lines.push(summary);
     }
-    if let NodeKind::ForEach {
-        max_parallel: Some(n),
-        ..
-    } = &node.kind
-    {
-        lines.push(format!("max_parallel: {n}"));
+    if let NodeKind::ForEach(each) = &node.kind {
+        if let Some(n) = each.max_parallel {
+            lines.push(format!("max_parallel: {n}"));
+        }
     }
     if let Some(k) = node.kind.on_error() {
         lines.push(format!("on_error: {}", on_error_text(k)));

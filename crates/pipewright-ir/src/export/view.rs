@@ -1,8 +1,16 @@
 //! A numbered, ordered walk over the workflows an export shows.
+//!
+//! The walk is made while the export is written, region by region, rather than built whole
+//! first: a view of a large graph (a path, a step key and a few vectors per node) was a
+//! quarter of `graph`'s memory on a 10 MiB pipeline. Nodes are numbered in walk order: a
+//! node, then the nodes of its regions, then the next node; every exporter writes in that
+//! order, so a node's number is known when it is written, and a region's edges and entry once
+//! its nodes are.
 
-use crate::ir::{CallRole, Edge, Node, NodeKind, Program, Region, StepKeys, WorkflowId};
+use crate::ir::{CallRole, Edge, Node, NodeKind, Program, Region, StepKeys, Workflow, WorkflowId};
 use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
+use std::cell::{Cell, Ref, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 #[derive(Debug, Clone, Default)]
@@ -13,29 +21,59 @@ pub struct ExportOptions {
 
 pub(crate) struct View<'a> {
     pub workflows: Vec<WorkflowView<'a>>,
-    /// The entry node number of each shown workflow.
-    entries: HashMap<WorkflowId, Option<usize>>,
-    /// Calls: (from node number, case label, target name, target workflow if shown).
-    pub calls: Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
+    shown: HashSet<WorkflowId>,
+    /// The next node number.
+    counter: Cell<usize>,
+    /// The entry node number of each shown workflow whose body was walked.
+    entries: RefCell<HashMap<WorkflowId, Option<usize>>>,
+    calls: RefCell<Vec<Call<'a>>>,
+}
+
+/// A call from a walked node.
+pub(crate) struct Call<'a> {
+    pub from: usize,
+    /// The path of the calling node.
+    pub from_path: String,
+    pub role: CallRole<'a>,
+    pub target: &'a str,
+    /// The target workflow, if it is shown.
+    pub to: Option<WorkflowId>,
 }
 
 pub(crate) struct WorkflowView<'a> {
     pub id: WorkflowId,
-    pub workflow: &'a crate::ir::Workflow,
-    pub body: RegionView<'a>,
+    pub workflow: &'a Workflow,
 }
 
-pub(crate) struct RegionView<'a> {
+/// Where a region's steps get their keys from ([`StepKeys`]).
+#[derive(Clone)]
+enum Keys {
+    None,
+    Named,
+    /// Positional, under this prefix (`""` at the top); `collapse`: a region of one node
+    /// takes the prefix itself as its key (without its trailing dot).
+    Positional {
+        prefix: String,
+        collapse: bool,
+    },
+}
+
+pub(crate) struct RegionView<'v, 'a> {
+    view: &'v View<'a>,
+    region: &'a Region,
     /// A stable path such as `w0` or `w0.s2.do`.
     pub path: String,
-    pub nodes: Vec<NodeView<'a>>,
-    /// (from, to, edge) as node numbers.
-    pub edges: Vec<(usize, usize, &'a Edge)>,
-    /// The number of the entry node.
-    pub entry: Option<usize>,
+    keys: Keys,
+    /// The workflow this is the body of.
+    body_of: Option<WorkflowId>,
+    /// The region's nodes in their stable order ([`Region::nodes`]).
+    order: Vec<NodeIndex>,
+    /// Node numbers by position, given as the walk reaches them.
+    numbers: RefCell<Vec<usize>>,
 }
 
-pub(crate) struct NodeView<'a> {
+pub(crate) struct NodeView<'v, 'a> {
+    view: &'v View<'a>,
     /// Unique across the whole export, in walk order.
     pub number: usize,
     /// A stable path such as `w0.s2.do.s0`.
@@ -43,64 +81,53 @@ pub(crate) struct NodeView<'a> {
     pub node: &'a Node,
     /// The key run events and landings give this step, where it has one of its own.
     pub step_key: Option<String>,
-    pub regions: Vec<(String, RegionView<'a>)>,
-}
-
-/// Where a region's steps get their keys from ([`StepKeys`]).
-#[derive(Clone, Copy)]
-enum Keys<'p> {
-    None,
-    Named,
-    /// Positional, under this prefix (`""` at the top); `collapse`: a region of one node
-    /// takes the prefix itself as its key (without its trailing dot).
-    Positional {
-        prefix: &'p str,
-        collapse: bool,
-    },
+    keys: Keys,
 }
 
 impl<'a> View<'a> {
     pub(super) fn new(program: &'a Program, opts: &ExportOptions) -> View<'a> {
         let shown = shown(program, opts);
-        let shown_set: HashSet<WorkflowId> = shown.iter().copied().collect();
-        let mut counter = 0;
-        let mut calls = Vec::new();
-        let workflows = shown
-            .iter()
-            .filter_map(|id| {
-                let w = program.workflow(*id)?;
-                let keys = match w.step_keys {
-                    StepKeys::Unknown => Keys::None,
-                    StepKeys::Named => Keys::Named,
-                    StepKeys::Positional => Keys::Positional {
-                        prefix: "",
-                        collapse: false,
-                    },
-                };
-                let mut walk = Walk {
-                    counter: &mut counter,
-                    calls: &mut calls,
-                    shown: &shown_set,
-                };
-                let body = walk.region(&w.body, format!("w{}", id.0), keys);
-                Some(WorkflowView {
-                    id: *id,
-                    workflow: w,
-                    body,
-                })
-            })
-            .collect::<Vec<WorkflowView>>();
-        let entries = workflows.iter().map(|w| (w.id, w.body.entry)).collect();
         View {
-            workflows,
-            entries,
-            calls,
+            workflows: shown
+                .iter()
+                .filter_map(|id| {
+                    Some(WorkflowView {
+                        id: *id,
+                        workflow: program.workflow(*id)?,
+                    })
+                })
+                .collect(),
+            shown: shown.into_iter().collect(),
+            counter: Cell::new(0),
+            entries: RefCell::new(HashMap::new()),
+            calls: RefCell::new(Vec::new()),
         }
     }
 
-    /// The entry node number of a shown workflow.
+    /// The body of a shown workflow, to walk.
+    pub(super) fn body<'v>(&'v self, w: &WorkflowView<'a>) -> RegionView<'v, 'a> {
+        let keys = match w.workflow.step_keys {
+            StepKeys::Unknown => Keys::None,
+            StepKeys::Named => Keys::Named,
+            StepKeys::Positional => Keys::Positional {
+                prefix: String::new(),
+                collapse: false,
+            },
+        };
+        let mut body = RegionView::new(self, &w.workflow.body, format!("w{}", w.id.0), keys);
+        body.body_of = Some(w.id);
+        body
+    }
+
+    /// The entry node number of a shown workflow whose body was walked.
     pub(super) fn entry_of(&self, id: WorkflowId) -> Option<usize> {
-        self.entries.get(&id).copied().flatten()
+        self.entries.borrow().get(&id).copied().flatten()
+    }
+
+    /// The calls of every node walked so far, in walk order (a node's after those of the
+    /// nodes in its regions).
+    pub(super) fn calls(&self) -> Ref<'_, Vec<Call<'a>>> {
+        self.calls.borrow()
     }
 }
 
@@ -131,12 +158,6 @@ fn shown(program: &Program, opts: &ExportOptions) -> Vec<WorkflowId> {
     v
 }
 
-struct Walk<'w, 'a> {
-    counter: &'w mut usize,
-    calls: &'w mut Vec<(usize, CallRole<'a>, &'a str, Option<WorkflowId>)>,
-    shown: &'w HashSet<WorkflowId>,
-}
-
 /// The keys of a nested region of a node keyed `key` (see [`StepKeys::Positional`]).
 fn nested_prefix(kind: &NodeKind, role: &str, key: &str) -> Option<(String, bool)> {
     match role {
@@ -148,95 +169,139 @@ fn nested_prefix(kind: &NodeKind, role: &str, key: &str) -> Option<(String, bool
     }
 }
 
-impl<'a> Walk<'_, 'a> {
-    fn region(&mut self, r: &'a Region, path: String, keys: Keys<'_>) -> RegionView<'a> {
-        // Sized up front: the body of a large workflow has tens of thousands of nodes, and a
-        // vector grown by doubling briefly holds both its old and new buffers.
-        let mut numbers: HashMap<NodeIndex, usize> = HashMap::with_capacity(r.graph.node_count());
-        let mut nodes = Vec::with_capacity(r.graph.node_count());
-        let order = r.nodes();
-        let single = order.len() == 1;
-        for (i, ni) in order.into_iter().enumerate() {
-            let node = &r.graph[ni];
-            let number = *self.counter;
-            *self.counter += 1;
-            numbers.insert(ni, number);
-            let npath = format!("{path}.s{i}");
-            let step_key = match keys {
+impl<'v, 'a> RegionView<'v, 'a> {
+    fn new(view: &'v View<'a>, region: &'a Region, path: String, keys: Keys) -> Self {
+        let order = region.nodes();
+        RegionView {
+            view,
+            region,
+            path,
+            keys,
+            body_of: None,
+            numbers: RefCell::new(Vec::with_capacity(order.len())),
+            order,
+        }
+    }
+
+    /// The path of the node at `pos` in the region's order.
+    pub(super) fn node_path(&self, pos: usize) -> String {
+        format!("{}.s{pos}", self.path)
+    }
+
+    /// Calls `f` on each node in order, numbering it first. `f` must walk the node's regions
+    /// (if it shows them) before it returns, so that numbers stay in walk order.
+    pub(super) fn walk<E>(
+        &self,
+        mut f: impl FnMut(&NodeView<'v, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let single = self.order.len() == 1;
+        for (pos, ni) in self.order.iter().enumerate() {
+            let node = &self.region.graph[*ni];
+            let number = self.view.counter.get();
+            self.view.counter.set(number + 1);
+            self.numbers.borrow_mut().push(number);
+            let step_key = match &self.keys {
                 Keys::None => None,
                 Keys::Named => node.id.clone(),
-                Keys::Positional { prefix, collapse } if collapse && single => {
+                Keys::Positional { prefix, collapse } if *collapse && single => {
                     Some(prefix.trim_end_matches('.').to_string())
                 }
                 Keys::Positional { prefix, .. } => Some(format!("{prefix}{}", node.index)),
             };
-            let regions = node
-                .kind
-                .regions()
-                .into_iter()
-                .map(|(role, sub)| {
-                    let rpath = format!("{npath}.{}", role.replace(' ', "."));
-                    let nested = match (keys, &step_key) {
-                        (Keys::Positional { .. }, Some(k)) => nested_prefix(&node.kind, &role, k),
-                        _ => None,
-                    };
-                    let sub_view = match &nested {
-                        Some((prefix, collapse)) => self.region(
-                            sub,
-                            rpath,
-                            Keys::Positional {
-                                prefix,
-                                collapse: *collapse,
-                            },
-                        ),
-                        None => self.region(sub, rpath, Keys::None),
-                    };
-                    (role, sub_view)
-                })
-                .collect();
-            for (role, c) in node.calls() {
-                self.calls.push((
-                    number,
-                    role,
-                    c.target.as_str(),
-                    c.resolved.filter(|id| self.shown.contains(id)),
-                ));
-            }
-            nodes.push(NodeView {
+            let n = NodeView {
+                view: self.view,
                 number,
-                path: npath,
+                path: self.node_path(pos),
                 node,
                 step_key,
-                regions,
-            });
+                keys: self.keys.clone(),
+            };
+            f(&n)?;
+            for (role, c) in node.calls() {
+                self.view.calls.borrow_mut().push(Call {
+                    from: number,
+                    from_path: n.path.clone(),
+                    role,
+                    target: c.target.as_str(),
+                    to: c.resolved.filter(|id| self.view.shown.contains(id)),
+                });
+            }
         }
-        region_end(r, path, nodes, numbers)
+        if let Some(id) = self.body_of {
+            self.view.entries.borrow_mut().insert(id, self.entry());
+        }
+        Ok(())
+    }
+
+    /// How many nodes the region has.
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// The position of the entry node in the region's order.
+    fn entry_pos(&self) -> Option<usize> {
+        let entry = self.region.entry?;
+        self.order.iter().position(|n| *n == entry)
+    }
+
+    /// The number of the entry node, once the region was walked.
+    pub(super) fn entry(&self) -> Option<usize> {
+        self.numbers.borrow().get(self.entry_pos()?).copied()
+    }
+
+    /// The path of the entry node (known before the walk).
+    pub(super) fn entry_path(&self) -> Option<String> {
+        self.entry_pos().map(|p| self.node_path(p))
+    }
+
+    /// The region's edges between its nodes, by position, in the order of their ends.
+    pub(super) fn edges_by_position(&self) -> Vec<(usize, usize, &'a Edge)> {
+        let mut pos = vec![usize::MAX; self.region.graph.node_bound()];
+        for (p, ni) in self.order.iter().enumerate() {
+            pos[ni.index()] = p;
+        }
+        let at = |n: NodeIndex| pos.get(n.index()).copied().filter(|p| *p != usize::MAX);
+        let region: &'a Region = self.region;
+        let mut edges: Vec<(usize, usize, &'a Edge)> = region
+            .graph
+            .edge_references()
+            .filter_map(|e| Some((at(e.source())?, at(e.target())?, e.weight())))
+            .collect();
+        // Numbers grow with position, so this is the order of their numbers too.
+        edges.sort_by_key(|(a, b, _)| (*a, *b));
+        edges
+    }
+
+    /// (from, to, edge) as node numbers, once the region was walked.
+    pub(super) fn edges(&self) -> Vec<(usize, usize, &'a Edge)> {
+        let numbers = self.numbers.borrow();
+        self.edges_by_position()
+            .into_iter()
+            .filter_map(|(a, b, e)| Some((*numbers.get(a)?, *numbers.get(b)?, e)))
+            .collect()
     }
 }
 
-fn region_end<'a>(
-    r: &'a Region,
-    path: String,
-    nodes: Vec<NodeView<'a>>,
-    numbers: HashMap<NodeIndex, usize>,
-) -> RegionView<'a> {
-    let mut edges: Vec<(usize, usize, &Edge)> = r
-        .graph
-        .edge_references()
-        .filter_map(|e| {
-            Some((
-                *numbers.get(&e.source())?,
-                *numbers.get(&e.target())?,
-                e.weight(),
-            ))
-        })
-        .collect();
-    edges.sort_by_key(|(a, b, _)| (*a, *b));
-    let entry = r.entry.and_then(|e| numbers.get(&e).copied());
-    RegionView {
-        path,
-        nodes,
-        edges,
-        entry,
+impl<'v, 'a> NodeView<'v, 'a> {
+    /// The node's nested regions with their roles, to walk.
+    pub(super) fn regions(&self) -> Vec<(String, RegionView<'v, 'a>)> {
+        let node = self.node;
+        node.kind
+            .regions()
+            .into_iter()
+            .map(|(role, sub)| {
+                let rpath = format!("{}.{}", self.path, role.replace(' ', "."));
+                let nested = match (&self.keys, &self.step_key) {
+                    (Keys::Positional { .. }, Some(k)) => nested_prefix(&node.kind, &role, k),
+                    _ => None,
+                };
+                let keys = match nested {
+                    Some((prefix, collapse)) => Keys::Positional { prefix, collapse },
+                    None => Keys::None,
+                };
+                let view = RegionView::new(self.view, sub, rpath, keys);
+                (role, view)
+            })
+            .collect()
     }
 }

@@ -281,7 +281,8 @@ impl Planner<'_> {
                     s.field(&format!("arg {}", a.name), shown);
                 }
             }
-            NodeKind::Shell { command, .. } => {
+            NodeKind::Shell(shell) => {
+                let pipewright_ir::Shell { command, .. } = &**shell;
                 let shown = match command {
                     ArgValue::Literal(v) => command_text(v),
                     ArgValue::Expr(e) => match e.as_r1().map(|ast| env.eval(ast)) {
@@ -292,13 +293,14 @@ impl Planner<'_> {
                 };
                 s.field("command", shown);
             }
-            NodeKind::Agent {
-                prompt,
-                identity,
-                model,
-                schema,
-                ..
-            } => {
+            NodeKind::Agent(agent) => {
+                let pipewright_ir::Agent {
+                    prompt,
+                    identity,
+                    model,
+                    schema,
+                    ..
+                } = &**agent;
                 if let Some(id) = identity {
                     s.title = format!("agent as `{id}`");
                 }
@@ -329,7 +331,8 @@ impl Planner<'_> {
                 let shown = self.call(c, env);
                 s.field("runs", shown);
             }
-            NodeKind::Match { on, cases, default } => {
+            NodeKind::Match(matching) => {
+                let pipewright_ir::Match { on, cases, default } = &**matching;
                 s.title = format!("match on {}", on.src.trim());
                 let (shown, v) = self.expr(on, env);
                 s.field("on", shown);
@@ -345,12 +348,13 @@ impl Planner<'_> {
                     s.field("default", shown);
                 }
             }
-            NodeKind::Fold {
-                source,
-                init,
-                body,
-                max_items,
-            } => {
+            NodeKind::Fold(fold) => {
+                let pipewright_ir::Fold {
+                    source,
+                    init,
+                    body,
+                    max_items,
+                } = &**fold;
                 s.title = format!("fold {}", source_text(source));
                 self.items(&mut s, source, env);
                 if let Some(m) = max_items {
@@ -365,13 +369,14 @@ impl Planner<'_> {
                     self.region(body, &mut inner, &format!("{key}.do.")),
                 ));
             }
-            NodeKind::ForEach {
-                source,
-                max_parallel,
-                on_error,
-                body,
-                collect,
-            } => {
+            NodeKind::ForEach(each) => {
+                let pipewright_ir::ForEach {
+                    source,
+                    max_parallel,
+                    on_error,
+                    body,
+                    collect,
+                } = &**each;
                 s.title = format!("for_each {}", source_text(source));
                 self.items(&mut s, source, env);
                 if let Some(m) = max_parallel {

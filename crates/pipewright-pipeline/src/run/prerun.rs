@@ -92,11 +92,13 @@ impl Walk<'_> {
                     }
                 }
             }
-            NodeKind::Shell {
-                command: ArgValue::Expr(e),
-                ..
-            } if !continues => self.expr(e, kind),
-            NodeKind::Agent { prompt, .. } => {
+            NodeKind::Shell(sh) if !continues => {
+                if let ArgValue::Expr(e) = &sh.command {
+                    self.expr(e, kind)
+                }
+            }
+            NodeKind::Agent(agent) => {
+                let pipewright_ir::Agent { prompt, .. } = &**agent;
                 if let Some(t) = prompt.as_r1_template() {
                     for part in &t.parts {
                         if let pipewright_r1::TemplatePart::Expr { expr, .. } = part {
@@ -110,14 +112,19 @@ impl Walk<'_> {
                     self.expr(e, kind);
                 }
             }
-            NodeKind::Match { on, .. } => self.expr(on, kind),
-            NodeKind::Fold { source, init, .. } => {
+            NodeKind::Match(matching) => {
+                let pipewright_ir::Match { on, .. } = &**matching;
+                self.expr(on, kind)
+            }
+            NodeKind::Fold(fold) => {
+                let pipewright_ir::Fold { source, init, .. } = &**fold;
                 self.source(source, kind);
                 self.expr(init, kind);
             }
-            NodeKind::ForEach {
-                source, collect, ..
-            } => {
+            NodeKind::ForEach(each) => {
+                let pipewright_ir::ForEach {
+                    source, collect, ..
+                } = &**each;
                 self.source(source, kind);
                 self.nested(collect);
             }

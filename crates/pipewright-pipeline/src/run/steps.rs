@@ -40,11 +40,12 @@ impl Interp {
                 )
                 .await
             }
-            NodeKind::Shell {
-                command,
-                schema,
-                on_error,
-            } => {
+            NodeKind::Shell(shell) => {
+                let pipewright_ir::Shell {
+                    command,
+                    schema,
+                    on_error,
+                } = &**shell;
                 self.tool(
                     node,
                     frame,
@@ -56,13 +57,14 @@ impl Interp {
                 )
                 .await
             }
-            NodeKind::Agent {
-                prompt,
-                identity,
-                capabilities,
-                schema,
-                model,
-            } => {
+            NodeKind::Agent(agent) => {
+                let pipewright_ir::Agent {
+                    prompt,
+                    identity,
+                    capabilities,
+                    schema,
+                    model,
+                } = &**agent;
                 let identity = identity
                     .clone()
                     .filter(|i| !i.is_empty())
@@ -151,7 +153,8 @@ impl Interp {
                 }
             }
             NodeKind::Call(c) => self.call(node, frame, key, c, "call").await,
-            NodeKind::Match { on, cases, default } => {
+            NodeKind::Match(matching) => {
+                let pipewright_ir::Match { on, cases, default } = &**matching;
                 let v = self.eval(node, key, frame, on, Some("'on'"))?;
                 let label = python_str(&v);
                 let target = cases
@@ -172,22 +175,24 @@ impl Interp {
                     }
                 }
             }
-            NodeKind::Fold {
-                source,
-                init,
-                body,
-                max_items,
-            } => {
+            NodeKind::Fold(fold) => {
+                let pipewright_ir::Fold {
+                    source,
+                    init,
+                    body,
+                    max_items,
+                } = &**fold;
                 self.fold(node, frame, key, source, init, body, *max_items)
                     .await
             }
-            NodeKind::ForEach {
-                source,
-                max_parallel,
-                on_error,
-                body,
-                collect,
-            } => {
+            NodeKind::ForEach(each) => {
+                let pipewright_ir::ForEach {
+                    source,
+                    max_parallel,
+                    on_error,
+                    body,
+                    collect,
+                } = &**each;
                 self.for_each(
                     node,
                     frame,

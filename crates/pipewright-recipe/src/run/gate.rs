@@ -36,15 +36,15 @@ impl Exec {
         node: &Node,
         key: &str,
     ) -> Result<(), Stop> {
-        let NodeKind::Gate {
+        let NodeKind::Gate(gate) = &node.kind else {
+            return Ok(());
+        };
+        let pipewright_ir::Gate {
             stage,
             prompt,
             timeout_secs,
             default_approve,
-        } = &node.kind
-        else {
-            return Ok(());
-        };
+        } = &**gate;
         let landed = match self.session.landing(key) {
             Some((_, pipewright_runtime::store::Landed::Value(v))) => state(&v),
             _ => None,

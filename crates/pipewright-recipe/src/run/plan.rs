@@ -140,12 +140,13 @@ fn step(
             let inner = region(body, env, sources, &format!("{key}."), Some(name));
             s.regions.push(("steps".into(), inner));
         }
-        NodeKind::Gate {
-            stage,
-            prompt,
-            timeout_secs,
-            default_approve,
-        } => {
+        NodeKind::Gate(gate) => {
+            let pipewright_ir::Gate {
+                stage,
+                prompt,
+                timeout_secs,
+                default_approve,
+            } = &**gate;
             env.set_unknown(
                 "_approval_message",
                 format!("the approver's message at `{key}`"),

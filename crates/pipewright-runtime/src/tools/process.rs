@@ -10,13 +10,20 @@
 //! down (`record_groups_in`), and the next run in the same store kills what a dead pipewright
 //! left of its groups before anything runs (`kill_orphans`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+
+#[cfg(target_os = "linux")]
+#[path = "spawn.rs"]
+mod spawn;
+#[cfg(not(target_os = "linux"))]
+#[path = "spawn_portable.rs"]
+mod spawn;
 
 /// More than this much output is cut (and says so) to keep memory bounded.
 pub const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
@@ -302,61 +309,21 @@ pub async fn for_step<F: std::future::Future>(run_id: &str, key: &str, f: F) -> 
 }
 
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
-    let (prog, args) = spec.argv.split_first().ok_or(ProcessError::EmptyCommand)?;
+    let prog = spec.argv.first().ok_or(ProcessError::EmptyCommand)?;
     let (out_file, err_file) = (capture_file()?, capture_file()?);
-    let (out_w, err_w) = match (out_file.try_clone(), err_file.try_clone()) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return Err(ProcessError::DupHandle),
-    };
-    let mut cmd = tokio::process::Command::new(prog);
-    cmd.args(args)
-        .current_dir(spec.cwd)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::from(out_w))
-        .stderr(Stdio::from(err_w))
-        .kill_on_drop(true)
-        .process_group(0);
-    for k in spec.env_remove {
-        cmd.env_remove(k);
-    }
-    for (k, v) in spec.env {
-        cmd.env(k, v);
-    }
-    // After the step's own variables: the key is pipewright's to give.
-    let _ = STEP.try_with(|(run_id, key)| {
-        cmd.env("PIPEWRIGHT_RUN_ID", run_id)
-            .env("PIPEWRIGHT_STEP_KEY", key);
-    });
-    #[cfg(target_os = "linux")]
-    {
-        let parent = std::process::id();
-        // SAFETY: the closure runs in the child between fork and exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                // SIGKILL when pipewright dies, however it dies. The spawning thread is the
-                // one whose death counts: spawns happen on the thread that runs the run,
-                // which lives as long as the run.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // pipewright died before the prctl took effect: nobody would kill us later.
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(137);
-                }
-                Ok(())
-            });
-        }
-    }
-    let mut child = cmd.spawn().map_err(|e| ProcessError::Start {
+    let mut child = spawn::spawn(spawn::Start {
+        argv: spec.argv,
+        cwd: spec.cwd,
+        env: child_env(&spec),
+        piped_stdin: spec.stdin.is_some(),
+        stdout: &out_file,
+        stderr: &err_file,
+    })
+    .map_err(|e| ProcessError::Start {
         program: prog.clone(),
         reason: e.to_string(),
     })?;
-    let pid = child.id();
+    let pid = Some(child.id());
     let _group = Group::new(pid);
     if let (Some(data), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
         // Written from a task so a child that never reads stdin cannot stall us; a child that
@@ -391,6 +358,24 @@ pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
         stdout: read_capped(out_file)?,
         stderr: read_capped(err_file)?,
     })
+}
+
+/// The child's whole environment: pipewright's, less `env_remove`, plus the step's own
+/// variables, plus the run and step key (after the step's variables: the key is pipewright's
+/// to give).
+fn child_env(spec: &Spec<'_>) -> Vec<(OsString, OsString)> {
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    for k in spec.env_remove {
+        env.remove(OsStr::new(k));
+    }
+    for (k, v) in spec.env {
+        env.insert(k.into(), v.into());
+    }
+    let _ = STEP.try_with(|(run_id, key)| {
+        env.insert("PIPEWRIGHT_RUN_ID".into(), run_id.into());
+        env.insert("PIPEWRIGHT_STEP_KEY".into(), key.into());
+    });
+    env.into_iter().collect()
 }
 
 /// A file for a child's stdout or stderr: in memory on Linux (`memfd_create`), a temporary

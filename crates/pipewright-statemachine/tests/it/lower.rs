@@ -88,7 +88,7 @@ fn implement_and_review_all_restarts_itself_and_keeps_its_cycle() {
     assert_eq!(restart, Some(Some(pipewright_ir::WorkflowId(0))));
     // Models: the step's own, else the recipe's.
     let commit_model = w.body.graph.node_weights().find_map(|n| match &n.kind {
-        NodeKind::Agent { model, .. } if n.id.as_deref() == Some("commit") => model.clone(),
+        NodeKind::Agent(a) if n.id.as_deref() == Some("commit") => a.model.clone(),
         _ => None,
     });
     assert_eq!(commit_model.as_deref(), Some("haiku"));

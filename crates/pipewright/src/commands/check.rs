@@ -241,6 +241,7 @@ fn analyse(args: &CheckArgs) -> Result<Analysis, ExitStatus> {
         project,
         inline: args.inline,
         invoker: args.invoker.clone(),
+        drawn_only: false,
     };
     let writable: Vec<(FileId, PathBuf)> = found
         .iter()

@@ -47,6 +47,7 @@ pub(crate) fn lowered(
     }
     let ctx = Context {
         project,
+        drawn_only: verb == Verb::Graph,
         ..Context::default()
     };
     d.lower(path, id, &text, sources, &ctx)
