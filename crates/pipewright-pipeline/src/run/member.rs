@@ -71,7 +71,7 @@ impl From<&SentFrame> for Frame {
 /// parallel branch.
 fn body_of(node: &Node, body: &Region) -> Option<Option<String>> {
     match &node.kind {
-        NodeKind::ForEach { body: b, .. } if std::ptr::eq(b, body) => Some(None),
+        NodeKind::ForEach(each) if std::ptr::eq(&each.body, body) => Some(None),
         NodeKind::Parallel { branches, .. } => branches
             .iter()
             .find(|b| std::ptr::eq(&b.region, body))
@@ -84,7 +84,7 @@ fn body_of(node: &Node, body: &Region) -> Option<Option<String>> {
 fn find_fan_out(program: &Program, span: pipewright_syntax::Span) -> Option<&Node> {
     fn walk(region: &Region, span: pipewright_syntax::Span) -> Option<&Node> {
         region.graph.node_weights().find_map(|n| {
-            let fan_out = matches!(n.kind, NodeKind::ForEach { .. } | NodeKind::Parallel { .. });
+            let fan_out = matches!(n.kind, NodeKind::ForEach(_) | NodeKind::Parallel { .. });
             if fan_out && n.span == span {
                 return Some(n);
             }
@@ -100,7 +100,7 @@ fn find_fan_out(program: &Program, span: pipewright_syntax::Span) -> Option<&Nod
 /// `node`'s body a member runs.
 fn member_body<'a>(node: &'a Node, branch: Option<&str>) -> Option<&'a Region> {
     match (&node.kind, branch) {
-        (NodeKind::ForEach { body, .. }, None) => Some(body),
+        (NodeKind::ForEach(each), None) => Some(&each.body),
         (NodeKind::Parallel { branches, .. }, Some(name)) => {
             branches.iter().find(|b| b.name == name).map(|b| &b.region)
         }
