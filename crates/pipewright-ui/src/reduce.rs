@@ -21,6 +21,10 @@ pub(crate) struct NodeState {
     pub attempts: u32,
     /// (items done, items seen) of a step that fans out.
     pub fanout: Option<(u64, u64)>,
+    /// What its last start was given (its `step_started` event): its input, and its rendered
+    /// prompt or command.
+    pub input: Option<Json>,
+    pub prompt: Option<String>,
     pub output: Option<Json>,
     pub error: Option<String>,
 }
@@ -34,9 +38,8 @@ struct NodeStateJson<'a> {
     elapsed_ms: Option<f64>,
     attempts: u32,
     fanout: Option<FanoutJson>,
-    // The store keeps neither a step's input nor its rendered prompt or command.
-    input: Option<&'a Json>,
-    prompt: Option<&'a str>,
+    input: &'a Option<Json>,
+    prompt: &'a Option<String>,
     output: &'a Option<Json>,
     error: &'a Option<String>,
 }
@@ -55,8 +58,8 @@ impl NodeState {
             elapsed_ms: self.elapsed_ms,
             attempts: self.attempts,
             fanout: self.fanout.map(|(done, total)| FanoutJson { done, total }),
-            input: None,
-            prompt: None,
+            input: &self.input,
+            prompt: &self.prompt,
             output: &self.output,
             error: &self.error,
         }
@@ -86,6 +89,10 @@ pub(crate) struct EventLine {
     pub error: Option<String>,
     /// An `approval_decided` event's `approved` or `denied`.
     pub decision: Option<String>,
+    /// A `step_started` event's rendered prompt or command, and input.
+    pub prompt: Option<String>,
+    pub command: Option<String>,
+    pub input: Option<Json>,
 }
 
 impl EventLine {
@@ -118,6 +125,8 @@ struct Acc {
     elapsed: Option<f64>,
     attempts: u32,
     error: Option<String>,
+    input: Option<Json>,
+    prompt: Option<String>,
     /// item → exact key → its last state.
     items: BTreeMap<String, HashMap<String, &'static str>>,
 }
@@ -212,6 +221,8 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
                 acc.started_at = at;
                 acc.elapsed = None;
                 acc.error = None;
+                acc.input = e.input.clone();
+                acc.prompt = e.prompt.clone().or_else(|| e.command.clone());
             }
             "approval_decided" if state == "failed" => {
                 acc.error = Some("denied".into());
@@ -250,6 +261,8 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
                 elapsed_ms: acc.elapsed,
                 attempts: acc.attempts,
                 fanout,
+                input: acc.input,
+                prompt: acc.prompt,
                 output,
                 error: acc.error.or(dropped),
             },
@@ -507,6 +520,26 @@ mod tests {
         let s = reduce(&facts("running", true, &lines(&events), &[], &k));
         assert_eq!(s["impl"].fanout, Some((1, 2)));
         assert_eq!(s["each"].fanout, Some((1, 2)), "item 0 still runs `post`");
+    }
+
+    #[test]
+    fn a_step_shows_what_its_last_start_was_given() {
+        let k = keys(&[("0", "agent"), ("1", "shell")], None);
+        let mut first = ev("step_started", "0", 0.0);
+        first["prompt"] = json!("Review draft 1");
+        first["input"] = json!({"draft": 1});
+        let mut again = ev("step_started", "0", 2.0);
+        again["prompt"] = json!("Review draft 2");
+        let mut shell = ev("step_started", "1", 3.0);
+        shell["command"] = json!("make test");
+        let events = [first, ev("step_failed", "0", 1.0), again, shell];
+        let s = reduce(&facts("running", true, &lines(&events), &[], &k));
+        assert_eq!(s["0"].prompt.as_deref(), Some("Review draft 2"));
+        assert_eq!(s["0"].input, None, "the last start had no input");
+        assert_eq!(s["1"].prompt.as_deref(), Some("make test"));
+        let sent = s["1"].to_json();
+        assert_eq!(sent["prompt"], "make test");
+        assert_eq!(sent["input"], Json::Null);
     }
 
     #[test]
