@@ -11,6 +11,7 @@ pub mod cancel;
 pub mod codes;
 pub mod config;
 pub mod failure;
+pub mod given;
 pub mod journal;
 pub mod members;
 pub mod outcome;

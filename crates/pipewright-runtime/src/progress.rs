@@ -250,6 +250,7 @@ mod tests {
             error: None,
             summary: summary.into(),
             usage: None,
+            given: None,
         }
     }
 

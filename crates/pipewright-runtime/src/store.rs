@@ -60,6 +60,10 @@ pub struct Event {
     /// For completed/failed: what the step's agent calls cost, all its attempts together
     /// (`runs events` carries it; boxed, as most events of a big fan-out have none).
     pub usage: Option<Box<crate::usage::Usage>>,
+    /// For started: what the step was given — its rendered prompt or command, its input —
+    /// bounded and redacted (`runs events` and `pipewright ui` show it; boxed, as most events
+    /// have none).
+    pub given: Option<Box<crate::given::Given>>,
 }
 
 impl Event {
@@ -80,6 +84,9 @@ impl Event {
         }
         if let Some(u) = &self.usage {
             o["usage"] = u.to_json();
+        }
+        for (k, v) in self.given.iter().flat_map(|g| g.fields()) {
+            o[k] = v;
         }
         o
     }
@@ -109,6 +116,9 @@ impl Event {
         }
         if let Some(u) = &self.usage {
             let _ = write!(line, ",\"usage\":{}", u.to_json());
+        }
+        for (k, v) in self.given.iter().flat_map(|g| g.fields()) {
+            let _ = write!(line, ",\"{k}\":{v}");
         }
         line.push('}');
         line
@@ -151,6 +161,7 @@ impl Event {
                 .get("usage")
                 .and_then(|u| serde_json::from_value(u.clone()).ok())
                 .map(Box::new),
+            given: crate::given::Given::from_json(&v).map(Box::new),
         })
     }
 }
@@ -1281,6 +1292,7 @@ mod tests {
             error: Some("boom".into()),
             summary: String::new(),
             usage: None,
+            given: None,
         };
         let back = Event::from_line(&with_run_id(&e.to_stored_line(), "r"))
             .unwrap_or_else(|| panic!("reads back"));

@@ -1,7 +1,7 @@
 //! The routes of docs/ui.md: reading runs, deciding approvals, cancelling.
 
 use crate::graphs::FileGraph;
-use crate::reduce::{reduce, NodeState, RunFacts};
+use crate::reduce::{nodes_text, reduce, EventLine, NodeState, RunFacts};
 use crate::rows::{self, RunRow};
 use crate::security::{self, error};
 use crate::App;
@@ -64,15 +64,6 @@ fn internal(e: String) -> Response {
     error(StatusCode::INTERNAL_SERVER_ERROR, &e)
 }
 
-pub(crate) fn runs_json(rows: &[RunRow], filter: Option<&str>) -> Value {
-    let runs: Vec<Value> = rows
-        .iter()
-        .filter(|r| rows::matches(r, filter))
-        .map(RunRow::to_json)
-        .collect();
-    json!({ "runs": runs })
-}
-
 async fn list(State(app): State<Arc<App>>, Query(q): Query<HashMap<String, String>>) -> Response {
     let filter = q.get("status").cloned();
     if let Some(f) = &filter {
@@ -92,9 +83,13 @@ async fn list(State(app): State<Arc<App>>, Query(q): Query<HashMap<String, Strin
             )
                 .into_response(),
             Some(f) => {
-                let mut doc = runs_json(&list.rows, Some(&f));
-                crate::engine::annotate(&app, &mut doc);
-                Json(doc).into_response()
+                let mut doc = rows::document(&list.rows, Some(&f));
+                crate::engine::annotate_text(&app, &mut doc);
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    doc,
+                )
+                    .into_response()
             }
         },
         Ok(Err(e)) => internal(e),
@@ -124,15 +119,6 @@ pub(crate) fn pending_json(p: &Option<Waiting>) -> Value {
     }
 }
 
-pub(crate) fn nodes_json(nodes: &BTreeMap<String, NodeState>) -> Value {
-    Value::Object(
-        nodes
-            .iter()
-            .map(|(k, s)| (k.clone(), s.to_json()))
-            .collect(),
-    )
-}
-
 /// The run's view now; `None` for a run the store does not hold.
 pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, String> {
     if pipewright_runtime::store::check_run_id(run_id).is_err() {
@@ -142,16 +128,7 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
         return Ok(None);
     };
     let store = app.store()?;
-    let Some(row) = rows::rows(
-        &db,
-        store.as_deref(),
-        &app.graphs,
-        &app.runs_dir,
-        Some(run_id),
-        &mut rows::TopsCache::default(),
-    )?
-    .into_iter()
-    .next() else {
+    let Some(row) = rows::one(&db, store.as_deref(), &app.graphs, &app.runs_dir, run_id)? else {
         return Ok(None);
     };
     let events = db.events_after(row.seq, &row.run_id, row.created_ms, 0)?;
@@ -173,9 +150,9 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
     let graph = app.graphs.of(&row.file);
     let nodes = match graph.as_ref().and_then(|g| g.workflows.get(&row.workflow)) {
         Some(keys) => {
-            let parsed: Vec<Value> = events
+            let parsed: Vec<EventLine> = events
                 .iter()
-                .filter_map(|(_, l)| serde_json::from_str(l).ok())
+                .filter_map(|(_, l)| EventLine::parse(l))
                 .collect();
             let mut nodes = reduce(&RunFacts {
                 created_ms: row.created_ms,
@@ -217,16 +194,23 @@ async fn show(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     let shown = id.clone();
     let shown_app = app.clone();
     match blocking(move || run_view(&app, &id)).await {
+        // Written out, not built as one JSON tree: the graph is already text, and a
+        // 5,000-step run's nodes are thousands of small objects.
         Ok(Ok(Some(v))) => {
-            let mut doc = json!({
-                "run": v.row.to_json(),
-                "graph": v.graph.as_ref().map_or(Value::Null, |g| (*g.graph).clone()),
-                "nodes": nodes_json(&v.nodes),
-                "pending": pending_json(&v.pending),
-                "events_seq": v.events.last().map_or(0, |(n, _)| *n),
-            });
-            crate::engine::annotate(&shown_app, &mut doc);
-            Json(doc).into_response()
+            let mut doc = format!(
+                "{{\"run\":{},\"graph\":{},\"nodes\":{},\"pending\":{},\"events_seq\":{}}}",
+                v.row.to_json(),
+                v.graph.as_ref().map_or("null", |g| g.graph_text.as_str()),
+                nodes_text(&v.nodes),
+                pending_json(&v.pending),
+                v.events.last().map_or(0, |(n, _)| *n),
+            );
+            crate::engine::annotate_text(&shown_app, &mut doc);
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                doc,
+            )
+                .into_response()
         }
         Ok(Ok(None)) => error(StatusCode::NOT_FOUND, &format!("no run {shown}")),
         Ok(Err(e)) => internal(e),
@@ -251,8 +235,9 @@ fn holds_run(app: &App, id: &str) -> Result<bool, String> {
     if pipewright_runtime::store::check_run_id(id).is_err() {
         return Ok(false);
     }
-    app.db()?
-        .map_or(Ok(false), |db| db.runs(Some(id)).map(|r| !r.is_empty()))
+    app.db()?.map_or(Ok(false), |db| {
+        db.runs(crate::db::Which::Id(id)).map(|r| !r.is_empty())
+    })
 }
 
 async fn approve(

@@ -21,6 +21,28 @@ pub(crate) struct RunRecordRow {
     pub usage: Option<Json>,
 }
 
+/// What tells whether a run's row may have changed since the last list.
+#[derive(Debug, Clone)]
+pub(crate) struct RunStamp {
+    pub seq: i64,
+    pub status: String,
+    pub updated_ms: i64,
+    pub file: String,
+    /// Its last transaction's events (a paused run's gate decided changes neither its status
+    /// nor its `updated_ms`, but records an event with its landing).
+    pub last_event: Option<i64>,
+}
+
+/// Which runs a read is of.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Which<'a> {
+    All,
+    /// The run with this id.
+    Id(&'a str),
+    /// The runs with these sequence numbers.
+    Seqs(&'a [i64]),
+}
+
 /// Per run, the first segment of each landed key (`2` of `2.for_each.0`), and whether the key
 /// itself landed (`own`): what "steps done" is computed from. A state machine's turns count
 /// for the step they ran (`state.step` of the turn's landing).
@@ -63,24 +85,72 @@ impl Db {
             .is_some()
     }
 
-    /// Every run, newest first (`only`: just that one).
-    pub(crate) fn runs(&self, only: Option<&str>) -> Result<Vec<RunRecordRow>, String> {
-        let usage = if self.has_usage() {
-            "LEFT JOIN (
-                 SELECT run, COUNT(*) AS calls,
-                        SUM(json_extract(value, '$.input_tokens')) AS input,
-                        SUM(json_extract(value, '$.output_tokens')) AS output,
-                        SUM(json_extract(value, '$.cost_usd')) AS cost,
-                        SUM(json_extract(value, '$.wall_ms')) AS wall
-                 FROM usage GROUP BY run
-             ) u ON u.run = r.seq"
-        } else {
-            "LEFT JOIN (SELECT NULL AS run, NULL AS calls, NULL AS input, NULL AS output, NULL AS cost, NULL AS wall) u ON 0"
+    /// Runs `f` on one snapshot of the store (a read transaction), so what it reads in
+    /// several statements agrees.
+    pub(crate) fn snapshot<T>(
+        &self,
+        f: impl FnOnce(&Db) -> Result<T, String>,
+    ) -> Result<T, String> {
+        self.conn.execute_batch("BEGIN").map_err(err)?;
+        let out = f(self);
+        // A read transaction: ending it cannot lose anything.
+        let _ = self.conn.execute_batch("COMMIT");
+        out
+    }
+
+    /// Every run's stamp, newest first: what tells a run whose row may have changed.
+    pub(crate) fn stamps(&self) -> Result<Vec<RunStamp>, String> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, status, updated_ms, file,
+                        (SELECT MAX(e.id) FROM events e WHERE e.run = r.seq)
+                 FROM runs r ORDER BY created_ms DESC, id DESC",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunStamp {
+                    seq: r.get(0)?,
+                    status: r.get(1)?,
+                    updated_ms: r.get(2)?,
+                    file: r.get(3)?,
+                    last_event: r.get(4)?,
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(err)
+    }
+
+    /// The runs `which` names, newest first.
+    pub(crate) fn runs(&self, which: Which<'_>) -> Result<Vec<RunRecordRow>, String> {
+        // Integers only, so a list of them is written into the statement as it is.
+        let seqs = |col: &str, seqs: &[i64]| {
+            let list: Vec<String> = seqs.iter().map(i64::to_string).collect();
+            format!("WHERE {col} IN ({})", list.join(","))
         };
-        let filter = if only.is_some() {
-            "WHERE r.id = ?1"
+        let usage_filter = match which {
+            Which::Seqs(s) => seqs("run", s),
+            _ => String::new(),
+        };
+        let usage = if self.has_usage() {
+            format!(
+                "LEFT JOIN (
+                     SELECT run, COUNT(*) AS calls,
+                            SUM(json_extract(value, '$.input_tokens')) AS input,
+                            SUM(json_extract(value, '$.output_tokens')) AS output,
+                            SUM(json_extract(value, '$.cost_usd')) AS cost,
+                            SUM(json_extract(value, '$.wall_ms')) AS wall
+                     FROM usage {usage_filter} GROUP BY run
+                 ) u ON u.run = r.seq"
+            )
         } else {
-            ""
+            "LEFT JOIN (SELECT NULL AS run, NULL AS calls, NULL AS input, NULL AS output, NULL AS cost, NULL AS wall) u ON 0".into()
+        };
+        let filter = match which {
+            Which::All => String::new(),
+            Which::Id(_) => "WHERE r.id = ?1".into(),
+            Which::Seqs(s) => seqs("r.seq", s),
         };
         let sql = format!(
             "SELECT r.seq, r.id, r.status, r.file, r.workflow, r.created_ms, r.updated_ms,
@@ -88,7 +158,7 @@ impl Db {
              FROM runs r {usage} {filter}
              ORDER BY r.created_ms DESC, r.id DESC"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(err)?;
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
         let map = |r: &rusqlite::Row<'_>| {
             let calls: Option<i64> = r.get(7)?;
             let usage = calls.filter(|n| *n > 0).map(|n| {
@@ -111,9 +181,9 @@ impl Db {
                 usage,
             })
         };
-        let rows = match only {
-            Some(id) => stmt.query_map([id], map),
-            None => stmt.query_map([], map),
+        let rows = match which {
+            Which::Id(id) => stmt.query_map([id], map),
+            _ => stmt.query_map([], map),
         }
         .map_err(err)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(err)

@@ -121,6 +121,13 @@ impl EngineSide {
 }
 
 /// Adds `engine` to a runs document or a run's detail when the server serves an engine.
+/// [`annotate`] for a document already written out as text (a JSON object).
+pub(crate) fn annotate_text(app: &App, doc: &mut String) {
+    if let (Some(side), Some(end)) = (&app.engine, doc.rfind('}')) {
+        doc.replace_range(end.., &format!(",\"engine\":{}}}", side.to_json()));
+    }
+}
+
 pub(crate) fn annotate(app: &App, doc: &mut Value) {
     if let (Some(side), Some(o)) = (&app.engine, doc.as_object_mut()) {
         o.insert("engine".into(), side.to_json());

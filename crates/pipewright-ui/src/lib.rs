@@ -57,8 +57,8 @@ pub(crate) struct App {
     pub changes: tokio::sync::watch::Receiver<u64>,
     /// The runs list as of a change count, shared by every request and stream.
     runs_cache: Mutex<Option<(u64, RunsList)>>,
-    /// What the last list read of each run's landings.
-    tops_cache: Mutex<rows::TopsCache>,
+    /// What the last list computed of each run.
+    rows_cache: Mutex<rows::RowsCache>,
     /// One decision at a time per run, so two browsers deciding at once get one answer each in
     /// turn (the second finds nothing waiting any more).
     deciding: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -92,18 +92,17 @@ impl App {
         }
         let rows = Arc::new(match self.db()? {
             None => Vec::new(),
-            Some(db) => rows::rows(
+            Some(db) => rows::all(
                 &db,
                 self.store()?.as_deref(),
                 &self.graphs,
                 &self.runs_dir,
-                None,
-                &mut self.tops_cache.lock().unwrap_or_else(|p| p.into_inner()),
+                &mut self.rows_cache.lock().unwrap_or_else(|p| p.into_inner()),
             )?,
         });
-        let mut all = api::runs_json(&rows, None);
-        engine::annotate(self, &mut all);
-        let all = Arc::from(all.to_string());
+        let mut all = rows::document(&rows, None);
+        engine::annotate_text(self, &mut all);
+        let all = Arc::from(all);
         let list = RunsList { rows, all };
         *self.runs_cache.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((generation, list.clone()));
@@ -133,7 +132,7 @@ fn token_in_force(listen: SocketAddr, given: Option<String>) -> std::io::Result<
 /// The runs list, and its unfiltered document (`{"runs": […]}`) as sent.
 #[derive(Clone)]
 pub(crate) struct RunsList {
-    pub rows: Arc<Vec<rows::RunRow>>,
+    pub rows: Arc<Vec<Arc<rows::ListedRow>>>,
     pub all: Arc<str>,
 }
 
@@ -176,7 +175,7 @@ impl Server {
             store: Mutex::new(None),
             changes: rx,
             runs_cache: Mutex::new(None),
-            tops_cache: Mutex::default(),
+            rows_cache: Mutex::default(),
             deciding: Mutex::default(),
             engine: opts.engine.map(|e| Arc::new(engine::EngineSide::new(e))),
         });
@@ -235,6 +234,17 @@ impl Server {
                 None,
             ),
         };
+        // The first list lowers each run's file and reads every run: done now, while nobody
+        // waits for it, rather than on the first page load. (Not for a store yet to be made:
+        // its directory's notifications do not come, and the poll notices it only a second
+        // later, so an empty list would be taken for current until then. Not for an engine's
+        // mirror either: its first refresh fills it.)
+        if self.app.engine.is_none() && self.app.store_path.exists() {
+            let warm = self.app.clone();
+            tokio::task::spawn_blocking(move || {
+                let _ = warm.runs();
+            });
+        }
         let router = api::router(self.app.clone(), stop_rx);
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move {

@@ -8,7 +8,8 @@
 //! (the workflow's entry for the first).
 
 use crate::graphs::WorkflowKeys;
-use serde_json::{json, Value as Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -20,24 +21,84 @@ pub(crate) struct NodeState {
     pub attempts: u32,
     /// (items done, items seen) of a step that fans out.
     pub fanout: Option<(u64, u64)>,
+    /// What its last start was given (its `step_started` event): its input, and its rendered
+    /// prompt or command.
+    pub input: Option<Json>,
+    pub prompt: Option<String>,
     pub output: Option<Json>,
     pub error: Option<String>,
 }
 
+/// A NodeState as the API sends it (docs/ui.md), serialized straight from the state: a run's
+/// detail holds one per node.
+#[derive(Serialize)]
+struct NodeStateJson<'a> {
+    state: &'a str,
+    started_ms: Option<i64>,
+    elapsed_ms: Option<f64>,
+    attempts: u32,
+    fanout: Option<FanoutJson>,
+    input: &'a Option<Json>,
+    prompt: &'a Option<String>,
+    output: &'a Option<Json>,
+    error: &'a Option<String>,
+}
+
+#[derive(Serialize)]
+struct FanoutJson {
+    done: u64,
+    total: u64,
+}
+
 impl NodeState {
+    fn view(&self) -> NodeStateJson<'_> {
+        NodeStateJson {
+            state: self.state,
+            started_ms: self.started_ms,
+            elapsed_ms: self.elapsed_ms,
+            attempts: self.attempts,
+            fanout: self.fanout.map(|(done, total)| FanoutJson { done, total }),
+            input: &self.input,
+            prompt: &self.prompt,
+            output: &self.output,
+            error: &self.error,
+        }
+    }
+
     pub(crate) fn to_json(&self) -> Json {
-        json!({
-            "state": self.state,
-            "started_ms": self.started_ms,
-            "elapsed_ms": self.elapsed_ms,
-            "attempts": self.attempts,
-            "fanout": self.fanout.map(|(done, total)| json!({"done": done, "total": total})),
-            // The store keeps neither a step's input nor its rendered prompt or command.
-            "input": Json::Null,
-            "prompt": Json::Null,
-            "output": self.output,
-            "error": self.error,
-        })
+        serde_json::to_value(self.view()).unwrap_or(Json::Null)
+    }
+}
+
+/// `{"KEY": NodeState, …}` as text.
+pub(crate) fn nodes_text(nodes: &BTreeMap<String, NodeState>) -> String {
+    let views: BTreeMap<&str, NodeStateJson<'_>> =
+        nodes.iter().map(|(k, s)| (k.as_str(), s.view())).collect();
+    serde_json::to_string(&views).unwrap_or_else(|_| "{}".into())
+}
+
+/// What the reduction reads of an event line (`runs events`): only these fields are parsed
+/// out of each line, not a whole JSON tree.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct EventLine {
+    #[serde(default)]
+    pub event: String,
+    pub key: Option<String>,
+    pub at_ms: Option<f64>,
+    pub elapsed_ms: Option<f64>,
+    pub error: Option<String>,
+    /// An `approval_decided` event's `approved` or `denied`.
+    pub decision: Option<String>,
+    /// A `step_started` event's rendered prompt or command, and input.
+    pub prompt: Option<String>,
+    pub command: Option<String>,
+    pub input: Option<Json>,
+}
+
+impl EventLine {
+    /// `None` for a line that is not a JSON object of this shape.
+    pub(crate) fn parse(line: &str) -> Option<EventLine> {
+        serde_json::from_str(line).ok()
     }
 }
 
@@ -49,7 +110,7 @@ pub(crate) struct RunFacts<'a> {
     /// A live process runs it now.
     pub in_progress: bool,
     /// Its events, parsed, in order.
-    pub events: &'a [Json],
+    pub events: &'a [EventLine],
     /// key → (value, dropped error).
     pub landings: &'a [(String, Json, Option<String>)],
     pub keys: &'a WorkflowKeys,
@@ -64,6 +125,8 @@ struct Acc {
     elapsed: Option<f64>,
     attempts: u32,
     error: Option<String>,
+    input: Option<Json>,
+    prompt: Option<String>,
     /// item → exact key → its last state.
     items: BTreeMap<String, HashMap<String, &'static str>>,
 }
@@ -113,10 +176,10 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
     }
     let mut accs: HashMap<String, Acc> = HashMap::new();
     for e in f.events {
-        let Some(key) = e["key"].as_str() else {
+        let Some(key) = e.key.as_deref() else {
             continue;
         };
-        let kind = e["event"].as_str().unwrap_or_default();
+        let kind = e.event.as_str();
         let (node, rest) = match owner(key, &known) {
             Some(found) => found,
             None => match turn_step.get(key).cloned().or_else(|| {
@@ -135,7 +198,7 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
             "step_completed" | "step_replayed" => "done",
             "step_failed" => "failed",
             "step_cancelled" => "cancelled",
-            "approval_decided" => match e["decision"].as_str() {
+            "approval_decided" => match e.decision.as_deref() {
                 Some("denied") => "failed",
                 _ => "done",
             },
@@ -151,21 +214,23 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
             }
             continue;
         }
-        let at = e["at_ms"].as_f64();
+        let at = e.at_ms;
         match kind {
             "step_started" => {
                 acc.attempts += 1;
                 acc.started_at = at;
                 acc.elapsed = None;
                 acc.error = None;
+                acc.input = e.input.clone();
+                acc.prompt = e.prompt.clone().or_else(|| e.command.clone());
             }
             "approval_decided" if state == "failed" => {
                 acc.error = Some("denied".into());
             }
             _ => {
-                acc.elapsed = e["elapsed_ms"].as_f64().or(acc.elapsed);
-                if let Some(err) = e["error"].as_str() {
-                    acc.error = Some(err.to_string());
+                acc.elapsed = e.elapsed_ms.or(acc.elapsed);
+                if let Some(err) = &e.error {
+                    acc.error = Some(err.clone());
                 }
             }
         }
@@ -196,6 +261,8 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
                 elapsed_ms: acc.elapsed,
                 attempts: acc.attempts,
                 fanout,
+                input: acc.input,
+                prompt: acc.prompt,
                 output,
                 error: acc.error.or(dropped),
             },
@@ -260,6 +327,15 @@ fn settle(f: &RunFacts<'_>, out: &mut BTreeMap<String, NodeState>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// Event lines as the store would hold them.
+    fn lines(events: &[Json]) -> Vec<EventLine> {
+        events
+            .iter()
+            .map(|e| EventLine::parse(&e.to_string()).unwrap_or_else(|| panic!("{e}")))
+            .collect()
+    }
 
     fn keys(nodes: &[(&str, &str)], entry: Option<&str>) -> WorkflowKeys {
         WorkflowKeys {
@@ -283,7 +359,7 @@ mod tests {
     fn facts<'a>(
         status: &'a str,
         in_progress: bool,
-        events: &'a [Json],
+        events: &'a [EventLine],
         landings: &'a [(String, Json, Option<String>)],
         keys: &'a WorkflowKeys,
     ) -> RunFacts<'a> {
@@ -320,7 +396,7 @@ mod tests {
             ev("step_completed", "1.for_each.2", 5.0),
         ];
         let landings = [("0".to_string(), json!([1, 2, 3]), None)];
-        let s = reduce(&facts("running", true, &events, &landings, &k));
+        let s = reduce(&facts("running", true, &lines(&events), &landings, &k));
         assert_eq!(s["0"].state, "done");
         assert_eq!(s["0"].output, Some(json!([1, 2, 3])));
         assert_eq!(s["0"].started_ms, Some(1_000));
@@ -343,14 +419,14 @@ mod tests {
             failed,
             ev("step_started", "0", 2.0),
         ];
-        let s = reduce(&facts("running", true, &events, &[], &k));
+        let s = reduce(&facts("running", true, &lines(&events), &[], &k));
         assert_eq!(s["0"].attempts, 2);
         assert_eq!(s["0"].state, "running");
         assert_eq!(s["0"].error, None, "a new attempt clears the error");
         let mut failed = ev("step_failed", "0", 3.0);
         failed["error"] = json!("exit 2");
         let events = [ev("step_started", "0", 0.0), failed];
-        let s = reduce(&facts("failed", false, &events, &[], &k));
+        let s = reduce(&facts("failed", false, &lines(&events), &[], &k));
         assert_eq!(s["0"].state, "failed");
         assert_eq!(s["0"].error.as_deref(), Some("exit 2"));
     }
@@ -371,6 +447,7 @@ mod tests {
             ev("step_started", "0.0", 0.0),
             ev("step_completed", "0.0", 1.0),
         ];
+        let events = lines(&events);
         let mut f = facts("paused", false, &events, &[], &k);
         f.waiting_at = Some("1");
         let s = reduce(&f);
@@ -386,7 +463,7 @@ mod tests {
         let k = keys(&[("0", "stage"), ("1", "gate")], None);
         let events =
             [json!({"event": "approval_decided", "key": "1", "decision": "denied", "at_ms": 5})];
-        let s = reduce(&facts("paused", false, &events, &[], &k));
+        let s = reduce(&facts("paused", false, &lines(&events), &[], &k));
         assert_eq!(s["1"].state, "failed");
         assert_eq!(s["1"].error.as_deref(), Some("denied"));
     }
@@ -404,7 +481,7 @@ mod tests {
             json!({"state": {"step": "review"}, "decision": {"next": "fix"}}),
             None,
         )];
-        let s = reduce(&facts("running", true, &events, &landings, &k));
+        let s = reduce(&facts("running", true, &lines(&events), &landings, &k));
         assert_eq!(s["review"].state, "done");
         assert_eq!(
             s["fix"].state, "running",
@@ -417,10 +494,10 @@ mod tests {
     fn an_ended_run_leaves_nothing_running_and_skips_what_it_never_reached() {
         let k = keys(&[("a", "shell"), ("b", "shell"), ("c", "shell")], None);
         let events = [ev("step_started", "a", 0.0), ev("step_completed", "a", 1.0)];
-        let s = reduce(&facts("ok", false, &events, &[], &k));
+        let s = reduce(&facts("ok", false, &lines(&events), &[], &k));
         assert_eq!(s["b"].state, "skipped");
         let events = [ev("step_started", "a", 0.0)];
-        let s = reduce(&facts("cancelled", false, &events, &[], &k));
+        let s = reduce(&facts("cancelled", false, &lines(&events), &[], &k));
         assert_eq!(s["a"].state, "cancelled");
         assert_eq!(s["b"].state, "pending");
     }
@@ -440,9 +517,29 @@ mod tests {
             ev("step_started", "each.1.run", 0.0),
             ev("step_completed", "each.1.run", 0.0),
         ];
-        let s = reduce(&facts("running", true, &events, &[], &k));
+        let s = reduce(&facts("running", true, &lines(&events), &[], &k));
         assert_eq!(s["impl"].fanout, Some((1, 2)));
         assert_eq!(s["each"].fanout, Some((1, 2)), "item 0 still runs `post`");
+    }
+
+    #[test]
+    fn a_step_shows_what_its_last_start_was_given() {
+        let k = keys(&[("0", "agent"), ("1", "shell")], None);
+        let mut first = ev("step_started", "0", 0.0);
+        first["prompt"] = json!("Review draft 1");
+        first["input"] = json!({"draft": 1});
+        let mut again = ev("step_started", "0", 2.0);
+        again["prompt"] = json!("Review draft 2");
+        let mut shell = ev("step_started", "1", 3.0);
+        shell["command"] = json!("make test");
+        let events = [first, ev("step_failed", "0", 1.0), again, shell];
+        let s = reduce(&facts("running", true, &lines(&events), &[], &k));
+        assert_eq!(s["0"].prompt.as_deref(), Some("Review draft 2"));
+        assert_eq!(s["0"].input, None, "the last start had no input");
+        assert_eq!(s["1"].prompt.as_deref(), Some("make test"));
+        let sent = s["1"].to_json();
+        assert_eq!(sent["prompt"], "make test");
+        assert_eq!(sent["input"], Json::Null);
     }
 
     #[test]

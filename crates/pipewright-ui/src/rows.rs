@@ -1,11 +1,11 @@
 //! The runs page's rows (`RunRow` of docs/ui.md): `pipewright runs` with what a person scans
 //! for, each field computed for the whole list at once (db.rs) or cached per file (graphs.rs).
 
-use crate::db::{Db, RunRecordRow, Tops};
+use crate::db::{Db, RunRecordRow, Tops, Which};
 use crate::graphs::{FileGraph, Graphs};
 use pipewright_runtime::store::{SqliteStore, Store};
 use serde_json::{json, Value as Json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -70,71 +70,162 @@ pub(crate) fn matches(row: &RunRow, filter: Option<&str>) -> bool {
     }
 }
 
-/// What the last list read of each run's landings: (its `updated_ms` then, its tops). A run
-/// that is neither running nor paused lands nothing without its `updated_ms` moving, so the
-/// next list reads again only the runs that changed (scanning every landing of 10,000 runs
-/// is most of a list's cost).
-#[derive(Default)]
-pub(crate) struct TopsCache(HashMap<i64, (i64, Vec<(String, bool)>)>);
-
-/// The tops of `records`, read again only where they may have changed since `cache` saw them.
-fn tops_of(db: &Db, records: &[RunRecordRow], cache: &mut TopsCache) -> Result<Tops, String> {
-    let stale: Vec<i64> = records
-        .iter()
-        .filter(|r| {
-            matches!(r.status.as_str(), "running" | "paused")
-                || cache.0.get(&r.seq).is_none_or(|(u, _)| *u != r.updated_ms)
-        })
-        .map(|r| r.seq)
-        .collect();
-    if !stale.is_empty() {
-        // Most runs stale (the first list): one scan of everything beats a long IN list.
-        let mut fresh = if stale.len() * 2 > records.len() {
-            db.tops(None)?
-        } else {
-            db.tops(Some(&stale))?
-        };
-        let updated: HashMap<i64, i64> = records.iter().map(|r| (r.seq, r.updated_ms)).collect();
-        for seq in stale {
-            let u = updated.get(&seq).copied().unwrap_or_default();
-            cache
-                .0
-                .insert(seq, (u, fresh.remove(&seq).unwrap_or_default()));
-        }
-    }
-    let present: std::collections::HashSet<i64> = records.iter().map(|r| r.seq).collect();
-    cache.0.retain(|seq, _| present.contains(seq));
-    Ok(cache.0.iter().map(|(k, (_, t))| (*k, t.clone())).collect())
+/// A row of the list with its JSON text, as sent.
+pub(crate) struct ListedRow {
+    pub row: RunRow,
+    pub json: String,
 }
 
-/// The rows of every run (or of `only`), newest first; `cache` keeps what the last list read.
-pub(crate) fn rows(
+/// What the last list computed of each run, so the next computes only the rows that may have
+/// changed. A run that is not running changes nothing its row shows without its stamp moving:
+/// its status and `updated_ms`, or its last event (a paused run's gate decided lands with an
+/// event); its file's graph (the dialect, the steps) is compared by identity, since a changed
+/// file is lowered again. Reading every landing of 10,000 runs, and building and serializing
+/// their rows, is most of a list's cost.
+#[derive(Default)]
+pub(crate) struct RowsCache(HashMap<i64, CachedRow>);
+
+struct CachedRow {
+    updated_ms: i64,
+    status: String,
+    last_event: Option<i64>,
+    graph: Option<Arc<FileGraph>>,
+    listed: Arc<ListedRow>,
+}
+
+/// A running run's row changes without its stamp: whether a process owns it, its duration so
+/// far, an approval it waits for.
+fn live(status: &str) -> bool {
+    status == "running"
+}
+
+fn same_graph(a: &Option<Arc<FileGraph>>, b: &Option<Arc<FileGraph>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Every run's row, newest first; `cache` keeps what this list computed for the next.
+pub(crate) fn all(
     db: &Db,
     store: Option<&SqliteStore>,
     graphs: &Graphs,
     runs_dir: &Path,
-    only: Option<&str>,
-    cache: &mut TopsCache,
-) -> Result<Vec<RunRow>, String> {
-    let records = db.runs(only)?;
-    let tops = match (only, records.first()) {
-        (Some(_), Some(r)) => db.tops(Some(&[r.seq]))?,
-        (Some(_), None) => Tops::new(),
-        (None, _) => tops_of(db, &records, cache)?,
-    };
+    cache: &mut RowsCache,
+) -> Result<Vec<Arc<ListedRow>>, String> {
+    let (stamps, fresh, tops) = db.snapshot(|db| {
+        let stamps = db.stamps()?;
+        // Thousands of runs name a handful of files: each is looked at once per list.
+        let mut files: HashMap<String, Option<Arc<FileGraph>>> = HashMap::new();
+        let mut graph_of = |file: &str| {
+            files
+                .entry(file.to_string())
+                .or_insert_with(|| graphs.of(file))
+                .clone()
+        };
+        let stale: Vec<i64> = stamps
+            .iter()
+            .filter(|s| {
+                live(&s.status)
+                    || cache.0.get(&s.seq).is_none_or(|c| {
+                        c.updated_ms != s.updated_ms
+                            || c.status != s.status
+                            || c.last_event != s.last_event
+                            || !same_graph(&c.graph, &graph_of(&s.file))
+                    })
+            })
+            .map(|s| s.seq)
+            .collect();
+        if stale.is_empty() {
+            return Ok((stamps, Vec::new(), Tops::new()));
+        }
+        // Most runs stale (the first list): one scan of everything beats a long IN list.
+        let which = if stale.len() * 2 > stamps.len() {
+            Which::All
+        } else {
+            Which::Seqs(&stale)
+        };
+        let stale: HashSet<i64> = stale.iter().copied().collect();
+        let fresh: Vec<(RunRecordRow, Option<Arc<FileGraph>>)> = db
+            .runs(which)?
+            .into_iter()
+            .filter(|r| stale.contains(&r.seq))
+            .map(|r| {
+                let g = graph_of(&r.file);
+                (r, g)
+            })
+            .collect();
+        let seqs: Vec<i64> = fresh.iter().map(|(r, _)| r.seq).collect();
+        let tops = db.tops(match which {
+            Which::All => None,
+            _ => Some(&seqs),
+        })?;
+        Ok((stamps, fresh, tops))
+    })?;
     let now = pipewright_runtime::store::now_ms();
-    // Thousands of runs name a handful of files: each is looked at once per list.
-    let mut files: HashMap<String, Option<Arc<FileGraph>>> = HashMap::new();
-    Ok(records
-        .into_iter()
-        .map(|r| {
-            let graph = files
-                .entry(r.file.clone())
-                .or_insert_with(|| graphs.of(&r.file))
-                .clone();
-            row(r, &tops, store, graph, runs_dir, now)
-        })
+    let last_events: HashMap<i64, Option<i64>> = match fresh.len() {
+        0 => HashMap::new(),
+        _ => stamps.iter().map(|s| (s.seq, s.last_event)).collect(),
+    };
+    for (r, graph) in fresh {
+        let (seq, updated_ms, status) = (r.seq, r.updated_ms, r.status.clone());
+        let row = row(r, &tops, store, graph.clone(), runs_dir, now);
+        let json = row.to_json().to_string();
+        cache.0.insert(
+            seq,
+            CachedRow {
+                updated_ms,
+                status,
+                last_event: last_events.get(&seq).copied().flatten(),
+                graph,
+                listed: Arc::new(ListedRow { row, json }),
+            },
+        );
+    }
+    let present: HashSet<i64> = stamps.iter().map(|s| s.seq).collect();
+    cache.0.retain(|seq, _| present.contains(seq));
+    Ok(stamps
+        .iter()
+        .filter_map(|s| cache.0.get(&s.seq).map(|c| c.listed.clone()))
         .collect())
+}
+
+/// The row of one run, computed now; `None` for a run the store does not hold.
+pub(crate) fn one(
+    db: &Db,
+    store: Option<&SqliteStore>,
+    graphs: &Graphs,
+    runs_dir: &Path,
+    run_id: &str,
+) -> Result<Option<RunRow>, String> {
+    let Some(r) = db.runs(Which::Id(run_id))?.into_iter().next() else {
+        return Ok(None);
+    };
+    let tops = db.tops(Some(&[r.seq]))?;
+    let graph = graphs.of(&r.file);
+    let now = pipewright_runtime::store::now_ms();
+    Ok(Some(row(r, &tops, store, graph, runs_dir, now)))
+}
+
+/// `{"runs": […]}` of the rows `filter` keeps, written from each row's text.
+pub(crate) fn document(rows: &[Arc<ListedRow>], filter: Option<&str>) -> String {
+    let kept: Vec<&str> = rows
+        .iter()
+        .filter(|r| matches(&r.row, filter))
+        .map(|r| r.json.as_str())
+        .collect();
+    let mut out = String::with_capacity(kept.iter().map(|j| j.len() + 1).sum::<usize>() + 12);
+    out.push_str("{\"runs\":[");
+    for (i, j) in kept.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(j);
+    }
+    out.push_str("]}");
+    out
 }
 
 fn row(
@@ -240,15 +331,26 @@ mod tests {
     }
 
     #[test]
-    fn the_tops_cache_reads_again_what_may_have_landed() {
+    fn the_rows_cache_computes_again_what_may_have_changed() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let steps = |n: usize| {
+            let body: String = (0..n)
+                .map(|i| format!("  - transform: {{value: \"{i}\"}}\n"))
+                .collect();
+            std::fs::write(
+                dir.path().join("f.yaml"),
+                format!("pipeline: p\nsteps:\n{body}"),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        };
+        steps(3);
         let path = dir.path().join("runs.db");
         let st = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
         let new = |id: &str| {
             st.create_run(&NewRun {
                 run_id: id.into(),
                 file: "f.yaml".into(),
-                workflow: "w".into(),
+                workflow: "p".into(),
                 source_hash: String::new(),
                 input: serde_json::json!({}),
             })
@@ -263,30 +365,102 @@ mod tests {
         let db = Db::open(&path)
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|| panic!("the store exists"));
-        let mut cache = TopsCache::default();
-        let tops = |cache: &mut TopsCache| {
-            let records = db.runs(None).unwrap_or_else(|e| panic!("{e}"));
-            let t = tops_of(&db, &records, cache).unwrap_or_else(|e| panic!("{e}"));
-            let mut by_id: Vec<(String, usize)> = records
-                .iter()
-                .map(|r| (r.run_id.clone(), t.get(&r.seq).map_or(0, Vec::len)))
-                .collect();
-            by_id.sort();
-            by_id
+        let graphs = Graphs::new(dir.path().to_path_buf());
+        let mut cache = RowsCache::default();
+        let list = |cache: &mut RowsCache| {
+            all(&db, Some(&st), &graphs, dir.path(), cache).unwrap_or_else(|e| panic!("{e}"))
         };
-        assert_eq!(tops(&mut cache), vec![("aa".into(), 1), ("bb".into(), 1)]);
-        // A running run's landings are read again; a new run's too.
+        let by_id = |rows: &[Arc<ListedRow>]| {
+            let mut v: Vec<(String, String, Option<usize>, Option<usize>)> = rows
+                .iter()
+                .map(|r| {
+                    let r = &r.row;
+                    (
+                        r.run_id.clone(),
+                        r.status.clone(),
+                        r.steps_done,
+                        r.steps_total,
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let row = |id: &str, status: &str, done: usize, total: usize| {
+            (id.to_string(), status.to_string(), Some(done), Some(total))
+        };
+        let first = list(&mut cache);
+        assert_eq!(
+            by_id(&first),
+            vec![row("aa", "ok", 3, 3), row("bb", "interrupted", 1, 3)]
+        );
+        // A running run's landings are read again; a new run is read; a finished run that
+        // did not change keeps its row.
         land(&st, "bb", "1.for_each.0");
         land(&st, "bb", "2");
         new("cc");
         land(&st, "cc", "0");
+        let second = list(&mut cache);
         assert_eq!(
-            tops(&mut cache),
-            vec![("aa".into(), 1), ("bb".into(), 3), ("cc".into(), 1)]
+            by_id(&second),
+            vec![
+                row("aa", "ok", 3, 3),
+                row("bb", "interrupted", 3, 3),
+                row("cc", "interrupted", 1, 3)
+            ]
         );
+        let aa = |rows: &[Arc<ListedRow>]| {
+            rows.iter()
+                .find(|r| r.row.run_id == "aa")
+                .cloned()
+                .unwrap_or_else(|| panic!("aa listed"))
+        };
+        assert!(
+            Arc::ptr_eq(&aa(&first), &aa(&second)),
+            "aa is not computed again"
+        );
+        assert_eq!(second[0].row.run_id, "cc", "newest first");
+        // A finished run whose status changes is computed again.
+        st.record("aa", &[Write::Status("failed".into())])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(by_id(&list(&mut cache))[0], row("aa", "failed", 1, 3));
+        // So is every run of a file that changed.
+        steps(4);
+        assert_eq!(by_id(&list(&mut cache))[0], row("aa", "failed", 1, 4));
         st.remove("cc").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(tops(&mut cache), vec![("aa".into(), 1), ("bb".into(), 3)]);
+        assert_eq!(list(&mut cache).len(), 2);
         assert_eq!(cache.0.len(), 2, "a removed run leaves the cache");
+        // A paused run's gate decided changes neither its status nor its time: its event does.
+        new("dd");
+        land(&st, "dd", "0");
+        let gate = |status: &str, event: Option<&str>| {
+            let mut w = vec![Write::Land(Landing {
+                key: "1".into(),
+                step_hash: "gate".into(),
+                landed: Landed::Value(serde_json::json!({ "status": status })),
+            })];
+            w.extend(event.map(|e| Write::Event(e.to_string())));
+            st.record("dd", &w).unwrap_or_else(|e| panic!("{e}"));
+        };
+        gate("pending", None);
+        st.record("dd", &[Write::Status("paused".into())])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(by_id(&list(&mut cache))[2], row("dd", "paused", 1, 4));
+        gate(
+            "approved",
+            Some(r#"{"event":"approval_decided","key":"1","decision":"approved","at_ms":5}"#),
+        );
+        assert_eq!(by_id(&list(&mut cache))[2], row("dd", "paused", 2, 4));
+        st.remove("dd").unwrap_or_else(|e| panic!("{e}"));
+        // The list's document is each row's JSON, in order.
+        let rows = list(&mut cache);
+        let doc: serde_json::Value =
+            serde_json::from_str(&document(&rows, None)).unwrap_or_else(|e| panic!("{e}"));
+        let expected: Vec<serde_json::Value> = rows.iter().map(|r| r.row.to_json()).collect();
+        assert_eq!(doc, serde_json::json!({ "runs": expected }));
+        let failed: serde_json::Value = serde_json::from_str(&document(&rows, Some("failed")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(failed["runs"].as_array().map(Vec::len), Some(1));
     }
 
     #[test]

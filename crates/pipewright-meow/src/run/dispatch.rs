@@ -1204,6 +1204,24 @@ impl Exec {
     }
 }
 
+/// What step `i` is given, for its `step_started` event: a shell step's command or an agent
+/// step's prompt, substituted as the step itself substitutes it (a field that does not
+/// substitute is the step's own failure, reported when it runs).
+pub(super) fn given(st: &State, i: usize) -> Option<pipewright_runtime::given::Given> {
+    use pipewright_runtime::given::Given;
+    match &st.steps[i].template.executor {
+        Executor::Shell(shell) => render(st, i, shell.command.script.as_ref(), "command", true)
+            .ok()
+            .flatten()
+            .map(|c| Given::command(&c)),
+        Executor::Agent(agent) => render(st, i, agent.prompt.as_ref(), "prompt", false)
+            .ok()
+            .flatten()
+            .map(|p| Given::prompt(&p)),
+        _ => None,
+    }
+}
+
 /// A text field substituted for step `i`; `key` names it in errors.
 fn render(
     st: &State,

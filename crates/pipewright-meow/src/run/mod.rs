@@ -809,7 +809,10 @@ impl Exec {
             }
             within = st.steps[foreach].foreach;
         }
-        let e = self.event(st, i, EventKind::Started);
+        let mut e = self.event(st, i, EventKind::Started);
+        if self.session.recorded() {
+            e.given = dispatch::given(st, i).map(Box::new);
+        }
         self.session.report(&e);
     }
 
@@ -825,6 +828,7 @@ impl Exec {
             error: s.error.clone(),
             summary: String::new(),
             usage: None,
+            given: None,
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod fanout;
 mod frame;
+mod given;
 mod member;
 pub mod plan;
 pub mod prerun;
@@ -290,7 +291,12 @@ impl Interp {
                 return Ok(v);
             }
             let t0 = Instant::now();
-            let e = self.event(EventKind::Started, &key, node, frame, None, None);
+            let e = self
+                .event(EventKind::Started, &key, node, frame, None, None)
+                .map(|e| Event {
+                    given: self.given(node, frame, &key).map(Box::new),
+                    ..e
+                });
             self.report(e);
             let effects = has_side_effects(node);
             if effects {
@@ -452,6 +458,7 @@ impl Interp {
                 String::new()
             },
             usage: None,
+            given: None,
         })
     }
 

@@ -77,16 +77,7 @@ impl Interp {
                 }
                 self.record_spawns(prev + 1)
                     .map_err(|msg| self.fail(codes::STORE, key, node, msg))?;
-                let Some(template) = prompt.as_r1_template() else {
-                    return Err(self.fail(codes::EVAL, key, node, not_r1(prompt)).into());
-                };
-                let text = pipewright_r1::render(template, &frame.scope()).map_err(|e| {
-                    let span = match self.sources.get(prompt.span.file) {
-                        Some(f) => prompt.span_of(&f.text, e.range.clone()),
-                        None => prompt.span,
-                    };
-                    self.fail(codes::EVAL, key, node, e.message).at(span)
-                })?;
+                let text = self.render_prompt(node, key, frame, prompt)?;
                 let tools = narrow(
                     capabilities.as_deref(),
                     self.envelope.as_deref(),
@@ -376,12 +367,7 @@ impl Interp {
         };
         let mut resolved = IndexMap::new();
         let mut put = |n: &str, v: &ArgValue| -> Result<(), Box<RunError>> {
-            let value = match v {
-                ArgValue::Literal(l) => l.clone(),
-                ArgValue::Expr(e) => self
-                    .eval(node, key, frame, e, Some(&format!("argument `{n}`")))
-                    .map_err(unwrap)?,
-            };
+            let value = self.arg_value(node, key, frame, n, v).map_err(unwrap)?;
             resolved.insert(n.to_string(), value);
             Ok(())
         };
@@ -662,7 +648,7 @@ fn parse_reply(text: &str) -> Result<serde_json::Value, serde_json::Error> {
 
 /// This interpreter evaluates the pipeline dialect's languages; another language reaching it is
 /// a lowering bug, reported on the step rather than a panic.
-fn not_r1(e: &Expr) -> String {
+pub(crate) fn not_r1(e: &Expr) -> String {
     format!(
         "internal error: a {} expression reached the R1 evaluator",
         e.lang.name()

@@ -163,7 +163,11 @@ impl Exec {
             };
             return Ok((flow, None));
         }
-        self.report(self.event(EventKind::Started, key, f, node));
+        let mut started_event = self.event(EventKind::Started, key, f, node);
+        if self.session.recorded() {
+            started_event.given = given(node, &ctx.vars, stage).map(Box::new);
+        }
+        self.report(started_event);
         let started = Instant::now();
         let r = self.step(f, ctx, node, key, stage, true).await;
         match r {
@@ -365,13 +369,7 @@ impl Exec {
         precounted: bool,
     ) -> Result<String, AskError> {
         let id = step_id(node);
-        let mut prompt = rt::render(&a.prompt.src, vars).map_err(|e| AskError::Failed(e.0))?;
-        if let Some(mode) = &a.mode {
-            prompt = format!("MODE: {mode}\n\n{prompt}");
-        }
-        if a.parse_json {
-            prompt.push_str(PARSE_JSON_RIDER);
-        }
+        let prompt = ask_prompt(a, vars).map_err(AskError::Failed)?;
         // The budget counts every agent execution, before it runs (notes §5.11); a parallel
         // foreach counted and checked its whole batch instead.
         if !precounted {
@@ -1071,5 +1069,44 @@ pub(super) fn field(landed: &Value, name: &str) -> Value {
     match landed {
         Value::Map(m) => m.get(name).cloned().unwrap_or(Value::Null),
         _ => Value::Null,
+    }
+}
+
+/// An agent step's prompt as the agent gets it.
+fn ask_prompt(a: &Ask, vars: &Context) -> Result<String, String> {
+    let mut prompt = rt::render(&a.prompt.src, vars).map_err(|e| e.0)?;
+    if let Some(mode) = &a.mode {
+        prompt = format!("MODE: {mode}\n\n{prompt}");
+    }
+    if a.parse_json {
+        prompt.push_str(PARSE_JSON_RIDER);
+    }
+    Ok(prompt)
+}
+
+/// What a top-level step is given, for its `step_started` event: an agent step's prompt or a
+/// bash step's command, rendered against the context the step sees (its `step` entry set as
+/// `Exec::step` sets it). A field that does not render is the step's own failure, reported
+/// when it runs.
+fn given(
+    node: &Node,
+    vars: &Context,
+    stage: Option<&str>,
+) -> Option<pipewright_runtime::given::Given> {
+    use pipewright_runtime::given::Given;
+    let with_step = || {
+        let mut v = vars.clone();
+        v.insert(
+            "step".into(),
+            rt::step_meta(&step_id(node), node.index, stage),
+        );
+        v
+    };
+    match &node.kind {
+        NodeKind::Ask(a) => ask_prompt(a, &with_step()).ok().map(|p| Given::prompt(&p)),
+        NodeKind::Command(c) => rt::render(&c.command.src, &with_step())
+            .ok()
+            .map(|c| Given::command(&c)),
+        _ => None,
     }
 }

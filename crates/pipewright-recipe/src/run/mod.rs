@@ -384,6 +384,7 @@ impl Exec {
             error: None,
             summary: node.id.clone().unwrap_or_else(|| node.summary()),
             usage: None,
+            given: None,
         }
     }
 

@@ -453,6 +453,7 @@ impl Exec {
             error: None,
             summary: step.to_string(),
             usage: None,
+            given: None,
         }
     }
 
@@ -770,7 +771,13 @@ impl Exec {
                     return Err(End::failed(STORE_ERROR, self.store_error(e)));
                 }
             }
-            self.report(self.event(EventKind::Started, &key, &state.recipe, &step.name));
+            let mut started = self.event(EventKind::Started, &key, &state.recipe, &step.name);
+            if self.session.recorded() {
+                started.given = Some(Box::new(pipewright_runtime::given::Given::prompt(
+                    &step.sent,
+                )));
+            }
+            self.report(started);
             let t0 = Instant::now();
             let mut usage = Usage::default();
             let mut reply = String::new();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BLOCK_SIZE, layoutGraph, splitIntoBlocks, toElkGraph } from "./graph-layout";
+import { BLOCK_SIZE, layoutGraph, shapesKept, splitIntoBlocks, toElkGraph } from "./graph-layout";
 import { countNodes, pickWorkflow, writtenText } from "./graph-model";
 import type { GraphDoc, GraphNode, GraphRegion, GraphWorkflow } from "./types";
 
@@ -105,6 +105,30 @@ describe("graph layout", () => {
     const rightEdge = Math.max(...firstBlock.map((n) => n.x + n.width));
     expect(Math.min(...secondBlock.map((n) => n.x))).toBeGreaterThan(rightEdge);
     expect(layout.regions.map((r) => r.role)).toEqual([`steps 1–${BLOCK_SIZE}`, `steps ${BLOCK_SIZE + 1}–${BLOCK_SIZE + 10}`]);
+  });
+
+  it("lays out blocks of one shape once, each placed as its own steps", async () => {
+    // A shape no other test lays out: edge labels of a length nothing else uses.
+    const nodes = Array.from({ length: BLOCK_SIZE * 3 }, (_, i) => leaf(`w0.t${i}`, "shell", String(i)));
+    const body = chain("w0", nodes);
+    body.edges = body.edges.map((e) => ({ ...e, label: "seventeen-letters" }));
+    const before = shapesKept();
+    const layout = await layoutGraph(workflow("same", body));
+    expect(shapesKept() - before).toBe(1);
+    expect(layout.nodes.map((n) => n.node.id)).toEqual(nodes.map((n) => n.id));
+    const first = layout.nodes.slice(0, BLOCK_SIZE);
+    for (const b of [1, 2]) {
+      const block = layout.nodes.slice(b * BLOCK_SIZE, (b + 1) * BLOCK_SIZE);
+      const dx = block[0].x - first[0].x;
+      expect(dx).toBeGreaterThan(0);
+      block.forEach((n, i) => {
+        expect(n.x - dx).toBeCloseTo(first[i].x);
+        expect(n.y).toBeCloseTo(first[i].y);
+      });
+    }
+    // Every edge keeps its kind and label, and goes down between its block's steps.
+    expect(layout.edges).toHaveLength(3 * (BLOCK_SIZE - 1));
+    expect(layout.edges.every((e) => e.label === "seventeen-letters" && e.kind === "next")).toBe(true);
   });
 
   it("finds what a step runs as written: a command, a prompt, an expression", () => {

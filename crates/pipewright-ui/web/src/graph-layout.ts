@@ -214,6 +214,50 @@ const BLOCK_GAP = 40;
 
 let elk: InstanceType<typeof ELK> | null = null;
 
+/** ELK's answers by the shape of the graph they were for (ids aside); bounded. */
+const byShape = new Map<string, ElkNode>();
+const SHAPES_KEPT = 64;
+
+/**
+ * ELK's layout of `graph`, or the one it gave a graph of the same shape: the same options, node
+ * sizes, labels and edges, whatever the ids. ELK is deterministic and reads nothing but those,
+ * so the answer is the same; a long generated workflow repeats a few block shapes (5,000
+ * identical steps are 50 blocks of one shape), and each shape costs one ELK run.
+ */
+async function layoutByShape(graph: ElkNode): Promise<ElkNode> {
+  const toShape = new Map<string, string>();
+  const shapeId = (id: string) => {
+    let s = toShape.get(id);
+    if (s === undefined) {
+      s = `#${toShape.size}`;
+      toShape.set(id, s);
+    }
+    return s;
+  };
+  const isRefs = (k: string) => k === "sources" || k === "targets";
+  const shape = JSON.stringify(graph, (k, v) =>
+    k === "id" && typeof v === "string" ? shapeId(v) : isRefs(k) && Array.isArray(v) ? v.map(shapeId) : v,
+  );
+  let laid = byShape.get(shape);
+  if (!laid) {
+    elk ??= new ELK();
+    laid = await elk.layout(JSON.parse(shape) as ElkNode);
+    if (byShape.size >= SHAPES_KEPT) byShape.clear();
+    byShape.set(shape, laid);
+  }
+  const fromShape = new Map<string, string>();
+  for (const [id, s] of toShape) fromShape.set(s, id);
+  const back = (s: unknown) => (typeof s === "string" ? (fromShape.get(s) ?? s) : s);
+  return JSON.parse(JSON.stringify(laid), (k, v) =>
+    k === "id" ? back(v) : isRefs(k) && Array.isArray(v) ? v.map(back) : v,
+  ) as ElkNode;
+}
+
+/** How many ELK runs the shape cache answered (for the tests). */
+export function shapesKept(): number {
+  return byShape.size;
+}
+
 /**
  * Lays the workflow out. A workflow of more than BLOCK_SIZE top-level steps is laid out a block
  * at a time, in order, each block a column to the right of the previous one; `onPart` receives
@@ -225,10 +269,9 @@ export async function layoutGraph(
   onPart?: (part: Layout) => void,
   isCancelled: () => boolean = () => false,
 ): Promise<Layout> {
-  elk ??= new ELK();
   const blocks = splitIntoBlocks(workflow.body);
   if (blocks.length === 1) {
-    const whole = collectLayout(workflow, await elk.layout(toElkGraph(workflow)));
+    const whole = collectLayout(workflow, await layoutByShape(toElkGraph(workflow)));
     onPart?.(whole);
     return whole;
   }
@@ -239,7 +282,7 @@ export async function layoutGraph(
   for (const [b, block] of blocks.entries()) {
     if (isCancelled()) break;
     const sub = { ...workflow, body: block };
-    const part = shift(collectLayout(sub, await elk.layout(toElkGraph(sub))), x);
+    const part = shift(collectLayout(sub, await layoutByShape(toElkGraph(sub))), x);
     part.regions.unshift({
       id: `b:${workflow.body.id}:${b}`,
       role: `steps ${first + 1}–${first + block.nodes.length}`,

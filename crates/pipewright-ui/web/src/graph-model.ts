@@ -54,9 +54,9 @@ export function countNodes(region: GraphRegion): number {
 
 /**
  * What a step runs, as its file writes it: the command of a shell step or a recipe's bash step,
- * the prompt of an agent or ask step, a transform's expression. The server sends no rendered
- * prompt or command (the store keeps none), so the detail panel shows this one, labelled as
- * written.
+ * the prompt of an agent or ask step, a transform's expression. The detail panel shows it,
+ * labelled as written, when the server has no rendered prompt or command for the step (one not
+ * started yet, a transform, a run recorded before they were kept).
  */
 export function writtenText(node: GraphNode): { label: string; text: string } | null {
   const d = node.details ?? {};

@@ -6,6 +6,7 @@ import {
   emptyModel,
   LOG_LIMIT,
   logLine,
+  logStart,
   touchedKeys,
 } from "./reducer";
 import type { NodeState, RunDetail, RunMessage, RunRow } from "./types";
@@ -60,6 +61,22 @@ const logMsg = (seq: number, event = "step_started"): RunMessage => ({
 });
 
 describe("the run page reducer", () => {
+  it("starts a long run's log at its last LOG_LIMIT events and counts the others as not shown", () => {
+    const seq = LOG_LIMIT + 250;
+    expect(logStart(seq)).toBe(250);
+    expect(logStart(4)).toBe(0);
+    let m = applyMessage(emptyModel(), { type: "detail", detail: detail({ events_seq: seq }) });
+    expect(m.lastSeq).toBe(250);
+    expect(m.logDropped).toBe(250);
+    // What the stream sends from there is listed; an older event is not.
+    m = applyMessages(m, [logMsg(250), logMsg(251), logMsg(seq)]);
+    expect(m.log.map((e) => e.seq)).toEqual([251, seq]);
+    // A detail fetched again (after a reconnect) changes nothing of the log.
+    m = applyMessage(m, { type: "detail", detail: detail({ events_seq: seq + 5 }) });
+    expect(m.lastSeq).toBe(seq);
+    expect(m.logDropped).toBe(250);
+  });
+
   it("loads a detail: run, nodes, pending, and marks the page loaded", () => {
     const m = applyMessage(emptyModel(), { type: "detail", detail: detail() });
     expect(m.loaded).toBe(true);

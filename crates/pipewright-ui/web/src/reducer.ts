@@ -37,6 +37,11 @@ export function emptyModel(): RunPageModel {
   };
 }
 
+/** The sequence number after which a page that has no events yet asks for them. */
+export function logStart(eventsSeq: number): number {
+  return Math.max(0, eventsSeq - LOG_LIMIT);
+}
+
 export function applyMessage(model: RunPageModel, msg: RunMessage): RunPageModel {
   return applyMessages(model, [msg]);
 }
@@ -60,6 +65,12 @@ export function applyMessages(model: RunPageModel, msgs: readonly RunMessage[]):
         nodesCopied = true;
         next.pending = d.pending;
         next.loaded = true;
+        // A first detail of a long log: the page asks the stream only for the last LOG_LIMIT
+        // events (logStart), and counts the ones before as not shown.
+        if (next.lastSeq === 0 && next.log.length === 0) {
+          next.lastSeq = logStart(d.events_seq);
+          next.logDropped = next.lastSeq;
+        }
         break;
       }
       case "node": {

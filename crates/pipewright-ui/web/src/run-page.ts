@@ -11,6 +11,7 @@ import {
   cancellable,
   emptyModel,
   logLine,
+  logStart,
   touchedKeys,
   type RunPageModel,
 } from "./reducer";
@@ -48,6 +49,7 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
   let layoutRun = 0;
   let selected: GraphNode | null = null;
   let renderedSeq = 0;
+  let firstDetail: RunDetail | null = null;
 
   root.innerHTML =
     `<header class="bar"><a href="/" data-nav class="back">← runs</a>` +
@@ -259,6 +261,7 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
   const fetchDetail = async (): Promise<boolean> => {
     try {
       const d = await getJson<RunDetail>(runUrl(runId));
+      firstDetail ??= d;
       // For the benchmark: the server's share of a page load ends here.
       if (performance.getEntriesByName("detail-received").length === 0) performance.mark("detail-received");
       showEngine(d.engine);
@@ -318,7 +321,12 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
   void fetchDetail().then((found) => {
     if (disposed || !found) return;
     closeStream = openStream(
-      (last) => `${runUrl(runId)}/events${last ? `?after=${encodeURIComponent(last)}` : ""}`,
+      // The first time, only the events the log keeps (a 5,000-step run has 10,000: parsing
+      // and listing them all held the page's thread for as long as the graph took).
+      (last) => {
+        const after = last || (firstDetail ? String(logStart(firstDetail.events_seq)) : "");
+        return `${runUrl(runId)}/events${after && after !== "0" ? `?after=${encodeURIComponent(after)}` : ""}`;
+      },
       {
         on: {
           log: (data, id) => {

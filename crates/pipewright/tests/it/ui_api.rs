@@ -257,6 +257,10 @@ fn the_runs_list_filters_and_a_run_shows_its_graph_and_node_states() {
         );
         assert_eq!(v["nodes"]["1"]["state"], "waiting");
         assert_eq!(v["nodes"]["0.0"]["state"], "done");
+        assert_eq!(
+            v["nodes"]["0.0"]["prompt"], "echo plan-for-src",
+            "a bash step's command, rendered: {v}"
+        );
         assert_eq!(v["nodes"]["2.0"]["state"], "pending");
 
         let (code, v) = get(&ui, "/api/runs/0123-abcd").await;
@@ -698,4 +702,137 @@ fn ui_refuses_an_address_it_cannot_listen_on() {
         "{}",
         text(&o)
     );
+}
+
+#[test]
+fn a_steps_detail_has_its_rendered_prompt_or_command_and_input_but_no_secret() {
+    const KEY_ENV: &str = "PW_TEST_UI_SECRET";
+    const KEY: &str = "sk-ui-secret-0123456789abcdefXYZ";
+    let d = tempdir();
+    // The variable the openai backend would read: registered as a secret whatever the backend.
+    std::fs::write(
+        d.path().join("pipewright.toml"),
+        format!("[backend.openai]\nurl = \"http://127.0.0.1:9/v1\"\napi_key_env = \"{KEY_ENV}\"\n"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        d.path().join("given.yaml"),
+        "pipeline: given\nsteps:\n  - transform: {value: \"ctx.topic\"}\n  - agent: {prompt: \"Summarise {pipe} (key {ctx.key})\"}\n  - shell: {command: \"echo topic | wc -c\"}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let input = json!({"topic": "pipes", "key": KEY}).to_string();
+    let o = bin()
+        .current_dir(d.path())
+        .args([
+            "run",
+            "given.yaml",
+            "--backend",
+            "mock",
+            "--input",
+            &input,
+            "--format",
+            "json",
+        ])
+        .env(KEY_ENV, KEY)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let id = serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|e| panic!("{e}"))["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let (code, v) = get(&ui, &format!("/api/runs/{id}")).await;
+        assert_eq!(code, 200, "{v}");
+        let nodes = &v["nodes"];
+        assert_eq!(
+            nodes["1"]["prompt"], "Summarise pipes (key [REDACTED])",
+            "{v}"
+        );
+        assert_eq!(nodes["1"]["input"], "pipes", "the agent's pipe: {v}");
+        assert_eq!(nodes["2"]["prompt"], "echo topic | wc -c", "{v}");
+        assert_eq!(nodes["2"]["input"], "mock reply for step 1 of given", "{v}");
+        assert_eq!(
+            nodes["0"]["prompt"],
+            Value::Null,
+            "a transform renders nothing"
+        );
+    });
+    // `runs events` prints it on the step's start, and the secret is nowhere in the store.
+    let events = run_in(d.path(), &["runs", "events", &id]);
+    let started: Vec<Value> = stdout(&events)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "step_started")
+        .collect();
+    assert_eq!(started[2]["command"], "echo topic | wc -c", "{started:?}");
+    assert_eq!(started[1]["input"], "pipes", "{started:?}");
+    let db = rusqlite::Connection::open(d.path().join(".pipewright/runs.db"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stmt = db
+        .prepare("SELECT lines FROM events")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|r| r.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let all = lines.concat();
+    assert!(
+        !all.contains(KEY),
+        "the secret reached the store's events: {all}"
+    );
+    assert!(all.contains("(key [REDACTED])"), "{all}");
+}
+
+/// The `step_started` events `runs events` prints for the last run of `dir`.
+fn started_events(dir: &Path) -> Vec<Value> {
+    let runs = run_in(dir, &["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let id = runs[0]["run_id"].as_str().unwrap_or_default().to_string();
+    stdout(&run_in(dir, &["runs", "events", &id]))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "step_started")
+        .collect()
+}
+
+#[test]
+fn meow_and_state_machine_steps_record_their_command_or_prompt() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("w.meow.toml"),
+        "[main]\n[main.variables]\nwho = { default = \"Ada\" }\n\n[[main.steps]]\nid = \"hello\"\nexecutor = \"shell\"\ncommand = \"echo hello {{who}}\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(d.path(), &["run", "w.meow.toml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = started_events(d.path());
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(started[0]["key"], "hello");
+    let command = started[0]["command"].as_str().unwrap_or_default();
+    assert!(
+        command.starts_with("echo hello ") && command.contains("Ada"),
+        "the command as substituted: {started:?}"
+    );
+
+    let d = tempdir();
+    // The recipe with the files it includes, in a project of its own (its store).
+    copy_tree(&testdata("statemachine").join("ok"), d.path());
+    std::fs::write(d.path().join("pipewright.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(
+        d.path(),
+        &["run", "implement-and-review-all.json", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = started_events(d.path());
+    assert!(!started.is_empty());
+    for e in &started {
+        assert!(
+            e["prompt"].as_str().is_some_and(|p| !p.is_empty()),
+            "each turn's prompt: {e}"
+        );
+    }
 }

@@ -499,6 +499,7 @@ fn stored_events_read_back_as_to_json() {
             error: error.map(String::from),
             summary: String::new(),
             usage: None,
+            given: None,
         };
         let id = "01a21300-0000-7000-8000-000000000000";
         assert_eq!(
