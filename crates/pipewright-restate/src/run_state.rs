@@ -81,6 +81,9 @@ pub enum Act {
     },
     /// `pipewright cancel`: what Ctrl-C does where the run runs.
     Cancel,
+    /// What the run waits for inside it now (a MEOW approval step, on its orchestrator): the
+    /// web view asks, as the local one asks the run's socket.
+    Waiting,
     /// A dialect command's request to the run (a MEOW agent's `meow done|event|…` from a host
     /// without the run's orchestrator socket), for the worker to answer where the run is.
     Agent {
@@ -291,6 +294,14 @@ impl PipewrightRunState {
     ) -> HandlerResult<()> {
         let (id, answer) = answer.into_inner();
         ctx.set(&answer_key(&id), Json(answer));
+        Ok(())
+    }
+
+    /// Forgets an answer its asker has read (the web view asks every second while it shows
+    /// a live run: the run's state must not keep every answer).
+    #[handler]
+    async fn forget_answer(&self, ctx: ObjectContext<'_>, id: String) -> HandlerResult<()> {
+        ctx.clear(&answer_key(&id));
         Ok(())
     }
 

@@ -322,6 +322,12 @@ impl RestateStore {
         Ok(())
     }
 
+    /// Forgets the answer to an asked decision, once read.
+    pub fn forget_answer(&self, run_id: &str, id: &str) -> Result<(), StoreError> {
+        self.call(run_id, "forget_answer", Some(Json::from(id)))?;
+        Ok(())
+    }
+
     /// The answer to an asked decision, once its worker gave it.
     pub fn answer_of(
         &self,

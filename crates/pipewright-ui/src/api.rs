@@ -128,20 +128,18 @@ pub(crate) fn run_view(app: &App, run_id: &str) -> Result<Option<RunView>, Strin
         return Ok(None);
     };
     let store = app.store()?;
-    let Some(row) = rows::one(&db, store.as_deref(), &app.graphs, &app.runs_dir, run_id)? else {
+    let Some(row) = rows::one(&db, store.as_deref(), &app.graphs, app.live(), run_id)? else {
         return Ok(None);
     };
     let events = db.events_after(row.seq, &row.run_id, row.created_ms, 0)?;
     let landings = db.landings(row.seq)?;
-    // Only a paused run, or a live one with a run directory (a MEOW run's socket), can wait
-    // for an approval: asking loads the run's record, every landing of a big fan-out.
-    let live_dir = row.in_progress && app.runs_dir.join(run_id).is_dir();
+    // A paused run waits at a gate (its record says); a live one may wait inside (asked where
+    // it runs).
     let mut pending = match &store {
-        Some(s) if row.stored_status == "paused" || live_dir => {
-            rows::waiting_of(s, &app.runs_dir, run_id)
-                .into_iter()
-                .next()
-        }
+        Some(s) if row.stored_status == "paused" => rows::waiting_of(s, &app.runs_dir, run_id)
+            .into_iter()
+            .next(),
+        Some(s) if row.in_progress => app.live().waiting(s, run_id).into_iter().next(),
         _ => None,
     };
     if let (Some(p), Some(_)) = (&mut pending, &app.engine) {

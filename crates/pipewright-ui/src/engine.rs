@@ -10,9 +10,11 @@ use crate::App;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use pipewright_dialect::Waiting;
 use pipewright_runtime::approval::Decision;
 use pipewright_runtime::run_kv::{KeptLanding, RunMeta};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A run as the engine's list gives it: its id, and a stamp that differs whenever anything
@@ -58,6 +60,11 @@ pub trait Engine: Send + Sync {
     fn decide(&self, run_id: &str, step: Option<&str>, d: &Decision) -> Result<String, Refusal>;
     /// `pipewright cancel RUN_ID` on the engine: the line it prints.
     fn cancel(&self, run_id: &str) -> Result<String, Refusal>;
+    /// The approvals a run a worker runs waits for inside it now (a MEOW approval step, which
+    /// waits on the run's orchestrator, where the run is), as that worker finds them.
+    fn waiting(&self, _run_id: &str) -> Result<Vec<Waiting>, String> {
+        Ok(Vec::new())
+    }
 }
 
 impl std::fmt::Debug for dyn Engine {
@@ -84,6 +91,8 @@ pub(crate) struct EngineSide {
     pub health: Mutex<Health>,
     /// Asks the mirror to refresh now (after a decision or a cancel), not at its next tick.
     pub nudge: tokio::sync::Notify,
+    /// What each run a worker runs waits for inside it, as of the mirror's last refresh.
+    pub waiting: Mutex<HashMap<String, Vec<Waiting>>>,
 }
 
 impl EngineSide {
@@ -92,7 +101,18 @@ impl EngineSide {
             engine,
             health: Mutex::default(),
             nudge: tokio::sync::Notify::new(),
+            waiting: Mutex::default(),
         }
+    }
+
+    /// What run `run_id` waits for inside it, as of the mirror's last refresh.
+    pub(crate) fn waiting_of(&self, run_id: &str) -> Vec<Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(run_id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn health(&self) -> Health {

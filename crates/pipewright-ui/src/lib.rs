@@ -96,7 +96,7 @@ impl App {
                 &db,
                 self.store()?.as_deref(),
                 &self.graphs,
-                &self.runs_dir,
+                self.live(),
                 &mut self.rows_cache.lock().unwrap_or_else(|p| p.into_inner()),
             )?,
         });
@@ -107,6 +107,14 @@ impl App {
         *self.runs_cache.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((generation, list.clone()));
         Ok(list)
+    }
+
+    /// Where what a live run waits for inside it is asked.
+    pub(crate) fn live(&self) -> rows::Live<'_> {
+        match &self.engine {
+            Some(side) => rows::Live::Engine(side),
+            None => rows::Live::Here(&self.runs_dir),
+        }
     }
 
     pub(crate) fn decision_lock(&self, run_id: &str) -> Arc<Mutex<()>> {

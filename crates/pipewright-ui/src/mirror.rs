@@ -7,6 +7,7 @@
 //! owns it" (in progress, or else interrupted) reads as for a local run.
 
 use crate::engine::{EngineRun, EngineSide, Listed};
+use pipewright_dialect::Waiting;
 use pipewright_runtime::store::{RunLock, SqliteStore, Store};
 use rusqlite::{params, Connection};
 use std::collections::HashMap;
@@ -74,7 +75,39 @@ impl Mirror {
             self.forget(&id)?;
             changed = true;
         }
-        Ok(changed)
+        Ok(self.ask_waiting(side) || changed)
+    }
+
+    /// Asks the workers what the runs they run wait for inside (at once, one thread a run:
+    /// each answer is a round trip through the engine); whether that changed. A run its worker
+    /// cannot answer for keeps what it waited for before.
+    fn ask_waiting(&self, side: &EngineSide) -> bool {
+        let live: Vec<&String> = self.held.keys().collect();
+        let answers: Vec<(String, Option<Vec<Waiting>>)> = std::thread::scope(|scope| {
+            let asked: Vec<_> = live
+                .iter()
+                .map(|id| (id, scope.spawn(|| side.engine.waiting(id).ok())))
+                .collect();
+            asked
+                .into_iter()
+                .map(|(id, h)| ((*id).clone(), h.join().ok().flatten()))
+                .collect()
+        });
+        let mut waiting = side.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let before = waiting.clone();
+        waiting.retain(|id, _| self.held.contains_key(id));
+        for (id, answer) in answers {
+            match answer {
+                Some(w) if w.is_empty() => {
+                    waiting.remove(&id);
+                }
+                Some(w) => {
+                    waiting.insert(id, w);
+                }
+                None => {}
+            }
+        }
+        *waiting != before
     }
 
     /// Replaces the run's copy with `run`, in one transaction (readers see one or the other).

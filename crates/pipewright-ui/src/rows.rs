@@ -2,7 +2,9 @@
 //! for, each field computed for the whole list at once (db.rs) or cached per file (graphs.rs).
 
 use crate::db::{Db, RunRecordRow, Tops, Which};
+use crate::engine::EngineSide;
 use crate::graphs::{FileGraph, Graphs};
+use pipewright_dialect::Waiting;
 use pipewright_runtime::store::{SqliteStore, Store};
 use serde_json::{json, Value as Json};
 use std::collections::{HashMap, HashSet};
@@ -112,7 +114,7 @@ pub(crate) fn all(
     db: &Db,
     store: Option<&SqliteStore>,
     graphs: &Graphs,
-    runs_dir: &Path,
+    asked: Live<'_>,
     cache: &mut RowsCache,
 ) -> Result<Vec<Arc<ListedRow>>, String> {
     let (stamps, fresh, tops) = db.snapshot(|db| {
@@ -171,7 +173,7 @@ pub(crate) fn all(
     };
     for (r, graph) in fresh {
         let (seq, updated_ms, status) = (r.seq, r.updated_ms, r.status.clone());
-        let row = row(r, &tops, store, graph.clone(), runs_dir, now);
+        let row = row(r, &tops, store, graph.clone(), asked, now);
         let json = row.to_json().to_string();
         cache.0.insert(
             seq,
@@ -197,7 +199,7 @@ pub(crate) fn one(
     db: &Db,
     store: Option<&SqliteStore>,
     graphs: &Graphs,
-    runs_dir: &Path,
+    asked: Live<'_>,
     run_id: &str,
 ) -> Result<Option<RunRow>, String> {
     let Some(r) = db.runs(Which::Id(run_id))?.into_iter().next() else {
@@ -206,7 +208,7 @@ pub(crate) fn one(
     let tops = db.tops(Some(&[r.seq]))?;
     let graph = graphs.of(&r.file);
     let now = pipewright_runtime::store::now_ms();
-    Ok(Some(row(r, &tops, store, graph, runs_dir, now)))
+    Ok(Some(row(r, &tops, store, graph, asked, now)))
 }
 
 /// `{"runs": […]}` of the rows `filter` keeps, written from each row's text.
@@ -233,7 +235,7 @@ fn row(
     tops: &Tops,
     store: Option<&SqliteStore>,
     graph: Option<Arc<FileGraph>>,
-    runs_dir: &Path,
+    asked: Live<'_>,
     now: i64,
 ) -> RunRow {
     // Only a `running` run can be owned: the lock probe is for those few.
@@ -254,9 +256,7 @@ fn row(
     // A paused run waits at a gate; a live run may wait for an approval step (its dialect
     // knows: a MEOW run's orchestrator is asked).
     let waiting = r.status == "paused"
-        || (in_progress
-            && runs_dir.join(&r.run_id).is_dir()
-            && store.is_some_and(|s| !waiting_of(s, runs_dir, &r.run_id).is_empty()));
+        || (in_progress && store.is_some_and(|s| !asked.waiting(s, &r.run_id).is_empty()));
     let end = if in_progress { now } else { r.updated_ms };
     RunRow {
         seq: r.seq,
@@ -293,6 +293,29 @@ fn done_of(top: &[String], landed: &[(String, bool)]) -> usize {
             None => false,
         })
         .count()
+}
+
+/// Where what a live run waits for inside it is asked: its run directory here (a MEOW run's
+/// orchestrator socket), or, for an engine's runs, what their workers said at the mirror's
+/// last refresh (the socket is on the worker's host).
+#[derive(Clone, Copy)]
+pub(crate) enum Live<'a> {
+    Here(&'a Path),
+    Engine(&'a EngineSide),
+}
+
+impl Live<'_> {
+    /// The approvals run `run_id`, which a process runs now, waits for.
+    pub(crate) fn waiting(&self, store: &SqliteStore, run_id: &str) -> Vec<Waiting> {
+        match self {
+            // Only a run with a run directory can wait inside (asking loads its record).
+            Live::Here(runs_dir) if runs_dir.join(run_id).is_dir() => {
+                waiting_of(store, runs_dir, run_id)
+            }
+            Live::Here(_) => Vec::new(),
+            Live::Engine(side) => side.waiting_of(run_id),
+        }
+    }
 }
 
 /// The approvals the run waits for now, by its dialect.
@@ -368,7 +391,8 @@ mod tests {
         let graphs = Graphs::new(dir.path().to_path_buf());
         let mut cache = RowsCache::default();
         let list = |cache: &mut RowsCache| {
-            all(&db, Some(&st), &graphs, dir.path(), cache).unwrap_or_else(|e| panic!("{e}"))
+            all(&db, Some(&st), &graphs, Live::Here(dir.path()), cache)
+                .unwrap_or_else(|e| panic!("{e}"))
         };
         let by_id = |rows: &[Arc<ListedRow>]| {
             let mut v: Vec<(String, String, Option<usize>, Option<usize>)> = rows

@@ -138,7 +138,7 @@ impl Engine {
 
     /// Starts the MEOW template `name` on the engine, detached, with `pw` set to this
     /// pipewright; its run id.
-    fn detach_meow(&self, name: &str) -> String {
+    pub(crate) fn detach_meow(&self, name: &str) -> String {
         let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
         let detached = self.pw(&["run", name, "--var", &pw, "--detach", "--format", "json"]);
         assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));

@@ -311,3 +311,71 @@ fn an_engine_the_web_view_cannot_reach_is_an_error_it_shows() {
     });
     ui.stop();
 }
+
+/// A MEOW approval step waiting inside a run on a worker (its orchestrator socket is on the
+/// worker's host) shows on the page as a local one does: the run is marked waiting, its detail
+/// names the step, and Approve from the page decides it there; the run then finishes.
+#[test]
+fn a_meow_approval_inside_a_run_on_a_worker_shows_and_is_approved_from_the_page() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "gate.meow.toml",
+        r#"[main]
+[main.variables]
+pw = { default = "pipewright" }
+
+[[main.steps]]
+id = "release"
+executor = "branch"
+condition = "{{pw}} meow await-approval release --timeout 90s"
+[main.steps.on_true]
+inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
+[main.steps.on_false]
+inline = [{ id = "held", executor = "shell", command = "echo held" }]
+"#,
+    );
+    let id = e.detach_meow("gate.meow.toml");
+    let ui = ui_on(&e);
+    rt().block_on(async {
+        let all = until(&ui, "/api/runs", "the run marked waiting", 60, |v| {
+            v["runs"][0]["waiting"] == true
+        })
+        .await;
+        assert_eq!(all["runs"][0]["run_id"], id.as_str(), "{all}");
+        assert_eq!(all["runs"][0]["in_progress"], true, "{all}");
+        let d = until(
+            &ui,
+            &format!("/api/runs/{id}"),
+            "its pending approval",
+            30,
+            |d| !d["pending"].is_null(),
+        )
+        .await;
+        assert_eq!(d["pending"]["step_key"], "release", "{d}");
+        assert_eq!(d["pending"]["kind"], "approval", "{d}");
+        assert_eq!(d["pending"]["continues"], "engine", "{d}");
+        let (code, r) = post(
+            &ui,
+            &format!("/api/runs/{id}/approve"),
+            json!({"message": "ship"}),
+        )
+        .await;
+        assert_eq!(code, 200, "{r}");
+        until(&ui, "/api/runs", "the run finished", 60, |v| {
+            status_of(v, &id) == "ok"
+        })
+        .await;
+    });
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let report: Value = serde_json::from_slice(&followed.stdout).unwrap_or_default();
+    assert_eq!(
+        report["steps"]["release.shipped"],
+        "done",
+        "{}",
+        text(&followed)
+    );
+}

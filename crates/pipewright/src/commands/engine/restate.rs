@@ -220,6 +220,7 @@ fn relay(store: &Arc<RestateStore>, run_id: &str, cancel: &pipewright_runtime::C
                     Err((code, message)) => Answer::Refused(code, message),
                 }
             }
+            Act::Waiting => waiting_here(store, run_id),
             Act::Cancel => {
                 cancel.cancel();
                 Answer::Decided(format!(
@@ -249,6 +250,60 @@ fn decide_here(
     };
     crate::commands::runs::decide_recorded(&run, step, d)
 }
+
+/// What a run this worker runs waits for inside it, as `[{step_key, kind, prompt}]`. Only a
+/// run with a run directory here can (a MEOW run's orchestrator socket): the others' records
+/// are not read for it.
+fn waiting_here(store: &RestateStore, run_id: &str) -> Answer {
+    let run_dir = run_dir_here(run_id);
+    if !run_dir.is_dir() {
+        return Answer::Replied(serde_json::json!([]));
+    }
+    let loaded = match store.loaded(run_id) {
+        Ok(l) => l,
+        Err(e) => return Answer::Refused(1, e.to_string()),
+    };
+    let record = loaded.meta.record(loaded.landings);
+    let run = RecordedRun {
+        run_id,
+        store,
+        record: &record,
+        run_dir: &run_dir,
+    };
+    let waits: Vec<serde_json::Value> = pipewright_registry::waiting(&run)
+        .into_iter()
+        .map(|w| serde_json::json!({"step_key": w.step_key, "kind": w.kind, "prompt": w.prompt}))
+        .collect();
+    Answer::Replied(serde_json::Value::Array(waits))
+}
+
+/// What a run on the engine waits for inside it, asked of the worker running it (the web
+/// view's question; a run no worker runs waits for nothing inside).
+pub(crate) fn waiting_on_worker(
+    store: &RestateStore,
+    run_id: &str,
+) -> Result<Vec<pipewright_dialect::Waiting>, String> {
+    match ask_within(store, run_id, Act::Waiting, WAITING_WITHIN) {
+        Ok(Answer::Replied(serde_json::Value::Array(waits))) => Ok(waits
+            .iter()
+            .map(|w| pipewright_dialect::Waiting {
+                step_key: w["step_key"].as_str().unwrap_or_default().to_string(),
+                kind: if w["kind"] == "gate" {
+                    "gate"
+                } else {
+                    "approval"
+                },
+                prompt: w["prompt"].as_str().unwrap_or_default().to_string(),
+                continues: "live",
+            })
+            .collect()),
+        Ok(Answer::Refused(_, m)) | Err((_, m)) => Err(m),
+        Ok(other) => Err(format!("run {run_id}'s worker answered {other:?}")),
+    }
+}
+
+/// How long the web view waits for a worker to say what its run waits for.
+const WAITING_WITHIN: Duration = Duration::from_secs(10);
 
 /// Where a run this worker runs keeps its directory (a MEOW run's orchestrator socket): the
 /// project's runs directory, as for a local run.
@@ -835,7 +890,11 @@ fn ask_within(
     let deadline = std::time::Instant::now() + within;
     while std::time::Instant::now() < deadline {
         match store.answer_of(run_id, &ask.id) {
-            Ok(Some(answer)) => return Ok(answer),
+            Ok(Some(answer)) => {
+                // Kept otherwise for as long as the run: a failure here costs only that.
+                let _ = store.forget_answer(run_id, &ask.id);
+                return Ok(answer);
+            }
             Ok(None) => std::thread::sleep(POLL),
             Err(e) => return Err((1, e.to_string())),
         }

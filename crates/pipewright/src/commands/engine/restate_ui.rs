@@ -85,6 +85,10 @@ impl pipewright_ui::Engine for RestateUi {
             .map_err(|(code, message)| refused(code, message))
     }
 
+    fn waiting(&self, run_id: &str) -> Result<Vec<pipewright_dialect::Waiting>, String> {
+        super::restate::waiting_on_worker(&self.store, run_id)
+    }
+
     fn cancel(&self, run_id: &str) -> Result<String, Refusal> {
         let loaded = self.store.loaded(run_id).map_err(refusal)?;
         cancel_loaded(&self.store, &loaded, run_id).map_err(|r| match r {
