@@ -379,6 +379,14 @@ fn chain_step<'a>(
                     }
                     _ => {}
                 }
+                // A chain `a + b + c + …` of strings grows the string it built so far instead
+                // of copying it into a new one at each `+`.
+                if let (Cow::Owned(Value::Str(_)), Value::Str(b)) = (&acc, &*r) {
+                    if let Cow::Owned(Value::Str(mut a)) = acc {
+                        a.push_str(b);
+                        return Ok(Cow::Owned(Value::Str(a)));
+                    }
+                }
             }
             Cow::Owned(apply(op, &acc, &r, span)?)
         }
