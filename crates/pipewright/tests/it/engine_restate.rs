@@ -865,6 +865,22 @@ fn a_followed_run_shows_its_steps_on_a_terminal() {
     assert!(shown.contains("two"), "{shown}");
 }
 
+/// A MEOW template whose step `release` waits for an approval (`pw`: the pipewright to call),
+/// then runs `release.shipped` when approved, `release.held` when not.
+pub(crate) const MEOW_APPROVAL: &str = r#"[main]
+[main.variables]
+pw = { default = "pipewright" }
+
+[[main.steps]]
+id = "release"
+executor = "branch"
+condition = "{{pw}} meow await-approval release --timeout 90s"
+[main.steps.on_true]
+inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
+[main.steps.on_false]
+inline = [{ id = "held", executor = "shell", command = "echo held" }]
+"#;
+
 /// A MEOW approval step waits inside a run on a worker; `approve` from another directory is
 /// relayed there through the engine, and the run goes on.
 #[test]
@@ -873,22 +889,7 @@ fn a_meow_approval_on_a_worker_is_decided_from_elsewhere() {
         return;
     }
     let e = Engine::start();
-    e.write(
-        "gate.meow.toml",
-        r#"[main]
-[main.variables]
-pw = { default = "pipewright" }
-
-[[main.steps]]
-id = "release"
-executor = "branch"
-condition = "{{pw}} meow await-approval release --timeout 60s"
-[main.steps.on_true]
-inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
-[main.steps.on_false]
-inline = [{ id = "held", executor = "shell", command = "echo held" }]
-"#,
-    );
+    e.write("gate.meow.toml", MEOW_APPROVAL);
     let id = e.detach_meow("gate.meow.toml");
     let elsewhere = tempdir();
     let approved = e.until_ok(elsewhere.path(), &["approve", &id, "--step", "release"]);

@@ -8,7 +8,7 @@
 //! namespace with only loopback (`pipewright_restate::testing`).
 
 use crate::common::*;
-use crate::engine_restate::{wait_for, Engine};
+use crate::engine_restate::{wait_for, Engine, MEOW_APPROVAL};
 use crate::ui_api::{client, get, post, read_sse, rt, statuses, Ui};
 use pipewright_restate::testing::skip_engine_test;
 use serde_json::{json, Value};
@@ -321,22 +321,7 @@ fn a_meow_approval_inside_a_run_on_a_worker_shows_and_is_approved_from_the_page(
         return;
     }
     let e = Engine::start();
-    e.write(
-        "gate.meow.toml",
-        r#"[main]
-[main.variables]
-pw = { default = "pipewright" }
-
-[[main.steps]]
-id = "release"
-executor = "branch"
-condition = "{{pw}} meow await-approval release --timeout 90s"
-[main.steps.on_true]
-inline = [{ id = "shipped", executor = "shell", command = "echo shipped" }]
-[main.steps.on_false]
-inline = [{ id = "held", executor = "shell", command = "echo held" }]
-"#,
-    );
+    e.write("gate.meow.toml", MEOW_APPROVAL);
     let id = e.detach_meow("gate.meow.toml");
     let ui = ui_on(&e);
     rt().block_on(async {
