@@ -167,8 +167,8 @@ fn item_start(text: &str, step_start: usize) -> Option<usize> {
 fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) -> Option<Step> {
     // `start` is a line's start: the item's columns, and so its parse, are the same alone.
     let region = text.get(start..end)?;
-    let (docs, yaml_diags) =
-        pipewright_yaml::load(file, region, pipewright_yaml::Limits::default());
+    let limits = pipewright_yaml::Limits::default();
+    let (docs, yaml_diags) = pipewright_yaml::load(file, region, limits);
     if !yaml_diags.is_empty() || docs.len() != 1 {
         return None;
     }
@@ -184,6 +184,12 @@ fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) 
     let [item] = &items[..] else {
         return None;
     };
+    // Alone, the item nests a few levels less deep than in its document (under the root
+    // mapping and `steps:`): one near the nesting limit is left to the whole load, which
+    // says whether it goes past it.
+    if depth(item) + DEPTH_MARGIN >= limits.max_depth {
+        return None;
+    }
     let mut diags = Vec::new();
     let mut loaded = crate::load::Loader {
         source: region,
@@ -202,6 +208,22 @@ fn load_step(file: FileId, text: &str, start: usize, end: usize, column: usize) 
         },
     );
     Some(loaded)
+}
+
+/// More than the levels above a top-level step in its document (the root mapping, `steps`).
+const DEPTH_MARGIN: usize = 4;
+
+/// How many levels of collections `n` nests, itself included.
+fn depth(n: &Node) -> usize {
+    1 + match &n.kind {
+        NodeKind::Scalar(_) => 0,
+        NodeKind::Seq(items) => items.iter().map(depth).max().unwrap_or(0),
+        NodeKind::Map(entries) => entries
+            .iter()
+            .map(|e| depth(&e.key).max(depth(&e.value)))
+            .max()
+            .unwrap_or(0),
+    }
 }
 
 /// Positions at or after `at` move by `delta`; every span moves to `file`.

@@ -182,6 +182,23 @@ fn other_edits_load_the_whole_text() {
     }
 }
 
+/// A step nested near the YAML depth limit: alone it would nest a few levels less than in its
+/// document, so it is loaded whole, and the result is the whole load's either way.
+#[test]
+fn a_step_near_the_nesting_limit_is_loaded_whole() {
+    for levels in [100, 123, 124, 125, 126, 127, 130] {
+        let deep = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+        let new = BASE.replacen("[1, 2, 3]", &deep, 1);
+        assert_same(&new, kept(BASE));
+        if levels >= 124 {
+            assert!(
+                try_reuse(FILE, &new, kept(BASE)).is_none(),
+                "{levels} levels"
+            );
+        }
+    }
+}
+
 const PIECES: &[&str] = &[
     "x",
     " ",
