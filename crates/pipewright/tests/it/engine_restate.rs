@@ -951,6 +951,14 @@ inline = [{ id = "held", executor = "shell", command = "echo held" }]
     let r = report(&followed);
     assert_eq!(r["steps"]["elsewhere"], "done", "{}", text(&followed));
     assert_eq!(r["steps"]["release.shipped"], "done", "{}", text(&followed));
+    // Once the run has ended nothing listens for it: said at once, not after a wait.
+    let late = e.pw_in(elsewhere.path(), &["meow", "approve", &id, "release"]);
+    assert_eq!(late.status.code(), Some(2), "{}", text(&late));
+    assert!(
+        text(&late).contains("is not running on the engine"),
+        "{}",
+        text(&late)
+    );
 }
 
 /// A run on a 3-node cluster goes on while each node in turn (the one leading the run's

@@ -927,6 +927,17 @@ pub(crate) fn agent_request(
         Ok(s) => s,
         Err(e) => return Some(Err(e.to_string())),
     };
+    // Only a worker running the run would answer: anything else would wait out `within`.
+    match store.owner(run_id) {
+        Ok(o) if o.owned => {}
+        Ok(_) => {
+            return Some(Err(format!(
+                "run {run_id} is not running on the engine at {} (nothing there listens for it)",
+                restate.ingress
+            )))
+        }
+        Err(e) => return Some(Err(e.to_string())),
+    }
     let act = Act::Agent {
         command: command.to_string(),
         request: request.clone(),
