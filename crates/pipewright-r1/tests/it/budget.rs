@@ -95,3 +95,94 @@ fn a_stop_flag_ends_the_evaluation() {
     let v = pipewright_r1::eval_until(&small, &scope, &limits, &AtomicBool::new(false));
     assert_eq!(v.ok().map(|v| v.to_json()), Some(3.into()));
 }
+
+/// A string literal on the right of an operator, or as `join`'s separator, is read where it
+/// stands in the tree instead of being built as a value: the result, the error and what the
+/// budget counts must be what the general path gives for the same string held in a variable.
+#[test]
+fn a_string_literal_operand_evaluates_as_the_same_string_in_a_variable() {
+    let lefts = [
+        Value::Str("b".into()),
+        Value::Str(String::new()),
+        Value::Str("a long left side".into()),
+        Value::Int(1),
+        Value::Null,
+        Value::List(vec![Value::Str("x".into())]),
+    ];
+    let lits = ["b", "", "a", "zz"];
+    let ops = [
+        "+", "==", "!=", "<", ">", "<=", ">=", "-", "*", "/", "and", "or",
+    ];
+    for left in &lefts {
+        for lit in lits {
+            for op in ops {
+                let with_lit = format!("l {op} '{lit}'");
+                let with_var = format!("l {op} r");
+                let scope = Scope::new()
+                    .with_owned("l", left.clone())
+                    .with_owned("r", Value::Str(lit.to_string()));
+                for limits in [
+                    Limits::default(),
+                    // Enough steps for the operands, not for the operation; and a byte limit the
+                    // literal alone, or the joined string, goes over.
+                    Limits {
+                        max_steps: 2,
+                        ..Limits::default()
+                    },
+                    Limits {
+                        max_bytes: 1,
+                        ..Limits::default()
+                    },
+                    Limits {
+                        max_bytes: 20,
+                        ..Limits::default()
+                    },
+                ] {
+                    // Building the literal counts its bytes, reading a variable does not: the
+                    // variable's side gets that much less room. (A literal longer than the
+                    // limit fails as any literal does, before the operator is reached.)
+                    if lit.len() as u64 > limits.max_bytes {
+                        continue;
+                    }
+                    let var_limits = Limits {
+                        max_bytes: limits.max_bytes - lit.len() as u64,
+                        ..limits
+                    };
+                    let run = |src: &str, limits: &Limits| {
+                        let e = parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+                        eval_with(&e, &scope, limits)
+                            .map_err(|e| (e.message, src[e.range].to_string()))
+                    };
+                    let (a, b) = (run(&with_lit, &limits), run(&with_var, &var_limits));
+                    // The error names the operand in its own words: the literal, or `r`.
+                    let b = b.map_err(|(m, at)| {
+                        let m = m.replace(
+                            &format!("more than {} bytes", var_limits.max_bytes),
+                            &format!("more than {} bytes", limits.max_bytes),
+                        );
+                        (m, at.replace(" r", &format!(" '{lit}'")))
+                    });
+                    assert_eq!(a, b, "{with_lit} with l = {left:?} under {limits:?}");
+                }
+            }
+        }
+    }
+    let scope = Scope::new().with_owned(
+        "xs",
+        Value::List(vec![Value::Str("a".into()), Value::Str("b".into())]),
+    );
+    for (lit, var) in [
+        ("join(xs, ', ')", "join(xs, s)"),
+        ("join(xs, 1)", "join(xs, n)"),
+    ] {
+        let scope = scope
+            .clone()
+            .with_owned("s", Value::Str(", ".into()))
+            .with_owned("n", Value::Int(1));
+        let run = |src: &str| {
+            let e = parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+            eval_with(&e, &scope, &Limits::default()).map_err(|e| e.message)
+        };
+        assert_eq!(run(lit), run(var), "{lit}");
+    }
+}
