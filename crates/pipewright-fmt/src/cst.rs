@@ -420,18 +420,6 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         .with_label("directive")
         .with_help("remove the directive; pipewright files never need one")]);
     }
-    if let Some((at, c)) = non_printable(src) {
-        return Err(vec![Diagnostic::error(
-            "PW0901",
-            Span::new(file, at..at + c.len_utf8()),
-            format!(
-                "the character U+{:04X} is not allowed in YAML; the formatter does not rewrite a file holding one",
-                u32::from(c)
-            ),
-        )
-        .with_label("non-printable character")
-        .with_help("remove it, or write it as an escape (`\\x01`) inside a double-quoted string")]);
-    }
     match unprintable(src, &docs) {
         Some(Unprintable::CommentInsideScalar(at)) => {
             return Err(vec![Diagnostic::error(
@@ -477,18 +465,6 @@ pub fn build(file: FileId, src: &str) -> Result<Cst<'_>, Vec<Diagnostic>> {
         trivia,
         loaded,
         comments,
-    })
-}
-
-/// The first character outside YAML's printable set (YAML 1.2 §5.1, which PyYAML enforces:
-/// "special characters are not allowed"). The loader lets them through, but the formatter's
-/// line and token scans treat them unlike the scanner does (a vertical tab after `&` ended an
-/// anchor for one and not the other), and no workflow file holds one.
-fn non_printable(src: &str) -> Option<(usize, char)> {
-    src.char_indices().find(|&(_, c)| {
-        !matches!(c,
-            '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}'
-            | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
     })
 }
 

@@ -407,10 +407,54 @@ fn lex(src: &str, site: Site) -> (Vec<(Tok, Range<usize>)>, Vec<Issue>) {
                 };
                 toks.push((tok, i..end));
             }
+            c if stray(c) => {
+                // A run of such characters is one mistake (a pasted symbol, an encoding
+                // accident), not one per character.
+                let mut end = i + c.len_utf8();
+                while let Some(&(j, d)) = chars.peek() {
+                    if !stray(d) {
+                        break;
+                    }
+                    end = j + d.len_utf8();
+                    chars.next();
+                }
+                issues.push(stray_run(src, i..end));
+            }
             _ => issues.push(bad_char(src, i, c)),
         }
     }
     (toks, issues)
+}
+
+/// A character that starts no token and has no advice of its own in [`bad_char`].
+fn stray(c: char) -> bool {
+    !c.is_whitespace()
+        && !is_word(c)
+        && !matches!(
+            c,
+            '.' | '{' | '\'' | '"' | '(' | ')' | '=' | '!' | '<' | '>' | '&' | '|' | '-'
+        )
+}
+
+fn stray_run(src: &str, range: Range<usize>) -> Issue {
+    // Quoted escaped (a control character must not reach the terminal as itself) and cut short.
+    let text = &src[range.clone()];
+    let mut shown: String = text.chars().take(16).flat_map(char::escape_debug).collect();
+    if text.chars().nth(16).is_some() {
+        shown.push('…');
+    }
+    let what = if text.chars().nth(1).is_some() {
+        "these characters are"
+    } else {
+        "this character is"
+    };
+    Issue::error(
+        codes::CONDITION_SYNTAX,
+        range,
+        format!("unexpected `{shown}` in a condition"),
+    )
+    .label(format!("{what} not allowed here"))
+    .help("conditions contain `{{variables}}`, quoted strings, numbers, comparisons, `and`, `or`, `not` and parentheses")
 }
 
 fn skip_to(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, end: usize) {

@@ -35,7 +35,10 @@ pub(crate) fn load(
     text: &str,
     limits: Limits,
 ) -> Option<(Vec<Document>, Vec<Diagnostic>)> {
-    if u32::try_from(text.len()).is_err() || !plausible(text.as_bytes()) {
+    if u32::try_from(text.len()).is_err()
+        || !plausible(text.as_bytes())
+        || crate::printable::first_unprintable(text).is_some()
+    {
         return None;
     }
     let mut parser = Parser {

@@ -7,6 +7,7 @@ mod json;
 mod load;
 mod node;
 mod offsets;
+mod printable;
 mod scalar;
 pub mod yaml11;
 

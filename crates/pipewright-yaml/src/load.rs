@@ -66,6 +66,9 @@ pub fn load_reference(
     text: &str,
     limits: Limits,
 ) -> (Vec<Document>, Vec<Diagnostic>) {
+    if let Some(d) = crate::printable::unprintable_diagnostic(file, text) {
+        return (Vec::new(), vec![d]);
+    }
     let mut b = Builder {
         file,
         offsets: CharOffsets::new(text),

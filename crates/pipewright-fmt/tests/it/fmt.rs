@@ -919,8 +919,8 @@ fn every_fuzz_regression_input_formats_and_reformats_the_same_or_is_refused() {
 
 #[test]
 fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
-    // Two of the fuzzer's inputs (docs/fuzzing.md) hold control characters, which the formatter
-    // now refuses (PW0901); with those made letters they still exercise what failed (empty keys
+    // Two of the fuzzer's inputs (docs/fuzzing.md) hold control characters, which the loader
+    // now refuses (PW0001: not YAML); with those made letters they still exercise what failed (empty keys
     // between duplicate keys, lone carriage returns). The third (an empty `|1-` scalar with a
     // header comment, moved last by the key order) has none.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/fmt_yaml");
@@ -939,7 +939,7 @@ fn open_fuzz_reproducers_format_once_their_control_characters_are_letters() {
                 pipewright_fmt::Options::CANONICAL,
             );
             assert!(
-                matches!(&refused, Err(d) if d.iter().all(|d| d.code == "PW0901")),
+                matches!(&refused, Err(d) if d.iter().all(|d| d.code == "PW0001")),
                 "{name}: {refused:?}"
             );
         }
@@ -1072,8 +1072,14 @@ fn characters_yaml_does_not_allow_are_refused_not_rewritten() {
             pipewright_fmt::Options::CANONICAL,
         )
         .expect_err(src);
+        // The loader refuses such a file (it is not YAML, and PyYAML refuses it), so the
+        // formatter never sees it.
         assert_eq!(err.len(), 1, "{src:?}");
-        assert_eq!(err[0].code, "PW0901", "{src:?}");
+        assert_eq!(err[0].code, "PW0001", "{src:?}");
+        assert!(
+            err[0].message.contains("is not allowed"),
+            "{src:?}: {err:?}"
+        );
     }
     // Tabs, line breaks, NEL and non-ASCII text are allowed.
     for src in [

@@ -3,6 +3,7 @@
 //! marks a diagnostic `check --fix` would fix ([`crate::fix::automatic`]).
 
 use super::locate;
+use super::printable::escaped;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceMap;
 
@@ -11,7 +12,9 @@ pub fn concise(diags: &[Diagnostic], sources: &SourceMap) -> String {
     for d in diags {
         let at = locate(sources, d.primary.span);
         match (at.file_name(), at.start_lc) {
-            (Some(name), Some(lc)) => out.push_str(&format!("{name}:{}:{}: ", lc.line, lc.col)),
+            (Some(name), Some(lc)) => {
+                out.push_str(&format!("{}:{}:{}: ", escaped(name), lc.line, lc.col))
+            }
             _ => out.push_str("<unknown>: "),
         }
         let fixable = at
@@ -25,7 +28,7 @@ pub fn concise(diags: &[Diagnostic], sources: &SourceMap) -> String {
         out.push_str(d.severity.as_str());
         out.push_str(": ");
         // One line: a message never holds a line break today, but a label could.
-        out.push_str(&d.message.replace('\n', " "));
+        out.push_str(&escaped(&d.message).replace('\n', " "));
         out.push('\n');
     }
     out

@@ -1,5 +1,6 @@
 //! Terminal output, drawn by ariadne, with a rustc-style header and `note:`/`help:` lines.
 
+use super::printable::{escaped, Drawn};
 use super::{count, locate, Located};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::source::{FileId, SourceMap};
@@ -19,6 +20,7 @@ pub fn human(diags: &[Diagnostic], sources: &SourceMap, color: bool) -> String {
     let mut cache = MapCache {
         sources,
         loaded: HashMap::new(),
+        drawn: HashMap::new(),
     };
     let mut out = String::new();
     for (i, d) in diags.iter().enumerate() {
@@ -58,27 +60,49 @@ fn plural(n: usize, what: &str) -> String {
     }
 }
 
-/// Feeds ariadne straight from the [`SourceMap`], so one report can show several files.
+/// Feeds ariadne straight from the [`SourceMap`], so one report can show several files. A file
+/// with control characters is drawn with their pictures instead ([`Drawn`]).
 struct MapCache<'a> {
     sources: &'a SourceMap,
     loaded: HashMap<FileId, Source<Arc<str>>>,
+    /// The files drawn other than as they are, with their offset maps.
+    drawn: HashMap<FileId, Drawn>,
+}
+
+impl MapCache<'_> {
+    /// Loads `id`, so that [`MapCache::offset`] knows how it is drawn.
+    fn load(&mut self, id: FileId) {
+        if let (Entry::Vacant(v), Some(file)) = (self.loaded.entry(id), self.sources.get(id)) {
+            let text = match Drawn::of(&file.text) {
+                Some(drawn) => {
+                    let text = Arc::from(drawn.text.as_str());
+                    self.drawn.insert(id, drawn);
+                    text
+                }
+                None => Arc::clone(&file.text),
+            };
+            v.insert(Source::from(text));
+        }
+    }
+
+    /// Where byte `offset` of file `id` is in the text ariadne draws.
+    fn offset(&self, id: FileId, offset: usize) -> usize {
+        self.drawn.get(&id).map_or(offset, |d| d.offset(offset))
+    }
 }
 
 impl Cache<FileId> for MapCache<'_> {
     type Storage = Arc<str>;
 
     fn fetch(&mut self, id: &FileId) -> Result<&Source<Arc<str>>, impl fmt::Debug> {
-        match self.loaded.entry(*id) {
-            Entry::Occupied(e) => Ok(e.into_mut()),
-            Entry::Vacant(v) => match self.sources.get(*id) {
-                Some(file) => Ok(v.insert(Source::from(Arc::clone(&file.text)))),
-                None => Err(format!("file #{} is not in the source map", id.0)),
-            },
-        }
+        self.load(*id);
+        self.loaded
+            .get(id)
+            .ok_or_else(|| format!("file #{} is not in the source map", id.0))
     }
 
     fn display<'b>(&self, id: &'b FileId) -> Option<impl fmt::Display + 'b> {
-        self.sources.get(*id).map(|f| f.name.clone())
+        self.sources.get(*id).map(|f| escaped(&f.name).into_owned())
     }
 }
 
@@ -112,7 +136,7 @@ fn render_one(
         sev_code,
         &format!("{}[{}]", d.severity.as_str(), d.code),
     ));
-    out.push_str(&paint("\x1b[1m", &format!(": {}", d.message)));
+    out.push_str(&paint("\x1b[1m", &format!(": {}", escaped(&d.message))));
     out.push('\n');
 
     let parts: Vec<Part> = std::iter::once((&d.primary, true))
@@ -135,17 +159,17 @@ fn render_one(
     let mut trailer: Vec<(&str, String)> = Vec::new();
     for p in &hidden {
         let what = if p.message.is_empty() {
-            "the problem"
+            "the problem".into()
         } else {
-            p.message
+            escaped(p.message)
         };
         trailer.push((
             "note",
             format!("{what} (in file #{}, which is not loaded)", p.file.0),
         ));
     }
-    trailer.extend(d.notes.iter().map(|n| ("note", n.clone())));
-    trailer.extend(d.help.iter().map(|h| ("help", h.clone())));
+    trailer.extend(d.notes.iter().map(|n| ("note", escaped(n).into_owned())));
+    trailer.extend(d.help.iter().map(|h| ("help", escaped(h).into_owned())));
 
     let body = shown
         .first()
@@ -197,25 +221,36 @@ fn draw(
         Severity::Warning => (ReportKind::Warning, Color::Yellow),
         Severity::Note => (ReportKind::Advice, Color::Cyan),
     };
-    let span = |p: &Part| -> (FileId, Range<usize>) { (p.file, p.at.start..p.at.end) };
-    let labels = shown.iter().map(|p| {
-        let label =
-            Label::new(span(p)).with_color(if p.primary { main_color } else { Color::Blue });
-        let label = if p.primary {
-            label.with_priority(1)
-        } else {
-            label
-        };
-        if p.message.is_empty() {
-            label
-        } else {
-            label.with_message(p.message)
-        }
-    });
+    for p in shown {
+        cache.load(p.file);
+    }
+    let span = |p: &Part| -> (FileId, Range<usize>) {
+        (
+            p.file,
+            cache.offset(p.file, p.at.start)..cache.offset(p.file, p.at.end),
+        )
+    };
+    let labels: Vec<_> = shown
+        .iter()
+        .map(|p| {
+            let label =
+                Label::new(span(p)).with_color(if p.primary { main_color } else { Color::Blue });
+            let label = if p.primary {
+                label.with_priority(1)
+            } else {
+                label
+            };
+            if p.message.is_empty() {
+                label
+            } else {
+                label.with_message(escaped(p.message))
+            }
+        })
+        .collect();
     // The report's own span decides the `file:line:col` line; point it at the primary label when
     // it is drawn.
-    let anchor = shown.iter().find(|p| p.primary).copied().unwrap_or(first);
-    let report = Report::build(kind, span(anchor))
+    let anchor = span(shown.iter().find(|p| p.primary).copied().unwrap_or(first));
+    let report = Report::build(kind, anchor)
         .with_config(
             Config::new()
                 .with_color(color)
@@ -236,7 +271,7 @@ fn plain_fallback(out: &mut String, primary: &Part, trailer: &[(&str, String)]) 
         primary.file.0, primary.at.start, primary.at.end
     ));
     if !primary.message.is_empty() {
-        out.push_str(&format!("   = {}\n", primary.message));
+        out.push_str(&format!("   = {}\n", escaped(primary.message)));
     }
     for (kind, text) in trailer {
         let indent = " ".repeat(kind.len() + 5);

@@ -12,6 +12,7 @@ mod concise;
 mod github;
 mod human;
 mod json;
+mod printable;
 mod sarif;
 
 pub use compact::compact;

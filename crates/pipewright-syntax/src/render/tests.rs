@@ -336,3 +336,49 @@ fn no_span_panics() {
         }
     }
 }
+
+/// Found by the `recipe_load` fuzz target: control characters from a file reached the terminal
+/// as themselves, in the drawn source line and in messages that quote the file. They are drawn
+/// as pictures (`␛`) and quoted as escapes, and the underline still sits under its span.
+#[test]
+fn control_characters_from_a_file_never_reach_the_terminal() {
+    let text = "a: \"\u{1b}[31m\u{7}x\u{9b}\" target\n";
+    let mut sources = SourceMap::new();
+    let f = sources.add("c\u{1b}.yaml", text);
+    let start = text.find("target").unwrap_or_default();
+    let d = Diagnostic::error(
+        "PW0001",
+        Span::new(f, start..start + 6),
+        "unexpected `\u{1b}[2J`",
+    )
+    .with_label("here \u{7}")
+    .with_help("not \u{1b}]0;title\u{7}");
+    for out in [
+        human(std::slice::from_ref(&d), &sources, false),
+        concise(std::slice::from_ref(&d), &sources),
+    ] {
+        let acting: Vec<char> = out
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n')
+            .collect();
+        assert!(acting.is_empty(), "{acting:?} in\n{out}");
+        assert!(out.contains("unexpected `\\u{1b}[2J`"), "\n{out}");
+    }
+    let out = human(&[d], &sources, false);
+    assert!(out.contains("\"␛[31m␇x\u{fffd}\" target"), "\n{out}");
+    assert!(out.contains("help: not \\u{1b}]0;title\\u{7}"), "\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let row = lines
+        .iter()
+        .position(|l| l.contains("target"))
+        .unwrap_or_default();
+    let src_col = lines[row][..lines[row].find("target").unwrap_or_default()]
+        .chars()
+        .count();
+    let under_col = lines[row + 1]
+        .chars()
+        .position(|c| c == '─' || c == '┬')
+        .unwrap_or_default();
+    assert_eq!(src_col, under_col, "\n{out}");
+    assert!(out.contains(":1:15"), "\n{out}");
+}

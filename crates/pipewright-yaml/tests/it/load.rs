@@ -125,7 +125,9 @@ fn value_ranges_map_back_into_quoted_and_block_scalars() {
 #[test]
 fn value_ranges_ending_in_a_multibyte_character_end_on_a_char_boundary() {
     for (src, needle) in [
-        ("\u{1c}#[\nfile_[.X\u{6f0}", "file_[.X\u{6f0}"),
+        // The fuzzer's input began with U+001C, which YAML does not allow (the file is now
+        // refused); any other first character keeps the folded scalar it found.
+        ("x#[\nfile_[.X\u{6f0}", "file_[.X\u{6f0}"),
         ("v: a\n  \u{e9}\n", "\u{e9}"),
         ("v: \"a\\t\u{1f600}\"\n", "\u{1f600}"),
         ("v: >-\n  x\n  \u{6f22}\u{5b57}\n", "\u{6f22}\u{5b57}"),

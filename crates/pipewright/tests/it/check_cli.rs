@@ -441,3 +441,38 @@ fn eval_condition_site_loop_renders_first() {
     assert_eq!(eval("loop"), (Some(0), "true".to_string()));
     assert_eq!(eval("top-level"), (Some(0), "false".to_string()));
 }
+
+/// Found by the `recipe_load` fuzz target: a file with control characters in a quoted scalar
+/// checked as YAML (PyYAML, which the reference runtimes load files with, refuses it), and the
+/// characters reached the terminal as themselves, one diagnostic each.
+#[test]
+fn control_characters_are_invalid_yaml_and_never_printed_raw() {
+    let dir = testdata().join("err");
+    for format in ["human", "concise", "github"] {
+        let o = run_in(
+            &dir,
+            &["check", "--format", format, "PW0001_control_character.yaml"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = text(&o);
+        assert!(
+            out.contains("invalid YAML: the control character U+0015 is not allowed (and 3 more in this file)"),
+            "{format}: {out}"
+        );
+        assert!(
+            out.contains("PW0001_control_character.yaml:5:26")
+                || out.contains("PW0001_control_character.yaml,line=5,col=26"),
+            "{format}: {out}"
+        );
+        assert_eq!(
+            out.matches("control character U+").count(),
+            1,
+            "{format}: {out}"
+        );
+        let raw: Vec<char> = out
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{format}: {raw:?} in {out}");
+    }
+}
