@@ -19,28 +19,38 @@ pub(crate) fn printable(c: char) -> bool {
 pub(crate) fn first_unprintable(text: &str) -> Option<(usize, char)> {
     let bytes = text.as_bytes();
     let mut i = 0;
-    // Eight bytes at a time while they are printable ASCII or `\n`: most words of a workflow
-    // file. A word with a byte under 0x20 (often a line's `\n`), DEL or a non-ASCII byte is
-    // looked at character by character.
-    while i + 8 <= bytes.len() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[i..i + 8]);
-        let w = u64::from_le_bytes(word);
-        let under_space = w.wrapping_sub(LOW_BITS * 0x20) & !w & HIGH_BITS;
-        let del = {
-            let x = w ^ (LOW_BITS * 0x7F);
-            x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
-        };
-        if under_space | del | (w & HIGH_BITS) != 0 {
-            break;
+    // Eight bytes at a time while they are printable ASCII: most words of a workflow file. A
+    // word with a byte under 0x20 (often a line's `\n`), DEL or a non-ASCII byte is looked at
+    // character by character, and the scan goes on by words after it. `i` stays on a
+    // character boundary.
+    'words: while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let w = u64::from_le_bytes(word);
+            let under_space = w.wrapping_sub(LOW_BITS * 0x20) & !w & HIGH_BITS;
+            let del = {
+                let x = w ^ (LOW_BITS * 0x7F);
+                x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
+            };
+            if under_space | del | (w & HIGH_BITS) == 0 {
+                i += 8;
+                continue;
+            }
         }
-        i += 8;
+        let end = i + 8;
+        for (at, c) in text.get(i..)?.char_indices() {
+            if i + at >= end {
+                i += at;
+                continue 'words;
+            }
+            if !printable(c) {
+                return Some((i + at, c));
+            }
+        }
+        return None;
     }
-    // `i` is on a character boundary: only ASCII bytes were skipped.
-    text.get(i..)?
-        .char_indices()
-        .find(|&(_, c)| !printable(c))
-        .map(|(at, c)| (i + at, c))
+    None
 }
 
 /// The error for a file holding a character YAML does not allow, at its first such character.
@@ -91,6 +101,14 @@ mod tests {
                 let text = format!("{prefix}{c}{prefix}");
                 assert_eq!(first_unprintable(&text), None, "{text:?}");
             }
+            // After lines, tabs and wide characters, which the scan looks at one by one
+            // before it goes on by words.
+            let lines = format!("k: v\n\t東京 é {prefix}\n{prefix}").repeat(3);
+            for c in bad {
+                let text = format!("{lines}{c}{prefix}\u{1}");
+                assert_eq!(first_unprintable(&text), Some((lines.len(), c)), "{text:?}");
+            }
+            assert_eq!(first_unprintable(&lines), None, "{lines:?}");
         }
     }
 }
