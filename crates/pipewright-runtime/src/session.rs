@@ -358,6 +358,7 @@ impl Begun {
             meter: meter.clone(),
             journal,
             landed: Mutex::new(landed),
+            keep_new: true,
             failed: Mutex::new(None),
             sinks,
             started: Instant::now(),
@@ -389,6 +390,8 @@ pub struct RunSession {
     meter: Arc<crate::usage::Meter>,
     /// Every landing of this run and of its earlier attempts, by key: (step hash, landed).
     landed: Mutex<HashMap<String, (String, Landed)>>,
+    /// Whether this attempt's own landings join `landed` (see [`RunSession::keep_only_replayed`]).
+    keep_new: bool,
     /// The first write that failed.
     failed: Mutex<Option<StoreError>>,
     sinks: Arc<Vec<Arc<dyn EventSink>>>,
@@ -399,6 +402,15 @@ pub struct RunSession {
 impl RunSession {
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// Keeps in memory only the landings of the earlier attempts, for a runtime that never asks
+    /// for one this attempt made ([`RunSession::landing`], [`RunSession::replayed`]): a state
+    /// machine lands each turn under a key of its own, its whole reply included, and kept they
+    /// made a long run's memory grow by kilobytes with every step. What is recorded is the same.
+    pub fn keep_only_replayed(mut self) -> RunSession {
+        self.keep_new = false;
+        self
     }
 
     /// Milliseconds since this attempt started (the clock events carry).
@@ -456,22 +468,27 @@ impl RunSession {
         durable: bool,
     ) -> Result<(), StoreError> {
         let done = done.map(|e| self.with_usage(e));
-        match &self.journal {
+        let kept = match &self.journal {
             Some(j) => {
+                let kept = self.keep_new.then(|| landed.clone());
                 let l = Landing {
                     key: key.to_string(),
                     step_hash: hash.to_string(),
-                    landed: landed.clone(),
+                    landed,
                 };
                 j.land(l, done, durable).map_err(|e| self.fail(e))?;
+                kept
             }
             None => {
                 if let Some(e) = &done {
                     self.notify(e);
                 }
+                self.keep_new.then_some(landed)
             }
+        };
+        if let Some(landed) = kept {
+            lock(&self.landed).insert(key.to_string(), (hash.to_string(), landed));
         }
-        lock(&self.landed).insert(key.to_string(), (hash.to_string(), landed));
         Ok(())
     }
 
@@ -763,5 +780,87 @@ mod tests {
         assert_eq!(resumed.replayed("0", "k"), Some(serde_json::json!(1)));
         assert_eq!(resumed.replayed("0", "other step"), None);
         assert_eq!(resumed.replayed("1", "k"), None);
+    }
+
+    /// A session that keeps only the earlier attempts' landings (the state machine's) still
+    /// records every landing of its own, and replays the earlier ones; it just does not hold
+    /// its own in memory (a long run's memory grew by kilobytes a step).
+    #[test]
+    fn a_session_keeping_only_replayed_landings_records_every_landing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let st: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("runs.db")).unwrap_or_else(|e| panic!("{e}")),
+        );
+        let start = || RunStart {
+            file: "m.json".into(),
+            workflow: "main".into(),
+            source_hash: "h".into(),
+        };
+        let mut opts = RunOptions::new(dir.path().to_path_buf());
+        opts.store = Some(st.clone());
+        let finish = |session: RunSession| {
+            let mut outcome = RunOutcome::new(
+                crate::outcome::RunStatus::Cancelled,
+                session.run_id().to_string(),
+                pipewright_r1::Value::Null,
+                pipewright_r1::Value::Null,
+            );
+            session.finish(
+                &mut outcome,
+                pipewright_syntax::Span::default(),
+                finish_record,
+                |_, e| panic!("{e}"),
+            );
+        };
+        let session = Begun::new(&opts, None, serde_json::Value::Null, "h")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .open(Some(&st), start(), Vec::new(), &opts.meter)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .keep_only_replayed();
+        let id = session.run_id().to_string();
+        for (key, durable) in [("turn.1", false), ("turn.2", true)] {
+            session
+                .land(
+                    key,
+                    "k",
+                    Landed::Value(serde_json::json!(key)),
+                    None,
+                    durable,
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(session.landing(key).is_none(), "{key} is not held");
+        }
+        finish(session);
+
+        let of = ResumeOf {
+            id: &id,
+            what: "the recipe files",
+            kind: "statemachine",
+            workflow: None,
+        };
+        let begun = Begun::new(&opts, Some(of), serde_json::Value::Null, "h")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let keys: Vec<&str> = begun.landings().iter().map(|l| l.key.as_str()).collect();
+        assert_eq!(keys, ["turn.1", "turn.2"], "both recorded");
+        let resumed = begun
+            .open(Some(&st), start(), Vec::new(), &opts.meter)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .keep_only_replayed();
+        assert_eq!(
+            resumed.replayed("turn.1", "k"),
+            Some(serde_json::json!("turn.1")),
+            "the earlier attempt's landings replay"
+        );
+        resumed
+            .land(
+                "turn.3",
+                "k",
+                Landed::Value(serde_json::json!(3)),
+                None,
+                true,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(resumed.landing("turn.3").is_none());
+        finish(resumed);
     }
 }

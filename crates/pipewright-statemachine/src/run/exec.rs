@@ -228,16 +228,20 @@ pub async fn run(
         // Once, before anything runs, as every dialect's run says it.
         eprintln!("{warning}");
     }
-    let session = begun.open(
-        opts.store.as_ref(),
-        RunStart {
-            file: opts.file_label.clone(),
-            workflow: root.clone(),
-            source_hash,
-        },
-        opts.sinks,
-        &meter,
-    )?;
+    let session = begun
+        .open(
+            opts.store.as_ref(),
+            RunStart {
+                file: opts.file_label.clone(),
+                workflow: root.clone(),
+                source_hash,
+            },
+            opts.sinks,
+            &meter,
+        )?
+        // The machine replays from `begun`'s landings, read before it opened; it never asks the
+        // session for one it made.
+        .keep_only_replayed();
     let mut ex = Exec {
         recipes: Arc::new(recipes),
         reproducible: sm.backend.reproducible(),
