@@ -37,6 +37,21 @@ impl Status {
         }
     }
 
+    /// The status [`Status::name`] names.
+    pub(crate) fn named(name: &str) -> Option<Status> {
+        [
+            Status::Pending,
+            Status::Running,
+            Status::Done,
+            Status::Failed,
+            Status::Skipped,
+            Status::Recovering,
+            Status::Recovered,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
     pub(crate) fn terminal(self) -> bool {
         matches!(
             self,
