@@ -21,7 +21,7 @@
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
 use super::template::Template;
-use super::{recovery, Exec};
+use super::{recovery, subst, Exec};
 use crate::Executor;
 use pipewright_dialect::Member;
 use pipewright_ir::Program;
@@ -37,11 +37,11 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// The run's iterations that run as members, and what they came to.
+/// The run's steps that run as members, and what they came to.
 #[derive(Default)]
 pub(super) struct Sent {
-    pub iterations: Vec<Iteration>,
-    /// Step → the iteration (in `iterations`) it belongs to.
+    pub groups: Vec<Group>,
+    /// Step → the group (in `groups`) it belongs to.
     pub of: HashMap<usize, usize>,
     /// Steps a member landed, with their events: the pass does not land them again.
     pub landed: HashSet<usize>,
@@ -51,8 +51,9 @@ pub(super) struct Sent {
     pub cancelled: Option<String>,
 }
 
-pub(super) struct Iteration {
-    /// `F.3`: its steps' keys are under it.
+/// Steps that run together as one member: an iteration, or a step alone.
+pub(super) struct Group {
+    /// `F.3`, `build`: its steps' keys are at or under it.
     key: String,
     /// What is sent; `None` once it was.
     body: Option<Body>,
@@ -62,11 +63,21 @@ pub(super) struct Iteration {
 /// What a member is sent.
 #[derive(Debug, Serialize, Deserialize)]
 struct Body {
-    /// The template, as the foreach resolved it from the root workflow's file.
-    reference: String,
-    /// `F.3.`
-    prefix: String,
+    what: What,
+    /// The variables its steps see.
     vars: Map<String, Value>,
+    /// The steps outside it whose outputs its steps read (`{{step.outputs…}}`): id, status,
+    /// outputs, as they stood when it was sent.
+    outside: Vec<(String, String, Map<String, Value>)>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum What {
+    /// An iteration of a foreach: the template as the foreach resolved it from the root
+    /// workflow's file, and the prefix of its steps' ids (`F.3.`).
+    Iteration { reference: String, prefix: String },
+    /// A top-level step of the root workflow, alone.
+    Step { id: String },
 }
 
 /// How one of a member's steps ended.
@@ -94,13 +105,58 @@ fn error_type(name: &str) -> Option<&'static str> {
 
 /// Whether template step `t` of an iteration whose step ids are `ids` can run apart from the
 /// run (see the module).
-fn runs_alone(t: &super::template::TemplateStep, ids: &HashSet<&str>) -> bool {
+/// `needs_inside`: its needs must name steps of `ids` (an iteration's); a step sent alone is
+/// sent once its needs are met.
+fn runs_alone(t: &super::template::TemplateStep, ids: &HashSet<&str>, needs_inside: bool) -> bool {
     matches!(t.executor, Executor::Shell(_))
         && !t
             .on_error
             .as_ref()
             .is_some_and(|e| crate::on_error_template(&e.text))
-        && t.needs.iter().all(|n| ids.contains(n.as_str()))
+        && (!needs_inside || t.needs.iter().all(|n| ids.contains(n.as_str())))
+}
+
+/// The steps of `st` whose outputs step `i`'s fields and variables may read: what a member
+/// running it without them needs to know of them.
+fn outside(st: &State, i: usize) -> Vec<(String, String, Map<String, Value>)> {
+    let s = &st.steps[i];
+    let mut texts = Vec::new();
+    for (_, v) in super::dispatch::substituted_fields(&s.template.executor) {
+        super::collect_strings(&v, &mut texts);
+    }
+    if let Executor::Shell(shell) = &s.template.executor {
+        texts.extend(
+            shell
+                .command
+                .captures
+                .iter()
+                .filter_map(|c| c.source.as_ref().map(|t| t.text.clone())),
+        );
+    }
+    // A variable's value may hold references too (a default such as "{{b.outputs.x}}").
+    for v in s.scope.vars.values() {
+        super::collect_strings(v, &mut texts);
+    }
+    let mut named = Vec::new();
+    for text in &texts {
+        for (_, _, inner) in subst::refs(text) {
+            if let subst::Ref::Output { step, .. } = subst::parse(inner) {
+                named.extend(super::state::candidates(&s.id, &step));
+            }
+        }
+    }
+    named.sort();
+    named.dedup();
+    named
+        .into_iter()
+        .filter_map(|id| {
+            let k = *st.index.get(&id)?;
+            (k != i).then(|| {
+                let o = &st.steps[k];
+                (id, o.status.name().to_string(), o.outputs.clone())
+            })
+        })
+        .collect()
 }
 
 impl Exec {
@@ -120,7 +176,7 @@ impl Exec {
             return;
         }
         let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
-        if workflow.steps.is_empty() || !workflow.steps.iter().all(|t| runs_alone(t, &ids)) {
+        if workflow.steps.is_empty() || !workflow.steps.iter().all(|t| runs_alone(t, &ids, true)) {
             return;
         }
         let steps: Vec<usize> = workflow
@@ -140,26 +196,60 @@ impl Exec {
         {
             return;
         }
-        let m = self.sent.iterations.len();
+        let body = Body {
+            what: What::Iteration {
+                reference,
+                prefix: prefix.to_string(),
+            },
+            vars,
+            outside: Vec::new(),
+        };
+        self.group(prefix.trim_end_matches('.').to_string(), body, steps);
+    }
+
+    fn group(&mut self, key: String, body: Body, steps: Vec<usize>) -> usize {
+        let m = self.sent.groups.len();
         for &k in &steps {
             self.sent.of.insert(k, m);
         }
-        self.sent.iterations.push(Iteration {
-            key: prefix.trim_end_matches('.').to_string(),
-            body: Some(Body {
-                reference,
-                prefix: prefix.to_string(),
-                vars,
-            }),
+        self.sent.groups.push(Group {
+            key,
+            body: Some(body),
             steps,
         });
+        m
     }
 
-    /// Step `i` of iteration `m` is ready: the iteration is sent, if it was not yet.
+    /// Ready step `i` runs beside other steps (`beside`): a top-level shell step of the root
+    /// workflow then runs as a member of its own, if it can (see the module); its group.
+    pub(super) fn send_alone(&mut self, st: &State, i: usize, beside: bool) -> Option<usize> {
+        let s = &st.steps[i];
+        let alone = self.members.is_some()
+            && beside
+            && s.prefix.is_empty()
+            && s.src.path == self.root_path
+            && runs_alone(&s.template, &HashSet::new(), false)
+            // Landed in an earlier pass: replayed here, at no cost.
+            && self.recorded(&s.id).is_none();
+        if !alone {
+            return None;
+        }
+        let body = Body {
+            what: What::Step { id: s.id.clone() },
+            vars: s.scope.vars.clone(),
+            outside: Vec::new(),
+        };
+        Some(self.group(s.id.clone(), body, vec![i]))
+    }
+
+    /// Step `i` of group `m` is ready: the group is sent, if it was not yet.
     pub(super) fn send(&mut self, st: &State, m: usize, i: usize) -> Option<InFlight> {
         let members = self.members.clone()?;
-        let it = &mut self.sent.iterations[m];
-        let body = it.body.take()?;
+        let it = &mut self.sent.groups[m];
+        let mut body = it.body.take()?;
+        if let What::Step { .. } = body.what {
+            body.outside = outside(st, i);
+        }
         let call = MemberCall {
             key: it.key.clone(),
             body: serde_json::to_value(&body).unwrap_or_default(),
@@ -185,7 +275,7 @@ impl Exec {
         report: MemberReport,
         ended: &mut Ended,
     ) {
-        let key = self.sent.iterations[m].key.clone();
+        let key = self.sent.groups[m].key.clone();
         let ends = match report.result {
             MemberResult::Done(v) => match v.map(serde_json::from_value::<Vec<StepEnd>>) {
                 Some(Ok(ends)) => ends,
@@ -251,7 +341,7 @@ impl Exec {
         for (i, why) in skipped {
             st.end(i, Status::Skipped, Map::new(), why, ended);
         }
-        let left = self.sent.iterations[m]
+        let left = self.sent.groups[m]
             .steps
             .iter()
             .any(|&k| !st.steps[k].status.terminal());
@@ -275,7 +365,7 @@ impl Exec {
         why: String,
         ended: &mut Ended,
     ) {
-        let steps = self.sent.iterations[m].steps.clone();
+        let steps = self.sent.groups[m].steps.clone();
         for i in steps {
             if !st.steps[i].status.terminal() {
                 self.codes.insert(i, code);
@@ -315,7 +405,21 @@ async fn run_member(
         opts.workflow.as_deref(),
         opts.source_path.as_deref(),
     )?;
-    let template = lib.resolve(&body.reference, &root.src)?;
+    // The steps, and the prefix of their ids.
+    let (steps, src, prefix) = match &body.what {
+        What::Iteration { reference, prefix } => {
+            let t = lib.resolve(reference, &root.src)?;
+            (t.steps.clone(), t.src.clone(), prefix.clone())
+        }
+        What::Step { id } => {
+            let Some(t) = root.steps.iter().find(|t| t.id == *id) else {
+                return Err(format!(
+                    "no step `{id}` in workflow `{name}`: the worker's module differs from the run's"
+                ));
+            };
+            (vec![t.clone()], root.src.clone(), String::new())
+        }
+    };
     let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
     let begun = Begun::joined(
         &opts,
@@ -361,23 +465,32 @@ async fn run_member(
     exec.sent.order = Some(Vec::new());
     let mut st = State {
         run_id,
+        outside: body
+            .outside
+            .into_iter()
+            .filter_map(|(id, status, outputs)| Some((id, (Status::named(&status)?, outputs))))
+            .collect(),
         ..State::default()
     };
     let scope = Arc::new(Scope { vars: body.vars });
-    let ids: HashSet<&str> = template.steps.iter().map(|t| t.id.as_str()).collect();
+    let ids: HashSet<&str> = steps.iter().map(|t| t.id.as_str()).collect();
     let mut ended = Ended::default();
     let mut refused = None;
-    for t in &template.steps {
+    for t in &steps {
         let mut s = exec.new_step(
             t.clone(),
             scope.clone(),
-            template.src.clone(),
-            body.prefix.clone(),
+            src.clone(),
+            prefix.clone(),
             None,
             None,
             0,
         );
-        s.needs = super::dispatch::rewrite(&t.needs, &ids, &body.prefix);
+        s.needs = match body.what {
+            What::Iteration { .. } => super::dispatch::rewrite(&t.needs, &ids, &prefix),
+            // Met in the run before it was sent.
+            What::Step { .. } => Vec::new(),
+        };
         if let Err(e) = st.insert(s, &mut ended) {
             refused = Some(e);
             break;

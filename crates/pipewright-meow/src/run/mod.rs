@@ -625,8 +625,10 @@ impl Exec {
                 if self.hold(st, i) {
                     continue;
                 }
-                // A step of an iteration sent away ends when its member reports.
-                if let Some(&m) = self.sent.of.get(&i) {
+                // A step sent away ends when its member reports.
+                let beside = !inflight.is_empty() || !st.ready.is_empty();
+                let group = self.sent.of.get(&i).copied();
+                if let Some(m) = group.or_else(|| self.send_alone(st, i, beside)) {
                     if let Some(f) = self.send(st, m, i) {
                         inflight.push(f);
                     }

@@ -957,6 +957,52 @@ fn a_meow_foreach_is_shared_by_two_workers_and_reports_what_it_reports_locally()
     assert_eq!(a["steps"]["after"], "skipped", "{a}");
 }
 
+/// Top-level shell steps that run side by side: `n` of them after `setup`, each reading its
+/// output, then one that waits for them all.
+fn meow_side_by_side(n: usize) -> String {
+    let mut t = String::from(
+        "[main]\n[[main.steps]]\nid = \"setup\"\nexecutor = \"shell\"\ncommand = \"echo pre\"\n[main.steps.outputs]\ntag = { source = \"stdout\" }\n",
+    );
+    for k in 0..n {
+        t += &format!(
+            "\n[[main.steps]]\nid = \"p{k}\"\nexecutor = \"shell\"\nneeds = [\"setup\"]\ncommand = \"echo {k} $PPID >> items.log; sleep 0.2; echo {{{{setup.outputs.tag}}}}-{k}\"\n[main.steps.outputs]\ngot = {{ source = \"stdout\" }}\n"
+        );
+    }
+    let all: Vec<String> = (0..n).map(|k| format!("\"p{k}\"")).collect();
+    t += &format!(
+        "\n[[main.steps]]\nid = \"last\"\nexecutor = \"shell\"\nneeds = [{}]\ncommand = \"echo {{{{p3.outputs.got}}}}\"\n[main.steps.outputs]\nsaid = {{ source = \"stdout\" }}\n",
+        all.join(", ")
+    );
+    t
+}
+
+/// A MEOW template's steps that run side by side on the engine each run as a member: two
+/// workers behind one URL share them, and the report is the one a local run gives.
+#[test]
+fn meow_steps_side_by_side_are_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write("side.meow.toml", &meow_side_by_side(12));
+    let args = ["run", "side.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran steps: {seen:?}",
+            w.child.id()
+        );
+    }
+    let local = e.local(&args);
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["output"]["said"], "pre-3", "{a}");
+}
+
 /// Two workers behind one URL share a 100-iteration MEOW foreach; once both have run
 /// iterations, the one running the pass is killed with kill -9, and the survivor finishes
 /// the run: every iteration ran, and only those in flight at the kill ran again.
