@@ -957,6 +957,74 @@ fn a_meow_foreach_is_shared_by_two_workers_and_reports_what_it_reports_locally()
     assert_eq!(a["steps"]["after"], "skipped", "{a}");
 }
 
+/// `pipewright cancel` during a MEOW foreach whose iterations run as members: the members in
+/// flight stop (their shells die, nothing of theirs lands), the run is `cancelled`, and
+/// `run --resume` finishes it, running again only the iterations that were in flight.
+#[test]
+fn a_meow_foreach_on_the_engine_is_cancelled_and_resumed() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "wait.meow.toml",
+        r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[1, 2, 3, 4, 5, 6]"
+item_var = "n"
+template = ".one"
+max_concurrent = 2
+
+[one]
+[[one.steps]]
+id = "s"
+executor = "shell"
+command = "echo {{n}} $$ >> items.log; if [ {{n}} -gt 2 ]; then i=0; while [ ! -f go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi; echo {{n}}"
+"#,
+    );
+    let detached = e.pw(&["run", "wait.meow.toml", "--detach"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = stdout(&detached).trim().to_string();
+    wait_for("two iterations to wait", 60, || {
+        e.read("items.log").lines().count() >= 4
+    });
+    let waiting: Vec<String> = e
+        .read("items.log")
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1).map(str::to_string))
+        .skip(2)
+        .collect();
+    let cancelled = e.pw(&["cancel", &id]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled));
+    wait_for("the run to be recorded cancelled", 60, || {
+        let o = e.pw(&["runs", "--format", "json"]);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .is_some_and(|v| v[0]["status"] == "cancelled")
+    });
+    wait_for("the waiting iterations' shells to stop", 10, || {
+        waiting.iter().all(|p| !alive(p))
+    });
+    e.write("go", "");
+    let done = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(report(&done)["steps"]["each.5.s"], "done");
+    let log = e.read("items.log");
+    let runs = |n: &str| {
+        log.lines()
+            .filter(|l| l.split(' ').next() == Some(n))
+            .count()
+    };
+    // 1 and 2 landed before the cancel; 3 and 4 were in flight; 5 and 6 had not started.
+    assert_eq!(
+        ["1", "2", "3", "4", "5", "6"].map(runs),
+        [1, 1, 2, 2, 1, 1],
+        "{log}"
+    );
+}
+
 /// Top-level shell steps that run side by side: `n` of them after `setup`, each reading its
 /// output, then one that waits for them all.
 fn meow_side_by_side(n: usize) -> String {
