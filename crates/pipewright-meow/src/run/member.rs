@@ -220,18 +220,28 @@ impl Exec {
         m
     }
 
-    /// Ready step `i` runs beside other steps (`beside`): a top-level shell step of the root
-    /// workflow then runs as a member of its own, if it can (see the module); its group.
-    pub(super) fn send_alone(&mut self, st: &State, i: usize, beside: bool) -> Option<usize> {
+    /// Ready step `i`, when it runs beside other steps with effects (`running`: some are in
+    /// flight), runs as a member of its own if it is a top-level shell step of the root
+    /// workflow that can (see the module); its group.
+    pub(super) fn send_alone(&mut self, st: &State, i: usize, running: bool) -> Option<usize> {
         let s = &st.steps[i];
         let alone = self.members.is_some()
-            && beside
             && s.prefix.is_empty()
             && s.src.path == self.root_path
             && runs_alone(&s.template, &HashSet::new(), false)
             // Landed in an earlier pass: replayed here, at no cost.
             && self.recorded(&s.id).is_none();
-        if !alone {
+        // Expansions ready beside it end at once: they do not make it run side by side.
+        let beside = || {
+            running
+                || st.ready.iter().any(|&(_, k)| {
+                    !matches!(
+                        st.steps[k].template.executor,
+                        Executor::Expand(_) | Executor::Foreach(_) | Executor::Unknown { .. }
+                    )
+                })
+        };
+        if !alone || !beside() {
             return None;
         }
         let body = Body {

@@ -626,9 +626,8 @@ impl Exec {
                     continue;
                 }
                 // A step sent away ends when its member reports.
-                let beside = !inflight.is_empty() || !st.ready.is_empty();
                 let group = self.sent.of.get(&i).copied();
-                if let Some(m) = group.or_else(|| self.send_alone(st, i, beside)) {
+                if let Some(m) = group.or_else(|| self.send_alone(st, i, !inflight.is_empty())) {
                     if let Some(f) = self.send(st, m, i) {
                         inflight.push(f);
                     }
