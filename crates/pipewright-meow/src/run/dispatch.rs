@@ -44,7 +44,7 @@ pub(crate) enum Completion {
     /// reported); a failure carries its spec error type.
     Injected(Result<(), (&'static str, String)>),
     Killed(Result<(), super::tmux::TmuxError>),
-    /// An iteration sent away came back (the index is the iteration's, in `Exec::sent`).
+    /// Steps sent away as a member came back (the index is their group's, in `Exec::sent`).
     Member(pipewright_runtime::members::MemberReport),
 }
 
@@ -335,7 +335,7 @@ impl Exec {
         completion: Completion,
         ended: &mut Ended,
     ) {
-        // `i` is the iteration's, not a step's.
+        // `i` is a group's, not a step's.
         if let Completion::Member(report) = completion {
             return self.member_ended(st, i, report, ended);
         }

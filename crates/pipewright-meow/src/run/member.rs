@@ -1,22 +1,22 @@
-//! A parallel foreach's iterations run apart from their run on a durable engine (issue 24),
-//! through `pipewright_runtime::members`, while the run's one scheduler keeps the DAG and the
-//! step statuses.
+//! A MEOW run's shell steps run apart from it on a durable engine (issue 24), through
+//! `pipewright_runtime::members`, in groups: a parallel foreach's iteration, or a top-level
+//! step that runs beside others. The run's one scheduler keeps the DAG and the step statuses.
 //!
 //! The pass inserts an iteration's steps into its DAG as a local run does. When the iteration
 //! can run alone, its steps are not dispatched: the first of them to be ready (and let through
 //! by `max_concurrent`) sends the whole iteration with its variables (`check` holds a
-//! template's output references to its own steps). Whichever worker takes it runs the iteration's
-//! steps with this same scheduler, landing each under the pass's epoch (its landed steps are
-//! replayed when it is retried), and hands back how each step ended, in order. The pass then
-//! ends the same steps with the same results in the same order, so its statuses, joins,
-//! skips and its report are a local run's; it does not land them again.
+//! template's output references to its own steps). A top-level step is sent the same way, alone,
+//! with the outputs of the steps it reads. Whichever worker takes the group runs its steps with
+//! this same scheduler, landing each under the pass's epoch (its landed steps are replayed when
+//! it is retried), and hands back how each step ended, in order. The pass then ends the same
+//! steps with the same results in the same order, so its statuses, joins, skips and its report
+//! are a local run's; it does not land them again.
 //!
-//! An iteration runs alone when it can reach nothing of the run but its own steps: only shell
-//! steps, whose needs name steps of the iteration, without an `on_error` recovery template
-//! (a recovery expands into the run's DAG). Agent, spawn and kill steps stay with the
-//! scheduler: an agent works on one step at a time across the whole run, and in tmux its
-//! session and its `meow done` belong to the run's orchestrator. Expansions (expand, branch,
-//! foreach) insert steps into the one DAG.
+//! A group holds only shell steps without an `on_error` recovery template (a recovery expands
+//! into the run's DAG), and an iteration's needs name its own steps. Agent, spawn and kill
+//! steps stay with the scheduler: an agent works on one step at a time across the whole run,
+//! and in tmux its session and its `meow done` belong to the run's orchestrator. Expansions
+//! (expand, branch, foreach) insert steps into the one DAG.
 
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};

@@ -491,11 +491,11 @@ pub(crate) struct Exec {
     unflushed: bool,
     /// Why the last commit failed: the commands dispatched before it do not start.
     commit_failed: Arc<std::sync::OnceLock<String>>,
-    /// The root workflow's file: a foreach written there may send its iterations away.
+    /// The root workflow's file: steps written there may be sent away (`member.rs`).
     root_path: PathBuf,
     /// Where the run's fan-out members run, when elsewhere (on a durable engine).
     members: Option<Arc<dyn pipewright_runtime::members::Members>>,
-    /// The iterations sent (or to be sent) as members, and what they came to.
+    /// The steps sent (or to be sent) away as members, and what they came to.
     sent: member::Sent,
 }
 
