@@ -41,6 +41,9 @@ enum Answer {
     Broken,
     /// Its worker let it go before it ran.
     Cancelled,
+    /// Its worker dies once its step `b` has started (the member is stopped there), and the
+    /// engine retries it.
+    Retried,
 }
 
 /// Runs each member as a worker of an engine would: from the call as it travels (JSON), with
@@ -79,16 +82,25 @@ impl Members for Elsewhere {
                     },
                     usage: Vec::new(),
                 },
-                Answer::Run => {
-                    let (program, module, sources) = load(&text);
-                    let mut o = RunOptions::new(dir);
-                    o.store = Some(store);
-                    let member = Member {
-                        run_id,
-                        call,
-                        lock: Box::new(Joined),
+                Answer::Run => run_member(&text, &dir, &run_id, &store, call, None).await,
+                Answer::Retried => {
+                    let o = RunOptions::new(dir.clone());
+                    let cancel = o.cancel.clone();
+                    let log = dir.join("items.log");
+                    let started = format!("b-{}-start", call.key.rsplit('.').next().unwrap_or(""));
+                    let first = run_member(&text, &dir, &run_id, &store, call.clone(), Some(o));
+                    let kill = async {
+                        while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains(&started)) {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        }
+                        cancel.cancel();
                     };
-                    pipewright_meow::run::member(program, module, &sources, o, member).await
+                    let (first, ()) = tokio::join!(first, kill);
+                    assert!(
+                        matches!(first.result, MemberResult::Cancelled { .. }),
+                        "{first:?}"
+                    );
+                    run_member(&text, &dir, &run_id, &store, call, None).await
                 }
             };
             // And back, as it travels.
@@ -96,6 +108,26 @@ impl Members for Elsewhere {
             serde_json::from_str(&wire).unwrap_or_else(|e| panic!("{e}: {wire}"))
         })
     }
+}
+
+/// Runs a member as a worker does, with `o` (fresh options when `None`).
+async fn run_member(
+    text: &str,
+    dir: &Path,
+    run_id: &str,
+    store: &Arc<dyn Store>,
+    call: MemberCall,
+    o: Option<RunOptions>,
+) -> MemberReport {
+    let (program, module, sources) = load(text);
+    let mut o = o.unwrap_or_else(|| RunOptions::new(dir.to_path_buf()));
+    o.store = Some(store.clone());
+    let member = Member {
+        run_id: run_id.to_string(),
+        call,
+        lock: Box::new(Joined),
+    };
+    pipewright_meow::run::member(program, module, &sources, o, member).await
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -384,4 +416,47 @@ n = { source = "stdout" }
         log, "a-0\nb-0\na-1\nb-1\na-2\nb-2\na-3\nb-3\n",
         "every step ran once"
     );
+}
+
+/// A member retried after its worker died replays the steps it landed and runs the rest: only
+/// the step in flight ran twice, and the report is a local run's.
+#[test]
+fn a_retried_member_replays_what_it_landed() {
+    let text = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".one"
+
+[one]
+[[one.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log; echo {{n}}"
+[one.steps.outputs]
+got = { source = "stdout" }
+
+[[one.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log; echo {{a.outputs.got}}"
+[one.steps.outputs]
+got = { source = "stdout" }
+"#;
+    let d = tempdir();
+    let (v, sent, _) = with_members(text, d.path(), None, |key| match key {
+        "each.1" => Answer::Retried,
+        _ => Answer::Run,
+    });
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(v, here(text, tempdir().path()));
+    assert_eq!(v["stores"]["each.1.b"]["got"], "1", "{v}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    assert_eq!(count("a-1"), 1, "{log}");
+    assert_eq!(count("b-1-start"), 2, "{log}");
+    assert_eq!(count("b-1"), 1, "{log}");
 }
