@@ -359,8 +359,14 @@ pub(crate) fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// Whether process `pid` still runs: a zombie (killed, its exit status not yet collected by
+/// its parent, which a runtime that was dropped meanwhile does only at the next child's exit)
+/// runs no more.
 fn alive(pid: &str) -> bool {
-    Path::new("/proc").join(pid.trim()).exists()
+    std::fs::read_to_string(Path::new("/proc").join(pid.trim()).join("stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 /// kill -9 of the worker's process group while a step runs: its shell dies with it, and a
