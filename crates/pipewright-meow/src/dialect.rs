@@ -7,6 +7,7 @@ use pipewright_dialect::{
     RunTarget, Runtime, Source, Verb,
 };
 use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::members::MemberReport;
 use pipewright_runtime::plan::Plan;
 use pipewright_runtime::report::{Refusal, Report};
 use pipewright_syntax::{Diagnostic, FileId, SourceMap, Span};
@@ -175,16 +176,40 @@ impl Runtime for Meow {
     ) -> BoxFuture<'a, Result<Box<dyn Report>, Refusal>> {
         Box::pin(async move {
             let module = checked(request.ast.as_ref())?;
-            let opts = request.into_options(|name, opts| {
-                // MEOW agents under `--backend command` run in tmux through adapters:
-                // `[backend.command]` is not needed there.
-                (name == "command" && opts.config.command.is_none())
-                    .then(|| pipewright_runtime::backend::tmux_agents(&opts.tools.workdir))
-            })?;
+            let opts = request.into_options(tmux_agents)?;
             let outcome = crate::run::run(program, module, sources, opts).await?;
             Ok(Box::new(outcome) as Box<dyn Report>)
         })
     }
+
+    fn run_member<'a>(
+        &'a self,
+        program: Arc<pipewright_ir::Program>,
+        sources: &'a SourceMap,
+        request: RunRequest,
+        member: pipewright_dialect::Member,
+    ) -> BoxFuture<'a, MemberReport> {
+        Box::pin(async move {
+            let module = match checked(request.ast.as_ref()) {
+                Ok(m) => m,
+                Err(e) => return MemberReport::broken(e),
+            };
+            match request.into_options(tmux_agents) {
+                Ok(opts) => crate::run::member(program, module, sources, opts, member).await,
+                Err(refusal) => MemberReport::broken(refusal.message),
+            }
+        })
+    }
+}
+
+/// MEOW agents under `--backend command` run in tmux through adapters: `[backend.command]` is
+/// not needed there.
+fn tmux_agents(
+    name: &str,
+    opts: &pipewright_runtime::session::RunOptions,
+) -> Option<Arc<dyn pipewright_runtime::backend::AgentBackend>> {
+    (name == "command" && opts.config.command.is_none())
+        .then(|| pipewright_runtime::backend::tmux_agents(&opts.tools.workdir))
 }
 
 /// The module `lower` checked, which the run executes (it is not parsed again).

@@ -44,6 +44,8 @@ pub(crate) enum Completion {
     /// reported); a failure carries its spec error type.
     Injected(Result<(), (&'static str, String)>),
     Killed(Result<(), super::tmux::TmuxError>),
+    /// Steps sent away as a member came back (the index is their group's, in `Exec::sent`).
+    Member(pipewright_runtime::members::MemberReport),
 }
 
 /// The fields of a step that take `{{…}}` substitution when it runs, with their keys, as
@@ -333,6 +335,10 @@ impl Exec {
         completion: Completion,
         ended: &mut Ended,
     ) {
+        // `i` is a group's, not a step's.
+        if let Completion::Member(report) = completion {
+            return self.member_ended(st, i, report, ended);
+        }
         if st.steps[i].status != Status::Running {
             return;
         }
@@ -412,6 +418,7 @@ impl Exec {
                 st.end(i, Status::Failed, Map::new(), Some(e.into()), ended)
             }
             Completion::Killed(Ok(())) => st.end(i, Status::Done, Map::new(), None, ended),
+            Completion::Member(_) => {}
         }
     }
 
@@ -501,7 +508,7 @@ impl Exec {
                 variables,
                 ..
             } => {
-                let (workflow, scope) =
+                let (workflow, scope, _) =
                     self.instance(st, i, &template.text, variables.as_ref(), None)?;
                 let steps = workflow.steps.clone();
                 return self.insert_children(
@@ -539,7 +546,7 @@ impl Exec {
         reference: &str,
         variables: Option<&Node>,
         extra: Option<&Map<String, Value>>,
-    ) -> Result<(Arc<Template>, Arc<super::state::Scope>), Refused> {
+    ) -> Result<(Arc<Template>, Arc<super::state::Scope>, String), Refused> {
         let values = StepValues {
             state: st,
             step: i,
@@ -580,7 +587,7 @@ impl Exec {
             vars.entry(failed.to_string())
                 .or_insert_with(|| failure.clone());
         }
-        Ok((workflow, Arc::new(super::state::Scope { vars })))
+        Ok((workflow, Arc::new(super::state::Scope { vars }), reference))
     }
 
     /// Inserts an expansion's steps under `prefix`. A need naming one of these steps (or a
@@ -682,7 +689,7 @@ impl Exec {
         };
         let inserted = self
             .instance(st, i, &reference.text, expand.variables.as_ref(), None)
-            .and_then(|(workflow, scope)| {
+            .and_then(|(workflow, scope, _)| {
                 let prefix = format!("{}.", st.steps[i].id);
                 let steps = workflow.steps.clone();
                 self.insert_children(
@@ -846,7 +853,7 @@ impl Exec {
                 foreach.variables.as_ref(),
                 Some(&extra),
             );
-            let (workflow, scope) = match instance {
+            let (workflow, scope, resolved) = match instance {
                 Ok(instance) => instance,
                 Err(refusal) => {
                     self.note_refusal(st, i, &refusal);
@@ -890,18 +897,24 @@ impl Exec {
                 .iter()
                 .map(|step| format!("{prefix}{}", step.id))
                 .collect();
+            let vars = (parallel && self.members.is_some()).then(|| scope.vars.clone());
             match self.insert_children(
                 st,
                 i,
                 &steps,
                 scope,
                 workflow.src.clone(),
-                prefix,
+                prefix.clone(),
                 join,
                 Some((i, index)),
                 ended,
             ) {
-                Ok(made) => total += made,
+                Ok(made) => {
+                    total += made;
+                    if let Some(vars) = vars {
+                        self.send_away(st, i, &workflow, resolved, vars, &prefix);
+                    }
+                }
                 Err(refusal) => {
                     self.note_refusal(st, i, &refusal);
                     return self.foreach_failed(st, i, total, refusal.message);
@@ -1297,7 +1310,7 @@ fn captures(
         .collect()
 }
 
-fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Vec<String> {
+pub(super) fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Vec<String> {
     needs
         .iter()
         .map(|need| {

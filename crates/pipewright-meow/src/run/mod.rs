@@ -19,6 +19,7 @@ pub mod channel;
 pub mod command;
 mod dispatch;
 mod duration;
+mod member;
 mod plan;
 mod recovery;
 mod shell;
@@ -28,6 +29,7 @@ mod template;
 mod tmux;
 
 pub use duration::{parse as parse_duration, DurationError};
+pub use member::member;
 pub use plan::plan;
 
 use crate::ast::Module;
@@ -171,6 +173,11 @@ fn meow_command_dir(
             error: e.to_string(),
         });
     }
+    // A run's members on its host find the link the run made: replacing it would leave the
+    // run's own steps without `meow` for a moment.
+    if std::fs::read_link(&link).is_ok_and(|to| to == exe) {
+        return Ok(bin);
+    }
     // A resumed run finds the link of its first start, which may name an older executable.
     match std::fs::remove_file(&link) {
         Ok(()) => {}
@@ -240,7 +247,7 @@ pub async fn run(
     program: Arc<Program>,
     module: Arc<Module>,
     sources: &SourceMap,
-    opts: RunOptions,
+    mut opts: RunOptions,
 ) -> Result<RunOutcome, String> {
     let (name, lib, root) = root_template(
         &program,
@@ -286,15 +293,10 @@ pub async fn run(
             workflow: name.clone(),
             source_hash,
         },
-        opts.sinks,
+        std::mem::take(&mut opts.sinks),
         &opts.meter,
     )?;
-    let project = opts.tools.workdir.clone();
-    let run_dir = opts
-        .runs_dir
-        .clone()
-        .unwrap_or_else(|| project.join(".pipewright").join("runs"))
-        .join(&run_id);
+    let run_dir = run_dir(&opts, &run_id);
     let limits = Limits::of(&opts.config);
     let channel = match opts.channel {
         true => Some(channel::Channel::open(&run_dir, limits.max_message_bytes)?),
@@ -304,35 +306,10 @@ pub async fn run(
         (Some(_), Some(exe)) => Some(MeowPath::new(meow_command_dir(&run_dir, exe)?)),
         _ => None,
     };
-    let mut exec = Exec {
-        workflow: name.clone(),
-        backend: opts.backend,
-        cancel: opts.cancel,
-        project,
-        withhold_env: opts.tools.withhold_env.clone(),
-        identity: opts.identity,
-        session,
-        lib,
-        limits,
-        codes: HashMap::new(),
-        agents: HashMap::new(),
-        busy: HashMap::new(),
-        busy_step: HashMap::new(),
-        held_agent: HashMap::new(),
-        throttles: HashMap::new(),
-        given,
-        socket: channel.as_ref().map(|c| c.path().to_path_buf()),
-        meow_bin,
-        root_span: root.span,
-        sources_has: sources.files().map(|f| f.id).collect(),
-        tmux: false,
-        waiting: Default::default(),
-        deadlines: Default::default(),
-        watchers: HashMap::new(),
-        side: Default::default(),
-        unflushed: false,
-        commit_failed: Default::default(),
-    };
+    let socket = channel.as_ref().map(|c| c.path().to_path_buf());
+    let mut exec = Exec::new(
+        &opts, name, session, lib, &root, sources, given, socket, meow_bin,
+    );
     exec.tmux = exec.backend.name() == "command";
     if exec.tmux && exec.socket.is_none() {
         return Err(
@@ -514,6 +491,12 @@ pub(crate) struct Exec {
     unflushed: bool,
     /// Why the last commit failed: the commands dispatched before it do not start.
     commit_failed: Arc<std::sync::OnceLock<String>>,
+    /// The root workflow's file: steps written there may be sent away (`member.rs`).
+    root_path: PathBuf,
+    /// Where the run's fan-out members run, when elsewhere (on a durable engine).
+    members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// The steps sent (or to be sent) away as members, and what they came to.
+    sent: member::Sent,
 }
 
 /// How a dispatched step goes on.
@@ -526,7 +509,63 @@ pub(crate) enum Dispatched {
     Joining,
 }
 
+/// `<runs_dir>/<run-id>/`: the run's orchestrator socket and `meow` link.
+fn run_dir(opts: &RunOptions, run_id: &str) -> PathBuf {
+    opts.runs_dir
+        .clone()
+        .unwrap_or_else(|| opts.tools.workdir.join(".pipewright").join("runs"))
+        .join(run_id)
+}
+
 impl Exec {
+    /// The scheduler of workflow `workflow`, whose root template is `root`, recording into
+    /// `session`; `socket` and `meow_bin` as the run's orchestrator has them.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        opts: &RunOptions,
+        workflow: String,
+        session: RunSession,
+        lib: Library,
+        root: &Template,
+        sources: &SourceMap,
+        given: Map<String, Value>,
+        socket: Option<PathBuf>,
+        meow_bin: Option<MeowPath>,
+    ) -> Exec {
+        Exec {
+            workflow,
+            backend: opts.backend.clone(),
+            cancel: opts.cancel.clone(),
+            project: opts.tools.workdir.clone(),
+            withhold_env: opts.tools.withhold_env.clone(),
+            identity: opts.identity.clone(),
+            session,
+            lib,
+            limits: Limits::of(&opts.config),
+            codes: HashMap::new(),
+            agents: HashMap::new(),
+            busy: HashMap::new(),
+            busy_step: HashMap::new(),
+            held_agent: HashMap::new(),
+            throttles: HashMap::new(),
+            given,
+            socket,
+            meow_bin,
+            root_span: root.span,
+            root_path: root.src.path.clone(),
+            sources_has: sources.files().map(|f| f.id).collect(),
+            tmux: false,
+            waiting: Default::default(),
+            deadlines: Default::default(),
+            watchers: HashMap::new(),
+            side: Default::default(),
+            unflushed: false,
+            commit_failed: Default::default(),
+            members: opts.members.clone(),
+            sent: member::Sent::default(),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new_step(
         &self,
@@ -576,7 +615,7 @@ impl Exec {
         let mut msgs = channel.as_mut().map(|c| c.take_receiver());
         loop {
             self.after(st, &mut ended);
-            if self.cancel.is_cancelled() {
+            if self.cancel.is_cancelled() || self.sent.cancelled.is_some() {
                 return RunStatus::Cancelled;
             }
             while let Some((agent_kind, i)) = st.ready.pop_first() {
@@ -584,6 +623,14 @@ impl Exec {
                     continue;
                 }
                 if self.hold(st, i) {
+                    continue;
+                }
+                // A step sent away ends when its member reports.
+                let group = self.sent.of.get(&i).copied();
+                if let Some(m) = group.or_else(|| self.send_alone(st, i, !inflight.is_empty())) {
+                    if let Some(f) = self.send(st, m, i) {
+                        inflight.push(f);
+                    }
                     continue;
                 }
                 let _ = agent_kind;
@@ -743,6 +790,9 @@ impl Exec {
         while !ended.steps.is_empty() || !ended.recover.is_empty() {
             let list = std::mem::take(&mut ended.steps);
             for i in list {
+                if let Some(order) = self.sent.order.as_mut() {
+                    order.push(i);
+                }
                 self.report_end(st, i);
                 self.release(st, i);
             }
@@ -800,6 +850,16 @@ impl Exec {
         if let Some(a) = agent {
             self.set_busy(a, i);
         }
+        self.iteration_runs(st, i);
+        let mut e = self.event(st, i, EventKind::Started);
+        if self.session.recorded() {
+            e.given = dispatch::given(st, i).map(Box::new);
+        }
+        self.session.report(&e);
+    }
+
+    /// Step `i` starts: its iterations count as running for their foreach's throttle.
+    fn iteration_runs(&mut self, st: &State, i: usize) {
         let mut within = st.steps[i].foreach;
         while let Some((foreach, iteration)) = within {
             if let Some(throttle) = self.throttles.get_mut(&foreach) {
@@ -809,11 +869,6 @@ impl Exec {
             }
             within = st.steps[foreach].foreach;
         }
-        let mut e = self.event(st, i, EventKind::Started);
-        if self.session.recorded() {
-            e.given = dispatch::given(st, i).map(Box::new);
-        }
-        self.session.report(&e);
     }
 
     fn event(&self, st: &State, i: usize, kind: EventKind) -> Event {
@@ -867,6 +922,10 @@ impl Exec {
     /// run commit with the scheduler's pass ([`Exec::commit`]); the rest ride along with the
     /// next commit.
     fn land(&mut self, st: &State, i: usize, done: Option<Event>) {
+        // Landed, with its event, by the member that ran it.
+        if self.sent.landed.contains(&i) {
+            return;
+        }
         let s = &st.steps[i];
         // A recovering step failed; the store says so until its recovery ends.
         let status = match s.status {
@@ -1003,7 +1062,8 @@ impl Exec {
                 .steps
                 .iter()
                 .find(|s| s.status == Status::Running)
-                .map(|s| s.id.clone());
+                .map(|s| s.id.clone())
+                .or_else(|| self.sent.cancelled.clone());
         }
         // The run's own status stands: `store_error` reports the failed write beside it.
         self.session

@@ -37,6 +37,21 @@ impl Status {
         }
     }
 
+    /// The status [`Status::name`] names.
+    pub(crate) fn named(name: &str) -> Option<Status> {
+        [
+            Status::Pending,
+            Status::Running,
+            Status::Done,
+            Status::Failed,
+            Status::Skipped,
+            Status::Recovering,
+            Status::Recovered,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
     pub(crate) fn terminal(self) -> bool {
         matches!(
             self,
@@ -126,6 +141,9 @@ pub(super) struct State {
     /// The spec's error type of a failure (`agent_crashed`, `timeout`…), by step, set where
     /// the failure happens: `_failed_step.error_type` reads it rather than the message.
     pub error_types: HashMap<usize, &'static str>,
+    /// Steps a fan-out member may read the outputs of but does not hold (its state holds
+    /// only its own steps): their status and outputs when it was sent.
+    pub outside: HashMap<String, (Status, Map<String, Value>)>,
 }
 
 /// What ending a step set in motion, for the caller to report.
@@ -461,20 +479,14 @@ impl Lookup for StepValues<'_> {
 
     fn outputs(&self, step: &str) -> Result<Value, SubstError> {
         let me = &self.state.steps[self.step].id;
-        // The nearest scope first: `a.0.b` reading `setup` tries `a.0.setup`, `a.setup`,
-        // then `setup`.
-        let mut cands = Vec::new();
-        let mut p = me.as_str();
-        while let Some((head, _)) = p.rsplit_once('.') {
-            cands.push(format!("{head}.{step}"));
-            p = head;
-        }
-        cands.push(step.to_string());
-        for c in &cands {
-            if let Some(&k) = self.state.index.get(c) {
-                let s = &self.state.steps[k];
-                return match s.status {
-                    Status::Done => Ok(Value::Object(s.outputs.clone())),
+        for c in &candidates(me, step) {
+            let found = match self.state.index.get(c) {
+                Some(&k) => Some((self.state.steps[k].status, &self.state.steps[k].outputs)),
+                None => self.state.outside.get(c).map(|(status, o)| (*status, o)),
+            };
+            if let Some((status, outputs)) = found {
+                return match status {
+                    Status::Done => Ok(Value::Object(outputs.clone())),
                     Status::Recovered => Err(SubstError::Recovered(c.clone())),
                     other => Err(SubstError::NotFinished {
                         step: c.clone(),
@@ -485,6 +497,19 @@ impl Lookup for StepValues<'_> {
         }
         Err(SubstError::NoStep(step.to_string()))
     }
+}
+
+/// The ids `{{step.outputs…}}` may name, read from step `me`: the nearest scope first (`a.0.b`
+/// reading `setup` tries `a.0.setup`, `a.setup`, then `setup`).
+pub(super) fn candidates(me: &str, step: &str) -> Vec<String> {
+    let mut cands = Vec::new();
+    let mut p = me;
+    while let Some((head, _)) = p.rsplit_once('.') {
+        cands.push(format!("{head}.{step}"));
+        p = head;
+    }
+    cands.push(step.to_string());
+    cands
 }
 
 #[cfg(test)]

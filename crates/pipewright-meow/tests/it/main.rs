@@ -2,5 +2,6 @@
 //! one executable (one link instead of one per file; docs/ci.md, "Testing pipewright").
 
 mod corpus;
+mod members;
 mod robustness;
 mod testdata;

@@ -359,8 +359,14 @@ pub(crate) fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// Whether process `pid` still runs: a zombie (killed, its exit status not yet collected by
+/// its parent, which a runtime that was dropped meanwhile does only at the next child's exit)
+/// runs no more.
 fn alive(pid: &str) -> bool {
-    Path::new("/proc").join(pid.trim()).exists()
+    std::fs::read_to_string(Path::new("/proc").join(pid.trim()).join("stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 /// kill -9 of the worker's process group while a step runs: its shell dies with it, and a
@@ -836,6 +842,327 @@ fn a_recipes_parallel_foreach_is_shared_by_two_workers() {
         );
         assert_eq!(settled(&on_engine), settled(&local), "{file}");
     }
+}
+
+/// A MEOW foreach whose iterations (two shell steps each, given a step's output through the
+/// foreach's variables) run as members: `items` items, `max_concurrent` 4; `fail`: the
+/// `on_error` of the step that fails for item 7.
+fn meow_foreach(items: usize, fail: &str) -> String {
+    let items: Vec<String> = (0..items).map(|n| n.to_string()).collect();
+    format!(
+        r#"[main]
+[[main.steps]]
+id = "setup"
+executor = "shell"
+command = "echo pre"
+[main.steps.outputs]
+tag = {{ source = "stdout" }}
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["setup"]
+items = "[{}]"
+item_var = "n"
+index_var = "i"
+template = ".work"
+max_concurrent = 4
+variables = {{ tag = "{{{{setup.outputs.tag}}}}" }}
+
+[[main.steps]]
+id = "after"
+executor = "shell"
+needs = ["each.*.b"]
+command = "echo after"
+[main.steps.outputs]
+said = {{ source = "stdout" }}
+
+[work]
+[work.variables]
+tag = {{ required = true }}
+
+[[work.steps]]
+id = "a"
+executor = "shell"
+command = "echo {{{{n}}}} $PPID >> items.log; sleep 0.1; echo {{{{tag}}}}-{{{{n}}}}"
+[work.steps.outputs]
+got = {{ source = "stdout" }}
+
+[[work.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+{fail}
+command = "test {{{{n}}}} != 7 || {{ echo seven >&2; exit 3; }}; echo {{{{a.outputs.got}}}}-{{{{i}}}}"
+[work.steps.outputs]
+said = {{ source = "stdout" }}
+"#,
+        items.join(", ")
+    )
+}
+
+/// A MEOW template's foreach on the engine: two workers behind one URL share its iterations
+/// (each run as a member), and the report (statuses, outputs, a failed step under
+/// `on_error = "continue"`, and a run failed by an iteration) is the one a local run gives.
+#[test]
+fn a_meow_foreach_is_shared_by_two_workers_and_reports_what_it_reports_locally() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write(
+        "each.meow.toml",
+        &meow_foreach(24, "on_error = \"continue\""),
+    );
+    e.write("fails.meow.toml", &meow_foreach(10, ""));
+    let args = ["run", "each.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran iterations: {seen:?}",
+            w.child.id()
+        );
+    }
+    assert_eq!(e.read("items.log").lines().count(), 24);
+    let local = e.local(&args);
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["steps"]["each.7.b"], "done", "{a}");
+    assert_eq!(a["stores"]["each.3.b"]["said"], "pre-3-3", "{a}");
+    assert_eq!(a["steps"]["after"], "done", "{a}");
+    // The members' steps are in the run's events.
+    let listed = e.pw(&["runs", "--format", "json"]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    let id = runs
+        .as_array()
+        .and_then(|r| {
+            r.iter()
+                .find(|r| r["status"] == "ok" && r["run_id"] != b["run_id"])
+        })
+        .and_then(|r| r["run_id"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let events = stdout(&e.pw(&["runs", "events", &id]));
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("step_completed") && l.contains("\"each.23.b\"")),
+        "{events}"
+    );
+    let args = ["run", "fails.meow.toml", "--format", "json"];
+    let (on_engine, local) = (e.pw(&args), e.local(&args));
+    assert_eq!(on_engine.status.code(), Some(1), "{}", text(&on_engine));
+    assert_eq!(on_engine.status.code(), local.status.code());
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["steps"]["each.7.b"], "failed", "{a}");
+    assert_eq!(a["steps"]["after"], "skipped", "{a}");
+}
+
+/// `pipewright cancel` during a MEOW foreach whose iterations run as members: the members in
+/// flight stop (their shells die, nothing of theirs lands), the run is `cancelled`, and
+/// `run --resume` finishes it, running again only the iterations that were in flight.
+#[test]
+fn a_meow_foreach_on_the_engine_is_cancelled_and_resumed() {
+    if skip_engine_test() {
+        return;
+    }
+    let e = Engine::start();
+    e.write(
+        "wait.meow.toml",
+        r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[1, 2, 3, 4, 5, 6]"
+item_var = "n"
+template = ".one"
+max_concurrent = 2
+
+[one]
+[[one.steps]]
+id = "s"
+executor = "shell"
+command = "echo {{n}} $$ >> items.log; if [ {{n}} -gt 2 ]; then i=0; while [ ! -f go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi; echo {{n}}"
+"#,
+    );
+    let detached = e.pw(&["run", "wait.meow.toml", "--detach"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = stdout(&detached).trim().to_string();
+    wait_for("two iterations to wait", 60, || {
+        e.read("items.log").lines().count() >= 4
+    });
+    let waiting: Vec<String> = e
+        .read("items.log")
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1).map(str::to_string))
+        .skip(2)
+        .collect();
+    let cancelled = e.pw(&["cancel", &id]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", text(&cancelled));
+    wait_for("the run to be recorded cancelled", 60, || {
+        let o = e.pw(&["runs", "--format", "json"]);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .is_some_and(|v| v[0]["status"] == "cancelled")
+    });
+    wait_for("the waiting iterations' shells to stop", 10, || {
+        waiting.iter().all(|p| !alive(p))
+    });
+    e.write("go", "");
+    let done = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_eq!(report(&done)["steps"]["each.5.s"], "done");
+    let log = e.read("items.log");
+    let runs = |n: &str| {
+        log.lines()
+            .filter(|l| l.split(' ').next() == Some(n))
+            .count()
+    };
+    // 1 and 2 landed before the cancel; 3 and 4 were in flight; 5 and 6 had not started.
+    assert_eq!(
+        ["1", "2", "3", "4", "5", "6"].map(runs),
+        [1, 1, 2, 2, 1, 1],
+        "{log}"
+    );
+}
+
+/// Top-level shell steps that run side by side: `n` of them after `setup`, each reading its
+/// output, then one that waits for them all.
+fn meow_side_by_side(n: usize) -> String {
+    let mut t = String::from(
+        "[main]\n[[main.steps]]\nid = \"setup\"\nexecutor = \"shell\"\ncommand = \"echo pre\"\n[main.steps.outputs]\ntag = { source = \"stdout\" }\n",
+    );
+    for k in 0..n {
+        t += &format!(
+            "\n[[main.steps]]\nid = \"p{k}\"\nexecutor = \"shell\"\nneeds = [\"setup\"]\ncommand = \"echo {k} $PPID >> items.log; sleep 0.2; echo {{{{setup.outputs.tag}}}}-{k}\"\n[main.steps.outputs]\ngot = {{ source = \"stdout\" }}\n"
+        );
+    }
+    let all: Vec<String> = (0..n).map(|k| format!("\"p{k}\"")).collect();
+    t += &format!(
+        "\n[[main.steps]]\nid = \"last\"\nexecutor = \"shell\"\nneeds = [{}]\ncommand = \"echo {{{{p3.outputs.got}}}}\"\n[main.steps.outputs]\nsaid = {{ source = \"stdout\" }}\n",
+        all.join(", ")
+    );
+    t
+}
+
+/// A MEOW template's steps that run side by side on the engine each run as a member: two
+/// workers behind one URL share them, and the report is the one a local run gives.
+#[test]
+fn meow_steps_side_by_side_are_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write("side.meow.toml", &meow_side_by_side(12));
+    let args = ["run", "side.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran steps: {seen:?}",
+            w.child.id()
+        );
+    }
+    let local = e.local(&args);
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["output"]["said"], "pre-3", "{a}");
+}
+
+/// Two workers behind one URL share a 100-iteration MEOW foreach; once both have run
+/// iterations, the one running the pass is killed with kill -9, and the survivor finishes
+/// the run: every iteration ran, and only those in flight at the kill ran again.
+#[test]
+fn two_workers_finish_a_meow_foreach_when_the_pass_dies() {
+    if skip_engine_test() {
+        return;
+    }
+    share_a_meow_foreach_and_kill(true);
+}
+
+/// The same, killing the worker that does not run the pass: the engine gives its members to
+/// the other worker, under the same pass.
+#[test]
+fn two_workers_finish_a_meow_foreach_when_an_iterations_worker_dies() {
+    if skip_engine_test() {
+        return;
+    }
+    share_a_meow_foreach_and_kill(false);
+}
+
+fn share_a_meow_foreach_and_kill(the_pass: bool) {
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    let items: Vec<String> = (0..100).map(|n| n.to_string()).collect();
+    e.write(
+        "fan.meow.toml",
+        &format!(
+            r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[{}]"
+item_var = "n"
+template = ".one"
+max_concurrent = 4
+
+[one]
+[[one.steps]]
+id = "s"
+executor = "shell"
+command = "echo {{{{n}}}} $PPID >> items.log; sleep 0.1"
+"#,
+            items.join(", ")
+        ),
+    );
+    let detached = e.pw(&["run", "fan.meow.toml", "--detach", "--format", "json"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
+    let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
+    let pids: Vec<u32> = e.workers.iter().map(|w| w.child.id()).collect();
+    wait_for("both workers to run iterations", 60, || {
+        let seen = item_pids(&e.read("items.log"));
+        pids.iter().all(|p| seen.contains(p))
+    });
+    let before = e.read("items.log").lines().count();
+    assert!(
+        before < 90,
+        "the kill comes in the middle of the run ({before} iterations)"
+    );
+    let pass = running_a_pass(&e.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
+    drop(e.workers.remove(if the_pass { pass } else { 1 - pass }));
+    let followed = e.pw(&["run", "--resume", &id, "--format", "json"]);
+    assert_eq!(followed.status.code(), Some(0), "{}", text(&followed));
+    let r = report(&followed);
+    for n in 0..100 {
+        assert_eq!(r["steps"][format!("each.{n}.s")], "done", "{r}");
+    }
+    let log = e.read("items.log");
+    let mut seen = std::collections::BTreeMap::<u32, u32>::new();
+    for l in log.lines() {
+        if let Some(n) = l.split(' ').next().and_then(|n| n.parse().ok()) {
+            *seen.entry(n).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), 100, "every iteration ran: {log}");
+    let twice = seen.values().filter(|&&c| c > 1).count();
+    assert!(
+        twice <= 4,
+        "only iterations in flight ran again ({twice}): {log}"
+    );
+    let other = e.workers[0].child.id();
+    let after: Vec<&str> = log.lines().skip(before).collect();
+    assert!(
+        after.iter().any(|l| l.ends_with(&format!(" {other}"))),
+        "the other worker finished the run: {log}"
+    );
 }
 
 /// On a terminal, following a run on the engine draws its steps as a local run does, from the

@@ -1,0 +1,544 @@
+//! A MEOW run's shell steps run apart from it on a durable engine (issue 24), through
+//! `pipewright_runtime::members`, in groups: a parallel foreach's iteration, or a top-level
+//! step that runs beside others. The run's one scheduler keeps the DAG and the step statuses.
+//!
+//! The pass inserts an iteration's steps into its DAG as a local run does. When the iteration
+//! can run alone, its steps are not dispatched: the first of them to be ready (and let through
+//! by `max_concurrent`) sends the whole iteration with its variables (`check` holds a
+//! template's output references to its own steps). A top-level step is sent the same way, alone,
+//! with the outputs of the steps it reads. Whichever worker takes the group runs its steps with
+//! this same scheduler, landing each under the pass's epoch (its landed steps are replayed when
+//! it is retried), and hands back how each step ended, in order. The pass then ends the same
+//! steps with the same results in the same order, so its statuses, joins, skips and its report
+//! are a local run's; it does not land them again.
+//!
+//! A group holds only shell steps without an `on_error` recovery template (a recovery expands
+//! into the run's DAG), and an iteration's needs name its own steps. Agent, spawn and kill
+//! steps stay with the scheduler: an agent works on one step at a time across the whole run,
+//! and in tmux its session and its `meow done` belong to the run's orchestrator. Expansions
+//! (expand, branch, foreach) insert steps into the one DAG.
+
+use super::dispatch::{Completion, InFlight};
+use super::state::{Ended, Scope, State, Status};
+use super::template::Template;
+use super::{recovery, subst, Exec};
+use crate::Executor;
+use pipewright_dialect::Member;
+use pipewright_ir::Program;
+use pipewright_runtime::codes;
+use pipewright_runtime::failure::RunError;
+use pipewright_runtime::members::{MemberCall, MemberReport, MemberResult, SentError};
+use pipewright_runtime::outcome::RunStatus;
+use pipewright_runtime::session::{Begun, RunOptions, RunStart};
+use pipewright_runtime::store;
+use pipewright_syntax::SourceMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The run's steps that run as members, and what they came to.
+#[derive(Default)]
+pub(super) struct Sent {
+    pub groups: Vec<Group>,
+    /// Step → the group (in `groups`) it belongs to.
+    pub of: HashMap<usize, usize>,
+    /// Steps a member landed, with their events: the pass does not land them again.
+    pub landed: HashSet<usize>,
+    /// The steps in the order they ended: what a member hands back (`None` in a run).
+    pub order: Option<Vec<usize>>,
+    /// A member was cancelled (its step's key): the run stops as cancelled.
+    pub cancelled: Option<String>,
+}
+
+/// Steps that run together as one member: an iteration, or a step alone.
+pub(super) struct Group {
+    /// `F.3`, `build`: its steps' keys are at or under it.
+    key: String,
+    /// What is sent; `None` once it was.
+    body: Option<Body>,
+    steps: Vec<usize>,
+}
+
+/// What a member is sent.
+#[derive(Debug, Serialize, Deserialize)]
+struct Body {
+    what: What,
+    /// The variables its steps see.
+    vars: Map<String, Value>,
+    /// The steps outside it whose outputs its steps read (`{{step.outputs…}}`): id, status,
+    /// outputs, as they stood when it was sent.
+    outside: Vec<(String, String, Map<String, Value>)>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum What {
+    /// An iteration of a foreach: the template as the foreach resolved it from the root
+    /// workflow's file, and the prefix of its steps' ids (`F.3.`).
+    Iteration { reference: String, prefix: String },
+    /// A top-level step of the root workflow, alone.
+    Step { id: String },
+}
+
+/// How one of a member's steps ended.
+#[derive(Debug, Serialize, Deserialize)]
+struct StepEnd {
+    id: String,
+    status: String,
+    outputs: Map<String, Value>,
+    error: Option<String>,
+    error_type: Option<String>,
+}
+
+/// The spec's error type a member names, as the run keeps it.
+fn error_type(name: &str) -> Option<&'static str> {
+    [
+        recovery::TIMEOUT,
+        recovery::COMMAND_FAILED,
+        recovery::AGENT_NOT_FOUND,
+        recovery::AGENT_CRASHED,
+        recovery::TEMPLATE_NOT_FOUND,
+    ]
+    .into_iter()
+    .find(|t| *t == name)
+}
+
+/// Whether template step `t` of an iteration whose step ids are `ids` can run apart from the
+/// run (see the module).
+/// `needs_inside`: its needs must name steps of `ids` (an iteration's); a step sent alone is
+/// sent once its needs are met.
+fn runs_alone(t: &super::template::TemplateStep, ids: &HashSet<&str>, needs_inside: bool) -> bool {
+    matches!(t.executor, Executor::Shell(_))
+        && !t
+            .on_error
+            .as_ref()
+            .is_some_and(|e| crate::on_error_template(&e.text))
+        && (!needs_inside || t.needs.iter().all(|n| ids.contains(n.as_str())))
+}
+
+/// The steps of `st` whose outputs step `i`'s fields and variables may read: what a member
+/// running it without them needs to know of them.
+fn outside(st: &State, i: usize) -> Vec<(String, String, Map<String, Value>)> {
+    let s = &st.steps[i];
+    let mut texts = Vec::new();
+    for (_, v) in super::dispatch::substituted_fields(&s.template.executor) {
+        super::collect_strings(&v, &mut texts);
+    }
+    if let Executor::Shell(shell) = &s.template.executor {
+        texts.extend(
+            shell
+                .command
+                .captures
+                .iter()
+                .filter_map(|c| c.source.as_ref().map(|t| t.text.clone())),
+        );
+    }
+    // A variable's value may hold references too (a default such as "{{b.outputs.x}}").
+    for v in s.scope.vars.values() {
+        super::collect_strings(v, &mut texts);
+    }
+    let mut named = Vec::new();
+    for text in &texts {
+        for (_, _, inner) in subst::refs(text) {
+            if let subst::Ref::Output { step, .. } = subst::parse(inner) {
+                named.extend(super::state::candidates(&s.id, &step));
+            }
+        }
+    }
+    named.sort();
+    named.dedup();
+    named
+        .into_iter()
+        .filter_map(|id| {
+            let k = *st.index.get(&id)?;
+            (k != i).then(|| {
+                let o = &st.steps[k];
+                (id, o.status.name().to_string(), o.outputs.clone())
+            })
+        })
+        .collect()
+}
+
+impl Exec {
+    /// Iteration `prefix` of foreach `i`, just inserted from `workflow` (which `reference`
+    /// names) with variables `vars`, runs as a member if it can.
+    pub(super) fn send_away(
+        &mut self,
+        st: &State,
+        i: usize,
+        workflow: &Template,
+        reference: String,
+        vars: Map<String, Value>,
+        prefix: &str,
+    ) {
+        // The member finds the template from the root workflow's file.
+        if self.members.is_none() || st.steps[i].src.path != self.root_path {
+            return;
+        }
+        let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
+        if workflow.steps.is_empty() || !workflow.steps.iter().all(|t| runs_alone(t, &ids, true)) {
+            return;
+        }
+        let steps: Vec<usize> = workflow
+            .steps
+            .iter()
+            .filter_map(|t| st.index.get(&format!("{prefix}{}", t.id)).copied())
+            .collect();
+        if steps.len() != workflow.steps.len()
+            || steps.iter().any(|&k| st.steps[k].status != Status::Pending)
+        {
+            return;
+        }
+        // Landed whole in an earlier pass: replayed here, at no cost.
+        if steps
+            .iter()
+            .all(|&k| self.recorded(&st.steps[k].id).is_some())
+        {
+            return;
+        }
+        let body = Body {
+            what: What::Iteration {
+                reference,
+                prefix: prefix.to_string(),
+            },
+            vars,
+            outside: Vec::new(),
+        };
+        self.group(prefix.trim_end_matches('.').to_string(), body, steps);
+    }
+
+    fn group(&mut self, key: String, body: Body, steps: Vec<usize>) -> usize {
+        let m = self.sent.groups.len();
+        for &k in &steps {
+            self.sent.of.insert(k, m);
+        }
+        self.sent.groups.push(Group {
+            key,
+            body: Some(body),
+            steps,
+        });
+        m
+    }
+
+    /// Ready step `i`, when it runs beside other steps with effects (`running`: some are in
+    /// flight), runs as a member of its own if it is a top-level shell step of the root
+    /// workflow that can (see the module); its group.
+    pub(super) fn send_alone(&mut self, st: &State, i: usize, running: bool) -> Option<usize> {
+        let s = &st.steps[i];
+        let alone = self.members.is_some()
+            && s.prefix.is_empty()
+            && s.src.path == self.root_path
+            && runs_alone(&s.template, &HashSet::new(), false)
+            // Landed in an earlier pass: replayed here, at no cost.
+            && self.recorded(&s.id).is_none();
+        // Expansions ready beside it end at once: they do not make it run side by side.
+        let beside = || {
+            running
+                || st.ready.iter().any(|&(_, k)| {
+                    !matches!(
+                        st.steps[k].template.executor,
+                        Executor::Expand(_) | Executor::Foreach(_) | Executor::Unknown { .. }
+                    )
+                })
+        };
+        if !alone || !beside() {
+            return None;
+        }
+        let body = Body {
+            what: What::Step { id: s.id.clone() },
+            vars: s.scope.vars.clone(),
+            outside: Vec::new(),
+        };
+        Some(self.group(s.id.clone(), body, vec![i]))
+    }
+
+    /// Step `i` of group `m` is ready: the group is sent, if it was not yet.
+    pub(super) fn send(&mut self, st: &State, m: usize, i: usize) -> Option<InFlight> {
+        let members = self.members.clone()?;
+        let it = &mut self.sent.groups[m];
+        let mut body = it.body.take()?;
+        if let What::Step { .. } = body.what {
+            body.outside = outside(st, i);
+        }
+        let call = MemberCall {
+            key: it.key.clone(),
+            body: serde_json::to_value(&body).unwrap_or_default(),
+        };
+        self.iteration_runs(st, i);
+        // Sent once polled, after the scheduler's commit, as a command starts: what was
+        // recorded before is durable first.
+        self.unflushed = true;
+        let commit_failed = self.commit_failed.clone();
+        Some(Box::pin(async move {
+            if let Some(e) = commit_failed.get() {
+                return (m, Completion::Member(MemberReport::broken(e.clone())));
+            }
+            (m, Completion::Member(members.run(call).await))
+        }))
+    }
+
+    /// Iteration `m` came back: its steps end here as they ended in the member.
+    pub(super) fn member_ended(
+        &mut self,
+        st: &mut State,
+        m: usize,
+        report: MemberReport,
+        ended: &mut Ended,
+    ) {
+        let key = self.sent.groups[m].key.clone();
+        let ends = match report.result {
+            MemberResult::Done(v) => match v.map(serde_json::from_value::<Vec<StepEnd>>) {
+                Some(Ok(ends)) => ends,
+                _ => {
+                    return self.iteration_failed(
+                        st,
+                        m,
+                        codes::STORE,
+                        format!("iteration {key} sent back what this pipewright does not read"),
+                        ended,
+                    )
+                }
+            },
+            MemberResult::Failed(e) => {
+                let e = RunError::from(e);
+                return self.iteration_failed(st, m, e.code, e.message, ended);
+            }
+            MemberResult::Cancelled { key } => {
+                self.sent.cancelled = Some(key);
+                return;
+            }
+            MemberResult::Stopped { budget, .. } => {
+                return self.iteration_failed(
+                    st,
+                    m,
+                    codes::STORE,
+                    format!("iteration {key} was stopped by the {budget} budget"),
+                    ended,
+                )
+            }
+            MemberResult::Broken(why) => {
+                return self.iteration_failed(
+                    st,
+                    m,
+                    codes::STORE,
+                    format!("iteration {key} could not run: {why}"),
+                    ended,
+                )
+            }
+        };
+        let mine = |st: &State, id: &str, of: &HashMap<usize, usize>| {
+            st.index.get(id).copied().filter(|k| of.get(k) == Some(&m))
+        };
+        let mut skipped = Vec::new();
+        for e in ends {
+            let Some(i) = mine(st, &e.id, &self.sent.of) else {
+                continue;
+            };
+            self.sent.landed.insert(i);
+            if st.steps[i].status.terminal() {
+                continue;
+            }
+            match Status::named(&e.status) {
+                Some(Status::Done) => st.end(i, Status::Done, e.outputs, None, ended),
+                Some(Status::Failed) => match e.error_type.as_deref().and_then(error_type) {
+                    Some(kind) => st.fail(i, kind, e.outputs, e.error.unwrap_or_default(), ended),
+                    None => st.end(i, Status::Failed, e.outputs, e.error, ended),
+                },
+                // Follows here from the failure it followed from there.
+                _ => skipped.push((i, e.error)),
+            }
+        }
+        for (i, why) in skipped {
+            st.end(i, Status::Skipped, Map::new(), why, ended);
+        }
+        let left = self.sent.groups[m]
+            .steps
+            .iter()
+            .any(|&k| !st.steps[k].status.terminal());
+        if left {
+            self.iteration_failed(
+                st,
+                m,
+                codes::STORE,
+                format!("iteration {key} came back without ending all its steps"),
+                ended,
+            );
+        }
+    }
+
+    /// Iteration `m` did not run (or not whole): each of its steps not ended fails so.
+    fn iteration_failed(
+        &mut self,
+        st: &mut State,
+        m: usize,
+        code: &'static str,
+        why: String,
+        ended: &mut Ended,
+    ) {
+        let steps = self.sent.groups[m].steps.clone();
+        for i in steps {
+            if !st.steps[i].status.terminal() {
+                self.codes.insert(i, code);
+                st.end(i, Status::Failed, Map::new(), Some(why.clone()), ended);
+            }
+        }
+    }
+}
+
+/// Runs an iteration sent from its run: the other side of [`Exec::send`].
+pub async fn member(
+    program: Arc<Program>,
+    module: Arc<crate::ast::Module>,
+    sources: &SourceMap,
+    opts: RunOptions,
+    member: Member,
+) -> MemberReport {
+    run_member(program, module, sources, opts, member)
+        .await
+        .unwrap_or_else(MemberReport::broken)
+}
+
+async fn run_member(
+    program: Arc<Program>,
+    module: Arc<crate::ast::Module>,
+    sources: &SourceMap,
+    opts: RunOptions,
+    member: Member,
+) -> Result<MemberReport, String> {
+    let Member { run_id, call, lock } = member;
+    let body: Body = serde_json::from_value(call.body)
+        .map_err(|e| format!("an iteration this pipewright does not read: {e}"))?;
+    let (name, mut lib, root) = super::root_template(
+        &program,
+        module,
+        sources,
+        opts.workflow.as_deref(),
+        opts.source_path.as_deref(),
+    )?;
+    // The steps, and the prefix of their ids.
+    let (steps, src, prefix) = match &body.what {
+        What::Iteration { reference, prefix } => {
+            let t = lib.resolve(reference, &root.src)?;
+            (t.steps.clone(), t.src.clone(), prefix.clone())
+        }
+        What::Step { id } => {
+            let Some(t) = root.steps.iter().find(|t| t.id == *id) else {
+                return Err(format!(
+                    "no step `{id}` in workflow `{name}`: the worker's module differs from the run's"
+                ));
+            };
+            (vec![t.clone()], root.src.clone(), String::new())
+        }
+    };
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+    let begun = Begun::joined(
+        &opts,
+        &run_id,
+        &call.key,
+        lock,
+        "the MEOW module",
+        &source_hash,
+    )
+    .map_err(|e| e.to_string())?;
+    let run_dir = super::run_dir(&opts, &run_id);
+    // The run's orchestrator listens on the run's host: a step's `meow …` reaches it there,
+    // or through the engine from any other host.
+    let socket = opts.channel.then(|| super::channel::socket_path(&run_dir));
+    let meow_bin = match (&socket, &opts.self_exe) {
+        (Some(_), Some(exe)) => Some(super::MeowPath::new(super::meow_command_dir(
+            &run_dir, exe,
+        )?)),
+        _ => None,
+    };
+    let session = begun.open(
+        opts.store.as_ref(),
+        RunStart {
+            file: opts.file_label.clone(),
+            workflow: name.clone(),
+            source_hash,
+        },
+        Vec::new(),
+        &opts.meter,
+    )?;
+    let mut exec = super::Exec::new(
+        &opts,
+        name,
+        session,
+        lib,
+        &root,
+        sources,
+        Map::new(),
+        socket,
+        meow_bin,
+    );
+    exec.members = None;
+    exec.sent.order = Some(Vec::new());
+    let mut st = State {
+        run_id,
+        outside: body
+            .outside
+            .into_iter()
+            .filter_map(|(id, status, outputs)| Some((id, (Status::named(&status)?, outputs))))
+            .collect(),
+        ..State::default()
+    };
+    let scope = Arc::new(Scope { vars: body.vars });
+    let ids: HashSet<&str> = steps.iter().map(|t| t.id.as_str()).collect();
+    let mut ended = Ended::default();
+    let mut refused = None;
+    for t in &steps {
+        let mut s = exec.new_step(
+            t.clone(),
+            scope.clone(),
+            src.clone(),
+            prefix.clone(),
+            None,
+            None,
+            0,
+        );
+        s.needs = match body.what {
+            What::Iteration { .. } => super::dispatch::rewrite(&t.needs, &ids, &prefix),
+            // Met in the run before it was sent.
+            What::Step { .. } => Vec::new(),
+        };
+        if let Err(e) = st.insert(s, &mut ended) {
+            refused = Some(e);
+            break;
+        }
+    }
+    let status = match refused {
+        Some(_) => RunStatus::Failed,
+        None => exec.drive(&mut st, ended, None).await,
+    };
+    exec.commit();
+    let order = exec.sent.order.take().unwrap_or_default();
+    let failed_write = exec.session.close();
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    let result = if status == RunStatus::Cancelled {
+        MemberResult::Cancelled { key: call.key }
+    } else if let Some(e) = failed_write {
+        let e = RunError::new(codes::STORE, &call.key, "foreach", root.span, e.to_string());
+        MemberResult::Failed(SentError::from(&e))
+    } else {
+        let ends: Vec<StepEnd> = order
+            .into_iter()
+            .map(|i| {
+                let s = &st.steps[i];
+                StepEnd {
+                    id: s.id.clone(),
+                    status: s.status.name().to_string(),
+                    outputs: s.outputs.clone(),
+                    error: s.error.clone(),
+                    error_type: st.error_types.get(&i).map(|t| t.to_string()),
+                }
+            })
+            .collect();
+        MemberResult::Done(Some(serde_json::to_value(ends).map_err(|e| e.to_string())?))
+    };
+    Ok(MemberReport {
+        result,
+        usage: Vec::new(),
+    })
+}

@@ -1,0 +1,462 @@
+//! A MEOW run's fan-out members run apart from it (issue 24's seam,
+//! `pipewright_runtime::members`): each sent as JSON to a runner that runs it under the run's
+//! owner, in the run's store, as another worker of an engine would. The run's report is the
+//! one it gives when nothing is sent; what is sent is what docs/engines.md ("MEOW members")
+//! says; a member that cannot run fails its steps; a resume replays what members landed.
+
+use pipewright_dialect::Member;
+use pipewright_runtime::backend::BoxFuture;
+use pipewright_runtime::members::{MemberCall, MemberReport, MemberResult, Members};
+use pipewright_runtime::store::{RunLock, SqliteStore, Store};
+use pipewright_runtime::RunOptions;
+use pipewright_syntax::SourceMap;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Joins the run's owner: records without a lock of its own (the run holds it).
+struct Joined;
+impl RunLock for Joined {}
+
+fn load(
+    text: &str,
+) -> (
+    Arc<pipewright_ir::Program>,
+    Arc<pipewright_meow::ast::Module>,
+    SourceMap,
+) {
+    let mut sources = SourceMap::new();
+    let file = sources.add("members.meow.toml", text);
+    let (program, module) =
+        pipewright_meow::check_and_lower(file, Path::new("members.meow.toml"), text)
+            .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    (Arc::new(program), Arc::new(module), sources)
+}
+
+/// What the runner does with a member.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    Run,
+    /// No worker could run it.
+    Broken,
+    /// Its worker let it go before it ran.
+    Cancelled,
+    /// Its worker dies once its step `b` has started (the member is stopped there), and the
+    /// engine retries it.
+    Retried,
+}
+
+/// Runs each member as a worker of an engine would: from the call as it travels (JSON), with
+/// options of its own, in the run's store. `answer` says what becomes of a member by its key.
+struct Elsewhere {
+    text: String,
+    dir: PathBuf,
+    run_id: String,
+    store: Arc<dyn Store>,
+    sent: Arc<Mutex<Vec<String>>>,
+    answer: fn(&str) -> Answer,
+}
+
+impl Members for Elsewhere {
+    fn run(&self, call: MemberCall) -> BoxFuture<'static, MemberReport> {
+        self.sent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(call.key.clone());
+        let answer = (self.answer)(&call.key);
+        let wire = serde_json::to_string(&call).unwrap_or_default();
+        let (text, dir, run_id, store) = (
+            self.text.clone(),
+            self.dir.clone(),
+            self.run_id.clone(),
+            self.store.clone(),
+        );
+        Box::pin(async move {
+            let call: MemberCall =
+                serde_json::from_str(&wire).unwrap_or_else(|e| panic!("{e}: {wire}"));
+            let report = match answer {
+                Answer::Broken => MemberReport::broken("no worker took it"),
+                Answer::Cancelled => MemberReport {
+                    result: MemberResult::Cancelled {
+                        key: call.key.clone(),
+                    },
+                    usage: Vec::new(),
+                },
+                Answer::Run => run_member(&text, &dir, &run_id, &store, call, None).await,
+                Answer::Retried => {
+                    let o = RunOptions::new(dir.clone());
+                    let cancel = o.cancel.clone();
+                    let log = dir.join("items.log");
+                    let started = format!("b-{}-start", call.key.rsplit('.').next().unwrap_or(""));
+                    let first = run_member(&text, &dir, &run_id, &store, call.clone(), Some(o));
+                    let kill = async {
+                        while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains(&started)) {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        }
+                        cancel.cancel();
+                    };
+                    let (first, ()) = tokio::join!(first, kill);
+                    assert!(
+                        matches!(first.result, MemberResult::Cancelled { .. }),
+                        "{first:?}"
+                    );
+                    run_member(&text, &dir, &run_id, &store, call, None).await
+                }
+            };
+            // And back, as it travels.
+            let wire = serde_json::to_string(&report).unwrap_or_default();
+            serde_json::from_str(&wire).unwrap_or_else(|e| panic!("{e}: {wire}"))
+        })
+    }
+}
+
+/// Runs a member as a worker does, with `o` (fresh options when `None`).
+async fn run_member(
+    text: &str,
+    dir: &Path,
+    run_id: &str,
+    store: &Arc<dyn Store>,
+    call: MemberCall,
+    o: Option<RunOptions>,
+) -> MemberReport {
+    let (program, module, sources) = load(text);
+    let mut o = o.unwrap_or_else(|| RunOptions::new(dir.to_path_buf()));
+    o.store = Some(store.clone());
+    let member = Member {
+        run_id: run_id.to_string(),
+        call,
+        lock: Box::new(Joined),
+    };
+    pipewright_meow::run::member(program, module, &sources, o, member).await
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn store_at(dir: &Path) -> Arc<dyn Store> {
+    Arc::new(SqliteStore::open(&dir.join("runs.db")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Runs `text` with `o`: the report, its run id blanked.
+fn run(text: &str, o: RunOptions) -> Value {
+    let (program, module, sources) = load(text);
+    let out = rt()
+        .block_on(pipewright_meow::run::run(program, module, &sources, o))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut v = out.to_json(&sources);
+    v["run_id"] = Value::Null;
+    v
+}
+
+/// A run of `text` whose members run elsewhere: its report, the keys sent, and its run id.
+fn with_members(
+    text: &str,
+    dir: &Path,
+    resume: Option<&str>,
+    answer: fn(&str) -> Answer,
+) -> (Value, Vec<String>, String) {
+    let store = store_at(dir);
+    let run_id = resume
+        .map(str::to_string)
+        .unwrap_or_else(pipewright_runtime::store::new_run_id);
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let mut o = RunOptions::new(dir.to_path_buf());
+    o.store = Some(store.clone());
+    match resume {
+        Some(id) => o.resume = Some(id.to_string()),
+        None => o.run_id = Some(run_id.clone()),
+    }
+    o.members = Some(Arc::new(Elsewhere {
+        text: text.to_string(),
+        dir: dir.to_path_buf(),
+        run_id: run_id.clone(),
+        store,
+        sent: sent.clone(),
+        answer,
+    }));
+    let v = run(text, o);
+    let mut sent = sent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    sent.sort();
+    (v, sent, run_id)
+}
+
+fn here(text: &str, dir: &Path) -> Value {
+    let mut o = RunOptions::new(dir.to_path_buf());
+    o.store = Some(store_at(dir));
+    run(text, o)
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Iterations of shell steps (a failure under `continue`, a failure that fails the
+/// iteration, a dependent skipped), `max_concurrent`, `join = false`, a wildcard need on the
+/// iterations, steps side by side reading another's output; and what stays in the run: a
+/// sequential foreach, an iteration with an agent step, a lone step's chain.
+const MODULE: &str = r#"[main]
+[[main.steps]]
+id = "setup"
+executor = "shell"
+command = "echo pre"
+[main.steps.outputs]
+tag = { source = "stdout" }
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["setup"]
+items = "[0, 1, 2, 3, 4, 5]"
+item_var = "n"
+index_var = "i"
+template = ".work"
+max_concurrent = 2
+variables = { tag = "{{setup.outputs.tag}}" }
+
+[[main.steps]]
+id = "loose"
+executor = "foreach"
+items = "[1, 2]"
+item_var = "x"
+join = false
+template = ".tick"
+
+[[main.steps]]
+id = "seq"
+executor = "foreach"
+items = "[1, 2]"
+item_var = "x"
+parallel = false
+template = ".tick"
+
+[[main.steps]]
+id = "asks"
+executor = "foreach"
+items = "[1]"
+item_var = "x"
+template = ".ask"
+
+[[main.steps]]
+id = "left"
+executor = "shell"
+needs = ["setup"]
+command = "echo left-{{setup.outputs.tag}}"
+[main.steps.outputs]
+said = { source = "stdout" }
+
+[[main.steps]]
+id = "right"
+executor = "shell"
+needs = ["setup"]
+command = "echo right >> items.log; echo right"
+[main.steps.outputs]
+said = { source = "stdout" }
+
+[[main.steps]]
+id = "works"
+executor = "shell"
+needs = ["each.*.a"]
+command = "echo works"
+
+[[main.steps]]
+id = "after"
+executor = "shell"
+needs = ["each", "left", "right"]
+command = "echo {{left.outputs.said}}"
+[main.steps.outputs]
+said = { source = "stdout" }
+
+[work]
+[work.variables]
+tag = { required = true }
+
+[[work.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log; echo {{tag}}-{{n}}"
+[work.steps.outputs]
+got = { source = "stdout" }
+
+[[work.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+on_error = "continue"
+command = "test {{n}} != 1 || { echo one >&2; exit 3; }; echo {{a.outputs.got}}-{{i}}"
+[work.steps.outputs]
+said = { source = "stdout" }
+
+[[work.steps]]
+id = "c"
+executor = "shell"
+needs = ["b"]
+command = "test {{n}} != 4"
+
+[[work.steps]]
+id = "d"
+executor = "shell"
+needs = ["c"]
+command = "echo d-{{n}}"
+
+[tick]
+[[tick.steps]]
+id = "t"
+executor = "shell"
+command = "echo {{x}}"
+
+[ask]
+[[ask.steps]]
+id = "q"
+executor = "agent"
+agent = "a"
+prompt = "Item {{x}}"
+"#;
+
+/// The report a run gives when its members run elsewhere is the one it gives when nothing is
+/// sent, and what is sent is what runs side by side and alone.
+#[test]
+fn members_run_elsewhere_come_to_what_they_come_to_here() {
+    let d = tempdir();
+    let (there, sent, _) = with_members(MODULE, d.path(), None, |_| Answer::Run);
+    let here = here(MODULE, tempdir().path());
+    assert_eq!(there, here);
+    assert_eq!(there["status"], "failed", "{there}");
+    assert_eq!(there["steps"]["each.1.b"], "done", "{there}");
+    assert_eq!(there["stores"]["each.1.b"]["error"], "one", "{there}");
+    assert_eq!(there["stores"]["each.3.b"]["said"], "pre-3-3", "{there}");
+    assert_eq!(there["steps"]["each.4.c"], "failed", "{there}");
+    assert_eq!(there["steps"]["each.4.d"], "skipped", "{there}");
+    assert_eq!(there["steps"]["each"], "failed", "{there}");
+    assert_eq!(there["steps"]["after"], "skipped", "{there}");
+    assert_eq!(there["steps"]["works"], "done", "{there}");
+    assert_eq!(there["stores"]["left"]["said"], "left-pre", "{there}");
+    let mut want: Vec<String> = (0..6).map(|n| format!("each.{n}")).collect();
+    want.extend(["loose.0", "loose.1", "left", "right"].map(String::from));
+    // `works` runs alone when the last iteration it waits for ends with nothing else in
+    // flight, else beside what is.
+    let sent: Vec<String> = sent.into_iter().filter(|k| k != "works").collect();
+    want.sort();
+    assert_eq!(sent, want);
+    // Each step ran once, where it was sent.
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["a-0", "a-1", "a-2", "a-3", "a-4", "a-5", "right"],
+        "{log}"
+    );
+}
+
+/// A member no worker could run fails the steps it held: the first with why, the rest
+/// skipped after it; the run fails so.
+#[test]
+fn a_member_that_cannot_run_fails_its_steps() {
+    let d = tempdir();
+    let (v, _, _) = with_members(MODULE, d.path(), None, |key| match key {
+        "each.2" => Answer::Broken,
+        _ => Answer::Run,
+    });
+    assert_eq!(v["status"], "failed", "{v}");
+    assert_eq!(v["steps"]["each.2.a"], "failed", "{v}");
+    assert_eq!(v["steps"]["each.2.b"], "skipped", "{v}");
+    assert_eq!(v["steps"]["each.3.d"], "done", "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("iteration each.2 could not run: no worker took it"),
+        "{v}"
+    );
+}
+
+/// A member its worker let go stops the run `cancelled`; the resume replays the iterations
+/// that landed whole (not sent again) and sends the rest.
+#[test]
+fn a_cancelled_member_stops_the_run_and_the_resume_sends_only_what_did_not_land() {
+    let text = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".one"
+max_concurrent = 1
+
+[one]
+[[one.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log"
+
+[[one.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "echo b-{{n}} >> items.log; echo {{n}}"
+[one.steps.outputs]
+n = { source = "stdout" }
+"#;
+    let d = tempdir();
+    let (v, sent, id) = with_members(text, d.path(), None, |key| match key {
+        "each.2" => Answer::Cancelled,
+        _ => Answer::Run,
+    });
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert_eq!(v["steps"]["each.2.a"], "pending", "{v}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    let (v, sent, _) = with_members(text, d.path(), Some(&id), |_| Answer::Run);
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["stores"]["each.3.b"]["n"], "3", "{v}");
+    assert_eq!(sent, ["each.2", "each.3"]);
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    assert_eq!(
+        log, "a-0\nb-0\na-1\nb-1\na-2\nb-2\na-3\nb-3\n",
+        "every step ran once"
+    );
+}
+
+/// A member retried after its worker died replays the steps it landed and runs the rest: only
+/// the step in flight ran twice, and the report is a local run's.
+#[test]
+fn a_retried_member_replays_what_it_landed() {
+    let text = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".one"
+
+[one]
+[[one.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log; echo {{n}}"
+[one.steps.outputs]
+got = { source = "stdout" }
+
+[[one.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log; echo {{a.outputs.got}}"
+[one.steps.outputs]
+got = { source = "stdout" }
+"#;
+    let d = tempdir();
+    let (v, sent, _) = with_members(text, d.path(), None, |key| match key {
+        "each.1" => Answer::Retried,
+        _ => Answer::Run,
+    });
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(v, here(text, tempdir().path()));
+    assert_eq!(v["stores"]["each.1.b"]["got"], "1", "{v}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    assert_eq!(count("a-1"), 1, "{log}");
+    assert_eq!(count("b-1-start"), 2, "{log}");
+    assert_eq!(count("b-1"), 1, "{log}");
+}
