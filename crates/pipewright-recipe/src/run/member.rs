@@ -16,10 +16,9 @@ use pipewright_ir::{Node, NodeKind, Program, Region};
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::RunError;
 use pipewright_runtime::members::{
-    exhausted, MemberCall, MemberReport, MemberResult, Members, SentError, SentSpan,
+    self, exhausted, MemberCall, MemberReport, MemberResult, Members, SentError, SentSpan,
 };
-use pipewright_runtime::session::{Begun, RunOptions, RunStart};
-use pipewright_runtime::store;
+use pipewright_runtime::session::RunOptions;
 use pipewright_syntax::SourceMap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -152,23 +151,22 @@ pub async fn member(
         .get(workflow.file)
         .map(|f| f.text.clone())
         .unwrap_or_else(|| Arc::from(""));
-    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let begun = match Begun::joined(&opts, &run_id, &call.key, lock, "the recipe", &source_hash) {
-        Ok(b) => b,
-        Err(e) => return MemberReport::broken(e.to_string()),
+    let members::Joined {
+        session,
+        opts,
+        meter,
+    } = match members::join(
+        opts,
+        sources,
+        &run_id,
+        &call.key,
+        lock,
+        "the recipe",
+        workflow.name.clone(),
+    ) {
+        Ok(j) => j,
+        Err(why) => return MemberReport::broken(why),
     };
-    let start = RunStart {
-        file: opts.file_label.clone(),
-        workflow: workflow.name.clone(),
-        source_hash,
-    };
-    let meter = opts.meter.clone();
-    let session = match begun.open(opts.store.as_ref(), start, Vec::new(), &meter) {
-        Ok(s) => s,
-        Err(e) => return MemberReport::broken(e),
-    };
-    let mut opts = opts;
-    opts.members = None;
     let (ex, frame) = super::root(workflow, text, opts, session);
     let Some(looped) = find_loop(&frame.workflow.body, sent.looped.into()) else {
         return MemberReport::broken(format!(
@@ -195,23 +193,13 @@ pub async fn member(
         }
     };
     let failed_write = ex.session.close();
-    let result = match (r, failed_write) {
-        (Ok(_), Some(e)) => {
-            let e = RunError::new(
-                codes::STORE,
-                &call.key,
-                looped.kind.name(),
-                looped.span,
-                e.to_string(),
-            );
-            MemberResult::Failed(SentError::from(&e))
-        }
-        (Ok(v), None) => {
+    let result = match r {
+        Ok(v) => {
             let landing = Value::Map([("result".to_string(), v)].into_iter().collect());
             MemberResult::Done(Some(values::to_landed(&landing)))
         }
-        (Err(Stop::Failed(e)), _) => MemberResult::Failed(SentError::from(&*e)),
-        (Err(Stop::Cancelled(key)), _) => match meter.exhausted() {
+        Err(Stop::Failed(e)) => MemberResult::Failed(SentError::from(&*e)),
+        Err(Stop::Cancelled(key)) => match meter.exhausted() {
             Some(e) => MemberResult::Stopped {
                 budget: e.budget.to_string(),
                 limit: e.limit,
@@ -219,12 +207,9 @@ pub async fn member(
             },
             None => MemberResult::Cancelled { key },
         },
-        (Err(Stop::Paused(_)), _) => {
-            MemberResult::Broken("an iteration cannot wait at a gate".into())
-        }
+        Err(Stop::Paused(_)) => MemberResult::Broken("an iteration cannot wait at a gate".into()),
     };
-    MemberReport {
-        result,
-        usage: meter.charged(),
-    }
+    members::report(&meter, result, failed_write, |e| {
+        RunError::new(codes::STORE, &call.key, looped.kind.name(), looped.span, e)
+    })
 }
