@@ -35,6 +35,11 @@ impl Limiter {
         }
     }
 
+    /// Whether it limits nothing (the recipe has no `rate_limiting`).
+    pub(super) fn limits_nothing(&self) -> bool {
+        self.slots.is_none() && self.min_delay.is_zero() && self.backoff.is_none()
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -93,6 +93,9 @@ pub(crate) struct Frame {
     /// The stages of the staged recipes calling this one, each followed by `/`: a gate in
     /// here is shown to the approver under `<parent stage>/<stage>` (notes §5.13).
     gate_path: String,
+    /// A sub-recipe's file, from the root recipe's directory (where an iteration sent to
+    /// another worker finds it there); `None`: the root.
+    file: Option<PathBuf>,
 }
 
 /// The context with the keys a step changed, so its landing holds only those.
@@ -157,6 +160,30 @@ impl Ctx {
             m.insert(k.to_string(), v);
         }
         Value::Map(m)
+    }
+
+    /// Applies the change an iteration made elsewhere ([`Ctx::apply`]), as the step's own: its
+    /// keys are the step's change too.
+    pub(crate) fn absorb(&mut self, delta: &Value) {
+        self.apply(delta);
+        let Value::Map(m) = delta else { return };
+        let set = match m.get("set") {
+            Some(Value::Map(set)) => set.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let unset = match m.get("unset") {
+            Some(Value::List(unset)) => unset
+                .iter()
+                .filter_map(|k| match k {
+                    Value::Str(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for k in set.into_iter().chain(unset) {
+            self.touch(&k);
+        }
     }
 
     /// Applies a landed change (on resume).
@@ -264,6 +291,7 @@ fn root(
         depth: 0,
         prefix: String::new(),
         gate_path: String::new(),
+        file: None,
     };
     (ex, frame)
 }
