@@ -867,7 +867,7 @@ impl Exec {
                 self.check_cancel(&ikey)?;
                 if let Some(members) = self.sends(inner) {
                     return self
-                        .item_elsewhere(members, f, node, &copy, &ikey, precounted)
+                        .item_elsewhere(members, f, node, inner, &copy, &ikey, precounted)
                         .await;
                 }
                 self.run_item(f, node, inner, &hash, &copy, &ikey, precounted)

@@ -5,12 +5,13 @@
 //! the iteration under the run's owner and sends back what it came to: its landing (the
 //! context it leaves), the agent turns it counted and what its turns told the rate limiter.
 //!
-//! A parallel foreach sends each iteration whose step is a `bash` command, or an agent step in a
-//! recipe without `rate_limiting` (its limits hold in one process); a sequential one, each
-//! iteration, one at a time, but under `rate_limiting` only iterations that take no agent turn
-//! (see [`Exec::sends_iteration`]).
+//! A parallel foreach sends each iteration whose step is a `bash` command or an agent step; a
+//! sequential one, each iteration, one at a time. Under `rate_limiting` the run's limiter
+//! admits each agent turn before it is sent, so only iterations of one agent step (or none)
+//! are sent then; the others run where the run is (see [`Exec::sends_iteration`]).
 
 use super::exec::{field, load_recipe, Boxed};
+use super::limiter::Turn;
 use super::{values, Ctx, Exec, Frame, Stop};
 use crate::runtime::Context;
 use crate::value::Value;
@@ -38,6 +39,9 @@ struct Sent {
     /// The iteration's context, as exact text (big integers, NaN).
     vars: String,
     what: Iteration,
+    /// Its agent turn was admitted by the run's rate limiter, whose backoff was then this (its
+    /// delay in ms, the successes since); `None`: not admitted (nothing to limit).
+    admitted: Option<(Option<u64>, u64)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -116,6 +120,8 @@ struct Reply {
     paused: Option<Json>,
     /// The agent turns it counted in the run's budget (`max_total_steps`).
     turns: u64,
+    /// What its agent turns told the rate limiter, in order.
+    limits: Vec<Turn>,
 }
 
 /// The foreach step at `span` in `region` or a body in it.
@@ -152,19 +158,29 @@ impl Exec {
     /// Where a parallel foreach's iteration running `inner` is sent, if it is.
     pub(super) fn sends(&self, inner: &Node) -> Option<&Arc<dyn Members>> {
         let members = self.members.as_ref()?;
-        let sendable = match inner.kind {
-            NodeKind::Command(_) => true,
-            NodeKind::Ask(_) => self.limiter.limits_nothing(),
-            _ => false,
-        };
-        sendable.then_some(members)
+        matches!(inner.kind, NodeKind::Command(_) | NodeKind::Ask(_)).then_some(members)
     }
 
-    /// Where an iteration of the sequential foreach `l` is sent, if it is: under
-    /// `rate_limiting` (its limits hold in one process) only one that takes no agent turn.
+    /// Where an iteration of the sequential foreach `l` is sent, if it is. Under
+    /// `rate_limiting` the run's limiter admits an agent turn before it is sent and holds its
+    /// slot until it ends: an iteration that may take more than one turn (several agent steps,
+    /// a sub-recipe) cannot be admitted so, and runs here.
     pub(super) fn sends_iteration(&self, l: &Loop) -> Option<&Arc<dyn Members>> {
         let members = self.members.as_ref()?;
-        (self.limiter.limits_nothing() || !takes_turns(&l.body)).then_some(members)
+        let admitted = self.limiter.limits_nothing()
+            || match l.body.entry.and_then(|n| l.body.node(n)) {
+                Some(one) if !l.nested => {
+                    matches!(one.kind, NodeKind::Command(_) | NodeKind::Ask(_))
+                }
+                _ => !takes_turns(&l.body),
+            };
+        admitted.then_some(members)
+    }
+
+    /// Whether an iteration running `inner` (one step) is admitted by the run's limiter before
+    /// it is sent.
+    fn admits(&self, inner: Option<&Node>) -> bool {
+        !self.limiter.limits_nothing() && inner.is_some_and(|n| matches!(n.kind, NodeKind::Ask(_)))
     }
 
     /// Runs iteration `ikey` of the parallel foreach `node` where `members` runs it; its result.
@@ -174,13 +190,21 @@ impl Exec {
         members: &'a Arc<dyn Members>,
         f: &'a Frame,
         node: &'a Node,
+        inner: &'a Node,
         vars: &'a Context,
         ikey: &'a str,
         precounted: bool,
     ) -> Boxed<'a, Result<Value, Stop>> {
         Box::pin(async move {
             let what = Iteration::Parallel { precounted };
-            let reply = self.send(members, f, node, vars, ikey, what).await?;
+            let admits = self.admits(Some(inner));
+            let _slot = match admits {
+                true => Some(self.limiter.acquire().await),
+                false => None,
+            };
+            let reply = self
+                .send(members, f, node, vars, ikey, what, admits)
+                .await?;
             if let Some(e) = reply.error {
                 return Err(Stop::Failed(Box::new(RunError::from(e))));
             }
@@ -206,11 +230,22 @@ impl Exec {
     ) -> Boxed<'a, Result<Value, Stop>> {
         Box::pin(async move {
             let ikey = format!("{key}.{i}");
+            let one = match &node.kind {
+                NodeKind::Loop(l) if !l.nested => inner(node),
+                _ => None,
+            };
+            let admits = self.admits(one);
+            let _slot = match admits {
+                true => Some(self.limiter.acquire().await),
+                false => None,
+            };
             let what = Iteration::Sequential {
                 index: i,
                 stage: stage.map(str::to_string),
             };
-            let reply = self.send(members, f, node, &ctx.vars, &ikey, what).await?;
+            let reply = self
+                .send(members, f, node, &ctx.vars, &ikey, what, admits)
+                .await?;
             let landing = values::from_landed(&reply.landing).unwrap_or(Value::Null);
             ctx.absorb(&landing);
             if let Some(e) = reply.error {
@@ -223,8 +258,9 @@ impl Exec {
         })
     }
 
-    /// Sends an iteration of the foreach `node` and waits for what it came to; its agent turns
-    /// are the run's.
+    /// Sends an iteration of the foreach `node` (its turn `admitted` by the run's limiter) and
+    /// waits for what it came to; its agent turns and what they told the limiter are the run's.
+    #[allow(clippy::too_many_arguments)]
     async fn send(
         &self,
         members: &Arc<dyn Members>,
@@ -233,6 +269,7 @@ impl Exec {
         vars: &Context,
         ikey: &str,
         what: Iteration,
+        admitted: bool,
     ) -> Result<Reply, Stop> {
         // As before any step with effects outside the run: what is staged is recorded first
         // (the budget's count of turns among it, which the iteration counts on from).
@@ -243,6 +280,7 @@ impl Exec {
             frame: SentFrame::of(f),
             vars: values::to_text(&Value::Map(vars.clone())),
             what,
+            admitted: admitted.then(|| self.limiter.backoff_state()),
         };
         let call = MemberCall {
             key: ikey.to_string(),
@@ -271,6 +309,7 @@ impl Exec {
                         )
                     })?;
                 self.agent_turns.fetch_add(reply.turns, Ordering::SeqCst);
+                self.limiter.replay(&reply.limits);
                 Ok(reply)
             }
             MemberResult::Failed(e) => Err(Stop::Failed(Box::new(RunError::from(e)))),
@@ -372,6 +411,7 @@ impl Exec {
             .agent_turns
             .load(Ordering::SeqCst)
             .saturating_sub(self.session.spawns_before());
+        reply.limits = self.limiter.turns();
         Ok(reply)
     }
 }
@@ -417,7 +457,11 @@ pub async fn member(
         Ok(j) => j,
         Err(why) => return MemberReport::broken(why),
     };
-    let (ex, root) = super::root(workflow, text, opts, session);
+    let (mut ex, root) = super::root(workflow, text, opts, session);
+    ex.limiter.keep_turns();
+    if let Some(backoff) = sent.admitted {
+        ex.limiter.admitted(backoff);
+    }
     let frame = match sent.frame.frame(root) {
         Ok(frame) => frame,
         Err(why) => {

@@ -1,7 +1,8 @@
 //! A recipe's foreach loops on the Restate engine, their iterations sent as invocations that
 //! any worker takes (issue 24): a sequential foreach (one iteration at a time, each seeing the
-//! context the last one left), and a parallel one inside a sub-recipe. Two workers behind one
-//! URL share the iterations and the report is a local run's; kill -9 of either worker in the
+//! context the last one left), a parallel one inside a sub-recipe, and a parallel one under
+//! `rate_limiting` (each agent turn admitted by the run's limiter). Two workers behind one URL
+//! share the iterations and the report is a local run's; kill -9 of either worker in the
 //! middle still finishes the run, each side effect once but the iteration in flight.
 //!
 //! Engine tests: see engine_restate.rs (`PIPEWRIGHT_SLOW_TESTS=1`, run in `unshare -rn`).
@@ -416,4 +417,107 @@ fn a_sub_recipes_parallel_foreach_finishes_when_the_worker_of_an_iteration_dies(
     std::fs::create_dir_all(e.project.join("sub")).unwrap_or_else(|err| panic!("{err}"));
     e.write("sub/wide.yaml", &sub);
     share_and_kill(&mut e, "parent.yaml", 60, false, 3);
+}
+
+/// An agent CLI that logs when each call starts and ends (ns) and in which worker.
+const AGENT: &str = r#"[backend.command]
+argv = ["sh", "-c", "echo \"start $(date +%s%N) $PPID\" >> calls.log; sleep 0.2; echo \"end $(date +%s%N) $PPID\" >> calls.log; echo \"did $1\"", "agent", "--", "{prompt}"]
+timeout_secs = 60
+"#;
+
+/// Agent turns under `rate_limiting`: a parallel foreach's and a sequential one's (each turn
+/// admitted by the run's limiter, then sent), and a sequential one of two turns an iteration
+/// (run where the run is: its turns cannot be admitted one by one before it is sent).
+const RATE_LIMITED: &str = r#"name: limited
+description: agent steps in foreach loops under rate_limiting
+version: "1.0.0"
+rate_limiting:
+  max_concurrent_llm: 1
+  min_delay_ms: 300
+context:
+  items: ["a", "b", "c", "d", "e", "f"]
+  few: ["g", "h"]
+steps:
+  - id: wide
+    foreach: "{{items}}"
+    parallel: true
+    agent: "x:y"
+    prompt: "do {{item}}"
+    collect: wide
+  - id: narrow
+    foreach: "{{items}}"
+    agent: "x:y"
+    prompt: "then {{item}}"
+    collect: narrow
+  - id: pairs
+    foreach: "{{few}}"
+    steps:
+      - id: ask
+        agent: "x:y"
+        prompt: "ask {{item}}"
+        output: asked
+      - id: check
+        agent: "x:y"
+        prompt: "check {{asked}}"
+        output: checked
+    collect: pairs
+"#;
+
+/// Under `rate_limiting` a foreach's agent turns are still sent to the workers, each admitted
+/// by the run's limiter first: two workers make the calls, never two at once, and each starts
+/// at least `min_delay_ms` after the one before ended; the report is a local run's.
+#[test]
+fn rate_limits_hold_across_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.write("pipewright.toml", AGENT);
+    e.two_workers_behind_a_balancer();
+    e.write("limited.yaml", RATE_LIMITED);
+    let args = [
+        "run",
+        "limited.yaml",
+        "--backend",
+        "command",
+        "--format",
+        "json",
+    ];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let calls = e.read("calls.log");
+    let _ = std::fs::remove_file(e.project.join("calls.log"));
+    let local = e.local(&args);
+    assert_eq!(settled(&on_engine), settled(&local));
+    let lines: Vec<(String, u128, u32)> = calls
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            Some((
+                w.next()?.to_string(),
+                w.next()?.parse().ok()?,
+                w.next()?.parse().ok()?,
+            ))
+        })
+        .collect();
+    assert_eq!(lines.len(), 2 * (6 + 6 + 4), "{calls}");
+    for pair in lines.chunks(2) {
+        assert_eq!(
+            (pair[0].0.as_str(), pair[1].0.as_str()),
+            ("start", "end"),
+            "one call at a time: {calls}"
+        );
+    }
+    for (i, w) in lines.windows(2).enumerate().filter(|(i, _)| i % 2 == 1) {
+        let gap_ms = w[1].1.saturating_sub(w[0].1) / 1_000_000;
+        assert!(
+            gap_ms >= 300,
+            "call {} started {gap_ms} ms after the last ended: {calls}",
+            i / 2 + 1
+        );
+    }
+    let workers: BTreeSet<u32> = lines.iter().map(|l| l.2).collect();
+    for w in e.worker_pids() {
+        assert!(workers.contains(&w), "worker {w} made calls: {calls}");
+    }
 }
