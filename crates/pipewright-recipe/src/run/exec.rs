@@ -703,7 +703,7 @@ impl Exec {
             self.check_cancel(&ikey)?;
             let landed = match self.landed(&ikey, &hash) {
                 Some(landed) => {
-                    ctx.apply(&landed);
+                    ctx.absorb(&landed);
                     landed
                 }
                 None => {
@@ -964,7 +964,7 @@ impl Exec {
             let ikey = format!("{key}.{i}");
             self.check_cancel(&ikey)?;
             if let Some(landed) = self.landed(&ikey, &hash) {
-                ctx.apply(&landed);
+                ctx.absorb(&landed);
                 results.push(field(&landed, "result"));
                 i += 1;
                 match field(&landed, "flow") {

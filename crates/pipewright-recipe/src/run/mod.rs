@@ -162,8 +162,10 @@ impl Ctx {
         Value::Map(m)
     }
 
-    /// Applies the change an iteration made elsewhere ([`Ctx::apply`]), as the step's own: its
-    /// keys are the step's change too.
+    /// Applies the change an iteration made ([`Ctx::apply`]) as the step's own: its keys are
+    /// the change of the step the iteration belongs to too, whether the iteration ran elsewhere
+    /// or is replayed (the step's landing must hold what a replayed iteration set, or a later
+    /// resume that replays the step would not have it).
     pub(crate) fn absorb(&mut self, delta: &Value) {
         self.apply(delta);
         let Value::Map(m) = delta else { return };

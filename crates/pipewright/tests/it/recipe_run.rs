@@ -1077,3 +1077,35 @@ fn on_a_terminal_the_gate_asks_and_the_run_goes_on() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("PW0813") && out.contains("not yet"), "{out}");
 }
+
+/// A foreach step resumed after its first iteration landed, then replayed whole by a second
+/// resume, gives the context of an uninterrupted run: what the replayed iteration set (here only
+/// the first sets `only_first`) is part of the step's own landing, not only of the iteration's.
+#[test]
+fn a_foreach_resumed_twice_keeps_what_its_replayed_iterations_set() {
+    resumed_twice("resume-twice.yaml");
+}
+
+/// The same for a while loop's iterations.
+#[test]
+fn a_while_loop_resumed_twice_keeps_what_its_replayed_iterations_set() {
+    resumed_twice("resume-twice-while.yaml");
+}
+
+/// Runs `file` (its second iteration fails until `fixed` exists, the step after it until
+/// `fixed2` does) to the end through two resumes; its last step prints `only_first`, which
+/// only the first iteration sets.
+fn resumed_twice(file: &str) {
+    let d = project();
+    let (code, failed) = run_json(d.path(), &[file]);
+    assert_eq!(code, Some(1), "the second iteration fails: {failed}");
+    let id = failed["run_id"].as_str().unwrap_or_default().to_string();
+    std::fs::write(d.path().join("fixed"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, again) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "the next step fails: {again}");
+    std::fs::write(d.path().join("fixed2"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, done) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["stores"]["only_first"], "only-1\n", "{done}");
+    assert_eq!(done["output"], "only-1\n", "{done}");
+}
