@@ -118,6 +118,10 @@ struct Reply {
     error: Option<SentError>,
     /// What the approver of a gate it reached (in a sub-recipe) is asked.
     paused: Option<Json>,
+    /// It was cancelled at this key: by a budget (`stopped`), or as its run let go.
+    cancelled: Option<String>,
+    /// The budget that stopped it (the run's name for it, its limit, what was spent).
+    stopped: Option<(String, String, pipewright_runtime::usage::Usage)>,
     /// The agent turns it counted in the run's budget (`max_total_steps`).
     turns: u64,
     /// What its agent turns told the rate limiter, in order.
@@ -253,6 +257,12 @@ impl Exec {
             }
             if let Some(pending) = reply.paused {
                 return Err(Stop::Paused(pending));
+            }
+            if let Some((budget, limit, spent)) = reply.stopped {
+                self.meter.stop(exhausted(&budget, limit, spent));
+            }
+            if let Some(key) = reply.cancelled {
+                return Err(Stop::Cancelled(key));
             }
             Ok(landing)
         })
@@ -403,7 +413,17 @@ impl Exec {
                         paused: Some(pending),
                         ..Reply::default()
                     },
-                    Err(cancelled) => return Err(cancelled),
+                    // A budget's stop, said with the change made before it, as a local run
+                    // leaves it in the report.
+                    Err(Stop::Cancelled(key)) => Reply {
+                        landing: left(),
+                        cancelled: Some(key),
+                        stopped: self
+                            .meter
+                            .exhausted()
+                            .map(|e| (e.budget.to_string(), e.limit, e.spent)),
+                        ..Reply::default()
+                    },
                 }
             }
         };

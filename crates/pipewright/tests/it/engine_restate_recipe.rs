@@ -181,6 +181,28 @@ steps:
     collect: got
 "#;
 
+/// A budget (`--max-agent-calls 2`) stops the run in the third iteration, after its first
+/// step changed the context.
+const SEQUENTIAL_STOPPED: &str = r#"name: seqstop
+description: a sequential foreach stopped by a budget
+version: "1.0.0"
+context:
+  items: ["a", "b", "c"]
+steps:
+  - id: each
+    foreach: "{{items}}"
+    steps:
+      - id: mark
+        type: bash
+        command: "printf 'marked-{{item}}'"
+        output: marked
+      - id: ask
+        agent: "x:y"
+        prompt: "about {{marked}}"
+        output: said
+    collect: rounds
+"#;
+
 /// A sequential foreach on the engine: two workers behind one URL share its iterations, each
 /// seeing the context the last one left, and the report (the chained context, exit codes, a
 /// failed iteration under `continue` and under `fail`, sub-recipes run by iterations, agent
@@ -212,6 +234,8 @@ fn a_recipes_sequential_foreach_is_shared_by_two_workers() {
     );
     same_report_as_local(&e, "seqfail.yaml", &[]);
     same_report_as_local(&e, "seqbudget.yaml", &[]);
+    e.write("seqstop.yaml", SEQUENTIAL_STOPPED);
+    same_report_as_local(&e, "seqstop.yaml", &["--max-agent-calls", "2"]);
 }
 
 /// A parent whose sub-recipe holds a parallel foreach and a sequential one.
