@@ -384,9 +384,21 @@ impl Exec {
 
     /// Forgets what an earlier attempt landed inside an iteration that runs again (the
     /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
-    /// must not be replayed from the attempt that died.
+    /// must not be replayed from the attempt that died. An approval gate's state is kept: a
+    /// person's decision (or the question already asked, with its time) is not the step's to
+    /// repeat, and without it an iteration reaching a gate would wait at it again forever.
     fn forget_under(&self, key: &str) -> Result<(), StoreError> {
-        self.session.forget_under(key, false)
+        let gates: Vec<_> = self
+            .session
+            .landings_under(key)
+            .into_iter()
+            .filter(|(_, hash, _)| gate::is_gate(hash))
+            .collect();
+        self.session.forget_under(key, false)?;
+        for (k, hash, landed) in gates {
+            self.session.land(&k, &hash, landed, None, false)?;
+        }
+        Ok(())
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.

@@ -545,3 +545,58 @@ fn rate_limits_hold_across_workers() {
         assert!(workers.contains(&w), "worker {w} made calls: {calls}");
     }
 }
+
+/// Gates in a sub-recipe that a sequential foreach's iterations call, on the engine: each
+/// iteration, sent to a worker, pauses the run at its gate; approved from the client, the
+/// run goes on by itself, the iteration keeping its decision when it runs again, and the
+/// run ends as a local run approved the same way.
+#[test]
+fn gates_in_sequential_iterations_are_decided_on_the_engine() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    std::fs::create_dir_all(e.project.join("sub")).unwrap_or_else(|err| panic!("{err}"));
+    copy_into(
+        &testdata("recipe/run/sub/gated.yaml"),
+        &e.project.join("sub"),
+    );
+    let file = e.copy(&testdata("recipe/run/gated-loop.yaml"));
+    let finished = |pw: &dyn Fn(&[&str]) -> Output| {
+        let paused = pw(&["run", &file, "--format", "json"]);
+        assert_eq!(paused.status.code(), Some(3), "{}", text(&paused));
+        let id = report(&paused)["stores"]["session"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        for (message, next) in [("one", "child ok c1-y\n?"), ("two", "")] {
+            let approved = pw(&["approve", &id, "--message", message]);
+            assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+            // Followed until the decision has taken effect (the engine goes on by itself).
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let o = pw(&["run", "--resume", &id, "--format", "json"]);
+                let v = report(&o);
+                let done = match next {
+                    "" => o.status.code() == Some(0),
+                    prompt => v["pending"]["prompt"] == prompt,
+                };
+                if done {
+                    if next.is_empty() {
+                        return o;
+                    }
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "{}", text(&o));
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        }
+        unreachable!()
+    };
+    let on_engine = finished(&|args| e.pw(args));
+    let local = finished(&|args| e.local(args));
+    assert_eq!(settled(&on_engine), settled(&local));
+    let log = e.read("log");
+    assert!(log.contains("c2-two"), "{log}");
+}

@@ -1109,3 +1109,27 @@ fn resumed_twice(file: &str) {
     assert_eq!(done["stores"]["only_first"], "only-1\n", "{done}");
     assert_eq!(done["output"], "only-1\n", "{done}");
 }
+
+/// A gate in a sub-recipe that a foreach's iterations call: each iteration pauses at it, and
+/// its decision is kept when the iteration runs again on the resume (its steps before the gate
+/// run again, as an iteration does), so approving each gate finishes the run.
+#[test]
+fn gates_in_a_foreach_s_iterations_are_decided_one_by_one() {
+    let d = project();
+    let (id, v) = pause(d.path(), "gated-loop.yaml");
+    assert_eq!(v["pending"]["prompt"], "child ok c1-x\n?", "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "one"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(3), "the second iteration's gate waits: {v}");
+    assert_eq!(v["pending"]["prompt"], "child ok c1-y\n?", "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "two"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+    let c2: Vec<&Value> = r["stores"]["all"]
+        .as_array()
+        .map(|a| a.iter().map(|g| &g["c2"]).collect())
+        .unwrap_or_default();
+    assert_eq!(c2, [&json!("c2-one\n"), &json!("c2-two\n")], "{r}");
+}
