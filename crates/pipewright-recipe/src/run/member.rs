@@ -5,8 +5,8 @@
 //! the iteration under the run's owner and sends back what it came to: its landing (the
 //! context it leaves), the agent turns it counted and what its turns told the rate limiter.
 //!
-//! A parallel foreach sends each iteration whose step is a `bash` command or an agent step; a
-//! sequential one, each iteration, one at a time. Under `rate_limiting` the run's limiter
+//! A parallel foreach sends each iteration (a `bash` command, an agent step or a sub-recipe
+//! call); a sequential one, each iteration, one at a time. Under `rate_limiting` the run's limiter
 //! admits each agent turn before it is sent, so only iterations of one agent step (or none)
 //! are sent then; the others run where the run is (see [`Exec::sends_iteration`]).
 
@@ -159,10 +159,17 @@ fn takes_turns(region: &Region) -> bool {
 }
 
 impl Exec {
-    /// Where a parallel foreach's iteration running `inner` is sent, if it is.
+    /// Where a parallel foreach's iteration running `inner` is sent, if it is: a sub-recipe
+    /// call not under `rate_limiting` (its turns cannot be admitted one by one, see
+    /// [`Exec::sends_iteration`]).
     pub(super) fn sends(&self, inner: &Node) -> Option<&Arc<dyn Members>> {
         let members = self.members.as_ref()?;
-        matches!(inner.kind, NodeKind::Command(_) | NodeKind::Ask(_)).then_some(members)
+        let sendable = match inner.kind {
+            NodeKind::Command(_) | NodeKind::Ask(_) => true,
+            NodeKind::SubWorkflow(_) => self.limiter.limits_nothing(),
+            _ => false,
+        };
+        sendable.then_some(members)
     }
 
     /// Where an iteration of the sequential foreach `l` is sent, if it is. Under
@@ -318,7 +325,15 @@ impl Exec {
                             format!("iteration {ikey} answered what this pipewright does not read"),
                         )
                     })?;
-                self.agent_turns.fetch_add(reply.turns, Ordering::SeqCst);
+                if reply.turns > 0 {
+                    // Recorded as the run's count: iterations at once each recorded their own
+                    // start plus theirs.
+                    let total =
+                        self.agent_turns.fetch_add(reply.turns, Ordering::SeqCst) + reply.turns;
+                    self.session
+                        .spawns(total)
+                        .map_err(|e| self.fail(ikey, node, codes::STORE, e))?;
+                }
                 self.limiter.replay(&reply.limits);
                 Ok(reply)
             }

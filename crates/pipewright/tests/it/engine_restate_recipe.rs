@@ -274,9 +274,43 @@ steps:
     collect: narrow
 "#;
 
-/// A parallel foreach inside a sub-recipe on the engine: its iterations, found by the worker in
-/// its own copy of the sub-recipe, are shared by two workers behind one URL, and the report is
-/// a local run's.
+/// A parallel foreach of sub-recipe calls, each with an agent turn.
+const PARALLEL_CALLS: &str = r#"name: calls
+description: a parallel foreach of sub-recipe calls
+version: "1.0.0"
+context:
+  people: ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"]
+steps:
+  - id: each
+    type: recipe
+    foreach: "{{people}}"
+    as: who
+    parallel: 3
+    recipe: "sub/ask.yaml"
+    context:
+      who: "{{who}}"
+    collect: answers
+"#;
+
+const ASK: &str = r#"name: ask
+description: a sub-recipe with an agent turn
+version: "1.0.0"
+context:
+  who: ""
+steps:
+  - id: log
+    type: bash
+    command: "echo \"{{who}} $PPID\" >> items.log; sleep 0.1; echo logged"
+    output: logged
+  - id: ask
+    agent: "x:y"
+    prompt: "greet {{who}}"
+    output: greeting
+"#;
+
+/// A parallel foreach inside a sub-recipe on the engine, and one of sub-recipe calls: their
+/// iterations, found by the worker in its own copy of the sub-recipe, are shared by two
+/// workers behind one URL, and each report is a local run's.
 #[test]
 fn a_parallel_foreach_in_a_sub_recipe_is_shared_by_two_workers() {
     if skip_engine_test() {
@@ -287,10 +321,14 @@ fn a_parallel_foreach_in_a_sub_recipe_is_shared_by_two_workers() {
     e.write("parent.yaml", &PARENT.replace("ITEMS", &items(24)));
     std::fs::create_dir_all(e.project.join("sub")).unwrap_or_else(|err| panic!("{err}"));
     e.write("sub/fan.yaml", FAN);
-    let log = same_report_as_local(&e, "parent.yaml", &[]);
-    let ran = pids(&log);
-    for w in e.worker_pids() {
-        assert!(ran.contains(&w), "worker {w} ran iterations: {log}");
+    e.write("calls.yaml", PARALLEL_CALLS);
+    e.write("sub/ask.yaml", ASK);
+    for file in ["parent.yaml", "calls.yaml"] {
+        let log = same_report_as_local(&e, file, &[]);
+        let ran = pids(&log);
+        for w in e.worker_pids() {
+            assert!(ran.contains(&w), "{file}: worker {w} ran iterations: {log}");
+        }
     }
 }
 
