@@ -219,6 +219,9 @@ impl Exec {
             if let Some(e) = reply.error {
                 return Err(Stop::Failed(Box::new(RunError::from(e))));
             }
+            if let Some(pending) = reply.paused {
+                return Err(Stop::Paused(pending));
+            }
             Ok(values::from_landed(&reply.landing)
                 .map(|l| field(&l, "result"))
                 .unwrap_or(Value::Null))
@@ -392,6 +395,11 @@ impl Exec {
                     },
                     Err(Stop::Failed(e)) => Reply {
                         error: Some(SentError::from(&*e)),
+                        ..Reply::default()
+                    },
+                    // At a gate in the sub-recipe it calls.
+                    Err(Stop::Paused(pending)) => Reply {
+                        paused: Some(pending),
                         ..Reply::default()
                     },
                     Err(other) => return Err(other),

@@ -584,12 +584,44 @@ fn rate_limits_hold_across_workers() {
     }
 }
 
-/// Gates in a sub-recipe that a sequential foreach's iterations call, on the engine: each
-/// iteration, sent to a worker, pauses the run at its gate; approved from the client, the
-/// run goes on by itself, the iteration keeping its decision when it runs again, and the
-/// run ends as a local run approved the same way.
+/// Runs `file` (on the engine or locally, as `pw` runs pipewright) to its end through the
+/// gates it pauses at: each approved with its message, then followed until the next gate asks
+/// its prompt (`""`: until the run has ended). The last report.
+fn through_gates(pw: &dyn Fn(&[&str]) -> Output, file: &str, gates: &[(&str, &str)]) -> Output {
+    let paused = pw(&["run", file, "--format", "json"]);
+    assert_eq!(paused.status.code(), Some(3), "{}", text(&paused));
+    let id = report(&paused)["stores"]["session"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut last = paused;
+    for (message, next) in gates {
+        let approved = pw(&["approve", &id, "--message", message]);
+        assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+        // Followed until the decision has taken effect (the engine goes on by itself).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            last = pw(&["run", "--resume", &id, "--format", "json"]);
+            let done = match *next {
+                "" => last.status.code() == Some(0),
+                prompt => report(&last)["pending"]["prompt"] == prompt,
+            };
+            if done {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{}", text(&last));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+    last
+}
+
+/// Gates in a sub-recipe that a foreach's iterations call, on the engine: each iteration, sent
+/// to a worker, pauses the run at its gate; approved from the client, the run goes on by
+/// itself, the iteration keeping its decision when it runs again, and the run ends as a local
+/// run approved the same way. A sequential loop (a gate in each iteration) and a parallel one.
 #[test]
-fn gates_in_sequential_iterations_are_decided_on_the_engine() {
+fn gates_in_iterations_are_decided_on_the_engine() {
     if skip_engine_test() {
         return;
     }
@@ -600,41 +632,21 @@ fn gates_in_sequential_iterations_are_decided_on_the_engine() {
         &testdata("recipe/run/sub/gated.yaml"),
         &e.project.join("sub"),
     );
-    let file = e.copy(&testdata("recipe/run/gated-loop.yaml"));
-    let finished = |pw: &dyn Fn(&[&str]) -> Output| {
-        let paused = pw(&["run", &file, "--format", "json"]);
-        assert_eq!(paused.status.code(), Some(3), "{}", text(&paused));
-        let id = report(&paused)["stores"]["session"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        for (message, next) in [("one", "child ok c1-y\n?"), ("two", "")] {
-            let approved = pw(&["approve", &id, "--message", message]);
-            assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
-            // Followed until the decision has taken effect (the engine goes on by itself).
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            loop {
-                let o = pw(&["run", "--resume", &id, "--format", "json"]);
-                let v = report(&o);
-                let done = match next {
-                    "" => o.status.code() == Some(0),
-                    prompt => v["pending"]["prompt"] == prompt,
-                };
-                if done {
-                    if next.is_empty() {
-                        return o;
-                    }
-                    break;
-                }
-                assert!(std::time::Instant::now() < deadline, "{}", text(&o));
-                std::thread::sleep(std::time::Duration::from_millis(300));
-            }
-        }
-        unreachable!()
-    };
-    let on_engine = finished(&|args| e.pw(args));
-    let local = finished(&|args| e.local(args));
-    assert_eq!(settled(&on_engine), settled(&local));
+    let cases: [(String, &[(&str, &str)]); 2] = [
+        (
+            e.copy(&testdata("recipe/run/gated-loop.yaml")),
+            &[("one", "child ok c1-y\n?"), ("two", "")],
+        ),
+        (
+            e.copy(&testdata("recipe/run/gated-parallel.yaml")),
+            &[("one", "")],
+        ),
+    ];
+    for (file, gates) in cases {
+        let on_engine = through_gates(&|args| e.pw(args), &file, gates);
+        let local = through_gates(&|args| e.local(args), &file, gates);
+        assert_eq!(settled(&on_engine), settled(&local), "{file}");
+    }
     let log = e.read("log");
     assert!(log.contains("c2-two"), "{log}");
 }
