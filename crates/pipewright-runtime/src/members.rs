@@ -7,12 +7,14 @@
 
 use crate::backend::BoxFuture;
 use crate::failure::{Failure, RunError};
-use crate::usage::{Exhausted, Usage};
-use pipewright_syntax::{FileId, Span};
+use crate::session::{Begun, RunOptions, RunSession, RunStart};
+use crate::store::{self, RunLock, StoreError};
+use crate::usage::{Exhausted, Meter, Usage};
+use pipewright_syntax::{FileId, SourceMap, Span};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One member to run: its recovery key (`1.for_each.7`) and what its runtime needs to run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,6 +182,68 @@ fn intern(s: &str) -> &'static str {
     let kept: &'static str = Box::leak(s.to_string().into_boxed_str());
     seen.insert(kept);
     kept
+}
+
+/// A member opened where it runs: its session, joined to the run's owner, and the options it
+/// runs with. What every runtime's member does before it runs is [`join`]; after, [`report`].
+pub struct Joined {
+    pub session: RunSession,
+    /// The run's options, without [`Members`]: a fan-out inside a member runs in its worker.
+    pub opts: RunOptions,
+    /// `opts`' meter, kept for [`report`] once the runtime has taken `opts`.
+    pub meter: Arc<Meter>,
+}
+
+/// Joins member `key` of run `run_id` under `lock`, the run's owner: the run's landings under
+/// the member are replayed, and the files loaded here must be the run's (`what` names them in
+/// the refusal). `workflow` is recorded with the session's start, as a run of the runtime's.
+/// `Err`: why the member cannot run ([`MemberReport::broken`]).
+pub fn join(
+    mut opts: RunOptions,
+    sources: &SourceMap,
+    run_id: &str,
+    key: &str,
+    lock: Box<dyn RunLock>,
+    what: &str,
+    workflow: String,
+) -> Result<Joined, String> {
+    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
+    let begun =
+        Begun::joined(&opts, run_id, key, lock, what, &source_hash).map_err(|e| e.to_string())?;
+    let start = RunStart {
+        file: opts.file_label.clone(),
+        workflow,
+        source_hash,
+    };
+    let meter = opts.meter.clone();
+    let session = begun.open(opts.store.as_ref(), start, Vec::new(), &meter)?;
+    opts.members = None;
+    Ok(Joined {
+        session,
+        opts,
+        meter,
+    })
+}
+
+/// A member's report once it has run: what it came to, unless a write of its failed (what its
+/// session's [`RunSession::close`] answered), which fails a member that otherwise succeeded,
+/// in the words of `store_failure`; and what its agent calls cost.
+pub fn report(
+    meter: &Meter,
+    result: MemberResult,
+    failed_write: Option<StoreError>,
+    store_failure: impl FnOnce(String) -> RunError,
+) -> MemberReport {
+    let result = match (failed_write, result) {
+        (Some(e), MemberResult::Done(_)) => {
+            MemberResult::Failed(SentError::from(&store_failure(e.to_string())))
+        }
+        (_, r) => r,
+    };
+    MemberReport {
+        result,
+        usage: meter.charged(),
+    }
 }
 
 #[cfg(test)]

@@ -448,6 +448,16 @@ impl RunSession {
         lock(&self.landed).get(key).cloned()
     }
 
+    /// The landings at `key` and under it: each key, with its step's hash and what it landed.
+    pub fn landings_under(&self, key: &str) -> Vec<(String, String, Landed)> {
+        let under = format!("{key}.");
+        lock(&self.landed)
+            .iter()
+            .filter(|(k, _)| *k == key || k.starts_with(&under))
+            .map(|(k, (h, l))| (k.clone(), h.clone(), l.clone()))
+            .collect()
+    }
+
     /// The value `key` landed, if the step that landed it had content hash `hash`.
     pub fn replayed(&self, key: &str, hash: &str) -> Option<serde_json::Value> {
         match lock(&self.landed).get(key) {

@@ -10,10 +10,9 @@ use pipewright_r1::Value;
 use pipewright_runtime::codes;
 use pipewright_runtime::failure::{Failure, RunError};
 use pipewright_runtime::members::{
-    exhausted, MemberCall, MemberReport, MemberResult, Members, SentError, SentSpan,
+    self, exhausted, MemberCall, MemberReport, MemberResult, Members, SentSpan,
 };
-use pipewright_runtime::session::{Begun, RunOptions, RunStart};
-use pipewright_runtime::store;
+use pipewright_runtime::session::RunOptions;
 use pipewright_syntax::SourceMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -243,49 +242,32 @@ pub async fn member(
             call.key
         ));
     };
-    let source_hash = store::source_hash(sources.files().map(|f| &*f.text));
-    let begun = match Begun::joined(
-        &opts,
+    let members::Joined {
+        session,
+        opts,
+        meter,
+    } = match members::join(
+        opts,
+        sources,
         &run_id,
         &call.key,
         lock,
         "the pipeline files",
-        &source_hash,
+        String::new(),
     ) {
-        Ok(b) => b,
-        Err(e) => return MemberReport::broken(e.to_string()),
+        Ok(j) => j,
+        Err(why) => return MemberReport::broken(why),
     };
-    let start = RunStart {
-        file: opts.file_label.clone(),
-        workflow: String::new(),
-        source_hash,
-    };
-    let meter = opts.meter.clone();
-    let session = match begun.open(opts.store.as_ref(), start, Vec::new(), &meter) {
-        Ok(s) => s,
-        Err(e) => return MemberReport::broken(e),
-    };
-    let mut opts = opts;
-    opts.members = None;
     let interp = Interp::new(program.clone(), sources, opts, session);
     let frame = Frame::from(&sent.frame);
     let r = interp
         .run_member(node, body, &frame, call.key.clone(), sent.attempts)
         .await;
     let failed_write = interp.session.close();
-    let mut result = MemberResult::of(r, meter.exhausted());
-    if let (Some(e), MemberResult::Done(_)) = (failed_write, &result) {
-        let e = RunError::new(
-            codes::STORE,
-            &call.key,
-            node.kind.name(),
-            node.span,
-            e.to_string(),
-        );
-        result = MemberResult::Failed(SentError::from(&e));
-    }
-    MemberReport {
-        result,
-        usage: meter.charged(),
-    }
+    members::report(
+        &meter,
+        MemberResult::of(r, meter.exhausted()),
+        failed_write,
+        |e| RunError::new(codes::STORE, &call.key, node.kind.name(), node.span, e),
+    )
 }

@@ -12,7 +12,7 @@ use pipewright_runtime::failure::RunError;
 use pipewright_runtime::store::{EventKind, StoreError};
 use pipewright_runtime::tools::process;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -538,41 +538,7 @@ impl Exec {
             )));
         }
         let path = f.dir.join(&rel);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            let abs = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
-            if e.kind() == std::io::ErrorKind::NotFound {
-                fail(format!("Sub-recipe not found: {}", abs.display()))
-            } else {
-                fail(format!("cannot read sub-recipe {}: {e}", abs.display()))
-            }
-        })?;
-        let (docs, diags) = pipewright_yaml::load(
-            pipewright_syntax::FileId(u32::MAX),
-            &text,
-            pipewright_yaml::Limits::default(),
-        );
-        let Some(root) = docs.iter().find_map(|d| d.root.as_ref()) else {
-            let why = diags
-                .first()
-                .map(|d| d.message.clone())
-                .unwrap_or_else(|| "the file is empty".into());
-            return Err(fail(format!("Failed to load recipe {rel}: {why}")));
-        };
-        // Not validated (as the runner does), but what the runner refuses to load fails here.
-        if root.as_map().is_none() {
-            return Err(fail(format!(
-                "Failed to load recipe {rel}: Recipe YAML must be a dictionary"
-            )));
-        }
-        let mut loader = crate::load::Loader::new();
-        let recipe = loader.recipe(root);
-        if let Some(d) = loader.diags.iter().find(|d| d.is_error()) {
-            return Err(fail(format!("Failed to load recipe {rel}: {}", d.message)));
-        }
-        let program = crate::lower::recipe(&recipe, pipewright_syntax::FileId(u32::MAX));
-        let Some(child) = program.workflows.into_iter().next() else {
-            return Err(fail(format!("Failed to load recipe {rel}: no recipe")));
-        };
+        let (child, text) = load_recipe(&path, &rel).map_err(fail)?;
         let depth = f.depth + 1;
         // A step's `recursion` replaces the limits for the callee; its own are ignored.
         let (max_depth, max_total) = match (w.max_depth, w.max_total_steps) {
@@ -613,6 +579,10 @@ impl Exec {
             max_depth,
             max_total_steps: max_total,
             prefix: format!("{key}.r."),
+            file: Some(match &f.file {
+                Some(parent) => parent.parent().unwrap_or(Path::new("")).join(&rel),
+                None => PathBuf::from(&rel),
+            }),
             gate_path: match vars.get("stage") {
                 Some(Value::Map(m)) if is_staged(&f.workflow) => match m.get("name") {
                     Some(Value::Str(name)) => format!("{}{name}/", f.gate_path),
@@ -718,13 +688,11 @@ impl Exec {
             source,
             var,
             max_items,
-            on_error,
             ..
         } = &l.mode
         else {
             return Ok((Flow::Next, None));
         };
-        let id = step_id(node);
         let Some(items) = self.items(ctx, node, l, &source.src, *max_items, key)? else {
             return Ok((Flow::Next, None));
         };
@@ -733,45 +701,81 @@ impl Exec {
         for (i, item) in items.into_iter().enumerate() {
             let ikey = format!("{key}.{i}");
             self.check_cancel(&ikey)?;
-            if let Some(landed) = self.landed(&ikey, &hash) {
-                ctx.apply(&landed);
-                results.push(field(&landed, "result"));
-                if field(&landed, "flow") == Value::Str("skip".into()) {
-                    return Ok((Flow::SkipRemaining, None));
+            let landed = match self.landed(&ikey, &hash) {
+                Some(landed) => {
+                    ctx.absorb(&landed);
+                    landed
                 }
-                continue;
-            }
-            self.forget_under(&ikey)
-                .map_err(|e| self.fail(key, node, codes::STORE, e))?;
-            ctx.set(var, item);
-            let r = self.body(f, ctx, node, l, &ikey, stage).await;
-            ctx.remove(var);
-            let (flow, result) = match r {
-                Ok(x) => x,
-                Err(Stop::Failed(e)) => match on_error {
-                    ErrorPolicy::Continue => (Flow::Next, Value::Null),
-                    ErrorPolicy::SkipRemaining => (Flow::SkipRemaining, Value::Null),
-                    ErrorPolicy::Fail => {
-                        let mut e = *e;
-                        e.message = format!("Step '{id}' iteration {i} failed: {}", e.message);
-                        return Err(Stop::Failed(Box::new(e)));
+                None => {
+                    ctx.set(var, item);
+                    match self.sends_iteration(l) {
+                        Some(members) => {
+                            self.iteration_elsewhere(members, f, ctx, node, key, i, stage)
+                                .await?
+                        }
+                        None => self.iteration(f, ctx, node, &hash, key, i, stage).await?,
                     }
-                },
-                Err(other) => return Err(other),
+                }
             };
-            let mut extra = vec![("result", result.clone())];
-            if flow == Flow::SkipRemaining {
-                extra.push(("flow", Value::Str("skip".into())));
-            }
-            let delta = ctx.iteration_delta(extra);
-            self.land_raw(&ikey, &hash, values::to_landed(&delta), false)
-                .map_err(|e| self.fail(key, node, codes::STORE, e))?;
-            results.push(result);
-            if flow == Flow::SkipRemaining {
+            results.push(field(&landed, "result"));
+            if field(&landed, "flow") == Value::Str("skip".into()) {
                 return Ok((Flow::SkipRemaining, None));
             }
         }
         self.store_results(ctx, node, l, results)
+    }
+
+    /// Iteration `i` of the sequential foreach `node` at `key`, its variable set in `ctx`: its
+    /// body afresh (what an earlier attempt landed inside it is forgotten), then its change of
+    /// the context landed at `key.i` with its result and flow (unless it stops the run). The
+    /// landing. Where the run runs, or where the iteration was sent.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn iteration(
+        &self,
+        f: &Frame,
+        ctx: &mut Ctx,
+        node: &Node,
+        hash: &str,
+        key: &str,
+        i: usize,
+        stage: Option<&str>,
+    ) -> Result<Value, Stop> {
+        let NodeKind::Loop(l) = &node.kind else {
+            return Err(self.fail(key, node, codes::UNSUPPORTED, "internal: not a loop"));
+        };
+        let LoopMode::Each { var, on_error, .. } = &l.mode else {
+            return Err(self.fail(key, node, codes::UNSUPPORTED, "internal: not a foreach"));
+        };
+        let ikey = format!("{key}.{i}");
+        self.forget_under(&ikey)
+            .map_err(|e| self.fail(key, node, codes::STORE, e))?;
+        let r = self.body(f, ctx, node, l, &ikey, stage).await;
+        ctx.remove(var);
+        let (flow, result) = match r {
+            Ok(x) => x,
+            Err(Stop::Failed(e)) => match on_error {
+                ErrorPolicy::Continue => (Flow::Next, Value::Null),
+                ErrorPolicy::SkipRemaining => (Flow::SkipRemaining, Value::Null),
+                ErrorPolicy::Fail => {
+                    let mut e = *e;
+                    e.message = format!(
+                        "Step '{}' iteration {i} failed: {}",
+                        step_id(node),
+                        e.message
+                    );
+                    return Err(Stop::Failed(Box::new(e)));
+                }
+            },
+            Err(other) => return Err(other),
+        };
+        let mut extra = vec![("result", result)];
+        if flow == Flow::SkipRemaining {
+            extra.push(("flow", Value::Str("skip".into())));
+        }
+        let delta = ctx.iteration_delta(extra);
+        self.land_raw(&ikey, hash, values::to_landed(&delta), false)
+            .map_err(|e| self.fail(key, node, codes::STORE, e))?;
+        Ok(delta)
     }
 
     /// `collect` gets every result; else `output` the last one (notes §5.7, §5.8).
@@ -861,9 +865,9 @@ impl Exec {
                 }
                 let _slot = slots.acquire().await;
                 self.check_cancel(&ikey)?;
-                if let Some(members) = self.sends(f, inner) {
+                if let Some(members) = self.sends(inner) {
                     return self
-                        .item_elsewhere(members, node, &copy, &ikey, precounted)
+                        .item_elsewhere(members, f, node, inner, &copy, &ikey, precounted)
                         .await;
                 }
                 self.run_item(f, node, inner, &hash, &copy, &ikey, precounted)
@@ -960,7 +964,7 @@ impl Exec {
             let ikey = format!("{key}.{i}");
             self.check_cancel(&ikey)?;
             if let Some(landed) = self.landed(&ikey, &hash) {
-                ctx.apply(&landed);
+                ctx.absorb(&landed);
                 results.push(field(&landed, "result"));
                 i += 1;
                 match field(&landed, "flow") {
@@ -1070,6 +1074,49 @@ pub(super) fn field(landed: &Value, name: &str) -> Value {
         Value::Map(m) => m.get(name).cloned().unwrap_or(Value::Null),
         _ => Value::Null,
     }
+}
+
+/// The recipe at `path` (`rel`: as its step names it), lowered, and its text. Not validated
+/// (as the runner does), but what the runner refuses to load is refused, in its words.
+pub(super) fn load_recipe(
+    path: &Path,
+    rel: &str,
+) -> Result<(pipewright_ir::Workflow, String), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!("Sub-recipe not found: {}", abs.display())
+        } else {
+            format!("cannot read sub-recipe {}: {e}", abs.display())
+        }
+    })?;
+    let (docs, diags) = pipewright_yaml::load(
+        pipewright_syntax::FileId(u32::MAX),
+        &text,
+        pipewright_yaml::Limits::default(),
+    );
+    let Some(root) = docs.iter().find_map(|d| d.root.as_ref()) else {
+        let why = diags
+            .first()
+            .map(|d| d.message.clone())
+            .unwrap_or_else(|| "the file is empty".into());
+        return Err(format!("Failed to load recipe {rel}: {why}"));
+    };
+    if root.as_map().is_none() {
+        return Err(format!(
+            "Failed to load recipe {rel}: Recipe YAML must be a dictionary"
+        ));
+    }
+    let mut loader = crate::load::Loader::new();
+    let recipe = loader.recipe(root);
+    if let Some(d) = loader.diags.iter().find(|d| d.is_error()) {
+        return Err(format!("Failed to load recipe {rel}: {}", d.message));
+    }
+    let program = crate::lower::recipe(&recipe, pipewright_syntax::FileId(u32::MAX));
+    let Some(child) = program.workflows.into_iter().next() else {
+        return Err(format!("Failed to load recipe {rel}: no recipe"));
+    };
+    Ok((child, text))
 }
 
 /// An agent step's prompt as the agent gets it.

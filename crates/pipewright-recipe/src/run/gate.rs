@@ -23,9 +23,14 @@ fn state(landed: &serde_json::Value) -> Option<serde_json::Value> {
 
 const GATE_HASH: &str = "gate";
 
+/// Whether a landing with step hash `hash` is a gate's state.
+pub(crate) fn is_gate(hash: &str) -> bool {
+    hash == GATE_HASH
+}
+
 /// Whether the run ever reached an approval gate (a recipe run's, then).
 pub fn has_gates(rec: &store::RunRecord) -> bool {
-    rec.landings.iter().any(|l| l.step_hash == GATE_HASH)
+    rec.landings.iter().any(|l| is_gate(&l.step_hash))
 }
 
 impl Exec {

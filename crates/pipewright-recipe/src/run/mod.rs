@@ -93,6 +93,9 @@ pub(crate) struct Frame {
     /// The stages of the staged recipes calling this one, each followed by `/`: a gate in
     /// here is shown to the approver under `<parent stage>/<stage>` (notes §5.13).
     gate_path: String,
+    /// A sub-recipe's file, from the root recipe's directory (where an iteration sent to
+    /// another worker finds it there); `None`: the root.
+    file: Option<PathBuf>,
 }
 
 /// The context with the keys a step changed, so its landing holds only those.
@@ -157,6 +160,32 @@ impl Ctx {
             m.insert(k.to_string(), v);
         }
         Value::Map(m)
+    }
+
+    /// Applies the change an iteration made ([`Ctx::apply`]) as the step's own: its keys are
+    /// the change of the step the iteration belongs to too, whether the iteration ran elsewhere
+    /// or is replayed (the step's landing must hold what a replayed iteration set, or a later
+    /// resume that replays the step would not have it).
+    pub(crate) fn absorb(&mut self, delta: &Value) {
+        self.apply(delta);
+        let Value::Map(m) = delta else { return };
+        let set = match m.get("set") {
+            Some(Value::Map(set)) => set.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let unset = match m.get("unset") {
+            Some(Value::List(unset)) => unset
+                .iter()
+                .filter_map(|k| match k {
+                    Value::Str(k) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for k in set.into_iter().chain(unset) {
+            self.touch(&k);
+        }
     }
 
     /// Applies a landed change (on resume).
@@ -264,6 +293,7 @@ fn root(
         depth: 0,
         prefix: String::new(),
         gate_path: String::new(),
+        file: None,
     };
     (ex, frame)
 }
@@ -354,9 +384,21 @@ impl Exec {
 
     /// Forgets what an earlier attempt landed inside an iteration that runs again (the
     /// iterations of a loop in its body): the body's steps run afresh, so what they lead to
-    /// must not be replayed from the attempt that died.
+    /// must not be replayed from the attempt that died. An approval gate's state is kept: a
+    /// person's decision (or the question already asked, with its time) is not the step's to
+    /// repeat, and without it an iteration reaching a gate would wait at it again forever.
     fn forget_under(&self, key: &str) -> Result<(), StoreError> {
-        self.session.forget_under(key, false)
+        let gates: Vec<_> = self
+            .session
+            .landings_under(key)
+            .into_iter()
+            .filter(|(_, hash, _)| gate::is_gate(hash))
+            .collect();
+        self.session.forget_under(key, false)?;
+        for (k, hash, landed) in gates {
+            self.session.land(&k, &hash, landed, None, false)?;
+        }
+        Ok(())
     }
 
     /// A landing of this run (an earlier attempt's included) at `key` with content `hash`.

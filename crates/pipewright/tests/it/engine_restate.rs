@@ -165,7 +165,7 @@ impl Engine {
     }
 
     /// `pipewright ARGS` here, on the local engine (for the report to compare with).
-    fn local(&self, args: &[&str]) -> Output {
+    pub(crate) fn local(&self, args: &[&str]) -> Output {
         let mut c = bin();
         c.current_dir(&self.project)
             .args(args)
@@ -181,13 +181,32 @@ impl Engine {
         std::fs::write(self.project.join(name), text).unwrap_or_else(|e| panic!("{e}"));
     }
 
-    fn read(&self, name: &str) -> String {
+    pub(crate) fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.project.join(name)).unwrap_or_default()
+    }
+
+    /// The process ids of the workers, in the order they started.
+    pub(crate) fn worker_pids(&self) -> Vec<u32> {
+        self.workers.iter().map(|w| w.child.id()).collect()
+    }
+
+    /// Kills (kill -9, its process group) the worker running a pass of a run now
+    /// (`the_pass`), or another one; the process id of a worker left.
+    pub(crate) fn kill_a_worker(&mut self, the_pass: bool) -> u32 {
+        let pass =
+            running_a_pass(&self.workers).unwrap_or_else(|| panic!("a worker runs the pass"));
+        let victim = if the_pass {
+            pass
+        } else {
+            usize::from(pass == 0)
+        };
+        drop(self.workers.remove(victim));
+        self.workers[0].child.id()
     }
 
     /// Replaces the registered worker with two behind one TCP balancer on loopback, the
     /// balancer's URL registered as the deployment.
-    fn two_workers_behind_a_balancer(&mut self) {
+    pub(crate) fn two_workers_behind_a_balancer(&mut self) {
         self.workers.clear();
         let (a, b) = (free_port(), free_port());
         self.worker(a, false);
@@ -242,7 +261,7 @@ fn output_within(mut c: Command, secs: u64) -> Output {
     }
 }
 
-fn report(o: &Output) -> Value {
+pub(crate) fn report(o: &Output) -> Value {
     let mut v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("the report is JSON ({e}): {}", text(o)));
     v["run_id"] = Value::String("[run-id]".into());

@@ -13,6 +13,8 @@ mod crash;
 mod dialects_cli;
 #[cfg(feature = "restate")]
 mod engine_restate;
+#[cfg(feature = "restate")]
+mod engine_restate_recipe;
 mod fmt_cli;
 mod graph_cli;
 mod lsp_cli;

@@ -1077,3 +1077,59 @@ fn on_a_terminal_the_gate_asks_and_the_run_goes_on() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("PW0813") && out.contains("not yet"), "{out}");
 }
+
+/// A foreach step resumed after its first iteration landed, then replayed whole by a second
+/// resume, gives the context of an uninterrupted run: what the replayed iteration set (here only
+/// the first sets `only_first`) is part of the step's own landing, not only of the iteration's.
+#[test]
+fn a_foreach_resumed_twice_keeps_what_its_replayed_iterations_set() {
+    resumed_twice("resume-twice.yaml");
+}
+
+/// The same for a while loop's iterations.
+#[test]
+fn a_while_loop_resumed_twice_keeps_what_its_replayed_iterations_set() {
+    resumed_twice("resume-twice-while.yaml");
+}
+
+/// Runs `file` (its second iteration fails until `fixed` exists, the step after it until
+/// `fixed2` does) to the end through two resumes; its last step prints `only_first`, which
+/// only the first iteration sets.
+fn resumed_twice(file: &str) {
+    let d = project();
+    let (code, failed) = run_json(d.path(), &[file]);
+    assert_eq!(code, Some(1), "the second iteration fails: {failed}");
+    let id = failed["run_id"].as_str().unwrap_or_default().to_string();
+    std::fs::write(d.path().join("fixed"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, again) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "the next step fails: {again}");
+    std::fs::write(d.path().join("fixed2"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, done) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["stores"]["only_first"], "only-1\n", "{done}");
+    assert_eq!(done["output"], "only-1\n", "{done}");
+}
+
+/// A gate in a sub-recipe that a foreach's iterations call: each iteration pauses at it, and
+/// its decision is kept when the iteration runs again on the resume (its steps before the gate
+/// run again, as an iteration does), so approving each gate finishes the run.
+#[test]
+fn gates_in_a_foreach_s_iterations_are_decided_one_by_one() {
+    let d = project();
+    let (id, v) = pause(d.path(), "gated-loop.yaml");
+    assert_eq!(v["pending"]["prompt"], "child ok c1-x\n?", "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "one"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(3), "the second iteration's gate waits: {v}");
+    assert_eq!(v["pending"]["prompt"], "child ok c1-y\n?", "{v}");
+    let o = run_in(d.path(), &["approve", &id, "--message", "two"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{r}");
+    let c2: Vec<&Value> = r["stores"]["all"]
+        .as_array()
+        .map(|a| a.iter().map(|g| &g["c2"]).collect())
+        .unwrap_or_default();
+    assert_eq!(c2, [&json!("c2-one\n"), &json!("c2-two\n")], "{r}");
+}
