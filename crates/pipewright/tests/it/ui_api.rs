@@ -836,3 +836,75 @@ fn meow_and_state_machine_steps_record_their_command_or_prompt() {
         );
     }
 }
+
+#[test]
+fn a_recipe_loops_steps_have_their_rendered_prompt_or_command_in_the_detail() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("loops.yaml"),
+        r#"name: loops
+description: loops whose steps record what they were given
+version: "1.0.0"
+context:
+  xs: ["a", "b"]
+steps:
+  - id: each
+    foreach: "{{xs}}"
+    as: x
+    steps:
+      - id: say
+        agent: "foundation:zen-architect"
+        prompt: "Describe {{x}}"
+        output: said
+      - id: echo
+        type: bash
+        command: "echo {{x}}-done"
+        output: echoed
+    collect: rounds
+  - id: par
+    type: bash
+    foreach: "{{xs}}"
+    parallel: 2
+    command: "echo par-{{item}}"
+    collect: pars
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(
+        d.path(),
+        &["run", "loops.yaml", "--backend", "mock", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = started_events(d.path());
+    let of = |key: &str| {
+        started
+            .iter()
+            .find(|e| e["key"] == key)
+            .unwrap_or_else(|| panic!("no start of {key}: {started:#?}"))
+    };
+    assert_eq!(of("0.1.0")["prompt"], "Describe b", "{started:#?}");
+    assert_eq!(of("0.1.1")["command"], "echo b-done", "{started:#?}");
+    assert_eq!(of("1.0")["command"], "echo par-a", "{started:#?}");
+    let id = stdout(&run_in(d.path(), &["runs", "--format", "json"]));
+    let id = serde_json::from_str::<Value>(&id).unwrap_or_else(|e| panic!("{e}"))[0]["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let (code, v) = get(&ui, &format!("/api/runs/{id}")).await;
+        assert_eq!(code, 200, "{v}");
+        let nodes = &v["nodes"];
+        // The loop records nothing given of its own: it shows its latest item's start.
+        assert_eq!(nodes["0"]["prompt"], "echo b-done", "{v}");
+        assert_eq!(
+            nodes["0"]["given_by"],
+            json!({"key": "0.1.1", "step_kind": "command"}),
+            "{v}"
+        );
+        assert_eq!(nodes["0"]["fanout"], json!({"done": 2, "total": 2}), "{v}");
+        assert_eq!(nodes["1"]["fanout"], json!({"done": 2, "total": 2}), "{v}");
+        let par = nodes["1"]["prompt"].as_str().unwrap_or_default();
+        assert!(par.starts_with("echo par-"), "{v}");
+    });
+}
