@@ -291,6 +291,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bound_server_has_its_stores_runs_list_before_it_serves() {
+        use pipewright_runtime::store::{NewRun, Store};
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("runs.db");
+        let st = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        st.create_run(&NewRun {
+            run_id: "ab12".into(),
+            file: "f.yaml".into(),
+            workflow: "p".into(),
+            source_hash: String::new(),
+            input: serde_json::json!({}),
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let bind = |store: PathBuf| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap_or_else(|e| panic!("{e}"));
+            let server = rt
+                .block_on(Server::bind(Options {
+                    listen: ([127, 0, 0, 1], 0).into(),
+                    token: None,
+                    store,
+                    runs_dir: dir.path().join("runs"),
+                    project_root: dir.path().to_path_buf(),
+                    engine: None,
+                }))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let cached = server
+                .app
+                .runs_cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|(_, list)| list.rows.len());
+            drop(server);
+            cached
+        };
+        assert_eq!(bind(path), Some(1), "the list is computed as it binds");
+        assert_eq!(
+            bind(dir.path().join("none.db")),
+            None,
+            "nothing to compute for a store yet to be made"
+        );
+    }
+
+    #[test]
     fn any_address_but_loopback_gets_a_token() {
         let at = |a: &str| a.parse::<SocketAddr>().unwrap_or_else(|e| panic!("{e}"));
         let t = |a: &str, g: Option<&str>| {
