@@ -908,3 +908,81 @@ steps:
         assert!(par.starts_with("echo par-"), "{v}");
     });
 }
+
+#[test]
+fn the_web_apps_files_are_served_whole_with_their_type_caching_and_tag() {
+    let d = tempdir();
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipewright-ui/web/dist");
+    let index = std::fs::read(dist.join("index.html")).unwrap_or_else(|e| panic!("{e}"));
+    let mut assets: Vec<(String, &str)> = std::fs::read_dir(dist.join("assets"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let mime = match name.rsplit('.').next()? {
+                "js" => "text/javascript",
+                "css" => "text/css",
+                _ => return None,
+            };
+            Some((format!("assets/{name}"), mime))
+        })
+        .collect();
+    assets.sort();
+    assert!(assets.len() >= 3, "{assets:?}");
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let fetch = |path: String, tag: Option<String>| {
+            let mut req = client().get(ui.url(&format!("/{path}")));
+            if let Some(t) = tag {
+                req = req.header("If-None-Match", t);
+            }
+            async move {
+                req.send()
+                    .await
+                    .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+            }
+        };
+        let header = |r: &reqwest::Response, name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut files: Vec<(String, &str, Vec<u8>, &str)> = assets
+            .iter()
+            .map(|(path, mime)| {
+                let bytes = std::fs::read(dist.join(path)).unwrap_or_else(|e| panic!("{e}"));
+                (
+                    path.clone(),
+                    *mime,
+                    bytes,
+                    "public, max-age=31536000, immutable",
+                )
+            })
+            .collect();
+        files.push(("index.html".into(), "text/html", index.clone(), "no-cache"));
+        // A page of the app is index.html (client-side routing).
+        files.push(("runs/0abc".into(), "text/html", index.clone(), "no-cache"));
+        for (path, mime, bytes, cache) in files {
+            let r = fetch(path.clone(), None).await;
+            assert_eq!(r.status().as_u16(), 200, "{path}");
+            assert!(
+                header(&r, "content-type").starts_with(mime),
+                "{path}: {r:?}"
+            );
+            assert_eq!(header(&r, "cache-control"), cache, "{path}");
+            let tag = header(&r, "etag");
+            assert!(tag.starts_with('"') && tag.len() == 34, "{path}: {tag}");
+            let body = r.bytes().await.unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                body.as_ref() == bytes.as_slice(),
+                "{path}: the built file, whole"
+            );
+            let again = fetch(path.clone(), Some(tag.clone())).await;
+            assert_eq!(again.status().as_u16(), 304, "{path}");
+            assert_eq!(header(&again, "etag"), tag, "{path}");
+            let other = fetch(path.clone(), Some("\"0\"".into())).await;
+            assert_eq!(other.status().as_u16(), 200, "{path}");
+        }
+    });
+}
