@@ -163,9 +163,11 @@ enum Changes {
     /// The engine's mirror, the directory that holds it (removed with the server), and the
     /// change counter its refreshes bump once the server runs.
     Mirror(
-        mirror::Mirror,
-        tempfile::TempDir,
-        tokio::sync::watch::Sender<u64>,
+        Box<(
+            mirror::Mirror,
+            tempfile::TempDir,
+            tokio::sync::watch::Sender<u64>,
+        )>,
     ),
 }
 
@@ -212,7 +214,7 @@ impl Server {
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let changes = match mirror {
-            Some((m, dir)) => Changes::Mirror(m, dir, tx),
+            Some((m, dir)) => Changes::Mirror(Box::new((m, dir, tx))),
             None => {
                 let watcher = watch::start(&app.store_path, tx, stop_rx.clone());
                 if app.store_path.exists() {
@@ -266,7 +268,8 @@ impl Server {
         let (stop_tx, stop_rx) = self.stop;
         // Held while serving: the watcher's notifications, the mirror's directory.
         let _held = match self.changes {
-            Changes::Mirror(m, dir, tx) => {
+            Changes::Mirror(parts) => {
+                let (m, dir, tx) = *parts;
                 // (A mirror is made only for an engine.)
                 if let Some(side) = &self.app.engine {
                     mirror::start(m, side.clone(), tx, stop_rx.clone());
