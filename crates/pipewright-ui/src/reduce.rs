@@ -25,8 +25,19 @@ pub(crate) struct NodeState {
     /// prompt or command.
     pub input: Option<Json>,
     pub prompt: Option<String>,
+    /// Whose start `input` and `prompt` are, when not the node's own: a fan-out whose own start
+    /// records none (a recipe loop, a `for_each`) shows its latest item's.
+    pub given_by: Option<GivenBy>,
     pub output: Option<Json>,
     pub error: Option<String>,
+}
+
+/// The item start a node shows what it was given from: its key, and its kind of step (so a
+/// view can tell a command from a prompt).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct GivenBy {
+    pub key: String,
+    pub step_kind: String,
 }
 
 /// A NodeState as the API sends it (docs/ui.md), serialized straight from the state: a run's
@@ -40,6 +51,7 @@ struct NodeStateJson<'a> {
     fanout: Option<FanoutJson>,
     input: &'a Option<Json>,
     prompt: &'a Option<String>,
+    given_by: &'a Option<GivenBy>,
     output: &'a Option<Json>,
     error: &'a Option<String>,
 }
@@ -60,6 +72,7 @@ impl NodeState {
             fanout: self.fanout.map(|(done, total)| FanoutJson { done, total }),
             input: &self.input,
             prompt: &self.prompt,
+            given_by: &self.given_by,
             output: &self.output,
             error: &self.error,
         }
@@ -84,6 +97,7 @@ pub(crate) struct EventLine {
     #[serde(default)]
     pub event: String,
     pub key: Option<String>,
+    pub step_kind: Option<String>,
     pub at_ms: Option<f64>,
     pub elapsed_ms: Option<f64>,
     pub error: Option<String>,
@@ -127,6 +141,8 @@ struct Acc {
     error: Option<String>,
     input: Option<Json>,
     prompt: Option<String>,
+    /// The latest item start that recorded what it was given: (by whom, input, prompt).
+    item_given: Option<(GivenBy, Option<Json>, Option<String>)>,
     /// item → exact key → its last state.
     items: BTreeMap<String, HashMap<String, &'static str>>,
 }
@@ -205,6 +221,16 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
             _ => continue,
         };
         if !rest.is_empty() {
+            if kind == "step_started" {
+                let prompt = e.prompt.clone().or_else(|| e.command.clone());
+                if prompt.is_some() || e.input.is_some() {
+                    let by = GivenBy {
+                        key: key.to_string(),
+                        step_kind: e.step_kind.clone().unwrap_or_default(),
+                    };
+                    acc.item_given = Some((by, e.input.clone(), prompt));
+                }
+            }
             acc.items
                 .entry(item_of(rest))
                 .or_default()
@@ -247,6 +273,12 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
                 .count() as u64;
             (done, acc.items.len() as u64)
         });
+        let (input, prompt, given_by) = match acc.item_given {
+            Some((by, input, prompt)) if acc.input.is_none() && acc.prompt.is_none() => {
+                (input, prompt, Some(by))
+            }
+            _ => (acc.input, acc.prompt, None),
+        };
         let (output, dropped) = match landed.get(key.as_str()) {
             Some((v, d)) => ((d.is_none()).then(|| (*v).clone()), d.cloned()),
             None => (None, None),
@@ -261,8 +293,9 @@ pub(crate) fn reduce(f: &RunFacts<'_>) -> BTreeMap<String, NodeState> {
                 elapsed_ms: acc.elapsed,
                 attempts: acc.attempts,
                 fanout,
-                input: acc.input,
-                prompt: acc.prompt,
+                input,
+                prompt,
+                given_by,
                 output,
                 error: acc.error.or(dropped),
             },
@@ -407,6 +440,44 @@ mod tests {
         assert_eq!(s["1.for_each.collect"].state, "pending");
         assert_eq!(s["2"].state, "pending");
         assert_eq!(s["2"].fanout, None);
+    }
+
+    #[test]
+    fn a_loop_with_nothing_given_of_its_own_shows_its_latest_items() {
+        let k = keys(&[("0", "command"), ("1", "loop")], None);
+        let mut own = ev("step_started", "0", 0.0);
+        own["command"] = json!("echo own");
+        let item = |key: &str, command: &str| {
+            let mut e = ev("step_started", key, 2.0);
+            e["step_kind"] = json!("command");
+            e["command"] = json!(command);
+            e
+        };
+        let events = [
+            own,
+            ev("step_completed", "0", 1.0),
+            ev("step_started", "1", 2.0),
+            item("1.0", "echo a"),
+            ev("step_completed", "1.0", 3.0),
+            item("1.1", "echo b"),
+        ];
+        let s = reduce(&facts("running", true, &lines(&events), &[], &k));
+        assert_eq!(s["1"].prompt.as_deref(), Some("echo b"));
+        assert_eq!(
+            s["1"].given_by,
+            Some(GivenBy {
+                key: "1.1".into(),
+                step_kind: "command".into()
+            })
+        );
+        assert_eq!(s["1"].fanout, Some((1, 2)));
+        assert_eq!(s["0"].prompt.as_deref(), Some("echo own"));
+        assert_eq!(s["0"].given_by, None, "its own start's");
+        let detail = s["1"].to_json();
+        assert_eq!(
+            detail["given_by"],
+            json!({"key": "1.1", "step_kind": "command"})
+        );
     }
 
     #[test]

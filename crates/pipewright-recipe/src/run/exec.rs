@@ -238,7 +238,11 @@ impl Exec {
             if let NodeKind::Loop(l) = &node.kind {
                 return self.run_loop(f, ctx, node, l, key, stage).await;
             }
-            let done = self.action(f, &ctx.vars, node, key, false).await?;
+            let done = if top {
+                self.action(f, &ctx.vars, node, key, false).await?
+            } else {
+                self.inner_action(f, &ctx.vars, node, key, false).await?
+            };
             for (k, v) in done.sets {
                 ctx.set(&k, v);
             }
@@ -280,6 +284,40 @@ impl Exec {
                 )),
             }
         })
+    }
+
+    /// The action of a step inside a loop (an iteration's step, or a step of a loop's
+    /// `steps:`), between a start and an end event at its own key, as `top_step` brackets a
+    /// top-level step: a view of the run sees each iteration's step run, with its rendered
+    /// prompt or command. Nothing is landed here: the iteration lands as a whole.
+    pub(crate) async fn inner_action(
+        &self,
+        f: &Frame,
+        vars: &Context,
+        node: &Node,
+        key: &str,
+        precounted: bool,
+    ) -> Result<Done, Stop> {
+        let mut started_event = self.event(EventKind::Started, key, f, node);
+        if self.session.recorded() {
+            // `vars` holds the step's own `step` entry already (set by `step`, or the loop's).
+            started_event.given = given_in(node, vars).map(Box::new);
+        }
+        self.report(started_event);
+        let started = Instant::now();
+        let r = self.action(f, vars, node, key, precounted).await;
+        let (kind, error) = match &r {
+            Ok(_) => (EventKind::Completed, None),
+            Err(Stop::Failed(e)) => (EventKind::Failed, Some(e.message.clone())),
+            Err(Stop::Cancelled(_)) => (EventKind::Cancelled, None),
+            // A sub-recipe at its gate: the step runs again on resume, and starts again then.
+            Err(Stop::Paused(_)) => return r,
+        };
+        let mut end = self.event(kind, key, f, node);
+        end.error = error;
+        end.elapsed_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        self.report(end);
+        r
     }
 
     /// Adds `n` agent turns to the run's budget count and records it (committing what is
@@ -668,7 +706,7 @@ impl Exec {
         let Some(inner) = l.body.entry.and_then(|n| l.body.node(n)) else {
             return Ok((Flow::Next, Value::Null));
         };
-        let done = self.action(f, &ctx.vars, inner, key, false).await?;
+        let done = self.inner_action(f, &ctx.vars, inner, key, false).await?;
         for (k, v) in done.sets {
             ctx.set(&k, v);
         }
@@ -917,7 +955,7 @@ impl Exec {
         ikey: &str,
         precounted: bool,
     ) -> Result<Value, Stop> {
-        let done = self.action(f, vars, inner, ikey, precounted).await?;
+        let done = self.inner_action(f, vars, inner, ikey, precounted).await?;
         let mut m = indexmap::IndexMap::new();
         m.insert("result".to_string(), done.result.clone());
         self.land_raw(ikey, hash, values::to_landed(&Value::Map(m)), true)
@@ -1140,18 +1178,23 @@ fn given(
     vars: &Context,
     stage: Option<&str>,
 ) -> Option<pipewright_runtime::given::Given> {
+    if !matches!(node.kind, NodeKind::Ask(_) | NodeKind::Command(_)) {
+        return None;
+    }
+    let mut with_step = vars.clone();
+    with_step.insert(
+        "step".into(),
+        rt::step_meta(&step_id(node), node.index, stage),
+    );
+    given_in(node, &with_step)
+}
+
+/// What a step is given, rendered against `vars` exactly as its action renders it.
+fn given_in(node: &Node, vars: &Context) -> Option<pipewright_runtime::given::Given> {
     use pipewright_runtime::given::Given;
-    let with_step = || {
-        let mut v = vars.clone();
-        v.insert(
-            "step".into(),
-            rt::step_meta(&step_id(node), node.index, stage),
-        );
-        v
-    };
     match &node.kind {
-        NodeKind::Ask(a) => ask_prompt(a, &with_step()).ok().map(|p| Given::prompt(&p)),
-        NodeKind::Command(c) => rt::render(&c.command.src, &with_step())
+        NodeKind::Ask(a) => ask_prompt(a, vars).ok().map(|p| Given::prompt(&p)),
+        NodeKind::Command(c) => rt::render(&c.command.src, vars)
             .ok()
             .map(|c| Given::command(&c)),
         _ => None,

@@ -202,7 +202,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
       const text = formatValue(value);
       return value == null || text === "" ? "" : `<h3>${esc(label)}</h3><pre class="${cls}">${esc(text)}</pre>`;
     };
-    const isCommand = ["shell", "command", "tool"].includes(n.kind);
+    const by = ns?.given_by ?? null;
+    const isCommand = ["shell", "command", "tool"].includes(by ? by.step_kind : n.kind);
+    const ofItem = by ? ` (item ${by.key})` : "";
     const written = writtenText(n);
     detail.hidden = false;
     detail.innerHTML =
@@ -217,9 +219,9 @@ export function mountRunPage(root: HTMLElement, runId: string, _navigate: Naviga
       row("fan-out", ns?.fanout ? `${ns.fanout.done}/${ns.fanout.total}` : "") +
       row("summary", n.summary ?? "") +
       `</dl>` +
-      block("input", ns?.input) +
+      block(`input${ofItem}`, ns?.input) +
       (ns?.prompt != null
-        ? block(isCommand ? "command" : "prompt", ns.prompt)
+        ? block(`${isCommand ? "command" : "prompt"}${ofItem}`, ns.prompt)
         : written
           ? block(written.label, written.text)
           : "") +

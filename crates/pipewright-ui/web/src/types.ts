@@ -49,6 +49,8 @@ export interface NodeState {
   fanout: Fanout | null;
   input: unknown;
   prompt: string | null;
+  /** Set when `input` and `prompt` are a fan-out item's latest start, not the node's own. */
+  given_by?: { key: string; step_kind: string } | null;
   output: unknown;
   error: string | null;
 }

@@ -806,6 +806,71 @@ fn a_failed_run_resumes_at_the_failed_iteration() {
     );
 }
 
+/// `runs events` of run `id`, parsed.
+fn run_events(dir: &Path, id: &str) -> Vec<Value> {
+    let o = run_in(dir, &["runs", "events", id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn a_loops_steps_record_each_start_and_end_and_a_replayed_iteration_starts_no_more() {
+    let d = project();
+    let (code, v) = run_json(d.path(), &["resume-failed.yaml"]);
+    assert_eq!(code, Some(1), "{v}");
+    let id = run_id(&v);
+    std::fs::write(d.path().join("fixed"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(1), "{v}");
+    std::fs::write(d.path().join("fixed2"), "").unwrap_or_else(|e| panic!("{e}"));
+    let (code, v) = run_json(d.path(), &["--resume", &id]);
+    assert_eq!(code, Some(0), "{v}");
+    let events = run_events(d.path(), &id);
+    let of = |event: &str, key: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["event"] == event && e["key"] == key)
+            .collect()
+    };
+    // The foreach's iterations (`1.I`) and the while loop's (`2.I`): each one that ran has its
+    // rendered command; the failed one ran twice; a landed one is not started again on resume.
+    for (key, starts, command) in [
+        ("1.0", 1, "echo each-1 >> log"),
+        ("1.1", 2, "echo each-2 >> log"),
+        ("1.2", 1, "echo each-3 >> log"),
+        ("2.0", 1, "echo w-0 >> log"),
+        ("2.1", 2, "echo w-1 >> log"),
+        ("2.2", 1, "echo w-2 >> log"),
+    ] {
+        let started = of("step_started", key);
+        assert_eq!(started.len(), starts, "{key}: {events:#?}");
+        for s in &started {
+            assert_eq!(s["step_kind"], "command", "{s}");
+            assert!(
+                s["command"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with(command)),
+                "{key}'s command as rendered: {s}"
+            );
+        }
+        let ends = of("step_completed", key).len() + of("step_failed", key).len();
+        assert_eq!(ends, starts, "each start ends once: {key}: {events:#?}");
+    }
+    assert_eq!(of("step_failed", "1.1").len(), 1, "{events:#?}");
+    assert!(
+        of("step_failed", "1.1")[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("exit code 5")),
+        "{events:#?}"
+    );
+    // The loops' own steps are started once per attempt that reached them, as before.
+    assert_eq!(of("step_started", "1").len(), 2, "{events:#?}");
+    assert_eq!(of("step_replayed", "1").len(), 1, "{events:#?}");
+}
+
 #[test]
 fn sigterm_cancels_the_run_and_resume_finishes_it() {
     let d = project();

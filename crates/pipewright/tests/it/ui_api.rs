@@ -836,3 +836,153 @@ fn meow_and_state_machine_steps_record_their_command_or_prompt() {
         );
     }
 }
+
+#[test]
+fn a_recipe_loops_steps_have_their_rendered_prompt_or_command_in_the_detail() {
+    let d = tempdir();
+    std::fs::write(
+        d.path().join("loops.yaml"),
+        r#"name: loops
+description: loops whose steps record what they were given
+version: "1.0.0"
+context:
+  xs: ["a", "b"]
+steps:
+  - id: each
+    foreach: "{{xs}}"
+    as: x
+    steps:
+      - id: say
+        agent: "foundation:zen-architect"
+        prompt: "Describe {{x}}"
+        output: said
+      - id: echo
+        type: bash
+        command: "echo {{x}}-done"
+        output: echoed
+    collect: rounds
+  - id: par
+    type: bash
+    foreach: "{{xs}}"
+    parallel: 2
+    command: "echo par-{{item}}"
+    collect: pars
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_in(
+        d.path(),
+        &["run", "loops.yaml", "--backend", "mock", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = started_events(d.path());
+    let of = |key: &str| {
+        started
+            .iter()
+            .find(|e| e["key"] == key)
+            .unwrap_or_else(|| panic!("no start of {key}: {started:#?}"))
+    };
+    assert_eq!(of("0.1.0")["prompt"], "Describe b", "{started:#?}");
+    assert_eq!(of("0.1.1")["command"], "echo b-done", "{started:#?}");
+    assert_eq!(of("1.0")["command"], "echo par-a", "{started:#?}");
+    let id = stdout(&run_in(d.path(), &["runs", "--format", "json"]));
+    let id = serde_json::from_str::<Value>(&id).unwrap_or_else(|e| panic!("{e}"))[0]["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let (code, v) = get(&ui, &format!("/api/runs/{id}")).await;
+        assert_eq!(code, 200, "{v}");
+        let nodes = &v["nodes"];
+        // The loop records nothing given of its own: it shows its latest item's start.
+        assert_eq!(nodes["0"]["prompt"], "echo b-done", "{v}");
+        assert_eq!(
+            nodes["0"]["given_by"],
+            json!({"key": "0.1.1", "step_kind": "command"}),
+            "{v}"
+        );
+        assert_eq!(nodes["0"]["fanout"], json!({"done": 2, "total": 2}), "{v}");
+        assert_eq!(nodes["1"]["fanout"], json!({"done": 2, "total": 2}), "{v}");
+        let par = nodes["1"]["prompt"].as_str().unwrap_or_default();
+        assert!(par.starts_with("echo par-"), "{v}");
+    });
+}
+
+#[test]
+fn the_web_apps_files_are_served_whole_with_their_type_caching_and_tag() {
+    let d = tempdir();
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipewright-ui/web/dist");
+    let index = std::fs::read(dist.join("index.html")).unwrap_or_else(|e| panic!("{e}"));
+    let mut assets: Vec<(String, &str)> = std::fs::read_dir(dist.join("assets"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let mime = match name.rsplit('.').next()? {
+                "js" => "text/javascript",
+                "css" => "text/css",
+                _ => return None,
+            };
+            Some((format!("assets/{name}"), mime))
+        })
+        .collect();
+    assets.sort();
+    assert!(assets.len() >= 3, "{assets:?}");
+    let ui = Ui::start(d.path(), &[]);
+    rt().block_on(async {
+        let fetch = |path: String, tag: Option<String>| {
+            let mut req = client().get(ui.url(&format!("/{path}")));
+            if let Some(t) = tag {
+                req = req.header("If-None-Match", t);
+            }
+            async move {
+                req.send()
+                    .await
+                    .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+            }
+        };
+        let header = |r: &reqwest::Response, name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut files: Vec<(String, &str, Vec<u8>, &str)> = assets
+            .iter()
+            .map(|(path, mime)| {
+                let bytes = std::fs::read(dist.join(path)).unwrap_or_else(|e| panic!("{e}"));
+                (
+                    path.clone(),
+                    *mime,
+                    bytes,
+                    "public, max-age=31536000, immutable",
+                )
+            })
+            .collect();
+        files.push(("index.html".into(), "text/html", index.clone(), "no-cache"));
+        // A page of the app is index.html (client-side routing).
+        files.push(("runs/0abc".into(), "text/html", index.clone(), "no-cache"));
+        for (path, mime, bytes, cache) in files {
+            let r = fetch(path.clone(), None).await;
+            assert_eq!(r.status().as_u16(), 200, "{path}");
+            assert!(
+                header(&r, "content-type").starts_with(mime),
+                "{path}: {r:?}"
+            );
+            assert_eq!(header(&r, "cache-control"), cache, "{path}");
+            let tag = header(&r, "etag");
+            assert!(tag.starts_with('"') && tag.len() == 34, "{path}: {tag}");
+            let body = r.bytes().await.unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                body.as_ref() == bytes.as_slice(),
+                "{path}: the built file, whole"
+            );
+            let again = fetch(path.clone(), Some(tag.clone())).await;
+            assert_eq!(again.status().as_u16(), 304, "{path}");
+            assert_eq!(header(&again, "etag"), tag, "{path}");
+            let other = fetch(path.clone(), Some("\"0\"".into())).await;
+            assert_eq!(other.status().as_u16(), 200, "{path}");
+        }
+    });
+}
