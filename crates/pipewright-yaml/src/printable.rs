@@ -66,7 +66,9 @@ pub(crate) fn unprintable_diagnostic(file: FileId, text: &str) -> Option<Diagnos
             "PW0001",
             Span::new(file, at..at + c.len_utf8()),
             format!(
-                "invalid YAML: the control character U+{:04X} is not allowed{more}",
+                "invalid YAML: the {} U+{:04X} is not allowed{more}",
+                // U+FFFE and U+FFFF are noncharacters, not controls.
+                if c.is_control() { "control character" } else { "character" },
                 u32::from(c)
             ),
         )
