@@ -188,18 +188,41 @@ impl Drop for Child {
             return;
         }
         // Not dead yet (SIGKILL is delivered asynchronously): reap it when it is, without
-        // blocking the task that dropped it.
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    let _ = fd.readable().await;
+        // blocking the task that dropped it. Not from a task of the runtime: a runtime dropped
+        // meanwhile (a member's, once it was cancelled) would drop that task unrun and leave
+        // the child a zombie for as long as pipewright lives.
+        drop(fd);
+        reap_later(pid);
+    }
+}
+
+/// Hands `pid`, killed, to the one thread that waits for such children.
+fn reap_later(pid: libc::pid_t) {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static REAPER: OnceLock<Option<Mutex<Sender<libc::pid_t>>>> = OnceLock::new();
+    let reaper = REAPER.get_or_init(|| {
+        let (tx, rx) = channel::<libc::pid_t>();
+        // Any thread of the process may wait for a child another thread started.
+        std::thread::Builder::new()
+            .name("pipewright-reaper".into())
+            .spawn(move || {
+                for pid in rx {
                     let _ = wait_blocking(pid);
-                });
-            }
-            Err(_) => {
-                let _ = wait_blocking(pid);
-            }
-        }
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let sent = reaper.as_ref().is_some_and(|tx| {
+        tx.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(pid)
+            .is_ok()
+    });
+    if !sent {
+        // No thread could be started: wait here; the child has been sent SIGKILL.
+        let _ = wait_blocking(pid);
     }
 }
 
@@ -638,6 +661,47 @@ mod tests {
         .unwrap_or_else(|_| panic!("the spawning thread panicked"));
         let status = wait_blocking(pid).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
+    /// A runtime dropped right after the child (a member's, when it is cancelled) still leaves
+    /// no zombie: the reaping does not depend on it.
+    #[test]
+    fn a_child_dropped_with_its_runtime_is_reaped() {
+        let dir = std::env::temp_dir();
+        let (out, err) = (file(), file());
+        let argv = ["sleep", "30"].map(String::from);
+        let pids: Vec<libc::pid_t> = (0..20)
+            .map(|_| {
+                let runtime = rt();
+                let pid = runtime.block_on(async {
+                    let child = spawn(Start {
+                        argv: &argv,
+                        cwd: &dir,
+                        env: env(),
+                        piped_stdin: false,
+                        stdout: &out,
+                        stderr: &err,
+                    })
+                    .unwrap_or_else(|e| panic!("{e}"));
+                    let pid = child.pid;
+                    drop(child);
+                    pid
+                });
+                drop(runtime);
+                pid
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // SAFETY: kill(2) with signal 0 only probes; a zombie answers it too.
+        let there = |pid: &libc::pid_t| unsafe { libc::kill(*pid, 0) } == 0;
+        while pids.iter().any(there) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let left: Vec<_> = pids.iter().filter(|p| there(p)).collect();
+        assert!(
+            left.is_empty(),
+            "children left running or as zombies: {left:?}"
+        );
     }
 
     #[test]
