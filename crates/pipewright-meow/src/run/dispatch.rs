@@ -284,8 +284,10 @@ impl Exec {
             if let Some(e) = commit_failed.get() {
                 return (i, Completion::NotStarted(e.clone()));
             }
-            let ran =
-                pipewright_runtime::tools::process::for_step(&run_id, &id, shell::run(command));
+            use pipewright_runtime::tools::process;
+            let ran = process::on_own_task(async move {
+                process::for_step(&run_id, &id, shell::run(command)).await
+            });
             (i, Completion::Shell(ran.await))
         }))
     }

@@ -308,6 +308,31 @@ pub async fn for_step<F: std::future::Future>(run_id: &str, key: &str, f: F) -> 
     STEP.scope((run_id.to_string(), key.to_string()), f).await
 }
 
+/// Runs `f` on a task of its own and waits for it; dropping the wait aborts the task (and with
+/// it the child it started: its group is killed when its step is dropped).
+///
+/// A scheduler that starts many commands from its one task starts them one after another on
+/// one thread, which waits for each child's exec (the spawn borrows its memory until then) and
+/// then for its turn to take in the exit. On their own tasks, the runtime's worker threads
+/// start children and take in their exits side by side, as nothing is shared between them
+/// (issue 27: the MEOW shell DAG against its floor). Each worker thread lives as long as the
+/// runtime, so the children's death signal (tied to the thread that started them) still fires
+/// only when pipewright dies.
+pub async fn on_own_task<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let task = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(f));
+    match task.await {
+        Ok(out) => out,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled without this wait being dropped: the runtime is shutting down, and this
+        // wait goes with it.
+        Err(_) => std::future::pending().await,
+    }
+}
+
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
     let prog = spec.argv.first().ok_or(ProcessError::EmptyCommand)?;
     let (out_file, err_file) = (capture_file()?, capture_file()?);
@@ -440,6 +465,68 @@ mod tests {
                 env: &[],
                 env_remove: &[],
             }))
+    }
+
+    /// A step run on a task of its own keeps its step's key, and dropping the wait for it (a
+    /// run cancelled, a fan-out aborted) kills its child.
+    #[test]
+    fn a_step_on_its_own_task_keeps_its_key_and_dies_with_its_wait() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let note = dir.path().join("note");
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "echo \"$$ $PIPEWRIGHT_STEP_KEY\" > note.tmp && mv note.tmp note && exec sleep 30",
+        ]
+        .map(String::from)
+        .into();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cwd = dir.path().to_path_buf();
+        let (waited, pid) = rt.block_on(async {
+            let step = on_own_task(for_step("r1", "build.3", async move {
+                run(Spec {
+                    argv: &argv,
+                    stdin: None,
+                    cwd: &cwd,
+                    timeout: Duration::from_secs(60),
+                    env: &[],
+                    env_remove: &[],
+                })
+                .await
+            }));
+            let noted = async {
+                loop {
+                    if let Ok(text) = std::fs::read_to_string(&note) {
+                        return text;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            tokio::select! {
+                r = step => (Some(r), String::new()),
+                text = noted => (None, text),
+            }
+        });
+        assert!(waited.is_none(), "the step ended early: {waited:?}");
+        let (pid, key) = pid.trim().split_once(' ').unwrap_or_default();
+        assert_eq!(key, "build.3");
+        let pid: libc::pid_t = pid.parse().unwrap_or_else(|e| panic!("{pid}: {e}"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // SAFETY: kill(2) with signal 0 only probes; a zombie answers it too.
+        while unsafe { libc::kill(pid, 0) } == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: as above.
+        assert_ne!(
+            unsafe { libc::kill(pid, 0) },
+            0,
+            "the child {pid} is still there"
+        );
+        drop(rt);
     }
 
     #[test]
