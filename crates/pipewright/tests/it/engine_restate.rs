@@ -379,8 +379,7 @@ pub(crate) fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
 }
 
 /// Whether process `pid` still runs: a zombie (killed, its exit status not yet collected by
-/// its parent, which a runtime that was dropped meanwhile does only at the next child's exit)
-/// runs no more.
+/// its parent's reaper thread) runs no more.
 fn alive(pid: &str) -> bool {
     std::fs::read_to_string(Path::new("/proc").join(pid.trim()).join("stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ")
