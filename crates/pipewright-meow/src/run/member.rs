@@ -12,11 +12,15 @@
 //! steps with the same results in the same order, so its statuses, joins, skips and its report
 //! are a local run's; it does not land them again.
 //!
-//! A group holds only shell steps without an `on_error` recovery template (a recovery expands
-//! into the run's DAG), and an iteration's needs name its own steps. Agent, spawn and kill
-//! steps stay with the scheduler: an agent works on one step at a time across the whole run,
-//! and in tmux its session and its `meow done` belong to the run's orchestrator. Expansions
-//! (expand, branch, foreach) insert steps into the one DAG.
+//! A group holds only shell steps, and offline (agents answered by the run's backend) agent,
+//! spawn and kill steps, none with an `on_error` recovery template (a recovery expands into
+//! the run's DAG), and an iteration's needs name its own steps. A group takes the agents its
+//! steps name with it: each must be free when it goes, and the run's other steps that name
+//! one wait until the group is back, as for an agent at work (an agent works on one step at a
+//! time across the whole run); a group that cannot take its agents runs here. With agents in
+//! tmux, their sessions and their `meow done` belong to the run's orchestrator: agent, spawn
+//! and kill steps stay with the scheduler. Expansions (expand, branch, foreach) insert steps
+//! into the one DAG.
 
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
@@ -49,6 +53,9 @@ pub(super) struct Sent {
     pub order: Option<Vec<usize>>,
     /// A member was cancelled (its step's key): the run stops as cancelled.
     pub cancelled: Option<String>,
+    /// Agents a group took with it (agent → group): the run's other steps that name one wait
+    /// until the group is back, as for an agent at work.
+    pub reserved: HashMap<String, usize>,
 }
 
 /// Steps that run together as one member: an iteration, or a step alone.
@@ -58,6 +65,19 @@ pub(super) struct Group {
     /// What is sent; `None` once it was.
     body: Option<Body>,
     steps: Vec<usize>,
+    /// The agents its steps name, once it was sent.
+    agents: Vec<String>,
+}
+
+/// What became of a group's first ready step: [`Exec::send`].
+pub(super) enum Sending {
+    /// The group was sent: its answer.
+    Sent(InFlight),
+    /// The group was sent earlier: the step ends when it is back.
+    Out,
+    /// The group cannot go (an agent it names is at work in the run, or its name is not
+    /// known before the group runs): its steps run here.
+    Here,
 }
 
 /// What a member is sent.
@@ -69,6 +89,19 @@ struct Body {
     /// The steps outside it whose outputs its steps read (`{{step.outputs…}}`): id, status,
     /// outputs, as they stood when it was sent.
     outside: Vec<(String, String, Map<String, Value>)>,
+    /// The agents its agent, spawn and kill steps name, with the working directory a spawn
+    /// in the run gave each (`None`: not spawned; it works in the project).
+    #[serde(default)]
+    agents: Vec<(String, Option<std::path::PathBuf>)>,
+}
+
+/// What a member hands back: how each of its steps ended, in order, and what became of the
+/// agents it took (spawned in it, with their working directory, or killed: `None`).
+#[derive(Debug, Serialize, Deserialize)]
+struct Back {
+    ends: Vec<StepEnd>,
+    #[serde(default)]
+    agents: Vec<(String, Option<std::path::PathBuf>)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -106,13 +139,26 @@ fn error_type(name: &str) -> Option<&'static str> {
 /// Whether template step `t` of an iteration whose step ids are `ids` can run apart from the
 /// run (see the module).
 /// `needs_inside`: its needs must name steps of `ids` (an iteration's); a step sent alone is
-/// sent once its needs are met.
-fn runs_alone(t: &super::template::TemplateStep, ids: &HashSet<&str>, needs_inside: bool) -> bool {
-    matches!(t.executor, Executor::Shell(_))
-        && !t
-            .on_error
-            .as_ref()
-            .is_some_and(|e| crate::on_error_template(&e.text))
+/// sent once its needs are met. `offline`: agents are answered by the run's backend, not
+/// typed to in tmux sessions the run's orchestrator owns, so agent, spawn and kill steps can
+/// go too (with their agents: [`Exec::send`]).
+fn runs_alone(
+    t: &super::template::TemplateStep,
+    ids: &HashSet<&str>,
+    needs_inside: bool,
+    offline: bool,
+) -> bool {
+    let goes = match t.executor {
+        Executor::Shell(_) => true,
+        Executor::Agent(_) => offline,
+        // Offline they end at once: worth sending only with the rest of their iteration.
+        Executor::Spawn(_) | Executor::Kill(_) => offline && needs_inside,
+        _ => false,
+    };
+    goes && !t
+        .on_error
+        .as_ref()
+        .is_some_and(|e| crate::on_error_template(&e.text))
         && (!needs_inside || t.needs.iter().all(|n| ids.contains(n.as_str())))
 }
 
@@ -176,7 +222,13 @@ impl Exec {
             return;
         }
         let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
-        if workflow.steps.is_empty() || !workflow.steps.iter().all(|t| runs_alone(t, &ids, true)) {
+        let offline = !self.tmux;
+        if workflow.steps.is_empty()
+            || !workflow
+                .steps
+                .iter()
+                .all(|t| runs_alone(t, &ids, true, offline))
+        {
             return;
         }
         let steps: Vec<usize> = workflow
@@ -203,6 +255,7 @@ impl Exec {
             },
             vars,
             outside: Vec::new(),
+            agents: Vec::new(),
         };
         self.group(prefix.trim_end_matches('.').to_string(), body, steps);
     }
@@ -216,6 +269,7 @@ impl Exec {
             key,
             body: Some(body),
             steps,
+            agents: Vec::new(),
         });
         m
     }
@@ -228,7 +282,7 @@ impl Exec {
         let alone = self.members.is_some()
             && s.prefix.is_empty()
             && s.src.path == self.root_path
-            && runs_alone(&s.template, &HashSet::new(), false)
+            && runs_alone(&s.template, &HashSet::new(), false, !self.tmux)
             // Landed in an earlier pass: replayed here, at no cost.
             && self.recorded(&s.id).is_none();
         // Expansions ready beside it end at once: they do not make it run side by side.
@@ -248,18 +302,50 @@ impl Exec {
             what: What::Step { id: s.id.clone() },
             vars: s.scope.vars.clone(),
             outside: Vec::new(),
+            agents: Vec::new(),
         };
         Some(self.group(s.id.clone(), body, vec![i]))
     }
 
-    /// Step `i` of group `m` is ready: the group is sent, if it was not yet.
-    pub(super) fn send(&mut self, st: &State, m: usize, i: usize) -> Option<InFlight> {
-        let members = self.members.clone()?;
+    /// Step `i` of group `m` is ready: the group is sent, if it was not yet and can go.
+    ///
+    /// A group whose steps name agents takes them with it: each must be free (no step of the
+    /// run at work with it, no other group out with it) and its name known from what the
+    /// group is sent with, and while the group is out the run's other steps that name one of
+    /// them wait, as for an agent at work (an agent works on one step at a time). Otherwise
+    /// the group's steps run here, as in a local run.
+    pub(super) fn send(&mut self, st: &State, m: usize, i: usize) -> Sending {
+        let Some(members) = self.members.clone() else {
+            return Sending::Here;
+        };
+        if self.sent.groups[m].body.is_none() {
+            return Sending::Out;
+        }
+        let Some(agents) = self.group_agents(st, m) else {
+            self.dissolve(m);
+            return Sending::Here;
+        };
         let it = &mut self.sent.groups[m];
-        let mut body = it.body.take()?;
+        let Some(mut body) = it.body.take() else {
+            return Sending::Out;
+        };
         if let What::Step { .. } = body.what {
             body.outside = outside(st, i);
         }
+        for a in &agents {
+            self.sent.reserved.insert(a.clone(), m);
+        }
+        body.agents = agents
+            .iter()
+            .map(|a| {
+                (
+                    a.clone(),
+                    self.agents.get(a).map(|info| info.workdir.clone()),
+                )
+            })
+            .collect();
+        self.sent.groups[m].agents = agents;
+        let it = &self.sent.groups[m];
         let call = MemberCall {
             key: it.key.clone(),
             body: serde_json::to_value(&body).unwrap_or_default(),
@@ -269,12 +355,88 @@ impl Exec {
         // recorded before is durable first.
         self.unflushed = true;
         let commit_failed = self.commit_failed.clone();
-        Some(Box::pin(async move {
+        Sending::Sent(Box::pin(async move {
             if let Some(e) = commit_failed.get() {
                 return (m, Completion::Member(MemberReport::broken(e.clone())));
             }
             (m, Completion::Member(members.run(call).await))
         }))
+    }
+
+    /// The agents group `m`'s steps name, each free; `None` when one is at work or taken by
+    /// another group, or its name cannot be known before the group runs (it reads an output
+    /// of a step of the group).
+    fn group_agents(&self, st: &State, m: usize) -> Option<Vec<String>> {
+        let mut agents = Vec::new();
+        for &k in &self.sent.groups[m].steps {
+            let field = match &st.steps[k].template.executor {
+                Executor::Agent(a) => a.agent.as_ref(),
+                Executor::Spawn(s) => s.agent.as_ref(),
+                Executor::Kill(k) => k.agent.as_ref(),
+                _ => continue,
+            }?;
+            let name =
+                subst::render(&field.text, &super::state::StepValues::new(st, k), false).ok()?;
+            if self.busy.contains_key(&name) || self.sent.reserved.contains_key(&name) {
+                return None;
+            }
+            if !agents.contains(&name) {
+                agents.push(name);
+            }
+        }
+        Some(agents)
+    }
+
+    /// Group `m` does not go: its steps, in the run's DAG already, run here.
+    fn dissolve(&mut self, m: usize) {
+        let it = &mut self.sent.groups[m];
+        it.body = None;
+        for k in std::mem::take(&mut it.steps) {
+            self.sent.of.remove(&k);
+        }
+    }
+
+    /// Group `m` is back: the agents it took are free again, as it left them (spawned in it
+    /// with their working directory, or killed), and the first step that waited for each runs.
+    fn agents_back(
+        &mut self,
+        st: &mut State,
+        m: usize,
+        back: Vec<(String, Option<std::path::PathBuf>)>,
+    ) {
+        for (agent, workdir) in back {
+            if !self.sent.groups[m].agents.contains(&agent) {
+                continue;
+            }
+            match workdir {
+                Some(workdir) => {
+                    self.agents.insert(
+                        agent,
+                        super::AgentInfo {
+                            workdir,
+                            session: None,
+                            session_id: Default::default(),
+                        },
+                    );
+                }
+                None => {
+                    self.agents.remove(&agent);
+                }
+            }
+        }
+        for agent in std::mem::take(&mut self.sent.groups[m].agents) {
+            self.sent.reserved.remove(&agent);
+            let Some(queue) = self.held_agent.get_mut(&agent) else {
+                continue;
+            };
+            while let Some(n) = queue.pop_front() {
+                if st.steps[n].status == Status::Pending {
+                    let agent_kind = st.steps[n].is_agent();
+                    st.ready.insert((agent_kind, n));
+                    break;
+                }
+            }
+        }
     }
 
     /// Iteration `m` came back: its steps end here as they ended in the member.
@@ -286,10 +448,27 @@ impl Exec {
         ended: &mut Ended,
     ) {
         let key = self.sent.groups[m].key.clone();
+        let back = match &report.result {
+            MemberResult::Done(Some(v)) => serde_json::from_value::<Back>(v.clone())
+                .ok()
+                // What a worker from before agents could go sends: its steps' ends alone.
+                .or_else(|| {
+                    let ends = serde_json::from_value::<Vec<StepEnd>>(v.clone()).ok()?;
+                    Some(Back {
+                        ends,
+                        agents: Vec::new(),
+                    })
+                }),
+            _ => None,
+        };
+        // Whatever it came to, the agents it took are free again (as it left them, when it
+        // says).
+        let agents = back.as_ref().map(|b| b.agents.clone()).unwrap_or_default();
+        self.agents_back(st, m, agents);
         let ends = match report.result {
-            MemberResult::Done(v) => match v.map(serde_json::from_value::<Vec<StepEnd>>) {
-                Some(Ok(ends)) => ends,
-                _ => {
+            MemberResult::Done(_) => match back {
+                Some(back) => back.ends,
+                None => {
                     return self.iteration_failed(
                         st,
                         m,
@@ -473,6 +652,21 @@ async fn run_member(
     );
     exec.members = None;
     exec.sent.order = Some(Vec::new());
+    exec.tmux = exec.backend.name() == "command";
+    // The agents it took, as the run knew them.
+    for (agent, workdir) in &body.agents {
+        if let Some(workdir) = workdir {
+            exec.agents.insert(
+                agent.clone(),
+                super::AgentInfo {
+                    workdir: workdir.clone(),
+                    session: None,
+                    session_id: Default::default(),
+                },
+            );
+        }
+    }
+    let took: Vec<String> = body.agents.iter().map(|(a, _)| a.clone()).collect();
     let mut st = State {
         run_id,
         outside: body
@@ -535,7 +729,15 @@ async fn run_member(
                 }
             })
             .collect();
-        MemberResult::Done(Some(serde_json::to_value(ends).map_err(|e| e.to_string())?))
+        let agents = took
+            .into_iter()
+            .map(|a| {
+                let workdir = exec.agents.get(&a).map(|info| info.workdir.clone());
+                (a, workdir)
+            })
+            .collect();
+        let back = Back { ends, agents };
+        MemberResult::Done(Some(serde_json::to_value(back).map_err(|e| e.to_string())?))
     };
     Ok(MemberReport {
         result,

@@ -628,10 +628,14 @@ impl Exec {
                 // A step sent away ends when its member reports.
                 let group = self.sent.of.get(&i).copied();
                 if let Some(m) = group.or_else(|| self.send_alone(st, i, !inflight.is_empty())) {
-                    if let Some(f) = self.send(st, m, i) {
-                        inflight.push(f);
+                    match self.send(st, m, i) {
+                        member::Sending::Sent(f) => {
+                            inflight.push(f);
+                            continue;
+                        }
+                        member::Sending::Out => continue,
+                        member::Sending::Here => {}
                     }
-                    continue;
                 }
                 let _ = agent_kind;
                 match self.dispatch(st, i, &mut ended) {
@@ -766,7 +770,13 @@ impl Exec {
             if let Some(agent) = &a.agent {
                 let agent = subst::render(&agent.text, &state::StepValues::new(st, i), false)
                     .unwrap_or_else(|_| agent.text.clone());
-                if self.busy.contains_key(&agent) {
+                // Taken by a group out on a member: its own steps are not held for it.
+                let taken = self
+                    .sent
+                    .reserved
+                    .get(&agent)
+                    .is_some_and(|&m| self.sent.of.get(&i) != Some(&m));
+                if self.busy.contains_key(&agent) || taken {
                     self.held_agent.entry(agent).or_default().push_back(i);
                     return true;
                 }

@@ -196,8 +196,8 @@ fn tempdir() -> tempfile::TempDir {
 
 /// Iterations of shell steps (a failure under `continue`, a failure that fails the
 /// iteration, a dependent skipped), `max_concurrent`, `join = false`, a wildcard need on the
-/// iterations, steps side by side reading another's output; and what stays in the run: a
-/// sequential foreach, an iteration with an agent step, a lone step's chain.
+/// iterations, steps side by side reading another's output, an iteration with an agent step
+/// (offline); and what stays in the run: a sequential foreach, a lone step's chain.
 const MODULE: &str = r#"[main]
 [[main.steps]]
 id = "setup"
@@ -335,7 +335,7 @@ fn members_run_elsewhere_come_to_what_they_come_to_here() {
     assert_eq!(there["steps"]["works"], "done", "{there}");
     assert_eq!(there["stores"]["left"]["said"], "left-pre", "{there}");
     let mut want: Vec<String> = (0..6).map(|n| format!("each.{n}")).collect();
-    want.extend(["loose.0", "loose.1", "left", "right"].map(String::from));
+    want.extend(["loose.0", "loose.1", "left", "right", "asks.0"].map(String::from));
     // `works` runs alone when the last iteration it waits for ends with nothing else in
     // flight, else beside what is.
     let sent: Vec<String> = sent.into_iter().filter(|k| k != "works").collect();
@@ -348,6 +348,119 @@ fn members_run_elsewhere_come_to_what_they_come_to_here() {
     assert_eq!(
         lines,
         ["a-0", "a-1", "a-2", "a-3", "a-4", "a-5", "right"],
+        "{log}"
+    );
+}
+
+/// Iterations that spawn an agent of their own, ask it and kill it; iterations whose second
+/// step asks an agent the run spawned; a last step that asks it too.
+const AGENTS: &str = r#"[main]
+[[main.steps]]
+id = "lead"
+executor = "spawn"
+agent = "lead"
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["lead"]
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".own"
+
+[[main.steps]]
+id = "mixed"
+executor = "foreach"
+needs = ["each"]
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".mixed"
+
+[[main.steps]]
+id = "review"
+executor = "agent"
+agent = "lead"
+needs = ["mixed"]
+prompt = "Review"
+[main.steps.outputs]
+verdict = { required = true, type = "string" }
+
+[own]
+[[own.steps]]
+id = "up"
+executor = "spawn"
+agent = "w{{n}}"
+
+[[own.steps]]
+id = "ask"
+executor = "agent"
+agent = "w{{n}}"
+needs = ["up"]
+prompt = "Item {{n}}"
+[own.steps.outputs]
+answer = { required = true, type = "string" }
+
+[[own.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo own-{{n}} >> items.log"
+
+[[own.steps]]
+id = "down"
+executor = "kill"
+agent = "w{{n}}"
+needs = ["log"]
+
+[mixed]
+[[mixed.steps]]
+id = "s"
+executor = "shell"
+command = "echo mixed-{{n}} >> items.log"
+
+[[mixed.steps]]
+id = "q"
+executor = "agent"
+agent = "lead"
+needs = ["s"]
+prompt = "Mixed {{n}}"
+[mixed.steps.outputs]
+answer = { required = true, type = "string" }
+"#;
+
+/// Offline, iterations with agent, spawn and kill steps go with the agents they name. An
+/// iteration that names an agent another one has taken runs in the run instead, its agent
+/// step waiting for the agent to be back; the report is the one a run that sends nothing gives.
+#[test]
+fn iterations_go_with_their_agents_and_wait_for_one_taken() {
+    let (d, elsewhere) = (tempdir(), tempdir());
+    let (there, sent, _) = with_members(AGENTS, d.path(), None, |_| Answer::Run);
+    let here = here(AGENTS, elsewhere.path());
+    // A spawn's output names its working directory: each run's own project.
+    let project = |v: &Value, dir: &Path| {
+        let text = v
+            .to_string()
+            .replace(&dir.display().to_string(), "[project]");
+        serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let there = project(&there, d.path());
+    assert_eq!(there, project(&here, elsewhere.path()));
+    assert_eq!(
+        there["stores"]["each.2.up"]["workdir"], "[project]",
+        "{there}"
+    );
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(there["steps"]["each.3.down"], "done", "{there}");
+    assert_eq!(there["steps"]["mixed.2.q"], "done", "{there}");
+    assert_eq!(there["steps"]["review"], "done", "{there}");
+    // The first `mixed` iteration took `lead`; the others, which name it too, stayed.
+    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3", "mixed.0"]);
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["mixed-0", "mixed-1", "mixed-2", "own-0", "own-1", "own-2", "own-3"],
         "{log}"
     );
 }

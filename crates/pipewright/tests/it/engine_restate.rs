@@ -1068,6 +1068,121 @@ fn meow_side_by_side(n: usize) -> String {
     t
 }
 
+/// A MEOW foreach whose iterations spawn an agent of their own, ask it, log which process ran
+/// them and kill it (`items` items), then a foreach whose iterations all ask one agent the run
+/// spawned (`shared` items), and a last step that asks that agent too.
+fn meow_agents(items: usize, shared: usize) -> String {
+    let list = |n: usize| (0..n).map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
+    format!(
+        r#"[main]
+[[main.steps]]
+id = "lead"
+executor = "spawn"
+agent = "lead"
+workdir = "leads"
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["lead"]
+items = "[{}]"
+item_var = "n"
+template = ".own"
+
+[[main.steps]]
+id = "again"
+executor = "foreach"
+needs = ["lead"]
+items = "[{}]"
+item_var = "n"
+template = ".shared"
+
+[[main.steps]]
+id = "review"
+executor = "agent"
+agent = "lead"
+needs = ["each.*.down", "again.*.ask"]
+prompt = "Review it all"
+[main.steps.outputs]
+verdict = {{ required = true, type = "string" }}
+
+[own]
+[[own.steps]]
+id = "up"
+executor = "spawn"
+agent = "w{{{{n}}}}"
+
+[[own.steps]]
+id = "ask"
+executor = "agent"
+agent = "w{{{{n}}}}"
+needs = ["up"]
+prompt = "Item {{{{n}}}}"
+[own.steps.outputs]
+answer = {{ required = true, type = "string" }}
+
+[[own.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo {{{{n}}}} $PPID >> items.log; sleep 0.1; echo '{{{{ask.outputs.answer}}}}'"
+[own.steps.outputs]
+said = {{ source = "stdout" }}
+
+[[own.steps]]
+id = "down"
+executor = "kill"
+agent = "w{{{{n}}}}"
+needs = ["log"]
+
+[shared]
+[[shared.steps]]
+id = "ask"
+executor = "agent"
+agent = "lead"
+prompt = "Shared item {{{{n}}}}"
+[shared.steps.outputs]
+answer = {{ required = true, type = "string" }}
+"#,
+        list(items),
+        list(shared)
+    )
+}
+
+/// Offline, a MEOW foreach's iterations with agent, spawn and kill steps run as members with
+/// the agents they name: two workers behind one URL share them. Iterations that all name one
+/// agent of the run take it one at a time (the rest run in the pass, waiting for it), and the
+/// report is the one a local run gives.
+#[test]
+fn a_meow_foreach_with_agents_is_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write("agents.meow.toml", &meow_agents(16, 4));
+    std::fs::create_dir_all(e.project.join("leads")).unwrap_or_else(|err| panic!("{err}"));
+    let args = ["run", "agents.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran iterations: {seen:?}",
+            w.child.id()
+        );
+    }
+    assert_eq!(e.read("items.log").lines().count(), 16);
+    let local = e.local(&args);
+    assert_eq!(local.status.code(), Some(0), "{}", text(&local));
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["steps"]["each.15.down"], "done", "{a}");
+    assert_eq!(a["steps"]["again.3.ask"], "done", "{a}");
+    assert_eq!(a["steps"]["review"], "done", "{a}");
+}
+
 /// A MEOW template's steps that run side by side on the engine each run as a member: two
 /// workers behind one URL share them, and the report is the one a local run gives.
 #[test]
