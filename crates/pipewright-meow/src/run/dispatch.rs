@@ -284,10 +284,8 @@ impl Exec {
             if let Some(e) = commit_failed.get() {
                 return (i, Completion::NotStarted(e.clone()));
             }
-            use pipewright_runtime::tools::process;
-            let ran = process::on_own_task(async move {
-                process::for_step(&run_id, &id, shell::run(command)).await
-            });
+            let ran =
+                pipewright_runtime::tools::process::for_step(&run_id, &id, shell::run(command));
             (i, Completion::Shell(ran.await))
         }))
     }

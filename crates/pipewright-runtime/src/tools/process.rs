@@ -314,11 +314,10 @@ pub async fn for_step<F: std::future::Future>(run_id: &str, key: &str, f: F) -> 
 /// A scheduler that starts many commands from its one task starts them one after another on
 /// one thread, which waits for each child's exec (the spawn borrows its memory until then) and
 /// then for its turn to take in the exit. On their own tasks, the runtime's worker threads
-/// start children and take in their exits side by side, as nothing is shared between them
-/// (issue 27: the MEOW shell DAG against its floor). Each worker thread lives as long as the
-/// runtime, so the children's death signal (tied to the thread that started them) still fires
-/// only when pipewright dies.
-pub async fn on_own_task<F>(f: F) -> F::Output
+/// start children and take in their exits side by side (issue 27: the MEOW shell DAG against
+/// its floor). Each worker thread lives as long as the runtime, so the children's death signal
+/// (tied to the thread that started them) still fires only when pipewright dies.
+async fn on_own_task<F>(f: F) -> F::Output
 where
     F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
@@ -333,13 +332,35 @@ where
     }
 }
 
+/// Runs a child to its end, on a task of its own ([`on_own_task`]): runs side by side start
+/// their children, and take in their exits, on every worker thread of the runtime.
 pub async fn run(spec: Spec<'_>) -> Result<ProcOutput, ProcessError> {
+    let job = Job {
+        env: child_env(&spec),
+        argv: spec.argv.to_vec(),
+        cwd: spec.cwd.to_path_buf(),
+        stdin: spec.stdin,
+        timeout: spec.timeout,
+    };
+    on_own_task(run_job(job)).await
+}
+
+/// What [`run`] runs, owned by its task.
+struct Job {
+    argv: Vec<String>,
+    cwd: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+}
+
+async fn run_job(spec: Job) -> Result<ProcOutput, ProcessError> {
     let prog = spec.argv.first().ok_or(ProcessError::EmptyCommand)?;
     let (out_file, err_file) = (capture_file()?, capture_file()?);
     let mut child = spawn::spawn(spawn::Start {
-        argv: spec.argv,
-        cwd: spec.cwd,
-        env: child_env(&spec),
+        argv: &spec.argv,
+        cwd: &spec.cwd,
+        env: spec.env,
         piped_stdin: spec.stdin.is_some(),
         stdout: &out_file,
         stderr: &err_file,
@@ -467,10 +488,10 @@ mod tests {
             }))
     }
 
-    /// A step run on a task of its own keeps its step's key, and dropping the wait for it (a
-    /// run cancelled, a fan-out aborted) kills its child.
+    /// A child, run on a task of its own, gets its step's key, and dropping the wait for it (a
+    /// run cancelled, a fan-out aborted) kills it.
     #[test]
-    fn a_step_on_its_own_task_keeps_its_key_and_dies_with_its_wait() {
+    fn a_child_on_its_own_task_gets_its_key_and_dies_with_its_wait() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let note = dir.path().join("note");
         let argv: Vec<String> = [
@@ -487,7 +508,9 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let cwd = dir.path().to_path_buf();
         let (waited, pid) = rt.block_on(async {
-            let step = on_own_task(for_step("r1", "build.3", async move {
+            let step = for_step(
+                "r1",
+                "build.3",
                 run(Spec {
                     argv: &argv,
                     stdin: None,
@@ -495,9 +518,8 @@ mod tests {
                     timeout: Duration::from_secs(60),
                     env: &[],
                     env_remove: &[],
-                })
-                .await
-            }));
+                }),
+            );
             let noted = async {
                 loop {
                     if let Ok(text) = std::fs::read_to_string(&note) {
