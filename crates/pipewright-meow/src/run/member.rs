@@ -448,6 +448,8 @@ impl Exec {
         ended: &mut Ended,
     ) {
         let key = self.sent.groups[m].key.clone();
+        // Its agent calls, recorded where it ran, count in the run's usage and budgets.
+        self.meter.seed(&report.usage);
         let back = match &report.result {
             MemberResult::Done(Some(v)) => serde_json::from_value::<Back>(v.clone())
                 .ok()
@@ -486,14 +488,16 @@ impl Exec {
                 self.sent.cancelled = Some(key);
                 return;
             }
-            MemberResult::Stopped { budget, .. } => {
-                return self.iteration_failed(
-                    st,
-                    m,
-                    codes::STORE,
-                    format!("iteration {key} was stopped by the {budget} budget"),
-                    ended,
-                )
+            MemberResult::Stopped {
+                budget,
+                limit,
+                spent,
+            } => {
+                // The run stops here as it stops on a budget it reaches itself.
+                self.meter.stop(pipewright_runtime::members::exhausted(
+                    &budget, limit, spent,
+                ));
+                return;
             }
             MemberResult::Broken(why) => {
                 return self.iteration_failed(
@@ -711,7 +715,14 @@ async fn run_member(
         return Err(e);
     }
     let result = if status == RunStatus::Cancelled {
-        MemberResult::Cancelled { key: call.key }
+        match opts.meter.exhausted() {
+            Some(e) => MemberResult::Stopped {
+                budget: e.budget.to_string(),
+                limit: e.limit,
+                spent: e.spent,
+            },
+            None => MemberResult::Cancelled { key: call.key },
+        }
     } else if let Some(e) = failed_write {
         let e = RunError::new(codes::STORE, &call.key, "foreach", root.span, e.to_string());
         MemberResult::Failed(SentError::from(&e))
@@ -741,6 +752,6 @@ async fn run_member(
     };
     Ok(MemberReport {
         result,
-        usage: Vec::new(),
+        usage: opts.meter.charged(),
     })
 }

@@ -495,6 +495,8 @@ pub(crate) struct Exec {
     root_path: PathBuf,
     /// Where the run's fan-out members run, when elsewhere (on a durable engine).
     members: Option<Arc<dyn pipewright_runtime::members::Members>>,
+    /// The run's agent calls and budgets: members' calls are counted in it when they are back.
+    meter: Arc<pipewright_runtime::usage::Meter>,
     /// The steps sent (or to be sent) away as members, and what they came to.
     sent: member::Sent,
 }
@@ -562,6 +564,7 @@ impl Exec {
             unflushed: false,
             commit_failed: Default::default(),
             members: opts.members.clone(),
+            meter: opts.meter.clone(),
             sent: member::Sent::default(),
         }
     }

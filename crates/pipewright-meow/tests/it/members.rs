@@ -37,6 +37,8 @@ fn load(
 #[derive(Clone, Copy, PartialEq)]
 enum Answer {
     Run,
+    /// Run with the run's budget: at most two agent calls.
+    Budgeted,
     /// No worker could run it.
     Broken,
     /// Its worker let it go before it ran.
@@ -83,6 +85,10 @@ impl Members for Elsewhere {
                     usage: Vec::new(),
                 },
                 Answer::Run => run_member(&text, &dir, &run_id, &store, call, None).await,
+                Answer::Budgeted => {
+                    let o = two_calls(RunOptions::new(dir.clone()));
+                    run_member(&text, &dir, &run_id, &store, call, Some(o)).await
+                }
                 Answer::Retried => {
                     let o = RunOptions::new(dir.clone());
                     let cancel = o.cancel.clone();
@@ -122,12 +128,34 @@ async fn run_member(
     let (program, module, sources) = load(text);
     let mut o = o.unwrap_or_else(|| RunOptions::new(dir.to_path_buf()));
     o.store = Some(store.clone());
+    metered(&mut o);
     let member = Member {
         run_id: run_id.to_string(),
         call,
         lock: Box::new(Joined),
     };
     pipewright_meow::run::member(program, module, &sources, o, member).await
+}
+
+/// `o` with a budget of two agent calls.
+fn two_calls(mut o: RunOptions) -> RunOptions {
+    let budgets = pipewright_runtime::usage::Budgets {
+        max_agent_calls: Some(2),
+        ..Default::default()
+    };
+    o.meter = Arc::new(pipewright_runtime::usage::Meter::new(
+        budgets,
+        o.cancel.clone(),
+    ));
+    o
+}
+
+/// Agent calls counted in `o`'s meter, as `pipewright run` counts them.
+fn metered(o: &mut RunOptions) {
+    o.backend = Arc::new(pipewright_runtime::usage::Metered::new(
+        o.backend.clone(),
+        o.meter.clone(),
+    ));
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -141,7 +169,7 @@ fn store_at(dir: &Path) -> Arc<dyn Store> {
     Arc::new(SqliteStore::open(&dir.join("runs.db")).unwrap_or_else(|e| panic!("{e}")))
 }
 
-/// Runs `text` with `o`: the report, its run id blanked.
+/// Runs `text` with `o`: the report, its run id and what its agent calls took blanked.
 fn run(text: &str, o: RunOptions) -> Value {
     let (program, module, sources) = load(text);
     let out = rt()
@@ -149,6 +177,16 @@ fn run(text: &str, o: RunOptions) -> Value {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut v = out.to_json(&sources);
     v["run_id"] = Value::Null;
+    if v["usage"].is_object() {
+        v["usage"]["wall_ms"] = Value::Null;
+        for s in v["usage"]["steps"]
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|m| m.values_mut())
+        {
+            s["wall_ms"] = Value::Null;
+        }
+    }
     v
 }
 
@@ -166,6 +204,7 @@ fn with_members(
     let sent = Arc::new(Mutex::new(Vec::new()));
     let mut o = RunOptions::new(dir.to_path_buf());
     o.store = Some(store.clone());
+    metered(&mut o);
     match resume {
         Some(id) => o.resume = Some(id.to_string()),
         None => o.run_id = Some(run_id.clone()),
@@ -187,6 +226,7 @@ fn with_members(
 fn here(text: &str, dir: &Path) -> Value {
     let mut o = RunOptions::new(dir.to_path_buf());
     o.store = Some(store_at(dir));
+    metered(&mut o);
     run(text, o)
 }
 
@@ -449,6 +489,12 @@ fn iterations_go_with_their_agents_and_wait_for_one_taken() {
         there["stores"]["each.2.up"]["workdir"], "[project]",
         "{there}"
     );
+    // The calls made in members count in the run's usage.
+    assert_eq!(there["usage"]["agent_calls"], 8, "{there}");
+    assert_eq!(
+        there["usage"]["steps"]["each.3.ask"]["agent_calls"], 1,
+        "{there}"
+    );
     assert_eq!(there["status"], "ok", "{there}");
     assert_eq!(there["steps"]["each.3.down"], "done", "{there}");
     assert_eq!(there["steps"]["mixed.2.q"], "done", "{there}");
@@ -463,6 +509,32 @@ fn iterations_go_with_their_agents_and_wait_for_one_taken() {
         ["mixed-0", "mixed-1", "mixed-2", "own-0", "own-1", "own-2", "own-3"],
         "{log}"
     );
+}
+
+/// A member that a budget stops before an agent call stops the run, as the budget stops a
+/// run that reaches it itself: the run is `stopped`, its error names the budget.
+#[test]
+fn a_member_stopped_by_a_budget_stops_the_run() {
+    let d = tempdir();
+    let store = store_at(d.path());
+    let run_id = pipewright_runtime::store::new_run_id();
+    let mut o = two_calls(RunOptions::new(d.path().to_path_buf()));
+    o.store = Some(store.clone());
+    o.run_id = Some(run_id.clone());
+    metered(&mut o);
+    o.members = Some(Arc::new(Elsewhere {
+        text: AGENTS.to_string(),
+        dir: d.path().to_path_buf(),
+        run_id,
+        store,
+        sent: Arc::default(),
+        answer: |_| Answer::Budgeted,
+    }));
+    let v = run(AGENTS, o);
+    assert_eq!(v["status"], "stopped", "{v}");
+    let error = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(error.contains("agent call"), "{v}");
+    assert_eq!(v["steps"]["review"], "pending", "{v}");
 }
 
 /// A member no worker could run fails the steps it held: the first with why, the rest
