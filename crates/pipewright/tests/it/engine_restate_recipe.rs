@@ -8,7 +8,7 @@
 //! Engine tests: see engine_restate.rs (`PIPEWRIGHT_SLOW_TESTS=1`, run in `unshare -rn`).
 
 use crate::common::*;
-use crate::engine_restate::{report, Engine};
+use crate::engine_restate::{report, without_wall_times, Engine};
 use pipewright_restate::testing::skip_engine_test;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,14 +22,7 @@ fn settled(o: &Output) -> Value {
         v["stores"]["session"]["id"] = Value::Null;
         v["stores"]["session"]["started"] = Value::Null;
     }
-    if v["usage"].is_object() {
-        v["usage"]["wall_ms"] = Value::Null;
-        if let Some(steps) = v["usage"]["steps"].as_object_mut() {
-            for s in steps.values_mut() {
-                s["wall_ms"] = Value::Null;
-            }
-        }
-    }
+    without_wall_times(&mut v);
     v
 }
 
