@@ -106,8 +106,8 @@ struct Back {
 
 #[derive(Debug, Serialize, Deserialize)]
 enum What {
-    /// An iteration of a foreach: the template as the foreach resolved it from the root
-    /// workflow's file, and the prefix of its steps' ids (`F.3.`).
+    /// An iteration of a foreach: the template, by a reference that resolves to it from the
+    /// root workflow's file, and the prefix of its steps' ids (`F.3.`).
     Iteration { reference: String, prefix: String },
     /// A top-level step of the root workflow, alone.
     Step { id: String },
@@ -217,10 +217,19 @@ impl Exec {
         vars: Map<String, Value>,
         prefix: &str,
     ) {
-        // The member finds the template from the root workflow's file.
-        if self.members.is_none() || st.steps[i].src.path != self.root_path {
+        if self.members.is_none() {
             return;
         }
+        // The member finds the template from the root workflow's file: one a foreach of
+        // another file names is sent by its own file's path from the project's root.
+        let reference = if st.steps[i].src.path == self.root_path {
+            reference
+        } else {
+            match self.lib.reference_from(workflow, &self.root_path) {
+                Some(r) => r,
+                None => return,
+            }
+        };
         let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
         let offline = !self.tmux;
         if workflow.steps.is_empty()

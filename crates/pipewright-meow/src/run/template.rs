@@ -322,6 +322,21 @@ impl Library {
         self.srcs.insert(src.path.clone(), src);
     }
 
+    /// A reference to workflow `t` that resolves from the file at `from` to the same file on
+    /// any checkout of the project: `./PATH#NAME`, PATH from the project's root. `None` when
+    /// the file is outside the project (or its path is not UTF-8).
+    pub(super) fn reference_from(&mut self, t: &Template, from: &Path) -> Option<String> {
+        // A bare file name is in the working directory.
+        let dir = from
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let root = std::fs::canonicalize(self.refs.root(dir)).ok()?;
+        let file = std::fs::canonicalize(&t.src.path).ok()?;
+        let rel = file.strip_prefix(&root).ok()?.to_str()?;
+        Some(format!("./{rel}#{}", t.name))
+    }
+
     pub(super) fn template(&mut self, src: &Arc<ModuleFile>, name: &str) -> Option<Arc<Template>> {
         let key = (src.path.clone(), name.to_string());
         if let Some(t) = self.cache.get(&key) {

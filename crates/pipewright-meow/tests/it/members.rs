@@ -18,18 +18,20 @@ use std::sync::{Arc, Mutex};
 struct Joined;
 impl RunLock for Joined {}
 
+/// `text`, checked and lowered as the file at `path` (`members.meow.toml` when `None`).
 fn load(
     text: &str,
+    path: Option<&Path>,
 ) -> (
     Arc<pipewright_ir::Program>,
     Arc<pipewright_meow::ast::Module>,
     SourceMap,
 ) {
+    let path = path.unwrap_or(Path::new("members.meow.toml"));
     let mut sources = SourceMap::new();
-    let file = sources.add("members.meow.toml", text);
-    let (program, module) =
-        pipewright_meow::check_and_lower(file, Path::new("members.meow.toml"), text)
-            .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    let file = sources.add(path.display().to_string(), text);
+    let (program, module) = pipewright_meow::check_and_lower(file, path, text)
+        .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
     (Arc::new(program), Arc::new(module), sources)
 }
 
@@ -52,6 +54,8 @@ enum Answer {
 /// options of its own, in the run's store. `answer` says what becomes of a member by its key.
 struct Elsewhere {
     text: String,
+    /// Where the run's file is, when it names others.
+    source: Option<PathBuf>,
     dir: PathBuf,
     run_id: String,
     store: Arc<dyn Store>,
@@ -67,6 +71,7 @@ impl Members for Elsewhere {
             .push(call.key.clone());
         let answer = (self.answer)(&call.key);
         let wire = serde_json::to_string(&call).unwrap_or_default();
+        let source = self.source.clone();
         let (text, dir, run_id, store) = (
             self.text.clone(),
             self.dir.clone(),
@@ -84,17 +89,36 @@ impl Members for Elsewhere {
                     },
                     usage: Vec::new(),
                 },
-                Answer::Run => run_member(&text, &dir, &run_id, &store, call, None).await,
+                Answer::Run => {
+                    run_member(&text, source.as_deref(), &dir, &run_id, &store, call, None).await
+                }
                 Answer::Budgeted => {
                     let o = two_calls(RunOptions::new(dir.clone()));
-                    run_member(&text, &dir, &run_id, &store, call, Some(o)).await
+                    run_member(
+                        &text,
+                        source.as_deref(),
+                        &dir,
+                        &run_id,
+                        &store,
+                        call,
+                        Some(o),
+                    )
+                    .await
                 }
                 Answer::Retried => {
                     let o = RunOptions::new(dir.clone());
                     let cancel = o.cancel.clone();
                     let log = dir.join("items.log");
                     let started = format!("b-{}-start", call.key.rsplit('.').next().unwrap_or(""));
-                    let first = run_member(&text, &dir, &run_id, &store, call.clone(), Some(o));
+                    let first = run_member(
+                        &text,
+                        source.as_deref(),
+                        &dir,
+                        &run_id,
+                        &store,
+                        call.clone(),
+                        Some(o),
+                    );
                     let kill = async {
                         while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains(&started)) {
                             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -106,7 +130,7 @@ impl Members for Elsewhere {
                         matches!(first.result, MemberResult::Cancelled { .. }),
                         "{first:?}"
                     );
-                    run_member(&text, &dir, &run_id, &store, call, None).await
+                    run_member(&text, source.as_deref(), &dir, &run_id, &store, call, None).await
                 }
             };
             // And back, as it travels.
@@ -119,14 +143,16 @@ impl Members for Elsewhere {
 /// Runs a member as a worker does, with `o` (fresh options when `None`).
 async fn run_member(
     text: &str,
+    source: Option<&Path>,
     dir: &Path,
     run_id: &str,
     store: &Arc<dyn Store>,
     call: MemberCall,
     o: Option<RunOptions>,
 ) -> MemberReport {
-    let (program, module, sources) = load(text);
+    let (program, module, sources) = load(text, source);
     let mut o = o.unwrap_or_else(|| RunOptions::new(dir.to_path_buf()));
+    o.source_path = source.map(Path::to_path_buf);
     o.store = Some(store.clone());
     metered(&mut o);
     let member = Member {
@@ -171,7 +197,7 @@ fn store_at(dir: &Path) -> Arc<dyn Store> {
 
 /// Runs `text` with `o`: the report, its run id and what its agent calls took blanked.
 fn run(text: &str, o: RunOptions) -> Value {
-    let (program, module, sources) = load(text);
+    let (program, module, sources) = load(text, o.source_path.as_deref());
     let out = rt()
         .block_on(pipewright_meow::run::run(program, module, &sources, o))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -211,6 +237,7 @@ fn with_members(
     }
     o.members = Some(Arc::new(Elsewhere {
         text: text.to_string(),
+        source: None,
         dir: dir.to_path_buf(),
         run_id: run_id.clone(),
         store,
@@ -524,6 +551,7 @@ fn a_member_stopped_by_a_budget_stops_the_run() {
     metered(&mut o);
     o.members = Some(Arc::new(Elsewhere {
         text: AGENTS.to_string(),
+        source: None,
         dir: d.path().to_path_buf(),
         run_id,
         store,
@@ -535,6 +563,68 @@ fn a_member_stopped_by_a_budget_stops_the_run() {
     let error = v["error"]["message"].as_str().unwrap_or_default();
     assert!(error.contains("agent call"), "{v}");
     assert_eq!(v["steps"]["review"], "pending", "{v}");
+}
+
+/// A foreach written in another file than the run's sends its iterations too, naming their
+/// template by its file from the project's root; the report is a local run's.
+#[test]
+fn a_foreach_of_another_file_sends_its_iterations() {
+    let main = "[main]\n[[main.steps]]\nid = \"outer\"\nexecutor = \"foreach\"\nitems = \"[1]\"\nitem_var = \"x\"\ntemplate = \"./lib/steps.meow.toml#outer\"\n";
+    let lib = r#"[outer]
+[[outer.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".work"
+
+[work]
+[[work.steps]]
+id = "a"
+executor = "shell"
+command = "echo lib-{{n}} >> items.log; echo {{n}}"
+[work.steps.outputs]
+said = { source = "stdout" }
+"#;
+    let files = |dir: &Path| {
+        std::fs::create_dir_all(dir.join("lib")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.join("lib/steps.meow.toml"), lib).unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.join("main.meow.toml");
+        std::fs::write(&root, main).unwrap_or_else(|e| panic!("{e}"));
+        root
+    };
+    let (d, elsewhere) = (tempdir(), tempdir());
+    let root = files(d.path());
+    let store = store_at(d.path());
+    let run_id = pipewright_runtime::store::new_run_id();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let mut o = RunOptions::new(d.path().to_path_buf());
+    o.store = Some(store.clone());
+    o.run_id = Some(run_id.clone());
+    o.source_path = Some(root.clone());
+    o.members = Some(Arc::new(Elsewhere {
+        text: main.to_string(),
+        source: Some(root),
+        dir: d.path().to_path_buf(),
+        run_id,
+        store,
+        sent: sent.clone(),
+        answer: |_| Answer::Run,
+    }));
+    let there = run(main, o);
+    let mut o = RunOptions::new(elsewhere.path().to_path_buf());
+    o.source_path = Some(files(elsewhere.path()));
+    let here = run(main, o);
+    assert_eq!(there, here);
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(there["stores"]["outer.0.each.2.a"]["said"], "2", "{there}");
+    let mut sent = sent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    sent.sort();
+    assert_eq!(sent, ["outer.0.each.0", "outer.0.each.1", "outer.0.each.2"]);
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["lib-0", "lib-1", "lib-2"], "{log}");
 }
 
 /// A member no worker could run fails the steps it held: the first with why, the rest

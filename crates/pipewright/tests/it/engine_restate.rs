@@ -1179,6 +1179,42 @@ fn a_meow_foreach_with_agents_is_shared_by_two_workers() {
     assert_eq!(a["steps"]["review"], "done", "{a}");
 }
 
+/// A MEOW foreach written in another file of the project than the run's (the run's file
+/// given by a bare name, as users do) has its iterations shared by two workers, and the report
+/// is a local run's.
+#[test]
+fn a_meow_foreach_of_another_file_is_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    std::fs::create_dir_all(e.project.join("lib")).unwrap_or_else(|err| panic!("{err}"));
+    e.write(
+        "lib/steps.meow.toml",
+        "[outer]\n[[outer.steps]]\nid = \"each\"\nexecutor = \"foreach\"\nitems = \"[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\"\nitem_var = \"n\"\ntemplate = \".work\"\n\n[work]\n[[work.steps]]\nid = \"a\"\nexecutor = \"shell\"\ncommand = \"echo {{n}} $PPID >> items.log; sleep 0.1; echo {{n}}\"\n[work.steps.outputs]\nsaid = { source = \"stdout\" }\n",
+    );
+    e.write(
+        "main.meow.toml",
+        "[main]\n[[main.steps]]\nid = \"outer\"\nexecutor = \"foreach\"\nitems = \"[1]\"\nitem_var = \"x\"\ntemplate = \"./lib/steps.meow.toml#outer\"\n",
+    );
+    let args = ["run", "main.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran iterations: {seen:?}",
+            w.child.id()
+        );
+    }
+    let local = e.local(&args);
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["stores"]["outer.0.each.11.a"]["said"], "11", "{a}");
+}
+
 /// A MEOW template's steps that run side by side on the engine each run as a member: two
 /// workers behind one URL share them, and the report is the one a local run gives.
 #[test]
