@@ -897,7 +897,9 @@ impl Exec {
                 .iter()
                 .map(|step| format!("{prefix}{}", step.id))
                 .collect();
-            let vars = (parallel && self.members.is_some()).then(|| scope.vars.clone());
+            // A sequential iteration is sent too, once the whole previous one has ended (its
+            // first steps need it here): one at a time, each on whichever worker takes it.
+            let vars = self.members.is_some().then(|| scope.vars.clone());
             match self.insert_children(
                 st,
                 i,

@@ -1,6 +1,6 @@
 //! A MEOW run's shell steps run apart from it on a durable engine (issue 24), through
-//! `pipewright_runtime::members`, in groups: a parallel foreach's iteration, or a top-level
-//! step that runs beside others. The run's one scheduler keeps the DAG and the step statuses.
+//! `pipewright_runtime::members`, in groups: a foreach's iteration, or a top-level step
+//! that runs beside others. The run's one scheduler keeps the DAG and the step statuses.
 //!
 //! The pass inserts an iteration's steps into its DAG as a local run does. When the iteration
 //! can run alone, its steps are not dispatched: the first of them to be ready (and let through

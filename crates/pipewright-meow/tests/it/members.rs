@@ -264,7 +264,7 @@ fn tempdir() -> tempfile::TempDir {
 /// Iterations of shell steps (a failure under `continue`, a failure that fails the
 /// iteration, a dependent skipped), `max_concurrent`, `join = false`, a wildcard need on the
 /// iterations, steps side by side reading another's output, an iteration with an agent step
-/// (offline); and what stays in the run: a sequential foreach, a lone step's chain.
+/// (offline), a sequential foreach; and what stays in the run: a lone step's chain.
 const MODULE: &str = r#"[main]
 [[main.steps]]
 id = "setup"
@@ -402,7 +402,12 @@ fn members_run_elsewhere_come_to_what_they_come_to_here() {
     assert_eq!(there["steps"]["works"], "done", "{there}");
     assert_eq!(there["stores"]["left"]["said"], "left-pre", "{there}");
     let mut want: Vec<String> = (0..6).map(|n| format!("each.{n}")).collect();
-    want.extend(["loose.0", "loose.1", "left", "right", "asks.0"].map(String::from));
+    want.extend(
+        [
+            "loose.0", "loose.1", "seq.0", "seq.1", "left", "right", "asks.0",
+        ]
+        .map(String::from),
+    );
     // `works` runs alone when the last iteration it waits for ends with nothing else in
     // flight, else beside what is.
     let sent: Vec<String> = sent.into_iter().filter(|k| k != "works").collect();
@@ -625,6 +630,43 @@ said = { source = "stdout" }
     let mut lines: Vec<&str> = log.lines().collect();
     lines.sort();
     assert_eq!(lines, ["lib-0", "lib-1", "lib-2"], "{log}");
+}
+
+/// A sequential foreach's iterations are sent one at a time: each once the whole previous one
+/// has ended, and the report is a local run's.
+#[test]
+fn a_sequential_foreach_sends_one_iteration_at_a_time() {
+    const SEQ: &str = r#"[main]
+[[main.steps]]
+id = "seq"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+parallel = false
+template = ".two"
+
+[two]
+[[two.steps]]
+id = "a"
+executor = "shell"
+command = "echo start-{{n}} >> order.log; sleep 0.05"
+
+[[two.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "sleep 0.05; echo end-{{n}} >> order.log"
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(SEQ, d.path(), None, |_| Answer::Run);
+    assert_eq!(there, here(SEQ, tempdir().path()));
+    assert_eq!(sent, ["seq.0", "seq.1", "seq.2"]);
+    let log = std::fs::read_to_string(d.path().join("order.log")).unwrap_or_default();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["start-0", "end-0", "start-1", "end-1", "start-2", "end-2"],
+        "{log}"
+    );
 }
 
 /// A member no worker could run fails the steps it held: the first with why, the rest
