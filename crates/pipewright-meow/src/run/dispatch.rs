@@ -1112,14 +1112,7 @@ impl Exec {
         match prepared {
             Ok((agent, workdir)) => {
                 let outputs = json!({"agent": agent, "workdir": workdir.display().to_string()});
-                self.agents.insert(
-                    agent,
-                    AgentInfo {
-                        workdir,
-                        session: None,
-                        session_id: Default::default(),
-                    },
-                );
+                self.agents.insert(agent, AgentInfo::offline(workdir));
                 Dispatched::Now(
                     Status::Done,
                     outputs.as_object().cloned().unwrap_or_default(),

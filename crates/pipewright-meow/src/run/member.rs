@@ -419,14 +419,8 @@ impl Exec {
             }
             match workdir {
                 Some(workdir) => {
-                    self.agents.insert(
-                        agent,
-                        super::AgentInfo {
-                            workdir,
-                            session: None,
-                            session_id: Default::default(),
-                        },
-                    );
+                    self.agents
+                        .insert(agent, super::AgentInfo::offline(workdir));
                 }
                 None => {
                     self.agents.remove(&agent);
@@ -669,14 +663,8 @@ async fn run_member(
     // The agents it took, as the run knew them.
     for (agent, workdir) in &body.agents {
         if let Some(workdir) = workdir {
-            exec.agents.insert(
-                agent.clone(),
-                super::AgentInfo {
-                    workdir: workdir.clone(),
-                    session: None,
-                    session_id: Default::default(),
-                },
-            );
+            exec.agents
+                .insert(agent.clone(), super::AgentInfo::offline(workdir.clone()));
         }
     }
     let took: Vec<String> = body.agents.iter().map(|(a, _)| a.clone()).collect();

@@ -432,6 +432,17 @@ pub(crate) struct AgentInfo {
     pub session_id: tmux::SessionId,
 }
 
+impl AgentInfo {
+    /// An agent answered by the run's backend: a name's working directory, no session.
+    pub(crate) fn offline(workdir: PathBuf) -> AgentInfo {
+        AgentInfo {
+            workdir,
+            session: None,
+            session_id: Default::default(),
+        }
+    }
+}
+
 /// A foreach with `max_concurrent`: the iterations with a running step, and the steps held
 /// back until one of them ends.
 struct ForeachThrottle {
