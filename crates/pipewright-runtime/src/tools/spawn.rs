@@ -663,26 +663,31 @@ mod tests {
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     }
 
+    /// `sleep 30`, started in the temporary directory, writing to `out` and `err`; it must be
+    /// started from inside a runtime.
+    fn sleeper(out: &File, err: &File) -> Child {
+        let argv = ["sleep", "30"].map(String::from);
+        spawn(Start {
+            argv: &argv,
+            cwd: &std::env::temp_dir(),
+            env: env(),
+            piped_stdin: false,
+            stdout: out,
+            stderr: err,
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// A runtime dropped right after the child (a member's, when it is cancelled) still leaves
     /// no zombie: the reaping does not depend on it.
     #[test]
     fn a_child_dropped_with_its_runtime_is_reaped() {
-        let dir = std::env::temp_dir();
         let (out, err) = (file(), file());
-        let argv = ["sleep", "30"].map(String::from);
         let pids: Vec<libc::pid_t> = (0..20)
             .map(|_| {
                 let runtime = rt();
                 let pid = runtime.block_on(async {
-                    let child = spawn(Start {
-                        argv: &argv,
-                        cwd: &dir,
-                        env: env(),
-                        piped_stdin: false,
-                        stdout: &out,
-                        stderr: &err,
-                    })
-                    .unwrap_or_else(|e| panic!("{e}"));
+                    let child = sleeper(&out, &err);
                     let pid = child.pid;
                     drop(child);
                     pid
@@ -706,22 +711,12 @@ mod tests {
 
     #[test]
     fn dropping_a_running_child_kills_and_reaps_it() {
-        let dir = std::env::temp_dir();
         let (out, err) = (file(), file());
-        let argv = ["sleep", "30"].map(String::from);
         let pid = rt().block_on(async {
-            let child = spawn(Start {
-                argv: &argv,
-                cwd: &dir,
-                env: env(),
-                piped_stdin: false,
-                stdout: &out,
-                stderr: &err,
-            })
-            .unwrap_or_else(|e| panic!("{e}"));
+            let child = sleeper(&out, &err);
             let pid = child.pid;
             drop(child);
-            // The reaping task runs on this runtime.
+            // The reaper thread reaps it once the kill has taken effect.
             for _ in 0..200 {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 if unsafe { libc::kill(pid, 0) } != 0 {

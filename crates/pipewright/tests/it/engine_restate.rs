@@ -571,6 +571,19 @@ fn running_a_pass(workers: &[Worker]) -> Option<usize> {
     })
 }
 
+/// Each of `e`'s workers ran some of the `what` (iterations, steps) that log `ITEM PID` lines
+/// to items.log.
+fn every_worker_ran_some(e: &Engine, what: &str) {
+    let seen = item_pids(&e.read("items.log"));
+    for w in &e.workers {
+        assert!(
+            seen.contains(&w.child.id()),
+            "worker {} ran {what}: {seen:?}",
+            w.child.id()
+        );
+    }
+}
+
 /// Each item's pid in items.log (`N PID` lines): the worker it ran in.
 fn item_pids(log: &str) -> std::collections::BTreeSet<u32> {
     log.lines()
@@ -928,14 +941,7 @@ fn a_meow_foreach_is_shared_by_two_workers_and_reports_what_it_reports_locally()
     let args = ["run", "each.meow.toml", "--format", "json"];
     let on_engine = e.pw(&args);
     assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
-    let seen = item_pids(&e.read("items.log"));
-    for w in &e.workers {
-        assert!(
-            seen.contains(&w.child.id()),
-            "worker {} ran iterations: {seen:?}",
-            w.child.id()
-        );
-    }
+    every_worker_ran_some(&e, "iterations");
     assert_eq!(e.read("items.log").lines().count(), 24);
     let local = e.local(&args);
     let (a, b) = (report(&on_engine), report(&local));
@@ -1156,14 +1162,7 @@ fn a_meow_foreach_with_agents_is_shared_by_two_workers() {
     let args = ["run", "agents.meow.toml", "--format", "json"];
     let on_engine = e.pw(&args);
     assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
-    let seen = item_pids(&e.read("items.log"));
-    for w in &e.workers {
-        assert!(
-            seen.contains(&w.child.id()),
-            "worker {} ran iterations: {seen:?}",
-            w.child.id()
-        );
-    }
+    every_worker_ran_some(&e, "iterations");
     assert_eq!(e.read("items.log").lines().count(), 16);
     let local = e.local(&args);
     assert_eq!(local.status.code(), Some(0), "{}", text(&local));
@@ -1201,14 +1200,7 @@ fn a_meow_foreach_of_another_file_is_shared_by_two_workers() {
     let args = ["run", "main.meow.toml", "--format", "json"];
     let on_engine = e.pw(&args);
     assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
-    let seen = item_pids(&e.read("items.log"));
-    for w in &e.workers {
-        assert!(
-            seen.contains(&w.child.id()),
-            "worker {} ran iterations: {seen:?}",
-            w.child.id()
-        );
-    }
+    every_worker_ran_some(&e, "iterations");
     let local = e.local(&args);
     let (a, b) = (report(&on_engine), report(&local));
     assert_eq!(a, b);
@@ -1228,14 +1220,7 @@ fn meow_steps_side_by_side_are_shared_by_two_workers() {
     let args = ["run", "side.meow.toml", "--format", "json"];
     let on_engine = e.pw(&args);
     assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
-    let seen = item_pids(&e.read("items.log"));
-    for w in &e.workers {
-        assert!(
-            seen.contains(&w.child.id()),
-            "worker {} ran steps: {seen:?}",
-            w.child.id()
-        );
-    }
+    every_worker_ran_some(&e, "steps");
     let local = e.local(&args);
     let (a, b) = (report(&on_engine), report(&local));
     assert_eq!(a, b);
