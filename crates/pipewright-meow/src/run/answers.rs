@@ -83,6 +83,10 @@ impl Exec {
                 let _ = reply.send(self.answer(st, query));
             }
             Request::Session { agent, session_id } => {
+                // An agent a member took has its session recorded by the member's worker.
+                if self.sent.reserved.contains_key(&agent) {
+                    return;
+                }
                 if self.session_of(&agent).as_deref() != Some(session_id.as_str()) {
                     self.record_session(&agent, Some(&session_id));
                 }

@@ -254,7 +254,7 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
         (Some(id), _) | (None, Some(id)) => Some(id),
         (None, None) => None,
     };
-    let route = match (run, env("MEOW_ORCH_SOCK")) {
+    let route = match (run, orchestrator(&args.command)) {
         (Some(id), _) => match run_socket(id, cx) {
             Ok(s) => Route::Socket(s),
             // Not running here: it may run on the engine, on another host.
@@ -297,6 +297,13 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
             return 2;
         }
     };
+    // An agent's event may say which session it runs: the orchestrator of its steps keeps
+    // that, when it is not the run's (which hears the event for its waiters).
+    if let (MeowCommand::Event { .. }, Some(own), Some(_)) =
+        (&args.command, env("MEOW_ORCH_SOCK"), env(RUN_SOCK))
+    {
+        let _ = runtime.block_on(super::channel::ask(Path::new(&own), &req));
+    }
     let sock = match route {
         Route::Socket(sock) => sock,
         Route::Engine(id, otherwise) => {
@@ -324,6 +331,27 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
         }
     };
     answered(&args.command, &answer, cx)
+}
+
+/// Names the socket of the run's orchestrator where a member of the run has one of its own
+/// (its agents in tmux report their steps to it): events and approvals are the run's.
+pub(super) const RUN_SOCK: &str = "MEOW_RUN_SOCK";
+
+/// The socket a command inside a run talks to: `MEOW_ORCH_SOCK`, the orchestrator of the
+/// agent's steps; events and approvals go to the run's ([`RUN_SOCK`]) when that differs.
+fn orchestrator(command: &MeowCommand) -> Option<String> {
+    let runs = matches!(
+        command,
+        MeowCommand::Event { .. }
+            | MeowCommand::AwaitEvent { .. }
+            | MeowCommand::Approve { .. }
+            | MeowCommand::Reject { .. }
+            | MeowCommand::AwaitApproval { .. }
+    );
+    match runs {
+        true => env(RUN_SOCK).or_else(|| env("MEOW_ORCH_SOCK")),
+        false => env("MEOW_ORCH_SOCK"),
+    }
 }
 
 /// Where a command's request goes: the run's socket on this host, or the engine the run is

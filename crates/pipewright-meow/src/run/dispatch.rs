@@ -305,6 +305,12 @@ impl Exec {
         if let Some(socket) = &self.socket {
             env.push(("MEOW_ORCH_SOCK".into(), socket.display().to_string()));
         }
+        if let Some(socket) = &self.run_socket {
+            env.push((
+                super::command::RUN_SOCK.into(),
+                socket.display().to_string(),
+            ));
+        }
         env
     }
 

@@ -12,15 +12,15 @@
 //! steps with the same results in the same order, so its statuses, joins, skips and its report
 //! are a local run's; it does not land them again.
 //!
-//! A group holds only shell steps, and offline (agents answered by the run's backend) agent,
-//! spawn and kill steps, none with an `on_error` recovery template (a recovery expands into
-//! the run's DAG), and an iteration's needs name its own steps. A group takes the agents its
-//! steps name with it: each must be free when it goes, and the run's other steps that name
-//! one wait until the group is back, as for an agent at work (an agent works on one step at a
-//! time across the whole run); a group that cannot take its agents runs here. With agents in
-//! tmux, their sessions and their `meow done` belong to the run's orchestrator: agent, spawn
-//! and kill steps stay with the scheduler. Expansions (expand, branch, foreach) insert steps
-//! into the one DAG.
+//! A group holds only shell, agent, spawn and kill steps, none with an `on_error` recovery
+//! template (a recovery expands into the run's DAG), and an iteration's needs name its own
+//! steps. A group takes the agents its steps name with it: each must be free when it goes, and
+//! the run's other steps that name one wait until the group is back, as for an agent at work
+//! (an agent works on one step at a time across the whole run); a group that cannot take its
+//! agents runs here. An agent in tmux lives in a session on the host that spawned it: a group
+//! takes one only if it spawns and kills it, and the member's worker then owns the session
+//! and an orchestrator socket of its own for the agent's `meow done`. Expansions (expand,
+//! branch, foreach) insert steps into the one DAG.
 
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
@@ -140,8 +140,8 @@ fn error_type(name: &str) -> Option<&'static str> {
 /// run (see the module).
 /// `needs_inside`: its needs must name steps of `ids` (an iteration's); a step sent alone is
 /// sent once its needs are met. `offline`: agents are answered by the run's backend, not
-/// typed to in tmux sessions the run's orchestrator owns, so agent, spawn and kill steps can
-/// go too (with their agents: [`Exec::send`]).
+/// typed to in tmux sessions, so an agent step can go alone too. Agent, spawn and kill steps
+/// go with their agents ([`Exec::group_agents`] says which can).
 fn runs_alone(
     t: &super::template::TemplateStep,
     ids: &HashSet<&str>,
@@ -150,9 +150,11 @@ fn runs_alone(
 ) -> bool {
     let goes = match t.executor {
         Executor::Shell(_) => true,
-        Executor::Agent(_) => offline,
-        // Offline they end at once: worth sending only with the rest of their iteration.
-        Executor::Spawn(_) | Executor::Kill(_) => offline && needs_inside,
+        // In tmux an agent goes only with the iteration that spawns and kills it.
+        Executor::Agent(_) => offline || needs_inside,
+        // Offline they end at once, and in tmux their session must go with its agent's
+        // steps: worth sending only with the rest of their iteration.
+        Executor::Spawn(_) | Executor::Kill(_) => needs_inside,
         _ => false,
     };
     goes && !t
@@ -375,8 +377,13 @@ impl Exec {
     /// The agents group `m`'s steps name, each free; `None` when one is at work or taken by
     /// another group, or its name cannot be known before the group runs (it reads an output
     /// of a step of the group).
+    ///
+    /// In tmux an agent's session lives on the host that spawned it, so the group must spawn
+    /// each agent it names and kill it too, and none may be running in the run already: its
+    /// worker then owns the session from start to end.
     fn group_agents(&self, st: &State, m: usize) -> Option<Vec<String>> {
         let mut agents = Vec::new();
+        let (mut spawned, mut killed) = (HashSet::new(), HashSet::new());
         for &k in &self.sent.groups[m].steps {
             let field = match &st.steps[k].template.executor {
                 Executor::Agent(a) => a.agent.as_ref(),
@@ -389,9 +396,19 @@ impl Exec {
             if self.busy.contains_key(&name) || self.sent.reserved.contains_key(&name) {
                 return None;
             }
+            match &st.steps[k].template.executor {
+                Executor::Spawn(_) => spawned.insert(name.clone()),
+                Executor::Kill(_) => killed.insert(name.clone()),
+                _ => false,
+            };
             if !agents.contains(&name) {
                 agents.push(name);
             }
+        }
+        let in_tmux_here =
+            |a: &String| self.agents.contains_key(a) || !spawned.contains(a) || !killed.contains(a);
+        if self.tmux && agents.iter().any(in_tmux_here) {
+            return None;
         }
         Some(agents)
     }
@@ -660,6 +677,20 @@ async fn run_member(
     exec.members = None;
     exec.sent.order = Some(Vec::new());
     exec.tmux = exec.backend.name() == "command";
+    // Agents in tmux sessions this worker spawns report here, to an orchestrator of the
+    // member's own; events and approvals still go to the run's.
+    let channel = match exec.tmux && !body.agents.is_empty() {
+        true => {
+            let dir = run_dir
+                .join("members")
+                .join(format!("{run_id}.{}", call.key.replace('/', "_")));
+            let limits = super::Limits::of(&opts.config);
+            let channel = super::channel::Channel::open(&dir, limits.max_message_bytes)?;
+            exec.run_socket = exec.socket.replace(channel.path().to_path_buf());
+            Some(channel)
+        }
+        false => None,
+    };
     // The agents it took, as the run knew them.
     for (agent, workdir) in &body.agents {
         if let Some(workdir) = workdir {
@@ -703,9 +734,19 @@ async fn run_member(
     }
     let status = match refused {
         Some(_) => RunStatus::Failed,
-        None => exec.drive(&mut st, ended, None).await,
+        None => exec.drive(&mut st, ended, channel).await,
     };
     exec.commit();
+    // The sessions of the agents it took end with it (the group kills each it spawns, unless
+    // a step failed first): the run cannot reach them on this host. A cancelled member
+    // leaves them for its retry, as a cancelled run leaves its agents for a resume.
+    if exec.tmux && status != RunStatus::Cancelled {
+        for a in &took {
+            if let Some((session, adapter)) = exec.agents.remove(a).and_then(|info| info.session) {
+                let _ = super::tmux::kill(Some(&adapter), &session, true).await;
+            }
+        }
+    }
     let order = exec.sent.order.take().unwrap_or_default();
     let failed_write = exec.session.close();
     if let Some(e) = refused {

@@ -481,6 +481,9 @@ pub(crate) struct Exec {
     given: Map<String, Value>,
     /// Where the orchestrator channel listens.
     socket: Option<PathBuf>,
+    /// Where the run's orchestrator listens, in a member with a channel of its own (its
+    /// agents in tmux report to it): their events and approvals go to the run's.
+    run_socket: Option<PathBuf>,
     /// A directory holding `meow` (the pipewright executable under the reference's command
     /// name), put first on the PATH of shell steps and agent sessions.
     meow_bin: Option<MeowPath>,
@@ -563,6 +566,7 @@ impl Exec {
             throttles: HashMap::new(),
             given,
             socket,
+            run_socket: None,
             meow_bin,
             root_span: root.span,
             root_path: root.src.path.clone(),

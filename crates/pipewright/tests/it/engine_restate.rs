@@ -27,6 +27,8 @@ pub(crate) struct Engine {
     pub(crate) server: RestateServer,
     rt: tokio::runtime::Runtime,
     pub(crate) project: PathBuf,
+    /// Set for the workers started after, and for `pw` and `local`.
+    pub(crate) env: Vec<(String, String)>,
     dir: tempfile::TempDir,
     _turn: std::sync::MutexGuard<'static, ()>,
 }
@@ -79,6 +81,7 @@ impl Engine {
             server,
             rt,
             project,
+            env: Vec::new(),
             dir,
             _turn: turn,
         };
@@ -95,6 +98,7 @@ impl Engine {
             .args(["worker", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--ingress", &self.server.ingress_url()])
             .args(["--admin", &self.server.admin_url()])
+            .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(
@@ -126,6 +130,7 @@ impl Engine {
         let mut c = bin();
         c.current_dir(dir)
             .args(args)
+            .envs(self.env.iter().cloned())
             .env("PIPEWRIGHT_ENGINE", "restate")
             .env("PIPEWRIGHT_RESTATE_INGRESS", self.server.ingress_url())
             .env("PIPEWRIGHT_RESTATE_ADMIN", self.server.admin_url());
@@ -169,6 +174,7 @@ impl Engine {
         let mut c = bin();
         c.current_dir(&self.project)
             .args(args)
+            .envs(self.env.iter().cloned())
             .env("PIPEWRIGHT_ENGINE", "local");
         output_within(c, 120)
     }
@@ -573,7 +579,7 @@ fn running_a_pass(workers: &[Worker]) -> Option<usize> {
 
 /// Each of `e`'s workers ran some of the `what` (iterations, steps) that log `ITEM PID` lines
 /// to items.log.
-fn every_worker_ran_some(e: &Engine, what: &str) {
+pub(crate) fn every_worker_ran_some(e: &Engine, what: &str) {
     let seen = item_pids(&e.read("items.log"));
     for w in &e.workers {
         assert!(
@@ -585,7 +591,7 @@ fn every_worker_ran_some(e: &Engine, what: &str) {
 }
 
 /// Each item's pid in items.log (`N PID` lines): the worker it ran in.
-fn item_pids(log: &str) -> std::collections::BTreeSet<u32> {
+pub(crate) fn item_pids(log: &str) -> std::collections::BTreeSet<u32> {
     log.lines()
         .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
         .collect()

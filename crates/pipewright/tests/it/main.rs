@@ -15,6 +15,8 @@ mod dialects_cli;
 mod engine_restate;
 #[cfg(feature = "restate")]
 mod engine_restate_recipe;
+#[cfg(feature = "restate")]
+mod engine_restate_tmux;
 mod fmt_cli;
 mod graph_cli;
 mod lsp_cli;

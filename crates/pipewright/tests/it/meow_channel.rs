@@ -285,3 +285,63 @@ fn a_message_over_the_size_limit_is_refused_and_the_socket_goes_on() {
     );
     assert_eq!(v["stores"]["small"]["status"], "done", "{all}");
 }
+
+/// A socket that answers every request `ack` and keeps each request's `type`, until `n` came
+/// or ten seconds passed.
+fn acking(path: &Path, n: usize) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::{BufRead, Write};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap_or_else(|e| panic!("{e}"));
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut got = Vec::new();
+        while got.len() < n && std::time::Instant::now() < deadline {
+            let Ok((conn, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            let _ = conn.set_nonblocking(false);
+            let mut line = String::new();
+            let mut r = std::io::BufReader::new(&conn);
+            let _ = r.read_line(&mut line);
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            got.push(v["type"].as_str().unwrap_or("?").to_string());
+            let _ = (&conn).write_all(b"{\"type\":\"ack\",\"success\":true}\n");
+        }
+        got
+    })
+}
+
+/// In a member of a run on the engine whose agents report to an orchestrator of its own
+/// (`MEOW_ORCH_SOCK`), an agent's `done` goes there, its approvals to the run's
+/// (`MEOW_RUN_SOCK`), and an event to both: the run's waiters hear it, and the member's
+/// orchestrator learns the session it may name.
+#[test]
+fn in_a_member_done_goes_to_its_own_orchestrator_and_approvals_to_the_runs() {
+    let d = tempdir();
+    let (own, run) = (d.path().join("own.sock"), d.path().join("run.sock"));
+    let (own_got, run_got) = (acking(&own, 2), acking(&run, 2));
+    for args in [
+        vec!["meow", "done", "--output", "a=1"],
+        vec!["meow", "approve", "go"],
+        vec!["meow", "event", "started", "session_id=s1"],
+    ] {
+        let o = bin()
+            .current_dir(d.path())
+            .args(&args)
+            .env("MEOW_ORCH_SOCK", &own)
+            .env("MEOW_RUN_SOCK", &run)
+            .env("MEOW_WORKFLOW", "0123")
+            .env("MEOW_AGENT", "w1")
+            .env("MEOW_STEP", "each.1.ask")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+    }
+    let own_got = own_got.join().unwrap_or_default();
+    let run_got = run_got.join().unwrap_or_default();
+    assert_eq!(own_got, ["step_done", "event"]);
+    assert_eq!(run_got, ["approval", "event"]);
+}

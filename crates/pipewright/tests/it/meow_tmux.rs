@@ -11,11 +11,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 /// A private tmux server for one test, killed when the test ends.
-struct Tmux(String);
+pub(crate) struct Tmux(pub(crate) String);
 
 impl Tmux {
     /// `None` when the slow tests are off (`skip_slow_test`): the test then returns.
-    fn new(name: &str) -> Option<Tmux> {
+    pub(crate) fn new(name: &str) -> Option<Tmux> {
         if skip_slow_test() {
             return None;
         }
@@ -33,7 +33,7 @@ impl Tmux {
         c
     }
 
-    fn sessions(&self) -> Vec<String> {
+    pub(crate) fn sessions(&self) -> Vec<String> {
         self.cmd()
             .args(["list-sessions", "-F", "#{session_name}"])
             .output()
@@ -56,22 +56,27 @@ impl Drop for Tmux {
 /// The fixtures and the `fake` adapter in a fresh directory.
 fn setup() -> tempfile::TempDir {
     let d = tempdir();
+    setup_in(d.path());
+    d
+}
+
+/// The fixtures and the `fake` adapter in `dir`.
+pub(crate) fn setup_in(dir: &Path) {
     for e in std::fs::read_dir(testdata("meow").join("tmux"))
         .unwrap_or_else(|e| panic!("{e}"))
         .flatten()
     {
-        copy_into(&e.path(), d.path());
+        copy_into(&e.path(), dir);
     }
-    let adapter = d.path().join(".meow/adapters/fake");
+    let adapter = dir.join(".meow/adapters/fake");
     std::fs::create_dir_all(&adapter).unwrap_or_else(|e| panic!("{e}"));
     let toml = format!(
         "[adapter]\nname = \"fake\"\n[spawn]\ncommand = \"bash {0} --session-id {{{{session_id}}}}\"\nresume_command = \"bash {0} --resume {{{{session_id}}}}\"\nstartup_delay = \"300ms\"\n[environment]\nPW = \"{1}\"\nFAKE_LOG = \"{2}\"\n[prompt_injection]\nmethod = \"literal\"\npost_keys = [\"Enter\"]\n[graceful_stop]\nkeys = [\"C-c\"]\nwait = \"100ms\"\n",
-        d.path().join("fake-agent.sh").display(),
+        dir.join("fake-agent.sh").display(),
         env!("CARGO_BIN_EXE_pipewright"),
-        d.path().join("fake.log").display(),
+        dir.join("fake.log").display(),
     );
     std::fs::write(adapter.join("adapter.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
-    d
 }
 
 fn run(t: &Tmux, dir: &Path, args: &[&str]) -> Output {
@@ -108,7 +113,7 @@ fn json(o: &Output) -> Value {
     serde_json::from_str(&stdout(o)).unwrap_or(Value::Null)
 }
 
-fn log(dir: &Path) -> String {
+pub(crate) fn log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("fake.log")).unwrap_or_default()
 }
 
