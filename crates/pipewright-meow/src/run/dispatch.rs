@@ -212,6 +212,26 @@ impl Exec {
         }
     }
 
+    /// Expansion step `i`, which a member ran, expands here as it did there, from the facts
+    /// the member landed ([`Exec::recorded`]): its start is not reported again (the member
+    /// recorded it), and nothing runs.
+    pub(super) fn expand_again(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        ended: &mut Ended,
+    ) -> Dispatched {
+        st.steps[i].status = Status::Running;
+        st.steps[i].started = Some(Instant::now());
+        self.iteration_runs(st, i);
+        let step = st.steps[i].template.clone();
+        match &step.executor {
+            Executor::Branch(branch) => self.shell(st, i, &branch.condition, Some(branch), ended),
+            Executor::Expand(expand) => self.expand(st, i, expand, ended),
+            _ => fail("not an expansion a member hands back"),
+        }
+    }
+
     /// A shell step's command, or a branch's condition, run. `branch`: the step is one.
     fn shell(
         &mut self,

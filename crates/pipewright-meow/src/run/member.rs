@@ -1,4 +1,4 @@
-//! A MEOW run's shell steps run apart from it on a durable engine (issue 24), through
+//! A MEOW run's steps run apart from it on a durable engine (issue 24), through
 //! `pipewright_runtime::members`, in groups: a foreach's iteration, or a top-level step
 //! that runs beside others. The run's one scheduler keeps the DAG and the step statuses.
 //!
@@ -12,15 +12,18 @@
 //! steps with the same results in the same order, so its statuses, joins, skips and its report
 //! are a local run's; it does not land them again.
 //!
-//! A group holds only shell, agent, spawn and kill steps, none with an `on_error` recovery
-//! template (a recovery expands into the run's DAG), and an iteration's needs name its own
-//! steps. A group takes the agents its steps name with it: each must be free when it goes, and
-//! the run's other steps that name one wait until the group is back, as for an agent at work
-//! (an agent works on one step at a time across the whole run); a group that cannot take its
+//! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
+//! branch steps whose templates are named as written and expand into shell steps and such
+//! expansions, none with an `on_error` recovery template (a recovery expands into the run's
+//! DAG), and an iteration's needs name its own steps. The member expands them; the pass
+//! inserts the same steps from what it hands back (a branch's outcome) when it ends them.
+//!
+//! A group takes the agents its steps name with it: each must be free when it goes, and the
+//! run's other steps that name one wait until the group is back, as for an agent at work (an
+//! agent works on one step at a time across the whole run); a group that cannot take its
 //! agents runs here. An agent in tmux lives in a session on the host that spawned it: a group
 //! takes one only if it spawns and kills it, and the member's worker then owns the session
-//! and an orchestrator socket of its own for the agent's `meow done`. Expansions (expand,
-//! branch, foreach) insert steps into the one DAG.
+//! and an orchestrator socket of its own for the agent's `meow done`.
 
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
@@ -56,6 +59,11 @@ pub(super) struct Sent {
     /// Agents a group took with it (agent → group): the run's other steps that name one wait
     /// until the group is back, as for an agent at work.
     pub reserved: HashMap<String, usize>,
+    /// Facts members landed (a branch's outcome), by key: the pass expands their steps again
+    /// from them ([`Exec::recorded`]) and does not land them again.
+    pub facts: HashMap<String, Value>,
+    /// In a member: the facts it landed, in order, to hand back.
+    pub facts_out: Vec<(String, Value)>,
 }
 
 /// Steps that run together as one member: an iteration, or a step alone.
@@ -102,6 +110,9 @@ struct Back {
     ends: Vec<StepEnd>,
     #[serde(default)]
     agents: Vec<(String, Option<std::path::PathBuf>)>,
+    /// The facts its expansions landed: the pass inserts the same steps from them.
+    #[serde(default)]
+    facts: Vec<(String, Value)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -157,12 +168,26 @@ fn runs_alone(
         Executor::Spawn(_) | Executor::Kill(_) => needs_inside,
         _ => false,
     };
-    goes && !t
-        .on_error
+    goes && !recovers(t) && (!needs_inside || needs_within(t, ids))
+}
+
+/// Whether step `t` has an `on_error` recovery template (a recovery expands into the run's DAG
+/// in a way a member cannot hand back).
+fn recovers(t: &super::template::TemplateStep) -> bool {
+    t.on_error
         .as_ref()
         .is_some_and(|e| crate::on_error_template(&e.text))
-        && (!needs_inside || t.needs.iter().all(|n| ids.contains(n.as_str())))
 }
+
+/// Whether step `t`'s needs name steps of `ids` (or steps under them: `track.done`).
+fn needs_within(t: &super::template::TemplateStep, ids: &HashSet<&str>) -> bool {
+    t.needs
+        .iter()
+        .all(|n| ids.contains(n.as_str()) || ids.contains(n.split('.').next().unwrap_or(n)))
+}
+
+/// How deep [`Exec::expands_plainly`] follows expansions into expansions.
+const PLAIN_DEPTH: u32 = 8;
 
 /// The steps of `st` whose outputs step `i`'s fields and variables may read: what a member
 /// running it without them needs to know of them.
@@ -234,12 +259,11 @@ impl Exec {
         };
         let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
         let offline = !self.tmux;
-        if workflow.steps.is_empty()
-            || !workflow
-                .steps
-                .iter()
-                .all(|t| runs_alone(t, &ids, true, offline))
-        {
+        let goes = workflow.steps.iter().all(|t| {
+            runs_alone(t, &ids, true, offline)
+                || (needs_within(t, &ids) && self.expands_plainly(t, &workflow.src, 0))
+        });
+        if workflow.steps.is_empty() || !goes {
             return;
         }
         let steps: Vec<usize> = workflow
@@ -269,6 +293,63 @@ impl Exec {
             agents: Vec::new(),
         };
         self.group(prefix.trim_end_matches('.').to_string(), body, steps);
+    }
+
+    /// Whether expansion step `t` (written in `src`) expands, wherever its member runs, into
+    /// steps the pass can mirror from what the member hands back: an expand or a branch whose
+    /// templates are named as written (no `{{…}}`), and every step they hold, and the steps
+    /// those expand into, shell steps or such expansions, none with an `on_error` recovery
+    /// template. Agents named in an expansion cannot be known, so taken, before the member
+    /// runs. An iteration holding a foreach stays here: the foreach's own iterations are
+    /// sent, spread over the workers.
+    fn expands_plainly(
+        &mut self,
+        t: &super::template::TemplateStep,
+        src: &Arc<super::template::ModuleFile>,
+        depth: u32,
+    ) -> bool {
+        use crate::executor::BranchTarget;
+        if depth > PLAIN_DEPTH || recovers(t) {
+            return false;
+        }
+        let named = |this: &mut Exec, reference: Option<&crate::ast::Text>| {
+            let Some(reference) = reference.filter(|r| !r.text.contains("{{")) else {
+                return false;
+            };
+            match this.lib.resolve(&reference.text, src) {
+                Ok(w) => w.steps.iter().all(|s| this.plain(s, &w.src, depth + 1)),
+                Err(_) => false,
+            }
+        };
+        match &t.executor {
+            Executor::Expand(x) => named(self, x.template.as_ref()),
+            Executor::Branch(b) => b.targets().into_iter().all(|(_, target)| match target {
+                None | Some(BranchTarget::Nothing { .. } | BranchTarget::NotATable) => true,
+                Some(BranchTarget::Template { template, .. }) => named(self, Some(template)),
+                Some(BranchTarget::Inline { steps, .. }) => steps.iter().all(|s| match s {
+                    Ok(s) => {
+                        let s = super::template::TemplateStep::from_ast(s);
+                        self.plain(&s, src, depth + 1)
+                    }
+                    Err(_) => false,
+                }),
+            }),
+            _ => false,
+        }
+    }
+
+    /// A step an expansion of a member inserts: a shell step, or an expansion the pass can
+    /// mirror ([`Exec::expands_plainly`]).
+    fn plain(
+        &mut self,
+        t: &super::template::TemplateStep,
+        src: &Arc<super::template::ModuleFile>,
+        depth: u32,
+    ) -> bool {
+        match t.executor {
+            Executor::Shell(_) => !recovers(t),
+            _ => self.expands_plainly(t, src, depth),
+        }
     }
 
     fn group(&mut self, key: String, body: Body, steps: Vec<usize>) -> usize {
@@ -479,6 +560,7 @@ impl Exec {
                     Some(Back {
                         ends,
                         agents: Vec::new(),
+                        facts: Vec::new(),
                     })
                 }),
             _ => None,
@@ -489,7 +571,10 @@ impl Exec {
         self.agents_back(st, m, agents);
         let ends = match report.result {
             MemberResult::Done(_) => match back {
-                Some(back) => back.ends,
+                Some(back) => {
+                    self.sent.facts.extend(back.facts);
+                    back.ends
+                }
                 None => {
                     return self.iteration_failed(
                         st,
@@ -529,12 +614,9 @@ impl Exec {
                 )
             }
         };
-        let mine = |st: &State, id: &str, of: &HashMap<usize, usize>| {
-            st.index.get(id).copied().filter(|k| of.get(k) == Some(&m))
-        };
         let mut skipped = Vec::new();
         for e in ends {
-            let Some(i) = mine(st, &e.id, &self.sent.of) else {
+            let Some(i) = self.mirrored(st, m, &e.id, ended) else {
                 continue;
             };
             self.sent.landed.insert(i);
@@ -566,6 +648,77 @@ impl Exec {
                 format!("iteration {key} came back without ending all its steps"),
                 ended,
             );
+        }
+    }
+
+    /// Step `id` of group `m`, in the run's DAG. The group's expansions that led to it (the
+    /// step itself, when it is one) expand here first, as they did in the member: from the
+    /// facts it landed (a branch's outcome), without running anything, their steps joining
+    /// the group. `None`: not a step of the group here.
+    fn mirrored(&mut self, st: &mut State, m: usize, id: &str, ended: &mut Ended) -> Option<usize> {
+        loop {
+            // The step itself, or the nearest step above it.
+            let mut at = Some(id);
+            let nearest = loop {
+                let p = at?;
+                if let Some(&k) = st.index.get(p) {
+                    break k;
+                }
+                at = p.rfind('.').map(|cut| &p[..cut]);
+            };
+            if self.sent.of.get(&nearest) != Some(&m) {
+                return None;
+            }
+            if st.steps[nearest].status == Status::Pending && self.can_expand_again(st, nearest) {
+                self.expanded_again(st, m, nearest, ended);
+                continue;
+            }
+            return (st.steps[nearest].id == id).then_some(nearest);
+        }
+    }
+
+    /// Whether step `k` is an expansion the pass can insert again from what its member
+    /// handed back (an expand needs nothing more; a branch its outcome).
+    fn can_expand_again(&self, st: &State, k: usize) -> bool {
+        let id = &st.steps[k].id;
+        match st.steps[k].template.executor {
+            Executor::Expand(_) => true,
+            Executor::Branch(_) => self.sent.facts.contains_key(&format!("{id}#condition")),
+            _ => false,
+        }
+    }
+
+    /// Expansion `k` of group `m` expands here as it did in the member; what it inserts
+    /// belongs to the group and was landed there.
+    fn expanded_again(&mut self, st: &mut State, m: usize, k: usize, ended: &mut Ended) {
+        let before = st.steps.len();
+        self.sent.landed.insert(k);
+        let dispatched = self.expand_again(st, k, ended);
+        for c in before..st.steps.len() {
+            self.sent.of.insert(c, m);
+            self.sent.landed.insert(c);
+            self.sent.groups[m].steps.push(c);
+        }
+        match dispatched {
+            super::Dispatched::Now(status, outputs, error) => {
+                st.end(k, status, outputs, error, ended)
+            }
+            super::Dispatched::Joining => {}
+            // Not from what the member handed back: nothing here runs it.
+            super::Dispatched::Later(_) => {
+                let key = self.sent.groups[m].key.clone();
+                self.codes.insert(k, codes::STORE);
+                st.end(
+                    k,
+                    Status::Failed,
+                    Map::new(),
+                    Some(format!(
+                        "iteration {key} came back without what step `{}` expanded into",
+                        st.steps[k].id
+                    )),
+                    ended,
+                );
+            }
         }
     }
 
@@ -748,6 +901,18 @@ async fn run_member(
         }
     }
     let order = exec.sent.order.take().unwrap_or_default();
+    // A retried member replays the outcomes an earlier attempt landed: they go back too.
+    let mut facts = std::mem::take(&mut exec.sent.facts_out);
+    for s in &st.steps {
+        if let Executor::Branch(_) = s.template.executor {
+            let key = format!("{}#condition", s.id);
+            if !facts.iter().any(|(k, _)| *k == key) {
+                if let Some(v) = exec.recorded(&key) {
+                    facts.push((key, v));
+                }
+            }
+        }
+    }
     let failed_write = exec.session.close();
     if let Some(e) = refused {
         return Err(e);
@@ -785,7 +950,12 @@ async fn run_member(
                 (a, workdir)
             })
             .collect();
-        let back = Back { ends, agents };
+
+        let back = Back {
+            ends,
+            agents,
+            facts,
+        };
         MemberResult::Done(Some(serde_json::to_value(back).map_err(|e| e.to_string())?))
     };
     Ok(MemberReport {

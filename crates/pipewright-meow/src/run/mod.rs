@@ -979,11 +979,21 @@ impl Exec {
 
     /// Lands a fact a resume must not recompute (a branch's outcome, a foreach's items).
     fn land_fact(&mut self, key: String, v: Value) {
+        // Landed by the member that ran its step.
+        if self.sent.facts.contains_key(&key) {
+            return;
+        }
+        if self.sent.order.is_some() {
+            self.sent.facts_out.push((key.clone(), v.clone()));
+        }
         let _ = self.session.land(&key, "", Landed::Value(v), None, true);
     }
 
-    /// What an earlier attempt (or this one) landed at `key`.
+    /// What an earlier attempt (or this one, or a member of it) landed at `key`.
     pub(super) fn recorded(&self, key: &str) -> Option<Value> {
+        if let Some(v) = self.sent.facts.get(key) {
+            return Some(v.clone());
+        }
         match self.session.landing(key)? {
             (_, Landed::Value(v)) => Some(v),
             (_, Landed::Dropped(_)) => None,

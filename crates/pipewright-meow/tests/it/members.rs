@@ -777,3 +777,165 @@ got = { source = "stdout" }
     assert_eq!(count("b-1-start"), 2, "{log}");
     assert_eq!(count("b-1"), 1, "{log}");
 }
+
+/// Iterations with expand and branch steps: an expand of a template of shell steps, a branch
+/// whose outcome expands an inline step or a template, a step that needs a step under an
+/// expansion, a failure inside an expansion that skips what follows. Each such iteration is
+/// sent whole (its branch's condition and every shell step run once, in the member), and the
+/// pass inserts the same steps from what it hands back, so the report is a local run's. An
+/// iteration whose expand names its template through a variable stays in the run.
+const EXPANSIONS: &str = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".work"
+
+[[main.steps]]
+id = "named"
+executor = "foreach"
+items = "[0]"
+item_var = "n"
+template = ".dynamic"
+variables = { which = ".inner" }
+
+[work]
+[[work.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log; echo {{n}}"
+[work.steps.outputs]
+got = { source = "stdout" }
+
+[[work.steps]]
+id = "x"
+executor = "expand"
+template = ".inner"
+needs = ["a"]
+variables = { v = "{{a.outputs.got}}" }
+
+[[work.steps]]
+id = "br"
+executor = "branch"
+needs = ["a"]
+condition = "echo cond-{{n}} >> items.log; test {{n}} -gt 1"
+[work.steps.on_true]
+inline = [{ id = "high", executor = "shell", command = "echo high >> items.log; echo high" }]
+[work.steps.on_false]
+template = ".low"
+variables = { n = "{{n}}" }
+
+[[work.steps]]
+id = "z"
+executor = "shell"
+needs = ["x.s2", "br"]
+command = "echo z-{{n}} >> items.log; echo {{x.s2.outputs.out}}"
+[work.steps.outputs]
+said = { source = "stdout" }
+
+[inner]
+[inner.variables]
+v = { default = "none" }
+
+[[inner.steps]]
+id = "s1"
+executor = "shell"
+command = "echo s1-{{v}} >> items.log; test {{v}} != 2"
+
+[[inner.steps]]
+id = "s2"
+executor = "shell"
+needs = ["s1"]
+command = "echo s2-{{v}} >> items.log; echo inner-{{v}}"
+[inner.steps.outputs]
+out = { source = "stdout" }
+
+[low]
+[low.variables]
+n = { required = true }
+
+[[low.steps]]
+id = "l"
+executor = "shell"
+command = "echo low-{{n}} >> items.log"
+
+[dynamic]
+[dynamic.variables]
+which = { required = true }
+
+[[dynamic.steps]]
+id = "e"
+executor = "expand"
+template = "{{which}}"
+"#;
+
+#[test]
+fn iterations_with_expansions_are_sent_whole_and_mirrored_in_the_run() {
+    let d = tempdir();
+    let (there, sent, _) = with_members(EXPANSIONS, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    let here = here(EXPANSIONS, elsewhere.path());
+    assert_eq!(there, here);
+    assert_eq!(there["status"], "failed", "{there}");
+    assert_eq!(there["stores"]["each.3.z"]["said"], "inner-3", "{there}");
+    assert_eq!(there["steps"]["each.3.br.high"], "done", "{there}");
+    assert_eq!(there["steps"]["each.0.br.l"], "done", "{there}");
+    assert_eq!(there["steps"]["each.2.x.s1"], "failed", "{there}");
+    assert_eq!(there["steps"]["each.2.x.s2"], "skipped", "{there}");
+    assert_eq!(there["steps"]["each.2.z"], "skipped", "{there}");
+    assert_eq!(there["steps"]["named.0.e.s2"], "done", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
+    // Every effect once: the pass ran no condition and no step of a sent iteration again.
+    let sorted = |dir: &Path| {
+        let log = std::fs::read_to_string(dir.join("items.log")).unwrap_or_default();
+        let mut lines: Vec<String> = log.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(sorted(d.path()), sorted(elsewhere.path()));
+}
+
+/// A member with a branch, retried after its worker stopped it in a step after the branch,
+/// replays the branch's outcome and hands it back with the rest: the pass inserts the
+/// branch's steps as a local run does, and the condition ran once.
+#[test]
+fn a_retried_member_hands_back_the_branch_outcome_it_replayed() {
+    let text = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1]"
+item_var = "n"
+template = ".one"
+
+[one]
+[[one.steps]]
+id = "br"
+executor = "branch"
+condition = "echo cond-{{n}} >> items.log; test {{n}} = 1"
+[one.steps.on_true]
+inline = [{ id = "yes", executor = "shell", command = "echo yes" }]
+[one.steps.on_false]
+inline = [{ id = "no", executor = "shell", command = "echo no" }]
+
+[[one.steps]]
+id = "b"
+executor = "shell"
+needs = ["br"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log"
+"#;
+    let d = tempdir();
+    let (v, sent, _) = with_members(text, d.path(), None, |key| match key {
+        "each.1" => Answer::Retried,
+        _ => Answer::Run,
+    });
+    assert_eq!(sent, ["each.0", "each.1"]);
+    assert_eq!(v, here(text, tempdir().path()));
+    assert_eq!(v["steps"]["each.1.br.yes"], "done", "{v}");
+    assert_eq!(v["steps"]["each.0.br.no"], "done", "{v}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    assert_eq!(count("cond-1"), 1, "{log}");
+    assert_eq!(count("b-1-start"), 2, "{log}");
+}

@@ -1233,6 +1233,72 @@ fn meow_steps_side_by_side_are_shared_by_two_workers() {
     assert_eq!(a["output"]["said"], "pre-3", "{a}");
 }
 
+/// A MEOW foreach whose iterations hold an expand and a branch: each iteration runs whole on
+/// whichever worker takes it, two workers behind one URL share them, and the report, with
+/// the steps the expansions inserted, is a local run's.
+#[test]
+fn meow_iterations_with_expansions_are_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    let items: Vec<String> = (0..12).map(|n| n.to_string()).collect();
+    e.write(
+        "expands.meow.toml",
+        &format!(
+            r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[{}]"
+item_var = "n"
+template = ".work"
+
+[work]
+[[work.steps]]
+id = "x"
+executor = "expand"
+template = ".inner"
+variables = {{ v = "{{{{n}}}}" }}
+
+[[work.steps]]
+id = "br"
+executor = "branch"
+needs = ["x.s"]
+condition = "test $(( {{{{n}}}} % 3 )) = 0"
+[work.steps.on_true]
+inline = [{{ id = "third", executor = "shell", command = "echo third" }}]
+[work.steps.on_false]
+template = ".inner"
+variables = {{ v = "rest" }}
+
+[inner]
+[inner.variables]
+v = {{ required = true }}
+
+[[inner.steps]]
+id = "s"
+executor = "shell"
+command = "echo {{{{v}}}} $PPID >> items.log; sleep 0.1; echo got-{{{{v}}}}"
+[inner.steps.outputs]
+said = {{ source = "stdout" }}
+"#,
+            items.join(", ")
+        ),
+    );
+    let args = ["run", "expands.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    every_worker_ran_some(&e, "iterations");
+    let local = e.local(&args);
+    let (a, b) = (report(&on_engine), report(&local));
+    assert_eq!(a, b);
+    assert_eq!(a["stores"]["each.7.x.s"]["said"], "got-7", "{a}");
+    assert_eq!(a["steps"]["each.9.br.third"], "done", "{a}");
+    assert_eq!(a["stores"]["each.8.br.s"]["said"], "got-rest", "{a}");
+}
+
 /// Two workers behind one URL share a 100-iteration MEOW foreach; once both have run
 /// iterations, the one running the pass is killed with kill -9, and the survivor finishes
 /// the run: every iteration ran, and only those in flight at the kill ran again.
