@@ -297,12 +297,24 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
             return 2;
         }
     };
-    // An agent's event may say which session it runs: the orchestrator of its steps keeps
-    // that, when it is not the run's (which hears the event for its waiters).
-    if let (MeowCommand::Event { .. }, Some(own), Some(_)) =
-        (&args.command, env("MEOW_ORCH_SOCK"), env(RUN_SOCK))
-    {
-        let _ = runtime.block_on(super::channel::ask(Path::new(&own), &req));
+    if let (Some(own), Some(_)) = (env("MEOW_ORCH_SOCK"), env(RUN_SOCK)) {
+        let own = Path::new(&own);
+        match &args.command {
+            // An agent's event may say which session it runs: the orchestrator of its steps
+            // keeps that, when it is not the run's (which hears the event for its waiters).
+            MeowCommand::Event { .. } => {
+                let _ = runtime.block_on(super::channel::ask(own, &req));
+            }
+            // The member's orchestrator knows what its steps came to before the run does.
+            MeowCommand::StepStatus { .. } => {
+                if let Ok(answer) = runtime.block_on(super::channel::ask(own, &req)) {
+                    if answer["type"] == "step_status" {
+                        return answered(&args.command, &answer, cx);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
     let sock = match route {
         Route::Socket(sock) => sock,
@@ -338,7 +350,8 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
 pub(super) const RUN_SOCK: &str = "MEOW_RUN_SOCK";
 
 /// The socket a command inside a run talks to: `MEOW_ORCH_SOCK`, the orchestrator of the
-/// agent's steps; events and approvals go to the run's ([`RUN_SOCK`]) when that differs.
+/// agent's steps; events, approvals, and the status of a step the member's orchestrator does
+/// not hold, go to the run's ([`RUN_SOCK`]) when that differs.
 fn orchestrator(command: &MeowCommand) -> Option<String> {
     let runs = matches!(
         command,
@@ -347,6 +360,7 @@ fn orchestrator(command: &MeowCommand) -> Option<String> {
             | MeowCommand::Approve { .. }
             | MeowCommand::Reject { .. }
             | MeowCommand::AwaitApproval { .. }
+            | MeowCommand::StepStatus { .. }
     );
     match runs {
         true => env(RUN_SOCK).or_else(|| env("MEOW_ORCH_SOCK")),

@@ -830,15 +830,16 @@ async fn run_member(
     exec.members = None;
     exec.sent.order = Some(Vec::new());
     exec.tmux = exec.backend.name() == "command";
-    // Agents in tmux sessions this worker spawns report here, to an orchestrator of the
-    // member's own; events and approvals still go to the run's.
-    let channel = match exec.tmux && !body.agents.is_empty() {
+    // The member's steps ask an orchestrator of its own what they came to (the run hears of
+    // them only when the member is back), and its agents in tmux report to it; events and
+    // approvals, and steps outside it, are the run's.
+    let own_dir = run_dir
+        .join("members")
+        .join(format!("{run_id}.{}", call.key.replace('/', "_")));
+    let channel = match exec.socket.is_some() {
         true => {
-            let dir = run_dir
-                .join("members")
-                .join(format!("{run_id}.{}", call.key.replace('/', "_")));
             let limits = super::Limits::of(&opts.config);
-            let channel = super::channel::Channel::open(&dir, limits.max_message_bytes)?;
+            let channel = super::channel::Channel::open(&own_dir, limits.max_message_bytes)?;
             exec.run_socket = exec.socket.replace(channel.path().to_path_buf());
             Some(channel)
         }
@@ -889,6 +890,8 @@ async fn run_member(
         Some(_) => RunStatus::Failed,
         None => exec.drive(&mut st, ended, channel).await,
     };
+    // Its socket went with the channel.
+    let _ = std::fs::remove_dir(&own_dir);
     exec.commit();
     // The sessions of the agents it took end with it (the group kills each it spawns, unless
     // a step failed first): the run cannot reach them on this host. A cancelled member

@@ -481,8 +481,8 @@ pub(crate) struct Exec {
     given: Map<String, Value>,
     /// Where the orchestrator channel listens.
     socket: Option<PathBuf>,
-    /// Where the run's orchestrator listens, in a member with a channel of its own (its
-    /// agents in tmux report to it): their events and approvals go to the run's.
+    /// Where the run's orchestrator listens, in a member (which has a channel of its own):
+    /// its steps' events and approvals go there.
     run_socket: Option<PathBuf>,
     /// A directory holding `meow` (the pipewright executable under the reference's command
     /// name), put first on the PATH of shell steps and agent sessions.

@@ -1299,6 +1299,70 @@ said = {{ source = "stdout" }}
     assert_eq!(a["stores"]["each.8.br.s"]["said"], "got-rest", "{a}");
 }
 
+/// In an iteration run on a worker, `meow step-status` tells what the iteration's own steps
+/// came to there (a step the run has not heard of yet is not `pending`), and what the run's
+/// other steps came to in the run.
+#[test]
+fn meow_step_status_in_a_sent_iteration_sees_its_own_steps_and_the_runs() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write(
+        "status.meow.toml",
+        r#"[main]
+[main.variables]
+pw = { required = true }
+
+[[main.steps]]
+id = "first"
+executor = "shell"
+command = "echo first"
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["first"]
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".work"
+variables = { pw = "{{pw}}" }
+
+[work]
+[work.variables]
+pw = { required = true }
+
+[[work.steps]]
+id = "a"
+executor = "shell"
+command = "echo {{n}} $PPID >> items.log"
+
+[[work.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "echo $({{pw}} meow step-status a) $({{pw}} meow step-status first)"
+[work.steps.outputs]
+seen = { source = "stdout" }
+"#,
+    );
+    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
+    let args = ["run", "status.meow.toml", "--var", &pw, "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    every_worker_ran_some(&e, "iterations");
+    let a = report(&on_engine);
+    for n in 0..4 {
+        assert_eq!(
+            a["stores"][format!("each.{n}.b")]["seen"],
+            "done done",
+            "{a}"
+        );
+    }
+    assert_eq!(a, report(&e.local(&args)));
+}
+
 /// Two workers behind one URL share a 100-iteration MEOW foreach; once both have run
 /// iterations, the one running the pass is killed with kill -9, and the survivor finishes
 /// the run: every iteration ran, and only those in flight at the kill ran again.

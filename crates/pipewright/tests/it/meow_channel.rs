@@ -314,19 +314,21 @@ fn acking(path: &Path, n: usize) -> std::thread::JoinHandle<Vec<String>> {
     })
 }
 
-/// In a member of a run on the engine whose agents report to an orchestrator of its own
+/// In a member of a run on the engine, which has an orchestrator of its own
 /// (`MEOW_ORCH_SOCK`), an agent's `done` goes there, its approvals to the run's
 /// (`MEOW_RUN_SOCK`), and an event to both: the run's waiters hear it, and the member's
-/// orchestrator learns the session it may name.
+/// orchestrator learns the session it may name. A step's status is asked of the member's
+/// first, and of the run's when the member's does not answer with one (a step outside it).
 #[test]
 fn in_a_member_done_goes_to_its_own_orchestrator_and_approvals_to_the_runs() {
     let d = tempdir();
     let (own, run) = (d.path().join("own.sock"), d.path().join("run.sock"));
-    let (own_got, run_got) = (acking(&own, 2), acking(&run, 2));
+    let (own_got, run_got) = (acking(&own, 3), acking(&run, 3));
     for args in [
         vec!["meow", "done", "--output", "a=1"],
         vec!["meow", "approve", "go"],
         vec!["meow", "event", "started", "session_id=s1"],
+        vec!["meow", "step-status", "elsewhere"],
     ] {
         let o = bin()
             .current_dir(d.path())
@@ -342,6 +344,6 @@ fn in_a_member_done_goes_to_its_own_orchestrator_and_approvals_to_the_runs() {
     }
     let own_got = own_got.join().unwrap_or_default();
     let run_got = run_got.join().unwrap_or_default();
-    assert_eq!(own_got, ["step_done", "event"]);
-    assert_eq!(run_got, ["approval", "event"]);
+    assert_eq!(own_got, ["step_done", "event", "get_step_status"]);
+    assert_eq!(run_got, ["approval", "event", "get_step_status"]);
 }
