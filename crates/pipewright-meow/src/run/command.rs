@@ -345,8 +345,8 @@ fn run(args: &MeowArgs, cx: &CommandContext<'_>) -> u8 {
     answered(&args.command, &answer, cx)
 }
 
-/// Names the socket of the run's orchestrator where a member of the run has one of its own
-/// (its agents in tmux report their steps to it): events and approvals are the run's.
+/// Names the socket of the run's orchestrator in a member of the run on the engine, which
+/// has one of its own (`MEOW_ORCH_SOCK`): events and approvals are the run's.
 pub(super) const RUN_SOCK: &str = "MEOW_RUN_SOCK";
 
 /// The socket a command inside a run talks to: `MEOW_ORCH_SOCK`, the orchestrator of the
