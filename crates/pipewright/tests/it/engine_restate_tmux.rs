@@ -109,6 +109,38 @@ answer = {{ required = true, type = "string" }}
     )
 }
 
+/// `run agents.meow.toml` with its agents in tmux and `pw` (`pw=<this pipewright>`), then
+/// `more`.
+fn run_args<'a>(pw: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "agents.meow.toml",
+        "--backend",
+        "command",
+        "--var",
+        pw,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+fn pw() -> String {
+    format!("pw={}", env!("CARGO_BIN_EXE_pipewright"))
+}
+
+/// A tmux server of the test's own (`name`), two workers behind one URL that start agents
+/// there, and `template` as agents.meow.toml beside the fake agent's adapter; `None` when the
+/// slow tests are off.
+fn two_workers_with_tmux(name: &str, template: &str) -> Option<(Tmux, Engine)> {
+    let t = Tmux::new(name)?;
+    let mut e = Engine::start();
+    e.env = vec![("PIPEWRIGHT_TMUX_SOCKET".into(), t.0.clone())];
+    e.two_workers_behind_a_balancer();
+    setup_in(&e.project);
+    e.write("agents.meow.toml", template);
+    Some((t, e))
+}
+
 /// Two workers behind one URL share a foreach whose iterations spawn, ask and kill agents in
 /// tmux: each worker runs some, every agent answers its own iteration, no session is left, the
 /// iterations' approval reaches the run's waiting branch, and the report is a local run's.
@@ -117,25 +149,11 @@ fn a_meow_foreach_of_tmux_agents_is_shared_by_two_workers() {
     if skip_engine_test() {
         return;
     }
-    let Some(t) = Tmux::new("engine") else {
+    let Some((t, e)) = two_workers_with_tmux("engine", &meow_tmux_agents(8, 8, 2)) else {
         return;
     };
-    let mut e = Engine::start();
-    e.env = vec![("PIPEWRIGHT_TMUX_SOCKET".into(), t.0.clone())];
-    e.two_workers_behind_a_balancer();
-    setup_in(&e.project);
-    e.write("agents.meow.toml", &meow_tmux_agents(8, 8, 2));
-    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
-    let args = [
-        "run",
-        "agents.meow.toml",
-        "--backend",
-        "command",
-        "--var",
-        &pw,
-        "--format",
-        "json",
-    ];
+    let pw = pw();
+    let args = run_args(&pw, &["--format", "json"]);
     let on_engine = e.pw(&args);
     assert_eq!(
         on_engine.status.code(),
@@ -172,26 +190,11 @@ fn a_meow_foreach_of_tmux_agents_finishes_when_an_iterations_worker_dies() {
     if skip_engine_test() {
         return;
     }
-    let Some(t) = Tmux::new("engine-kill") else {
+    let Some((t, mut e)) = two_workers_with_tmux("engine-kill", &meow_tmux_agents(12, 2, 1)) else {
         return;
     };
-    let mut e = Engine::start();
-    e.env = vec![("PIPEWRIGHT_TMUX_SOCKET".into(), t.0.clone())];
-    e.two_workers_behind_a_balancer();
-    setup_in(&e.project);
-    e.write("agents.meow.toml", &meow_tmux_agents(12, 2, 1));
-    let pw = format!("pw={}", env!("CARGO_BIN_EXE_pipewright"));
-    let detached = e.pw(&[
-        "run",
-        "agents.meow.toml",
-        "--backend",
-        "command",
-        "--var",
-        &pw,
-        "--detach",
-        "--format",
-        "json",
-    ]);
+    let pw = pw();
+    let detached = e.pw(&run_args(&pw, &["--detach", "--format", "json"]));
     assert_eq!(detached.status.code(), Some(0), "{}", text(&detached));
     let id = String::from_utf8_lossy(&detached.stdout).trim().to_string();
     let pids = e.worker_pids();
