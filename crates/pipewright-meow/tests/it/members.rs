@@ -791,6 +791,7 @@ executor = "foreach"
 items = "[0, 1, 2, 3]"
 item_var = "n"
 template = ".work"
+max_concurrent = 2
 
 [[main.steps]]
 id = "named"
@@ -938,4 +939,41 @@ command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log
     let count = |line: &str| log.lines().filter(|l| *l == line).count();
     assert_eq!(count("cond-1"), 1, "{log}");
     assert_eq!(count("b-1-start"), 2, "{log}");
+}
+
+/// A run whose iterations with expansions were sent, stopped by a cancelled member, resumes:
+/// the iterations that landed whole replay in the pass, their branches from the outcomes the
+/// members landed (no condition runs again), the rest are sent again, and the report is a
+/// local run's.
+#[test]
+fn a_run_of_iterations_with_expansions_resumes_from_what_its_members_landed() {
+    // One iteration at a time, and nothing beside them: the cancel finds none in flight.
+    let text = EXPANSIONS.replace("max_concurrent = 2", "max_concurrent = 1");
+    let (named, work) = match (
+        text.find("[[main.steps]]\nid = \"named\""),
+        text.find("[work]"),
+    ) {
+        (Some(named), Some(work)) => (named, work),
+        _ => panic!("EXPANSIONS has `named` before `[work]`"),
+    };
+    let text = format!("{}{}", &text[..named], &text[work..]);
+    let text = text.as_str();
+    let d = tempdir();
+    let (v, sent, id) = with_members(text, d.path(), None, |key| match key {
+        "each.2" => Answer::Cancelled,
+        _ => Answer::Run,
+    });
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    let (v, sent, _) = with_members(text, d.path(), Some(&id), |_| Answer::Run);
+    assert_eq!(sent, ["each.2", "each.3"]);
+    let elsewhere = tempdir();
+    assert_eq!(v, here(text, elsewhere.path()));
+    let log = |dir: &Path| {
+        let log = std::fs::read_to_string(dir.join("items.log")).unwrap_or_default();
+        let mut lines: Vec<String> = log.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(log(d.path()), log(elsewhere.path()), "every effect once");
 }
