@@ -564,6 +564,76 @@ impl Exec {
         self.insert_children(st, i, &steps, scope, src, prefix, true, None, ended)
     }
 
+    /// The agents named by the steps expansion step `i` may insert (any of a branch's
+    /// outcomes), as those steps would name them if it expanded now, each with the kind of
+    /// step that names it; `None` when one cannot be known before the step runs (its
+    /// variables or the name read a step's output). Deeper expansions name none
+    /// (`member.rs`, `Exec::expands_plainly`).
+    pub(super) fn agents_expanded(
+        &mut self,
+        st: &State,
+        i: usize,
+    ) -> Option<Vec<(String, &'static str)>> {
+        let step = st.steps[i].template.clone();
+        let id = &st.steps[i].id;
+        let mut agents = Vec::new();
+        let mut instances = Vec::new();
+        match &step.executor {
+            Executor::Expand(x) => instances.push((x.template.as_ref()?, x.variables.as_ref())),
+            Executor::Branch(b) => {
+                for (_, target) in b.targets() {
+                    match target {
+                        Some(BranchTarget::Template {
+                            template,
+                            variables,
+                            ..
+                        }) => instances.push((template, variables.as_ref())),
+                        // Inline steps see the branch's own variables.
+                        Some(BranchTarget::Inline { steps, .. }) => {
+                            let steps: Vec<TemplateStep> = steps
+                                .iter()
+                                .filter_map(|s| s.as_ref().ok().map(TemplateStep::from_ast))
+                                .collect();
+                            let vars = &st.steps[i].scope.vars;
+                            named_agents(&steps, vars, st, id, &mut agents)?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => return Some(agents),
+        }
+        for (reference, variables) in instances {
+            // Only a template that names agents needs its variables now.
+            let src = st.steps[i].src.clone();
+            let names_agents = |w: &Template| {
+                w.steps.iter().any(|t| {
+                    matches!(
+                        t.executor,
+                        Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_)
+                    )
+                })
+            };
+            if !self
+                .lib
+                .resolve(&reference.text, &src)
+                .is_ok_and(|w| names_agents(&w))
+            {
+                continue;
+            }
+            let (workflow, scope, _) = self
+                .instance(st, i, &reference.text, variables, None)
+                .ok()?;
+            let steps: Vec<TemplateStep> = workflow
+                .steps
+                .iter()
+                .map(|t| TemplateStep::clone(t))
+                .collect();
+            named_agents(&steps, &scope.vars, st, id, &mut agents)?;
+        }
+        Some(agents)
+    }
+
     /// The workflow a reference names and the variables of one instance of it.
     fn instance(
         &mut self,
@@ -1343,6 +1413,59 @@ pub(super) fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Ve
             }
         })
         .collect()
+}
+
+/// The agents `steps` name (agent, spawn, kill), with the kind of step that names each,
+/// rendered with variables `vars` as steps inserted under step `parent` of run `st` would see
+/// them; `None` when a name cannot be known so (it reads an output, or a variable that holds
+/// references).
+fn named_agents(
+    steps: &[TemplateStep],
+    vars: &Map<String, Value>,
+    st: &State,
+    parent: &str,
+    agents: &mut Vec<(String, &'static str)>,
+) -> Option<()> {
+    struct Known<'a> {
+        vars: &'a Map<String, Value>,
+        run_id: &'a str,
+        step_id: &'a str,
+        prefix: String,
+    }
+    impl subst::Lookup for Known<'_> {
+        fn var(&self, name: &str) -> Option<Value> {
+            match self.vars.get(name) {
+                Some(Value::String(t)) if t.contains("{{") => None,
+                Some(v) => Some(v.clone()),
+                None => match name {
+                    "workflow_id" => Some(Value::from(self.run_id)),
+                    "step_id" => Some(Value::from(self.step_id)),
+                    "__step_prefix__" => Some(Value::from(self.prefix.as_str())),
+                    _ => None,
+                },
+            }
+        }
+        fn outputs(&self, step: &str) -> Result<Value, SubstError> {
+            Err(SubstError::NoStep(step.to_string()))
+        }
+    }
+    for t in steps {
+        let (field, kind) = match &t.executor {
+            Executor::Agent(a) => (a.agent.as_ref(), "agent"),
+            Executor::Spawn(s) => (s.agent.as_ref(), "spawn"),
+            Executor::Kill(k) => (k.agent.as_ref(), "kill"),
+            _ => continue,
+        };
+        let cx = Known {
+            vars,
+            run_id: &st.run_id,
+            step_id: &t.id,
+            prefix: format!("{parent}."),
+        };
+        let name = subst::render(&field?.text, &cx, false).ok()?;
+        agents.push((name, kind));
+    }
+    Some(())
 }
 
 fn preview(text: &str) -> String {

@@ -14,7 +14,8 @@
 //!
 //! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
 //! branch steps whose templates are named as written and expand into shell steps and such
-//! expansions, none with an `on_error` recovery template (a recovery expands into the run's
+//! expansions (offline, their own steps may name agents too), none with an `on_error` recovery
+//! template (a recovery expands into the run's
 //! DAG), and an iteration's needs name its own steps. The member expands them; the pass
 //! inserts the same steps from what it hands back (a branch's outcome) when it ends them.
 //!
@@ -298,9 +299,9 @@ impl Exec {
     /// Whether expansion step `t` (written in `src`) expands, wherever its member runs, into
     /// steps the pass can mirror from what the member hands back: an expand or a branch whose
     /// templates are named as written (no `{{…}}`), and every step they hold, and the steps
-    /// those expand into, shell steps or such expansions, none with an `on_error` recovery
-    /// template. Agents named in an expansion cannot be known, so taken, before the member
-    /// runs. An iteration holding a foreach stays here: the foreach's own iterations are
+    /// those expand into, shell steps or such expansions (offline, the expansion's own steps
+    /// may be agent, spawn and kill steps: [`Exec::plain`]), none with an `on_error` recovery
+    /// template. An iteration holding a foreach stays here: the foreach's own iterations are
     /// sent, spread over the workers.
     fn expands_plainly(
         &mut self,
@@ -339,7 +340,9 @@ impl Exec {
     }
 
     /// A step an expansion of a member inserts: a shell step, or an expansion the pass can
-    /// mirror ([`Exec::expands_plainly`]).
+    /// mirror ([`Exec::expands_plainly`]). Offline, the expansion's own steps may be agent,
+    /// spawn and kill steps too: when the group goes, the agents they name are known from the
+    /// variables it expands with, and go with it ([`Exec::group_agents`]).
     fn plain(
         &mut self,
         t: &super::template::TemplateStep,
@@ -348,6 +351,9 @@ impl Exec {
     ) -> bool {
         match t.executor {
             Executor::Shell(_) => !recovers(t),
+            Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
+                !self.tmux && depth == 1 && !recovers(t)
+            }
             _ => self.expands_plainly(t, src, depth),
         }
     }
@@ -462,24 +468,35 @@ impl Exec {
     /// In tmux an agent's session lives on the host that spawned it, so the group must spawn
     /// each agent it names and kill it too, and none may be running in the run already: its
     /// worker then owns the session from start to end.
-    fn group_agents(&self, st: &State, m: usize) -> Option<Vec<String>> {
+    ///
+    /// The agents the steps of the group's expansions name count too, as those steps would
+    /// name them if the expansions expanded now (offline only: [`Exec::plain`]).
+    fn group_agents(&mut self, st: &State, m: usize) -> Option<Vec<String>> {
+        let mut named = Vec::new();
+        for k in self.sent.groups[m].steps.clone() {
+            let (field, kind) = match &st.steps[k].template.executor {
+                Executor::Agent(a) => (a.agent.as_ref(), "agent"),
+                Executor::Spawn(s) => (s.agent.as_ref(), "spawn"),
+                Executor::Kill(k) => (k.agent.as_ref(), "kill"),
+                Executor::Expand(_) | Executor::Branch(_) => {
+                    named.extend(self.agents_expanded(st, k)?);
+                    continue;
+                }
+                _ => continue,
+            };
+            let name =
+                subst::render(&field?.text, &super::state::StepValues::new(st, k), false).ok()?;
+            named.push((name, kind));
+        }
         let mut agents = Vec::new();
         let (mut spawned, mut killed) = (HashSet::new(), HashSet::new());
-        for &k in &self.sent.groups[m].steps {
-            let field = match &st.steps[k].template.executor {
-                Executor::Agent(a) => a.agent.as_ref(),
-                Executor::Spawn(s) => s.agent.as_ref(),
-                Executor::Kill(k) => k.agent.as_ref(),
-                _ => continue,
-            }?;
-            let name =
-                subst::render(&field.text, &super::state::StepValues::new(st, k), false).ok()?;
+        for (name, kind) in named {
             if self.busy.contains_key(&name) || self.sent.reserved.contains_key(&name) {
                 return None;
             }
-            match &st.steps[k].template.executor {
-                Executor::Spawn(_) => spawned.insert(name.clone()),
-                Executor::Kill(_) => killed.insert(name.clone()),
+            match kind {
+                "spawn" => spawned.insert(name.clone()),
+                "kill" => killed.insert(name.clone()),
                 _ => false,
             };
             if !agents.contains(&name) {

@@ -977,3 +977,95 @@ fn a_run_of_iterations_with_expansions_resumes_from_what_its_members_landed() {
     };
     assert_eq!(log(d.path()), log(elsewhere.path()), "every effect once");
 }
+
+/// Offline, an iteration whose expansions spawn, ask and kill agents is sent whole: the agents
+/// those steps name are known from the variables the expansions get when the iteration goes,
+/// and go with it. The run's own agent is asked after them, and the report (usage included)
+/// is a local run's.
+#[test]
+fn iterations_whose_expansions_name_agents_go_with_those_agents() {
+    const TEXT: &str = r#"[main]
+[[main.steps]]
+id = "lead"
+executor = "spawn"
+agent = "lead"
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["lead"]
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".work"
+
+[[main.steps]]
+id = "review"
+executor = "agent"
+agent = "lead"
+needs = ["each"]
+prompt = "Review it all"
+
+[work]
+[[work.steps]]
+id = "x"
+executor = "expand"
+template = ".own"
+variables = { who = "w{{n}}" }
+
+[[work.steps]]
+id = "br"
+executor = "branch"
+needs = ["x.down"]
+condition = "test {{n}} = 0"
+[work.steps.on_true]
+template = ".own"
+variables = { who = "again{{n}}" }
+[work.steps.on_false]
+inline = []
+
+[own]
+[own.variables]
+who = { required = true }
+
+[[own.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+workdir = "w/{{who}}"
+
+[[own.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{who}}"
+needs = ["up"]
+prompt = "Item {{who}}"
+
+[[own.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo {{who}} >> items.log; pwd"
+[own.steps.outputs]
+at = { source = "stdout" }
+
+[[own.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["log"]
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    let here = here(TEXT, elsewhere.path());
+    // The agents work where they were spawned: under each run's own directory.
+    let at = |v: &Value, d: &Path| -> Value {
+        let text = v.to_string().replace(&d.display().to_string(), "DIR");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    assert_eq!(at(&there, d.path()), at(&here, elsewhere.path()));
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
+    assert_eq!(there["steps"]["each.0.br.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 6, "{there}");
+}
