@@ -14,7 +14,7 @@
 //!
 //! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
 //! branch steps whose templates are named as written and expand into shell steps and such
-//! expansions (offline, their own steps may name agents too), none with an `on_error` recovery
+//! expansions (their own steps may name agents too), none with an `on_error` recovery
 //! template (a recovery expands into the run's
 //! DAG), and an iteration's needs name its own steps. The member expands them; the pass
 //! inserts the same steps from what it hands back (a branch's outcome) when it ends them.
@@ -299,8 +299,8 @@ impl Exec {
     /// Whether expansion step `t` (written in `src`) expands, wherever its member runs, into
     /// steps the pass can mirror from what the member hands back: an expand or a branch whose
     /// templates are named as written (no `{{…}}`), and every step they hold, and the steps
-    /// those expand into, shell steps or such expansions (offline, the expansion's own steps
-    /// may be agent, spawn and kill steps: [`Exec::plain`]), none with an `on_error` recovery
+    /// those expand into, shell steps or such expansions (the expansion's own steps may be
+    /// agent, spawn and kill steps: [`Exec::plain`]), none with an `on_error` recovery
     /// template. An iteration holding a foreach stays here: the foreach's own iterations are
     /// sent, spread over the workers.
     fn expands_plainly(
@@ -340,9 +340,9 @@ impl Exec {
     }
 
     /// A step an expansion of a member inserts: a shell step, or an expansion the pass can
-    /// mirror ([`Exec::expands_plainly`]). Offline, the expansion's own steps may be agent,
-    /// spawn and kill steps too: when the group goes, the agents they name are known from the
-    /// variables it expands with, and go with it ([`Exec::group_agents`]).
+    /// mirror ([`Exec::expands_plainly`]). The expansion's own steps may be agent, spawn and
+    /// kill steps too: when the group goes, the agents they name are known from the variables
+    /// it expands with, and go with it ([`Exec::group_agents`]).
     fn plain(
         &mut self,
         t: &super::template::TemplateStep,
@@ -352,7 +352,7 @@ impl Exec {
         match t.executor {
             Executor::Shell(_) => !recovers(t),
             Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
-                !self.tmux && depth == 1 && !recovers(t)
+                depth == 1 && !recovers(t)
             }
             _ => self.expands_plainly(t, src, depth),
         }
@@ -470,7 +470,7 @@ impl Exec {
     /// worker then owns the session from start to end.
     ///
     /// The agents the steps of the group's expansions name count too, as those steps would
-    /// name them if the expansions expanded now (offline only: [`Exec::plain`]).
+    /// name them if the expansions expanded now ([`Exec::plain`]).
     fn group_agents(&mut self, st: &State, m: usize) -> Option<Vec<String>> {
         let mut named = Vec::new();
         for k in self.sent.groups[m].steps.clone() {

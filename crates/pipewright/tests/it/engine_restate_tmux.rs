@@ -13,11 +13,13 @@ use crate::engine_restate::{
 use crate::meow_tmux::{log, setup_in, Tmux};
 use pipewright_restate::testing::skip_engine_test;
 
-/// A foreach of `items` iterations (at most `max` at once), each spawning agent `wN` in tmux, asking it, logging which
-/// process ran it and approving gate `go` (on the run's orchestrator), then killing its agent;
-/// a branch of the run waiting for that approval; an agent the run spawns itself, asked by a
-/// foreach of `shared` iterations (which cannot leave the run's host) and stopped at the end.
-fn meow_tmux_agents(items: usize, max: usize, shared: usize) -> String {
+/// A foreach of `items` iterations (at most `max` at once), each spawning agent `wN` in tmux,
+/// asking it, logging which process ran it and approving gate `go` (on the run's
+/// orchestrator), then killing its agent; a foreach of `nested` iterations doing the same
+/// (agent `wxN`) in a template each expands; a branch of the run waiting for that approval;
+/// an agent the run spawns itself, asked by a foreach of `shared` iterations (which cannot
+/// leave the run's host) and stopped at the end.
+fn meow_tmux_agents(items: usize, max: usize, nested: usize, shared: usize) -> String {
     let list = |n: usize| (0..n).map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
     format!(
         r#"[main]
@@ -36,6 +38,14 @@ items = "[{}]"
 item_var = "n"
 template = ".own"
 max_concurrent = {}
+variables = {{ pw = "{{{{pw}}}}" }}
+
+[[main.steps]]
+id = "wrapped"
+executor = "foreach"
+items = "[{}]"
+item_var = "n"
+template = ".wrap"
 variables = {{ pw = "{{{{pw}}}}" }}
 
 [[main.steps]]
@@ -58,9 +68,20 @@ executor = "kill"
 agent = "lead"
 needs = ["again"]
 
+[wrap]
+[wrap.variables]
+pw = {{ required = true }}
+
+[[wrap.steps]]
+id = "x"
+executor = "expand"
+template = ".own"
+variables = {{ n = "x{{{{n}}}}", pw = "{{{{pw}}}}" }}
+
 [own]
 [own.variables]
 pw = {{ required = true }}
+n = {{ required = true }}
 
 [[own.steps]]
 id = "up"
@@ -105,6 +126,7 @@ answer = {{ required = true, type = "string" }}
 "#,
         list(items),
         max,
+        list(nested),
         list(shared)
     )
 }
@@ -142,14 +164,14 @@ fn two_workers_with_tmux(name: &str, template: &str) -> Option<(Tmux, Engine)> {
 }
 
 /// Two workers behind one URL share a foreach whose iterations spawn, ask and kill agents in
-/// tmux: each worker runs some, every agent answers its own iteration, no session is left, the
+/// tmux, directly or in a template they expand: each worker runs some, every agent answers its own iteration, no session is left, the
 /// iterations' approval reaches the run's waiting branch, and the report is a local run's.
 #[test]
 fn a_meow_foreach_of_tmux_agents_is_shared_by_two_workers() {
     if skip_engine_test() {
         return;
     }
-    let Some((t, e)) = two_workers_with_tmux("engine", &meow_tmux_agents(8, 8, 2)) else {
+    let Some((t, e)) = two_workers_with_tmux("engine", &meow_tmux_agents(8, 8, 4, 2)) else {
         return;
     };
     let pw = pw();
@@ -163,10 +185,19 @@ fn a_meow_foreach_of_tmux_agents_is_shared_by_two_workers() {
         log(&e.project)
     );
     every_worker_ran_some(&e, "iterations");
-    assert_eq!(e.read("items.log").lines().count(), 8);
+    let log = e.read("items.log");
+    assert_eq!(log.lines().count(), 12);
+    // The iterations that spawn their agents in an expansion are shared too.
+    let wrapped: String = log
+        .lines()
+        .filter(|l| l.starts_with('x'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(item_pids(&wrapped).len(), 2, "{log}");
     assert!(t.sessions().is_empty(), "{:?}", t.sessions());
     let a = report(&on_engine);
     assert_eq!(a["stores"]["each.5.log"]["said"], "item-5", "{a}");
+    assert_eq!(a["stores"]["wrapped.3.x.log"]["said"], "item-x3", "{a}");
     assert_eq!(a["stores"]["again.1.ask"]["answer"], "shared-1", "{a}");
     assert_eq!(a["steps"]["gate"], "done", "{a}");
 
@@ -190,7 +221,8 @@ fn a_meow_foreach_of_tmux_agents_finishes_when_an_iterations_worker_dies() {
     if skip_engine_test() {
         return;
     }
-    let Some((t, mut e)) = two_workers_with_tmux("engine-kill", &meow_tmux_agents(12, 2, 1)) else {
+    let Some((t, mut e)) = two_workers_with_tmux("engine-kill", &meow_tmux_agents(12, 2, 0, 1))
+    else {
         return;
     };
     let pw = pw();
