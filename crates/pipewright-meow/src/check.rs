@@ -3,7 +3,7 @@
 
 use crate::ast::{Module, Step, Text, Workflow};
 use crate::codes;
-use crate::executor::{BranchTarget, Executor, Expand, Foreach, Spawn};
+use crate::executor::{AgentUse, BranchTarget, Executor, Expand, Foreach, Spawn};
 use crate::refs::{Library, Problem, Target};
 use crate::steps;
 use crate::tree::{Kind, Node, Table};
@@ -598,9 +598,9 @@ fn agents(cx: &mut Ctx, wf: &Workflow, closure: &HashMap<String, BTreeSet<String
                 );
             }
         }
-        let (agent, what) = match &s.executor {
-            Executor::Agent(a) => (&a.agent, "talks to"),
-            Executor::Kill(k) => (&k.agent, "kills"),
+        let (agent, what) = match s.executor.agent_named() {
+            Some((agent, AgentUse::Ask)) => (agent, "talks to"),
+            Some((agent, AgentUse::Kill)) => (agent, "kills"),
             _ => continue,
         };
         // Without any spawn, the workflow is a template run inside a caller's agent session.

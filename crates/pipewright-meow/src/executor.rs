@@ -216,7 +216,26 @@ pub struct OutputDecl {
     pub description: String,
 }
 
+/// How an agent, spawn or kill step uses the agent it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentUse {
+    Ask,
+    Spawn,
+    Kill,
+}
+
 impl Executor {
+    /// The agent an agent, spawn or kill step names (as written; `None` inside when the step
+    /// gives none), and how it uses it; `None` for the other executors.
+    pub fn agent_named(&self) -> Option<(Option<&Text>, AgentUse)> {
+        Some(match self {
+            Executor::Agent(a) => (a.agent.as_ref(), AgentUse::Ask),
+            Executor::Spawn(s) => (s.agent.as_ref(), AgentUse::Spawn),
+            Executor::Kill(k) => (k.agent.as_ref(), AgentUse::Kill),
+            _ => return None,
+        })
+    }
+
     /// The `executor` as written ("" when there is none).
     pub fn name(&self) -> &str {
         self.keyword().unwrap_or(match self {

@@ -12,8 +12,8 @@ use super::tmux::AdapterError;
 use super::{AgentInfo, Dispatched, Exec, ForeachThrottle};
 use crate::ast::Text;
 use crate::executor::{
-    Agent, Branch, BranchTarget, Capture, Command, Env, Expand, Flag, Foreach, Kill, MaxConcurrent,
-    Spawn, SpawnArgs, Timeout,
+    Agent, AgentUse, Branch, BranchTarget, Capture, Command, Env, Expand, Flag, Foreach, Kill,
+    MaxConcurrent, Spawn, SpawnArgs, Timeout,
 };
 use crate::tree::Node;
 use crate::Executor;
@@ -573,7 +573,7 @@ impl Exec {
         &mut self,
         st: &State,
         i: usize,
-    ) -> Option<Vec<(String, &'static str)>> {
+    ) -> Option<Vec<(String, AgentUse)>> {
         let step = st.steps[i].template.clone();
         let id = &st.steps[i].id;
         let mut agents = Vec::new();
@@ -595,7 +595,7 @@ impl Exec {
                                 .filter_map(|s| s.as_ref().ok().map(TemplateStep::from_ast))
                                 .collect();
                             let vars = &st.steps[i].scope.vars;
-                            named_agents(&steps, vars, st, id, &mut agents)?;
+                            named_agents(steps.iter(), vars, st, id, &mut agents)?;
                         }
                         _ => {}
                     }
@@ -606,14 +606,8 @@ impl Exec {
         for (reference, variables) in instances {
             // Only a template that names agents needs its variables now.
             let src = st.steps[i].src.clone();
-            let names_agents = |w: &Template| {
-                w.steps.iter().any(|t| {
-                    matches!(
-                        t.executor,
-                        Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_)
-                    )
-                })
-            };
+            let names_agents =
+                |w: &Template| w.steps.iter().any(|t| t.executor.agent_named().is_some());
             if !self
                 .lib
                 .resolve(&reference.text, &src)
@@ -624,12 +618,8 @@ impl Exec {
             let (workflow, scope, _) = self
                 .instance(st, i, &reference.text, variables, None)
                 .ok()?;
-            let steps: Vec<TemplateStep> = workflow
-                .steps
-                .iter()
-                .map(|t| TemplateStep::clone(t))
-                .collect();
-            named_agents(&steps, &scope.vars, st, id, &mut agents)?;
+            let steps = workflow.steps.iter().map(|t| &**t);
+            named_agents(steps, &scope.vars, st, id, &mut agents)?;
         }
         Some(agents)
     }
@@ -1419,12 +1409,12 @@ pub(super) fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Ve
 /// rendered with variables `vars` as steps inserted under step `parent` of run `st` would see
 /// them; `None` when a name cannot be known so (it reads an output, or a variable that holds
 /// references).
-fn named_agents(
-    steps: &[TemplateStep],
+fn named_agents<'t>(
+    steps: impl Iterator<Item = &'t TemplateStep>,
     vars: &Map<String, Value>,
     st: &State,
     parent: &str,
-    agents: &mut Vec<(String, &'static str)>,
+    agents: &mut Vec<(String, AgentUse)>,
 ) -> Option<()> {
     struct Known<'a> {
         vars: &'a Map<String, Value>,
@@ -1450,11 +1440,8 @@ fn named_agents(
         }
     }
     for t in steps {
-        let (field, kind) = match &t.executor {
-            Executor::Agent(a) => (a.agent.as_ref(), "agent"),
-            Executor::Spawn(s) => (s.agent.as_ref(), "spawn"),
-            Executor::Kill(k) => (k.agent.as_ref(), "kill"),
-            _ => continue,
+        let Some((field, kind)) = t.executor.agent_named() else {
+            continue;
         };
         let cx = Known {
             vars,

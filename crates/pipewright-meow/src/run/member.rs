@@ -30,6 +30,7 @@ use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
 use super::template::Template;
 use super::{recovery, subst, Exec};
+use crate::executor::AgentUse;
 use crate::Executor;
 use pipewright_dialect::Member;
 use pipewright_ir::Program;
@@ -474,15 +475,13 @@ impl Exec {
     fn group_agents(&mut self, st: &State, m: usize) -> Option<Vec<String>> {
         let mut named = Vec::new();
         for k in self.sent.groups[m].steps.clone() {
-            let (field, kind) = match &st.steps[k].template.executor {
-                Executor::Agent(a) => (a.agent.as_ref(), "agent"),
-                Executor::Spawn(s) => (s.agent.as_ref(), "spawn"),
-                Executor::Kill(k) => (k.agent.as_ref(), "kill"),
-                Executor::Expand(_) | Executor::Branch(_) => {
-                    named.extend(self.agents_expanded(st, k)?);
-                    continue;
-                }
-                _ => continue,
+            let executor = &st.steps[k].template.executor;
+            if let Executor::Expand(_) | Executor::Branch(_) = executor {
+                named.extend(self.agents_expanded(st, k)?);
+                continue;
+            }
+            let Some((field, kind)) = executor.agent_named() else {
+                continue;
             };
             let name =
                 subst::render(&field?.text, &super::state::StepValues::new(st, k), false).ok()?;
@@ -495,9 +494,9 @@ impl Exec {
                 return None;
             }
             match kind {
-                "spawn" => spawned.insert(name.clone()),
-                "kill" => killed.insert(name.clone()),
-                _ => false,
+                AgentUse::Spawn => spawned.insert(name.clone()),
+                AgentUse::Kill => killed.insert(name.clone()),
+                AgentUse::Ask => false,
             };
             if !agents.contains(&name) {
                 agents.push(name);
