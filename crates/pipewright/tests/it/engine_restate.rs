@@ -16,6 +16,7 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -210,8 +211,8 @@ impl Engine {
         self.workers[0].child.id()
     }
 
-    /// Replaces the registered worker with two behind one TCP balancer on loopback, the
-    /// balancer's URL registered as the deployment.
+    /// Replaces the registered worker with two behind one HTTP/2 balancer on loopback
+    /// (`balance_requests`), the balancer's URL registered as the deployment.
     pub(crate) fn two_workers_behind_a_balancer(&mut self) {
         self.workers.clear();
         let (a, b) = (free_port(), free_port());
@@ -225,7 +226,7 @@ impl Engine {
             "http://{}",
             listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
         );
-        self.rt.spawn(balance(listener, vec![a, b]));
+        self.rt.spawn(balance_requests(listener, vec![a, b]));
         self.rt.block_on(async {
             Client::new()
                 .unwrap_or_else(|err| panic!("{err}"))
@@ -539,7 +540,7 @@ fn resubmitting_a_run_id_does_not_start_a_second_run() {
 }
 
 /// A TCP balancer on loopback: each connection goes to the first backend, in turn, that
-/// accepts it (what any balancer in front of several workers does, at the connection level).
+/// accepts it (enough in front of a cluster's ingresses, which any node answers).
 async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
     let mut next = 0usize;
     loop {
@@ -560,6 +561,104 @@ async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
                 }
             }
         });
+    }
+}
+
+/// An HTTP/2 balancer on loopback, as Envoy or nginx's `grpc_pass` would be in front of
+/// several workers: each request (one invocation's stream) goes to the next backend in turn,
+/// so every worker takes a share of a run's invocations whatever connections Restate keeps
+/// open. A backend found down, by a health check every 50 ms or by refusing a connection (a
+/// killed worker), is passed over until the check finds it up; a request it refused is
+/// answered 502, which Restate retries.
+async fn balance_requests(listener: tokio::net::TcpListener, backends: Vec<u16>) {
+    use hyper_util::client::legacy::Client as H2Client;
+    let balancer = std::sync::Arc::new(RequestBalancer {
+        client: H2Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build_http(),
+        down: backends.iter().map(|_| AtomicBool::new(false)).collect(),
+        next: std::sync::atomic::AtomicUsize::new(0),
+        backends,
+    });
+    let checked = balancer.clone();
+    tokio::spawn(async move {
+        loop {
+            for (b, port) in checked.backends.iter().enumerate() {
+                let up = tokio::net::TcpStream::connect(("127.0.0.1", *port))
+                    .await
+                    .is_ok();
+                checked.down[b].store(!up, Relaxed);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    loop {
+        let Ok((inbound, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = inbound.set_nodelay(true);
+        let balancer = balancer.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let balancer = balancer.clone();
+                async move { Ok::<_, std::convert::Infallible>(balancer.forward(request).await) }
+            });
+            let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(inbound), service)
+                .await;
+        });
+    }
+}
+
+type Forwarded =
+    http_body_util::Either<hyper::body::Incoming, http_body_util::Empty<hyper::body::Bytes>>;
+
+struct RequestBalancer {
+    client: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        hyper::body::Incoming,
+    >,
+    backends: Vec<u16>,
+    down: Vec<AtomicBool>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl RequestBalancer {
+    /// The next backend in turn that is not passed over (or the next in turn, if all are).
+    fn pick(&self) -> usize {
+        let first = self.next.fetch_add(1, Relaxed);
+        (0..self.backends.len())
+            .map(|k| (first + k) % self.backends.len())
+            .find(|&b| !self.down[b].load(Relaxed))
+            .unwrap_or(first % self.backends.len())
+    }
+
+    async fn forward(
+        &self,
+        mut request: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Forwarded> {
+        let b = self.pick();
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        if let Ok(uri) = format!("http://127.0.0.1:{}{path}", self.backends[b]).parse() {
+            *request.uri_mut() = uri;
+        }
+        match self.client.request(request).await {
+            Ok(response) => response.map(http_body_util::Either::Left),
+            Err(err) => {
+                if err.is_connect() {
+                    self.down[b].store(true, Relaxed);
+                }
+                let mut response = hyper::Response::new(http_body_util::Either::Right(
+                    http_body_util::Empty::new(),
+                ));
+                *response.status_mut() = hyper::StatusCode::BAD_GATEWAY;
+                response
+            }
+        }
     }
 }
 
