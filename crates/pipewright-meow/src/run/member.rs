@@ -14,10 +14,10 @@
 //!
 //! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
 //! branch steps whose templates are named as written and expand into shell steps and such
-//! expansions (their own steps may name agents too), none with an `on_error` recovery
-//! template (a recovery expands into the run's
-//! DAG), and an iteration's needs name its own steps. The member expands them; the pass
-//! inserts the same steps from what it hands back (a branch's outcome) when it ends them.
+//! expansions (their own steps may name agents too), and `on_error` recovery templates named
+//! as written that hold shell steps and such expansions; an iteration's needs name its own
+//! steps. The member expands them; the pass inserts the same steps from what it hands back
+//! (a branch's outcome, a failure it recovered from) when it ends them.
 //!
 //! A group takes the agents its steps name with it: each must be free when it goes, and the
 //! run's other steps that name one wait until the group is back, as for an agent at work (an
@@ -54,8 +54,10 @@ pub(super) struct Sent {
     pub of: HashMap<usize, usize>,
     /// Steps a member landed, with their events: the pass does not land them again.
     pub landed: HashSet<usize>,
-    /// The steps in the order they ended: what a member hands back (`None` in a run).
-    pub order: Option<Vec<usize>>,
+    /// The steps in the order they ended, each with the status it ended with (a step that
+    /// recovers ends twice: `recovering`, then as its recovery ends): what a member hands
+    /// back (`None` in a run).
+    pub order: Option<Vec<(usize, Status)>>,
     /// A member was cancelled (its step's key): the run stops as cancelled.
     pub cancelled: Option<String>,
     /// Agents a group took with it (agent → group): the run's other steps that name one wait
@@ -170,15 +172,14 @@ fn runs_alone(
         Executor::Spawn(_) | Executor::Kill(_) => needs_inside,
         _ => false,
     };
-    goes && !recovers(t) && (!needs_inside || needs_within(t, ids))
+    goes && (!needs_inside || needs_within(t, ids))
 }
 
-/// Whether step `t` has an `on_error` recovery template (a recovery expands into the run's DAG
-/// in a way a member cannot hand back).
-fn recovers(t: &super::template::TemplateStep) -> bool {
+/// Step `t`'s `on_error` recovery template, if it has one.
+fn recovery(t: &super::template::TemplateStep) -> Option<&crate::ast::Text> {
     t.on_error
         .as_ref()
-        .is_some_and(|e| crate::on_error_template(&e.text))
+        .filter(|e| crate::on_error_template(&e.text))
 }
 
 /// Whether step `t`'s needs name steps of `ids` (or steps under them: `track.done`).
@@ -262,8 +263,9 @@ impl Exec {
         let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
         let offline = !self.tmux;
         let goes = workflow.steps.iter().all(|t| {
-            runs_alone(t, &ids, true, offline)
-                || (needs_within(t, &ids) && self.expands_plainly(t, &workflow.src, 0))
+            (runs_alone(t, &ids, true, offline)
+                || (needs_within(t, &ids) && self.expands_plainly(t, &workflow.src, 0)))
+                && self.recovers_plainly(t, &workflow.src, 0)
         });
         if workflow.steps.is_empty() || !goes {
             return;
@@ -301,9 +303,9 @@ impl Exec {
     /// steps the pass can mirror from what the member hands back: an expand or a branch whose
     /// templates are named as written (no `{{…}}`), and every step they hold, and the steps
     /// those expand into, shell steps or such expansions (the expansion's own steps may be
-    /// agent, spawn and kill steps: [`Exec::plain`]), none with an `on_error` recovery
-    /// template. An iteration holding a foreach stays here: the foreach's own iterations are
-    /// sent, spread over the workers.
+    /// agent, spawn and kill steps: [`Exec::plain`]), each recovering, if it has an
+    /// `on_error` template, as [`Exec::recovers_plainly`] says. An iteration holding a foreach
+    /// stays here: the foreach's own iterations are sent, spread over the workers.
     fn expands_plainly(
         &mut self,
         t: &super::template::TemplateStep,
@@ -311,7 +313,7 @@ impl Exec {
         depth: u32,
     ) -> bool {
         use crate::executor::BranchTarget;
-        if depth > PLAIN_DEPTH || recovers(t) {
+        if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth) {
             return false;
         }
         let named = |this: &mut Exec, reference: Option<&crate::ast::Text>| {
@@ -351,11 +353,37 @@ impl Exec {
         depth: u32,
     ) -> bool {
         match t.executor {
-            Executor::Shell(_) => !recovers(t),
+            Executor::Shell(_) => self.recovers_plainly(t, src, depth),
             Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
-                depth == 1 && !recovers(t)
+                depth == 1 && self.recovers_plainly(t, src, depth)
             }
             _ => self.expands_plainly(t, src, depth),
+        }
+    }
+
+    /// Whether step `t` (written in `src`) recovers, if it has an `on_error` template, into
+    /// steps the pass can mirror from the failure its member hands back: a template named
+    /// as written whose steps are shell steps or expansions [`Exec::expands_plainly`] takes,
+    /// none an agent, spawn or kill step (the group takes only the agents its own and its
+    /// expansions' steps name, known before it goes).
+    fn recovers_plainly(
+        &mut self,
+        t: &super::template::TemplateStep,
+        src: &Arc<super::template::ModuleFile>,
+        depth: u32,
+    ) -> bool {
+        let Some(reference) = recovery(t) else {
+            return true;
+        };
+        if depth >= PLAIN_DEPTH || reference.text.contains("{{") {
+            return false;
+        }
+        match self.lib.resolve(&reference.text, src) {
+            Ok(w) => w
+                .steps
+                .iter()
+                .all(|s| s.executor.agent_named().is_none() && self.plain(s, &w.src, depth + 1)),
+            Err(_) => false,
         }
     }
 
@@ -382,6 +410,7 @@ impl Exec {
             && s.prefix.is_empty()
             && s.src.path == self.root_path
             && runs_alone(&s.template, &HashSet::new(), false, !self.tmux)
+            && recovery(&s.template).is_none()
             // Landed in an earlier pass: replayed here, at no cost.
             && self.recorded(&s.id).is_none();
         // Expansions ready beside it end at once: they do not make it run side by side.
@@ -641,10 +670,19 @@ impl Exec {
             }
             match Status::named(&e.status) {
                 Some(Status::Done) => st.end(i, Status::Done, e.outputs, None, ended),
-                Some(Status::Failed) => match e.error_type.as_deref().and_then(error_type) {
-                    Some(kind) => st.fail(i, kind, e.outputs, e.error.unwrap_or_default(), ended),
-                    None => st.end(i, Status::Failed, e.outputs, e.error, ended),
-                },
+                // A failure it recovered from recovers here too: its recovery's steps are
+                // inserted as the next of them comes back ([`Exec::mirrored`]).
+                // Recovering here already: a failure of its own children began it.
+                Some(Status::Recovering) if st.steps[i].status == Status::Recovering => {}
+                Some(Status::Failed | Status::Recovering) => {
+                    match e.error_type.as_deref().and_then(error_type) {
+                        Some(kind) => {
+                            st.fail(i, kind, e.outputs, e.error.unwrap_or_default(), ended)
+                        }
+                        None => st.end(i, Status::Failed, e.outputs, e.error, ended),
+                    }
+                }
+                Some(Status::Recovered) => st.end(i, Status::Recovered, e.outputs, e.error, ended),
                 // Follows here from the failure it followed from there.
                 _ => skipped.push((i, e.error)),
             }
@@ -687,6 +725,11 @@ impl Exec {
             }
             if st.steps[nearest].status == Status::Pending && self.can_expand_again(st, nearest) {
                 self.expanded_again(st, m, nearest, ended);
+                continue;
+            }
+            if let Some(at) = ended.recover.iter().position(|&k| k == nearest) {
+                ended.recover.remove(at);
+                self.recovered_again(st, m, nearest, ended);
                 continue;
             }
             return (st.steps[nearest].id == id).then_some(nearest);
@@ -735,6 +778,19 @@ impl Exec {
                     ended,
                 );
             }
+        }
+    }
+
+    /// Step `k` of group `m`, failed here as it failed in the member, recovers as it did
+    /// there: from the failure the member landed (`…#recovery`), its recovery's steps are
+    /// inserted, belong to the group and were landed there.
+    fn recovered_again(&mut self, st: &mut State, m: usize, k: usize, ended: &mut Ended) {
+        let before = st.steps.len();
+        self.recover(st, k, ended);
+        for c in before..st.steps.len() {
+            self.sent.of.insert(c, m);
+            self.sent.landed.insert(c);
+            self.sent.groups[m].steps.push(c);
         }
     }
 
@@ -923,12 +979,14 @@ async fn run_member(
     // A retried member replays the outcomes an earlier attempt landed: they go back too.
     let mut facts = std::mem::take(&mut exec.sent.facts_out);
     for s in &st.steps {
-        if let Executor::Branch(_) = s.template.executor {
-            let key = format!("{}#condition", s.id);
-            if !facts.iter().any(|(k, _)| *k == key) {
-                if let Some(v) = exec.recorded(&key) {
-                    facts.push((key, v));
-                }
+        let key = match s.template.executor {
+            Executor::Branch(_) => format!("{}#condition", s.id),
+            _ if s.recovery_template().is_some() => format!("{}#recovery", s.id),
+            _ => continue,
+        };
+        if !facts.iter().any(|(k, _)| *k == key) {
+            if let Some(v) = exec.recorded(&key) {
+                facts.push((key, v));
             }
         }
     }
@@ -951,11 +1009,11 @@ async fn run_member(
     } else {
         let ends: Vec<StepEnd> = order
             .into_iter()
-            .map(|i| {
+            .map(|(i, status)| {
                 let s = &st.steps[i];
                 StepEnd {
                     id: s.id.clone(),
-                    status: s.status.name().to_string(),
+                    status: status.name().to_string(),
                     outputs: s.outputs.clone(),
                     error: s.error.clone(),
                     error_type: st.error_types.get(&i).map(|t| t.to_string()),

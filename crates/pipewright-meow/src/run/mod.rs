@@ -819,7 +819,7 @@ impl Exec {
             let list = std::mem::take(&mut ended.steps);
             for i in list {
                 if let Some(order) = self.sent.order.as_mut() {
-                    order.push(i);
+                    order.push((i, st.steps[i].status));
                 }
                 self.report_end(st, i);
                 self.release(st, i);

@@ -748,6 +748,9 @@ item_var = "n"
 template = ".one"
 
 [one]
+[one.variables]
+n = { required = true }
+
 [[one.steps]]
 id = "a"
 executor = "shell"
@@ -976,6 +979,90 @@ fn a_run_of_iterations_with_expansions_resumes_from_what_its_members_landed() {
         lines
     };
     assert_eq!(log(d.path()), log(elsewhere.path()), "every effect once");
+}
+
+/// Iterations whose steps have `on_error` recovery templates: a failed step recovers in the
+/// iteration's member, or its recovery fails there too.
+const RECOVERIES: &str = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".one"
+
+[one]
+[one.variables]
+n = { required = true }
+
+[[one.steps]]
+id = "a"
+executor = "shell"
+command = "echo a-{{n}} >> items.log; test {{n}} = 0"
+on_error = ".fix"
+
+[[one.steps]]
+id = "b"
+executor = "shell"
+needs = ["a"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log"
+
+[fix]
+[fix.variables]
+n = { required = true }
+
+[[fix.steps]]
+id = "mend"
+executor = "shell"
+command = "echo mend-{{n}}-{{_failed_step.id}} >> items.log; test {{n}} = 1"
+
+[[fix.steps]]
+id = "check"
+executor = "branch"
+condition = "echo check-{{n}} >> items.log; true"
+[fix.steps.on_true]
+inline = [{ id = "ok", executor = "shell", command = "echo ok >> items.log" }]
+"#;
+
+/// Iterations whose steps recover from a failure with an `on_error` template are sent whole:
+/// the member runs the recovery, and the pass inserts the same recovery steps from the
+/// failure it hands back, so the iteration recovers (or fails) as in a local run. A member
+/// retried after its worker stopped it past the recovery replays it and hands it back with
+/// the rest: no recovery step runs twice.
+#[test]
+fn iterations_with_recoveries_are_sent_whole_and_recover_in_the_run() {
+    let d = tempdir();
+    let (there, sent, _) = with_members(RECOVERIES, d.path(), None, |key| match key {
+        "each.1" => Answer::Retried,
+        _ => Answer::Run,
+    });
+    let elsewhere = tempdir();
+    assert_eq!(there, here(RECOVERIES, elsewhere.path()));
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(there["status"], "failed", "{there}");
+    assert_eq!(there["steps"]["each.1.a"], "recovered", "{there}");
+    assert_eq!(there["steps"]["each.1.a.on_error.mend"], "done", "{there}");
+    assert_eq!(
+        there["steps"]["each.1.a.on_error.check.ok"], "done",
+        "{there}"
+    );
+    assert_eq!(there["steps"]["each.1.b"], "done", "{there}");
+    assert_eq!(there["steps"]["each.2.a"], "failed", "{there}");
+    assert_eq!(there["steps"]["each.2.b"], "skipped", "{there}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    for once in [
+        "a-1",
+        "mend-1-each.1.a",
+        "check-1",
+        "mend-2-each.2.a",
+        "check-2",
+    ] {
+        assert_eq!(count(once), 1, "{once}: {log}");
+    }
+    assert_eq!(count("ok"), 2, "{log}");
+    assert_eq!(count("b-1-start"), 2, "{log}");
+    assert_eq!(count("b-1"), 1, "{log}");
 }
 
 /// Offline, an iteration whose expansions spawn, ask and kill agents is sent whole: the agents
