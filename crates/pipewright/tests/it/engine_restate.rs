@@ -16,7 +16,6 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -212,7 +211,7 @@ impl Engine {
     }
 
     /// Replaces the registered worker with two behind one HTTP/2 balancer on loopback
-    /// (`balance_requests`), the balancer's URL registered as the deployment.
+    /// ([`crate::balancer::per_request`]), the balancer's URL registered as the deployment.
     pub(crate) fn two_workers_behind_a_balancer(&mut self) {
         self.workers.clear();
         let (a, b) = (free_port(), free_port());
@@ -226,7 +225,8 @@ impl Engine {
             "http://{}",
             listener.local_addr().unwrap_or_else(|err| panic!("{err}"))
         );
-        self.rt.spawn(balance_requests(listener, vec![a, b]));
+        self.rt
+            .spawn(crate::balancer::per_request(listener, vec![a, b]));
         self.rt.block_on(async {
             Client::new()
                 .unwrap_or_else(|err| panic!("{err}"))
@@ -537,129 +537,6 @@ fn resubmitting_a_run_id_does_not_start_a_second_run() {
     );
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(e.read("once.log"), "ran\n");
-}
-
-/// A TCP balancer on loopback: each connection goes to the first backend, in turn, that
-/// accepts it (enough in front of a cluster's ingresses, which any node answers).
-async fn balance(listener: tokio::net::TcpListener, backends: Vec<u16>) {
-    let mut next = 0usize;
-    loop {
-        let Ok((mut inbound, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = inbound.set_nodelay(true);
-        let order: Vec<u16> = (0..backends.len())
-            .map(|k| backends[(next + k) % backends.len()])
-            .collect();
-        next += 1;
-        tokio::spawn(async move {
-            for port in order {
-                if let Ok(mut out) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
-                    let _ = out.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
-                    return;
-                }
-            }
-        });
-    }
-}
-
-/// An HTTP/2 balancer on loopback, as Envoy or nginx's `grpc_pass` would be in front of
-/// several workers: each request (one invocation's stream) goes to the next backend in turn,
-/// so every worker takes a share of a run's invocations whatever connections Restate keeps
-/// open. A backend found down, by a health check every 50 ms or by refusing a connection (a
-/// killed worker), is passed over until the check finds it up; a request it refused is
-/// answered 502, which Restate retries.
-async fn balance_requests(listener: tokio::net::TcpListener, backends: Vec<u16>) {
-    use hyper_util::client::legacy::Client as H2Client;
-    let balancer = std::sync::Arc::new(RequestBalancer {
-        client: H2Client::builder(hyper_util::rt::TokioExecutor::new())
-            .http2_only(true)
-            .build_http(),
-        down: backends.iter().map(|_| AtomicBool::new(false)).collect(),
-        next: std::sync::atomic::AtomicUsize::new(0),
-        backends,
-    });
-    let checked = balancer.clone();
-    tokio::spawn(async move {
-        loop {
-            for (b, port) in checked.backends.iter().enumerate() {
-                let up = tokio::net::TcpStream::connect(("127.0.0.1", *port))
-                    .await
-                    .is_ok();
-                checked.down[b].store(!up, Relaxed);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    loop {
-        let Ok((inbound, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = inbound.set_nodelay(true);
-        let balancer = balancer.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let balancer = balancer.clone();
-                async move { Ok::<_, std::convert::Infallible>(balancer.forward(request).await) }
-            });
-            let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(inbound), service)
-                .await;
-        });
-    }
-}
-
-type Forwarded =
-    http_body_util::Either<hyper::body::Incoming, http_body_util::Empty<hyper::body::Bytes>>;
-
-struct RequestBalancer {
-    client: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        hyper::body::Incoming,
-    >,
-    backends: Vec<u16>,
-    down: Vec<AtomicBool>,
-    next: std::sync::atomic::AtomicUsize,
-}
-
-impl RequestBalancer {
-    /// The next backend in turn that is not passed over (or the next in turn, if all are).
-    fn pick(&self) -> usize {
-        let first = self.next.fetch_add(1, Relaxed);
-        (0..self.backends.len())
-            .map(|k| (first + k) % self.backends.len())
-            .find(|&b| !self.down[b].load(Relaxed))
-            .unwrap_or(first % self.backends.len())
-    }
-
-    async fn forward(
-        &self,
-        mut request: hyper::Request<hyper::body::Incoming>,
-    ) -> hyper::Response<Forwarded> {
-        let b = self.pick();
-        let path = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
-        if let Ok(uri) = format!("http://127.0.0.1:{}{path}", self.backends[b]).parse() {
-            *request.uri_mut() = uri;
-        }
-        match self.client.request(request).await {
-            Ok(response) => response.map(http_body_util::Either::Left),
-            Err(err) => {
-                if err.is_connect() {
-                    self.down[b].store(true, Relaxed);
-                }
-                let mut response = hyper::Response::new(http_body_util::Either::Right(
-                    http_body_util::Empty::new(),
-                ));
-                *response.status_mut() = hyper::StatusCode::BAD_GATEWAY;
-                response
-            }
-        }
-    }
 }
 
 /// The worker whose process runs a pass of a run now (its pass thread is `pipewright-run`).
@@ -1332,9 +1209,10 @@ fn meow_steps_side_by_side_are_shared_by_two_workers() {
     assert_eq!(a["output"]["said"], "pre-3", "{a}");
 }
 
-/// A MEOW foreach whose iterations hold an expand and a branch: each iteration runs whole on
-/// whichever worker takes it, two workers behind one URL share them, and the report, with
-/// the steps the expansions inserted, is a local run's.
+/// A MEOW foreach whose iterations hold an expand, a branch and a step that recovers with an
+/// `on_error` template: each iteration runs whole on whichever worker takes it, two workers
+/// behind one URL share them, and the report, with the steps the expansions and recoveries
+/// inserted, is a local run's.
 #[test]
 fn meow_iterations_with_expansions_are_shared_by_two_workers() {
     if skip_engine_test() {
@@ -1355,11 +1233,29 @@ item_var = "n"
 template = ".work"
 
 [work]
+[work.variables]
+n = {{ required = true }}
+
 [[work.steps]]
 id = "x"
 executor = "expand"
 template = ".inner"
 variables = {{ v = "{{{{n}}}}" }}
+
+[[work.steps]]
+id = "r"
+executor = "shell"
+command = "test $(( {{{{n}}}} % 4 )) != 1"
+on_error = ".mend"
+
+[mend]
+[mend.variables]
+n = {{ required = true }}
+
+[[mend.steps]]
+id = "m"
+executor = "shell"
+command = "echo m{{{{n}}}} $PPID >> items.log; echo mended"
 
 [[work.steps]]
 id = "br"
@@ -1390,12 +1286,19 @@ said = {{ source = "stdout" }}
     let on_engine = e.pw(&args);
     assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
     every_worker_ran_some(&e, "iterations");
+    // Each recovery ran once.
+    let mended = e.read("items.log");
+    let mended: Vec<&str> = mended.lines().filter(|l| l.starts_with('m')).collect();
+    assert_eq!(mended.len(), 3, "{mended:?}");
     let local = e.local(&args);
     let (a, b) = (report(&on_engine), report(&local));
     assert_eq!(a, b);
     assert_eq!(a["stores"]["each.7.x.s"]["said"], "got-7", "{a}");
     assert_eq!(a["steps"]["each.9.br.third"], "done", "{a}");
     assert_eq!(a["stores"]["each.8.br.s"]["said"], "got-rest", "{a}");
+    assert_eq!(a["steps"]["each.5.r"], "recovered", "{a}");
+    assert_eq!(a["steps"]["each.5.r.on_error.m"], "done", "{a}");
+    assert_eq!(a["steps"]["each.4.r"], "done", "{a}");
 }
 
 /// In an iteration run on a worker, `meow step-status` tells what the iteration's own steps
@@ -1712,7 +1615,7 @@ fn a_cluster_run_survives_losing_each_node_in_turn() {
         "http://{}",
         listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
     );
-    rt.spawn(balance(listener, ingress_ports));
+    rt.spawn(crate::balancer::per_connection(listener, ingress_ports));
     let admin = servers[0].admin_url();
     let port = free_port();
     let log = dir.path().join("worker.log");

@@ -104,7 +104,7 @@ answer = {{ required = true, type = "string" }}
 id = "log"
 executor = "shell"
 needs = ["ask"]
-command = "echo {{{{n}}}} $PPID >> items.log; {{{{pw}}}} meow approve go; echo '{{{{ask.outputs.answer}}}}'"
+command = "echo {{{{n}}}} $PPID ${{MEOW_RUN_SOCK:+member}} >> items.log; {{{{pw}}}} meow approve go; echo '{{{{ask.outputs.answer}}}}'"
 [own.steps.outputs]
 said = {{ source = "stdout" }}
 
@@ -187,13 +187,11 @@ fn a_meow_foreach_of_tmux_agents_is_shared_by_two_workers() {
     every_worker_ran_some(&e, "iterations");
     let log = e.read("items.log");
     assert_eq!(log.lines().count(), 12);
-    // The iterations that spawn their agents in an expansion are shared too.
-    let wrapped: String = log
-        .lines()
-        .filter(|l| l.starts_with('x'))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(item_pids(&wrapped).len(), 2, "{log}");
+    // The iterations that spawn their agents in an expansion are sent too: each ran in a
+    // member (whose steps are told the run's socket apart from their own).
+    let wrapped: Vec<&str> = log.lines().filter(|l| l.starts_with('x')).collect();
+    assert_eq!(wrapped.len(), 4, "{log}");
+    assert!(wrapped.iter().all(|l| l.ends_with(" member")), "{log}");
     assert!(t.sessions().is_empty(), "{:?}", t.sessions());
     let a = report(&on_engine);
     assert_eq!(a["stores"]["each.5.log"]["said"], "item-5", "{a}");

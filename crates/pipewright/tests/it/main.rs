@@ -3,6 +3,9 @@
 
 mod common;
 
+#[cfg(feature = "restate")]
+mod balancer;
+
 mod cancel_cli;
 mod check_cli;
 mod check_fix_cli;
