@@ -608,9 +608,12 @@ impl Exec {
             let src = st.steps[i].src.clone();
             let names_agents =
                 |w: &Template| w.steps.iter().any(|t| t.executor.agent_named().is_some());
+            // A template named through a variable is the one the step will expand.
+            let reference_now =
+                subst::render(&reference.text, &StepValues::new(st, i), false).ok()?;
             if !self
                 .lib
-                .resolve(&reference.text, &src)
+                .resolve(&reference_now, &src)
                 .is_ok_and(|w| names_agents(&w))
             {
                 continue;
@@ -1416,38 +1419,14 @@ fn named_agents<'t>(
     parent: &str,
     agents: &mut Vec<(String, AgentUse)>,
 ) -> Option<()> {
-    struct Known<'a> {
-        vars: &'a Map<String, Value>,
-        run_id: &'a str,
-        step_id: &'a str,
-        prefix: String,
-    }
-    impl subst::Lookup for Known<'_> {
-        fn var(&self, name: &str) -> Option<Value> {
-            match self.vars.get(name) {
-                Some(Value::String(t)) if t.contains("{{") => None,
-                Some(v) => Some(v.clone()),
-                None => match name {
-                    "workflow_id" => Some(Value::from(self.run_id)),
-                    "step_id" => Some(Value::from(self.step_id)),
-                    "__step_prefix__" => Some(Value::from(self.prefix.as_str())),
-                    _ => None,
-                },
-            }
-        }
-        fn outputs(&self, step: &str) -> Result<Value, SubstError> {
-            Err(SubstError::NoStep(step.to_string()))
-        }
-    }
     for t in steps {
         let Some((field, kind)) = t.executor.agent_named() else {
             continue;
         };
-        let cx = Known {
+        let cx = subst::Known {
             vars,
             run_id: &st.run_id,
-            step_id: &t.id,
-            prefix: format!("{parent}."),
+            step: Some((&t.id, format!("{parent}."))),
         };
         let name = subst::render(&field?.text, &cx, false).ok()?;
         agents.push((name, kind));

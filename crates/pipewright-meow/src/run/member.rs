@@ -13,10 +13,10 @@
 //! are a local run's; it does not land them again.
 //!
 //! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
-//! branch steps whose templates are named as written and expand into shell steps and such
-//! expansions (their own steps may name agents too), and `on_error` recovery templates named
-//! as written that hold shell steps and such expansions; an iteration's needs name its own
-//! steps. The member expands them; the pass inserts the same steps from what it hands back
+//! branch steps whose templates are named as written (or through variables known when it
+//! leaves) and expand into shell steps and such expansions (their own steps may name agents
+//! too), and `on_error` recovery templates so named that hold shell steps and such
+//! expansions; an iteration's needs name its own steps. The member expands them; the pass inserts the same steps from what it hands back
 //! (a branch's outcome, a failure it recovered from) when it ends them.
 //!
 //! A group takes the agents its steps name with it: each must be free when it goes, and the
@@ -28,9 +28,11 @@
 
 use super::dispatch::{Completion, InFlight};
 use super::state::{Ended, Scope, State, Status};
-use super::template::Template;
+use super::template::{ModuleFile, Template, TemplateStep};
 use super::{recovery, subst, Exec};
+use crate::ast::Text;
 use crate::executor::AgentUse;
+use crate::tree::Node;
 use crate::Executor;
 use pipewright_dialect::Member;
 use pipewright_ir::Program;
@@ -176,7 +178,7 @@ fn runs_alone(
 }
 
 /// Step `t`'s `on_error` recovery template, if it has one.
-fn recovery(t: &super::template::TemplateStep) -> Option<&crate::ast::Text> {
+fn recovery(t: &TemplateStep) -> Option<&Text> {
     t.on_error
         .as_ref()
         .filter(|e| crate::on_error_template(&e.text))
@@ -264,8 +266,9 @@ impl Exec {
         let offline = !self.tmux;
         let goes = workflow.steps.iter().all(|t| {
             (runs_alone(t, &ids, true, offline)
-                || (needs_within(t, &ids) && self.expands_plainly(t, &workflow.src, 0)))
-                && self.recovers_plainly(t, &workflow.src, 0)
+                || (needs_within(t, &ids)
+                    && self.expands_plainly(t, &workflow.src, 0, Some(&vars))))
+                && self.recovers_plainly(t, &workflow.src, 0, Some(&vars))
         });
         if workflow.steps.is_empty() || !goes {
             return;
@@ -299,41 +302,49 @@ impl Exec {
         self.group(prefix.trim_end_matches('.').to_string(), body, steps);
     }
 
-    /// Whether expansion step `t` (written in `src`) expands, wherever its member runs, into
-    /// steps the pass can mirror from what the member hands back: an expand or a branch whose
-    /// templates are named as written (no `{{…}}`), and every step they hold, and the steps
-    /// those expand into, shell steps or such expansions (the expansion's own steps may be
-    /// agent, spawn and kill steps: [`Exec::plain`]), each recovering, if it has an
-    /// `on_error` template, as [`Exec::recovers_plainly`] says. An iteration holding a foreach
-    /// stays here: the foreach's own iterations are sent, spread over the workers.
+    /// Whether expansion step `t` (written in `src`; its variables `vars`, when they are
+    /// known before it runs) expands, wherever its member runs, into steps the pass can
+    /// mirror from what the member hands back: an expand or a branch whose templates are
+    /// named as written or through variables known now ([`Exec::known_template`]), and every
+    /// step they hold, and the steps those expand into, shell steps or such expansions (the
+    /// expansion's own steps may be agent, spawn and kill steps: [`Exec::plain`]), each
+    /// recovering, if it has an `on_error` template, as [`Exec::recovers_plainly`] says. An
+    /// iteration holding a foreach stays here: the foreach's own iterations are sent, spread
+    /// over the workers.
     fn expands_plainly(
         &mut self,
-        t: &super::template::TemplateStep,
-        src: &Arc<super::template::ModuleFile>,
+        t: &TemplateStep,
+        src: &Arc<ModuleFile>,
         depth: u32,
+        vars: Option<&Map<String, Value>>,
     ) -> bool {
         use crate::executor::BranchTarget;
-        if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth) {
+        if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth, vars) {
             return false;
         }
-        let named = |this: &mut Exec, reference: Option<&crate::ast::Text>| {
-            let Some(reference) = reference.filter(|r| !r.text.contains("{{")) else {
+        let named = |this: &mut Exec, reference: Option<&Text>, variables: Option<&Node>| {
+            let Some(w) = reference.and_then(|r| this.known_template(r, src, vars)) else {
                 return false;
             };
-            match this.lib.resolve(&reference.text, src) {
-                Ok(w) => w.steps.iter().all(|s| this.plain(s, &w.src, depth + 1)),
-                Err(_) => false,
-            }
+            let inner = vars.and_then(|scope| this.known_vars(&w, variables, scope));
+            w.steps
+                .iter()
+                .all(|s| this.plain(s, &w.src, depth + 1, inner.as_ref()))
         };
         match &t.executor {
-            Executor::Expand(x) => named(self, x.template.as_ref()),
+            Executor::Expand(x) => named(self, x.template.as_ref(), x.variables.as_ref()),
             Executor::Branch(b) => b.targets().into_iter().all(|(_, target)| match target {
                 None | Some(BranchTarget::Nothing { .. } | BranchTarget::NotATable) => true,
-                Some(BranchTarget::Template { template, .. }) => named(self, Some(template)),
+                Some(BranchTarget::Template {
+                    template,
+                    variables,
+                    ..
+                }) => named(self, Some(template), variables.as_ref()),
+                // Inline steps see the branch's own variables.
                 Some(BranchTarget::Inline { steps, .. }) => steps.iter().all(|s| match s {
                     Ok(s) => {
-                        let s = super::template::TemplateStep::from_ast(s);
-                        self.plain(&s, src, depth + 1)
+                        let s = TemplateStep::from_ast(s);
+                        self.plain(&s, src, depth + 1, vars)
                     }
                     Err(_) => false,
                 }),
@@ -348,43 +359,93 @@ impl Exec {
     /// it expands with, and go with it ([`Exec::group_agents`]).
     fn plain(
         &mut self,
-        t: &super::template::TemplateStep,
-        src: &Arc<super::template::ModuleFile>,
+        t: &TemplateStep,
+        src: &Arc<ModuleFile>,
         depth: u32,
+        vars: Option<&Map<String, Value>>,
     ) -> bool {
         match t.executor {
-            Executor::Shell(_) => self.recovers_plainly(t, src, depth),
+            Executor::Shell(_) => self.recovers_plainly(t, src, depth, vars),
             Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
-                depth == 1 && self.recovers_plainly(t, src, depth)
+                depth == 1 && self.recovers_plainly(t, src, depth, vars)
             }
-            _ => self.expands_plainly(t, src, depth),
+            _ => self.expands_plainly(t, src, depth, vars),
         }
     }
 
-    /// Whether step `t` (written in `src`) recovers, if it has an `on_error` template, into
-    /// steps the pass can mirror from the failure its member hands back: a template named
-    /// as written whose steps are shell steps or expansions [`Exec::expands_plainly`] takes,
-    /// none an agent, spawn or kill step (the group takes only the agents its own and its
-    /// expansions' steps name, known before it goes).
+    /// Whether step `t` (written in `src`, with variables `vars` when known) recovers, if it
+    /// has an `on_error` template, into steps the pass can mirror from the failure its member
+    /// hands back: a template named as written or through variables known now, whose steps
+    /// are shell steps or expansions [`Exec::expands_plainly`] takes, none an agent, spawn or
+    /// kill step (the group takes only the agents its own and its expansions' steps name,
+    /// known before it goes).
     fn recovers_plainly(
         &mut self,
-        t: &super::template::TemplateStep,
-        src: &Arc<super::template::ModuleFile>,
+        t: &TemplateStep,
+        src: &Arc<ModuleFile>,
         depth: u32,
+        vars: Option<&Map<String, Value>>,
     ) -> bool {
         let Some(reference) = recovery(t) else {
             return true;
         };
-        if depth >= PLAIN_DEPTH || reference.text.contains("{{") {
+        if depth >= PLAIN_DEPTH {
             return false;
         }
-        match self.lib.resolve(&reference.text, src) {
-            Ok(w) => w
-                .steps
-                .iter()
-                .all(|s| s.executor.agent_named().is_none() && self.plain(s, &w.src, depth + 1)),
-            Err(_) => false,
-        }
+        let Some(w) = self.known_template(reference, src, vars) else {
+            return false;
+        };
+        // `_failed_step` is not known before the failure: what reads it is not named.
+        let inner = vars.and_then(|mine| recovery::recovery_vars(&w, mine).ok());
+        w.steps.iter().all(|s| {
+            s.executor.agent_named().is_none() && self.plain(s, &w.src, depth + 1, inner.as_ref())
+        })
+    }
+
+    /// The template `reference` (written in `src`, by a step whose variables are `vars` when
+    /// known) names, when it can be told before the step runs: named as written, or through
+    /// variables known now.
+    fn known_template(
+        &mut self,
+        reference: &Text,
+        src: &Arc<ModuleFile>,
+        vars: Option<&Map<String, Value>>,
+    ) -> Option<Arc<Template>> {
+        let name = match reference.text.contains("{{") {
+            false => reference.text.clone(),
+            true => {
+                let cx = subst::Known {
+                    vars: vars?,
+                    run_id: self.session.run_id(),
+                    step: None,
+                };
+                subst::render(&reference.text, &cx, false).ok()?
+            }
+        };
+        self.lib.resolve(&name, src).ok()
+    }
+
+    /// The variables template `w` is expanded with, given `variables` by a step whose own are
+    /// `scope`, when they are known before the step runs.
+    fn known_vars(
+        &self,
+        w: &Template,
+        variables: Option<&Node>,
+        scope: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        let cx = subst::Known {
+            vars: scope,
+            run_id: self.session.run_id(),
+            step: None,
+        };
+        let given = match variables {
+            Some(v) => match subst::typed_value(&v.to_json(), &cx).ok()? {
+                Value::Object(given) => given,
+                _ => return None,
+            },
+            None => Map::new(),
+        };
+        w.bind(given, false).ok()
     }
 
     fn group(&mut self, key: String, body: Body, steps: Vec<usize>) -> usize {

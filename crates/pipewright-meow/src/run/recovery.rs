@@ -94,20 +94,8 @@ impl Exec {
             .lib
             .resolve(&reference, &src)
             .map_err(|e| refused(e.into()))?;
-        // The template's declared variables take the failing workflow's values; the rest of
-        // those values are visible too, and `_failed_step` describes the failure.
-        let mine = &st.steps[i].scope.vars;
-        let given: Map<String, Value> = mine
-            .iter()
-            .filter(|(k, _)| tmpl.vars.iter().any(|v| &v.name == *k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let mut vars = tmpl
-            .bind(given, false)
+        let mut vars = recovery_vars(&tmpl, &st.steps[i].scope.vars)
             .map_err(|e| refused(format!("expanding `{reference}`: {e}")))?;
-        for (k, v) in mine {
-            vars.entry(k.clone()).or_insert_with(|| v.clone());
-        }
         vars.insert(FAILED_STEP.into(), failed);
         let steps = tmpl.steps.clone();
         self.insert_children(
@@ -126,6 +114,25 @@ impl Exec {
             message: r.message,
         })
     }
+}
+
+/// The variables recovery template `tmpl` runs with, from those of the workflow that failed
+/// (`mine`): its declared variables take their values from them, and the rest of them are
+/// visible too. (`_failed_step`, which describes the failure, comes on top.)
+pub(super) fn recovery_vars(
+    tmpl: &super::template::Template,
+    mine: &Map<String, Value>,
+) -> Result<Map<String, Value>, super::template::BindError> {
+    let given: Map<String, Value> = mine
+        .iter()
+        .filter(|(k, _)| tmpl.vars.iter().any(|v| &v.name == *k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut vars = tmpl.bind(given, false)?;
+    for (k, v) in mine {
+        vars.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Ok(vars)
 }
 
 /// Whether step `i` failed the run: failed, and not under a step whose recovery stood in for

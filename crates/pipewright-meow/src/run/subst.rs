@@ -3,7 +3,7 @@
 //! unresolved reference is an error (never left in the text), and values put into a shell
 //! command are quoted.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Why a `{{…}}` reference has no value. An unresolved reference is an error, never text left
 /// in place, so each says what the reference lacks in words for the user.
@@ -115,6 +115,33 @@ pub(super) trait Lookup {
     fn var(&self, name: &str) -> Option<Value>;
     /// The outputs of a step, as seen from the step being substituted; `Err` says why not.
     fn outputs(&self, step: &str) -> Result<Value, SubstError>;
+}
+
+/// What is known of a step before it runs (when its group leaves the run): its variables
+/// whose values hold no `{{…}}` still to render, the run's id, and when given the step's id
+/// and the prefix of its steps' ids; no step's outputs.
+pub(super) struct Known<'a> {
+    pub vars: &'a Map<String, Value>,
+    pub run_id: &'a str,
+    pub step: Option<(&'a str, String)>,
+}
+
+impl Lookup for Known<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
+        match self.vars.get(name) {
+            Some(Value::String(t)) if t.contains("{{") => None,
+            Some(v) => Some(v.clone()),
+            None => match (name, &self.step) {
+                ("workflow_id", _) => Some(Value::from(self.run_id)),
+                ("step_id", Some((id, _))) => Some(Value::from(*id)),
+                ("__step_prefix__", Some((_, prefix))) => Some(Value::from(prefix.as_str())),
+                _ => None,
+            },
+        }
+    }
+    fn outputs(&self, step: &str) -> Result<Value, SubstError> {
+        Err(SubstError::NoStep(step.to_string()))
+    }
 }
 
 /// The value a reference names.

@@ -804,6 +804,21 @@ item_var = "n"
 template = ".dynamic"
 variables = { which = ".inner" }
 
+[[main.steps]]
+id = "relayed"
+executor = "foreach"
+items = "[0]"
+item_var = "n"
+template = ".relay"
+variables = { to = ".inner" }
+
+[[main.steps]]
+id = "picked"
+executor = "foreach"
+items = "[0]"
+item_var = "n"
+template = ".pick"
+
 [work]
 [[work.steps]]
 id = "a"
@@ -872,6 +887,30 @@ which = { required = true }
 id = "e"
 executor = "expand"
 template = "{{which}}"
+
+[relay]
+[relay.variables]
+to = { required = true }
+
+[[relay.steps]]
+id = "r"
+executor = "expand"
+template = ".dynamic"
+variables = { which = "{{to}}" }
+
+[pick]
+[[pick.steps]]
+id = "p"
+executor = "shell"
+command = "echo .inner"
+[pick.steps.outputs]
+name = { source = "stdout" }
+
+[[pick.steps]]
+id = "e"
+executor = "expand"
+needs = ["p"]
+template = "{{p.outputs.name}}"
 "#;
 
 #[test]
@@ -889,7 +928,21 @@ fn iterations_with_expansions_are_sent_whole_and_mirrored_in_the_run() {
     assert_eq!(there["steps"]["each.2.x.s2"], "skipped", "{there}");
     assert_eq!(there["steps"]["each.2.z"], "skipped", "{there}");
     assert_eq!(there["steps"]["named.0.e.s2"], "done", "{there}");
-    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
+    assert_eq!(there["steps"]["relayed.0.r.e.s2"], "done", "{there}");
+    assert_eq!(there["steps"]["picked.0.e.s2"], "done", "{there}");
+    // Templates named through variables known when the iteration leaves go with it, however
+    // deep; one named by a step's output cannot be told before, and stays in the run.
+    assert_eq!(
+        sent,
+        [
+            "each.0",
+            "each.1",
+            "each.2",
+            "each.3",
+            "named.0",
+            "relayed.0"
+        ]
+    );
     // Every effect once: the pass ran no condition and no step of a sent iteration again.
     let sorted = |dir: &Path| {
         let log = std::fs::read_to_string(dir.join("items.log")).unwrap_or_default();
@@ -1066,8 +1119,9 @@ fn iterations_with_recoveries_are_sent_whole_and_recover_in_the_run() {
 }
 
 /// Offline, an iteration whose expansions spawn, ask and kill agents is sent whole: the agents
-/// those steps name are known from the variables the expansions get when the iteration goes,
-/// and go with it. The run's own agent is asked after them, and the report (usage included)
+/// those steps name (in a template named through a variable too) are known from the
+/// variables the expansions get when the iteration goes, and go with it, so an iteration
+/// naming an agent another has taken is not sent. The run's own agent is asked after them, and the report (usage included)
 /// is a local run's.
 #[test]
 fn iterations_whose_expansions_name_agents_go_with_those_agents() {
@@ -1084,6 +1138,7 @@ needs = ["lead"]
 items = "[0, 1, 2, 3]"
 item_var = "n"
 template = ".work"
+variables = { own = ".own" }
 
 [[main.steps]]
 id = "review"
@@ -1093,11 +1148,21 @@ needs = ["each"]
 prompt = "Review it all"
 
 [work]
+[work.variables]
+own = { required = true }
+
 [[work.steps]]
 id = "x"
 executor = "expand"
-template = ".own"
+template = "{{own}}"
 variables = { who = "w{{n}}" }
+
+[[work.steps]]
+id = "y"
+executor = "expand"
+needs = ["x.down"]
+template = "{{own}}"
+variables = { who = "shared" }
 
 [[work.steps]]
 id = "br"
@@ -1152,7 +1217,11 @@ needs = ["log"]
     };
     assert_eq!(at(&there, d.path()), at(&here, elsewhere.path()));
     assert_eq!(there["status"], "ok", "{there}");
-    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
+    // Every iteration also names `shared`: the first to go takes it, and the others, which
+    // cannot while it is out, run in the run.
+    let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
+    assert_eq!(iterations.len(), 1, "{sent:?}");
     assert_eq!(there["steps"]["each.0.br.ask"], "done", "{there}");
-    assert_eq!(there["usage"]["agent_calls"], 6, "{there}");
+    assert_eq!(there["steps"]["each.3.y.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 10, "{there}");
 }
