@@ -565,10 +565,10 @@ impl Exec {
     }
 
     /// The agents named by the steps expansion step `i` may insert (any of a branch's
-    /// outcomes), as those steps would name them if it expanded now, each with the kind of
-    /// step that names it; `None` when one cannot be known before the step runs (its
-    /// variables or the name read a step's output). Deeper expansions name none
-    /// (`member.rs`, `Exec::expands_plainly`).
+    /// outcomes), and by the steps those expand into, however deep, as those steps would
+    /// name them if it expanded now, each with the kind of step that names it; `None` when
+    /// one cannot be known before the step runs (its variables or the name read a step's
+    /// output).
     pub(super) fn agents_expanded(
         &mut self,
         st: &State,
@@ -594,8 +594,9 @@ impl Exec {
                                 .iter()
                                 .filter_map(|s| s.as_ref().ok().map(TemplateStep::from_ast))
                                 .collect();
-                            let vars = &st.steps[i].scope.vars;
-                            named_agents(steps.iter(), vars, st, id, &mut agents)?;
+                            let vars = st.steps[i].scope.vars.clone();
+                            let src = st.steps[i].src.clone();
+                            self.agents_beneath(&steps, &src, &vars, st, id, 1, &mut agents)?;
                         }
                         _ => {}
                     }
@@ -606,23 +607,18 @@ impl Exec {
         for (reference, variables) in instances {
             // Only a template that names agents needs its variables now.
             let src = st.steps[i].src.clone();
-            let names_agents =
-                |w: &Template| w.steps.iter().any(|t| t.executor.agent_named().is_some());
             // A template named through a variable is the one the step will expand.
             let reference_now =
                 subst::render(&reference.text, &StepValues::new(st, i), false).ok()?;
-            if !self
-                .lib
-                .resolve(&reference_now, &src)
-                .is_ok_and(|w| names_agents(&w))
-            {
-                continue;
+            match self.lib.resolve(&reference_now, &src) {
+                Ok(w) if self.names_agents(&w.steps, &w.src, 1) => {}
+                _ => continue,
             }
             let (workflow, scope, _) = self
                 .instance(st, i, &reference.text, variables, None)
                 .ok()?;
-            let steps = workflow.steps.iter().map(|t| &**t);
-            named_agents(steps, &scope.vars, st, id, &mut agents)?;
+            let steps: Vec<TemplateStep> = workflow.steps.iter().map(|t| (**t).clone()).collect();
+            self.agents_beneath(&steps, &workflow.src, &scope.vars, st, id, 1, &mut agents)?;
         }
         Some(agents)
     }
@@ -1412,7 +1408,7 @@ pub(super) fn rewrite(needs: &[String], ids: &HashSet<&str>, prefix: &str) -> Ve
 /// rendered with variables `vars` as steps inserted under step `parent` of run `st` would see
 /// them; `None` when a name cannot be known so (it reads an output, or a variable that holds
 /// references).
-fn named_agents<'t>(
+pub(super) fn named_agents<'t>(
     steps: impl Iterator<Item = &'t TemplateStep>,
     vars: &Map<String, Value>,
     st: &State,

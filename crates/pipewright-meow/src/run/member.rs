@@ -14,10 +14,10 @@
 //!
 //! A group holds only shell, agent, spawn and kill steps, and in an iteration expand and
 //! branch steps whose templates are named as written (or through variables known when it
-//! leaves) and expand into shell steps and such expansions (their own steps may name agents
-//! too), and `on_error` recovery templates so named that hold shell steps and such
-//! expansions; an iteration's needs name its own steps. The member expands them; the pass inserts the same steps from what it hands back
-//! (a branch's outcome, a failure it recovered from) when it ends them.
+//! leaves) and expand into such steps and expansions, however deep, and `on_error` recovery
+//! templates so named that hold shell steps and such expansions; an iteration's needs name
+//! its own steps. The member expands them; the pass inserts the same steps from what it hands
+//! back (a branch's outcome, a failure it recovered from) when it ends them.
 //!
 //! A group takes the agents its steps name with it: each must be free when it goes, and the
 //! run's other steps that name one wait until the group is back, as for an agent at work (an
@@ -194,6 +194,46 @@ fn needs_within(t: &super::template::TemplateStep, ids: &HashSet<&str>) -> bool 
 /// How deep [`Exec::expands_plainly`] follows expansions into expansions.
 const PLAIN_DEPTH: u32 = 8;
 
+/// What an expand or branch step may expand into.
+enum Expansion<'t> {
+    /// A template, by its reference, with the variables it is given.
+    Named(&'t Text, Option<&'t Node>),
+    /// A branch's inline steps.
+    Inline(Vec<TemplateStep>),
+}
+
+/// What step `t` may expand into (each of a branch's outcomes); nothing for other steps.
+fn expansions(t: &TemplateStep) -> Vec<Expansion<'_>> {
+    use crate::executor::BranchTarget;
+    match &t.executor {
+        Executor::Expand(x) => x
+            .template
+            .as_ref()
+            .map(|r| Expansion::Named(r, x.variables.as_ref()))
+            .into_iter()
+            .collect(),
+        Executor::Branch(b) => b
+            .targets()
+            .into_iter()
+            .filter_map(|(_, target)| match target {
+                Some(BranchTarget::Template {
+                    template,
+                    variables,
+                    ..
+                }) => Some(Expansion::Named(template, variables.as_ref())),
+                Some(BranchTarget::Inline { steps, .. }) => Some(Expansion::Inline(
+                    steps
+                        .iter()
+                        .filter_map(|s| s.as_ref().ok().map(TemplateStep::from_ast))
+                        .collect(),
+                )),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The steps of `st` whose outputs step `i`'s fields and variables may read: what a member
 /// running it without them needs to know of them.
 fn outside(st: &State, i: usize) -> Vec<(String, String, Map<String, Value>)> {
@@ -306,8 +346,8 @@ impl Exec {
     /// known before it runs) expands, wherever its member runs, into steps the pass can
     /// mirror from what the member hands back: an expand or a branch whose templates are
     /// named as written or through variables known now ([`Exec::known_template`]), and every
-    /// step they hold, and the steps those expand into, shell steps or such expansions (the
-    /// expansion's own steps may be agent, spawn and kill steps: [`Exec::plain`]), each
+    /// step they hold, and the steps those expand into, shell, agent, spawn and kill steps
+    /// or such expansions ([`Exec::plain`]), each
     /// recovering, if it has an `on_error` template, as [`Exec::recovers_plainly`] says. An
     /// iteration holding a foreach stays here: the foreach's own iterations are sent, spread
     /// over the workers.
@@ -353,10 +393,11 @@ impl Exec {
         }
     }
 
-    /// A step an expansion of a member inserts: a shell step, or an expansion the pass can
-    /// mirror ([`Exec::expands_plainly`]). The expansion's own steps may be agent, spawn and
-    /// kill steps too: when the group goes, the agents they name are known from the variables
-    /// it expands with, and go with it ([`Exec::group_agents`]).
+    /// A step an expansion of a member inserts: a shell, agent, spawn or kill step, or an
+    /// expansion the pass can mirror ([`Exec::expands_plainly`]). When the group goes, the
+    /// agents such steps name must be known from the variables its expansions expand with,
+    /// and go with it ([`Exec::group_agents`], [`Exec::agents_beneath`]); if they cannot be,
+    /// the group runs here.
     fn plain(
         &mut self,
         t: &TemplateStep,
@@ -367,7 +408,7 @@ impl Exec {
         match t.executor {
             Executor::Shell(_) => self.recovers_plainly(t, src, depth, vars),
             Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
-                depth == 1 && self.recovers_plainly(t, src, depth, vars)
+                self.recovers_plainly(t, src, depth, vars)
             }
             _ => self.expands_plainly(t, src, depth, vars),
         }
@@ -423,6 +464,80 @@ impl Exec {
             }
         };
         self.lib.resolve(&name, src).ok()
+    }
+
+    /// Whether `steps` (written in `src`, `depth` expansions below an iteration's step), or
+    /// the steps their expansions insert, name an agent; `true` too when a template they
+    /// name cannot be told without the variables it is given.
+    pub(super) fn names_agents(
+        &mut self,
+        steps: &[Arc<TemplateStep>],
+        src: &Arc<ModuleFile>,
+        depth: u32,
+    ) -> bool {
+        if depth > PLAIN_DEPTH {
+            return true;
+        }
+        steps.iter().any(|t| {
+            t.executor.agent_named().is_some()
+                || expansions(t).into_iter().any(|target| match target {
+                    Expansion::Named(reference, _) => {
+                        match self.known_template(reference, src, None) {
+                            Some(w) => self.names_agents(&w.steps, &w.src, depth + 1),
+                            None => true,
+                        }
+                    }
+                    Expansion::Inline(steps) => {
+                        let steps: Vec<Arc<TemplateStep>> =
+                            steps.into_iter().map(Arc::new).collect();
+                        self.names_agents(&steps, src, depth + 1)
+                    }
+                })
+        })
+    }
+
+    /// The agents `steps` name (written in `src`, expanded with `vars` under step `parent` of
+    /// the run, `depth` expansions below an iteration's step), and the steps their
+    /// expansions insert, however deep, with the kind of step that names each; `None` when
+    /// one cannot be known before the iteration runs.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn agents_beneath(
+        &mut self,
+        steps: &[TemplateStep],
+        src: &Arc<ModuleFile>,
+        vars: &Map<String, Value>,
+        st: &State,
+        parent: &str,
+        depth: u32,
+        agents: &mut Vec<(String, AgentUse)>,
+    ) -> Option<()> {
+        if depth > PLAIN_DEPTH {
+            return None;
+        }
+        super::dispatch::named_agents(steps.iter(), vars, st, parent, agents)?;
+        for t in steps {
+            let under = format!("{parent}.{}", t.id);
+            for target in expansions(t) {
+                match target {
+                    Expansion::Named(reference, variables) => {
+                        let w = self.known_template(reference, src, Some(vars))?;
+                        let arcs: Vec<Arc<TemplateStep>> = w.steps.clone();
+                        if !self.names_agents(&arcs, &w.src, depth + 1) {
+                            continue;
+                        }
+                        let inner = self.known_vars(&w, variables, vars)?;
+                        let steps: Vec<TemplateStep> =
+                            w.steps.iter().map(|s| (**s).clone()).collect();
+                        self.agents_beneath(&steps, &w.src, &inner, st, &under, depth + 1, agents)?;
+                    }
+                    // Inline steps see the branch's own variables.
+                    Expansion::Inline(steps) => {
+                        self.agents_beneath(&steps, src, vars, st, &under, depth + 1, agents)?;
+                    }
+                }
+            }
+        }
+        Some(())
     }
 
     /// The variables template `w` is expanded with, given `variables` by a step whose own are

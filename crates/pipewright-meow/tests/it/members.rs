@@ -1225,3 +1225,102 @@ needs = ["log"]
     assert_eq!(there["steps"]["each.3.y.ask"], "done", "{there}");
     assert_eq!(there["usage"]["agent_calls"], 10, "{there}");
 }
+
+/// Offline, an iteration whose expansion expands a template that asks the agent it spawned
+/// (a track and its protocol, two expansions deep) is sent whole with that agent, as are
+/// its siblings with theirs; the report (usage included) is a local run's.
+#[test]
+fn iterations_whose_deeper_expansions_name_agents_go_with_those_agents() {
+    const TEXT: &str = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2, 3]"
+item_var = "n"
+template = ".work"
+variables = { protocol = ".protocol" }
+
+[work]
+[work.variables]
+protocol = { required = true }
+
+[[work.steps]]
+id = "track"
+executor = "expand"
+template = ".track"
+variables = { who = "t{{n}}", protocol = "{{protocol}}" }
+
+[track]
+[track.variables]
+who = { required = true }
+protocol = { required = true }
+
+[[track.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+
+[[track.steps]]
+id = "work"
+executor = "expand"
+needs = ["up"]
+template = "{{protocol}}"
+variables = { agent = "{{who}}" }
+
+[[track.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["work.review"]
+
+[protocol]
+[protocol.variables]
+agent = { required = true }
+
+[[protocol.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{agent}}"
+prompt = "Work as {{agent}}"
+
+[[protocol.steps]]
+id = "review"
+executor = "branch"
+needs = ["ask"]
+condition = "true"
+[protocol.steps.on_true]
+inline = [{ id = "again", executor = "agent", agent = "{{agent}}", prompt = "Check it" }]
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    let local = here(TEXT, elsewhere.path());
+    let at = |v: &Value, d: &Path| -> Value {
+        let text = v.to_string().replace(&d.display().to_string(), "DIR");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
+    assert_eq!(there["steps"]["each.2.track.work.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 8, "{there}");
+
+    // When the protocol asks the run's own agent, two expansions down, the iteration takes
+    // it too: one iteration at a time can, and the others run in the run.
+    let text = TEXT
+        .replace(
+            "[[main.steps]]\nid = \"each\"",
+            "[[main.steps]]\nid = \"lead\"\nexecutor = \"spawn\"\nagent = \"lead\"\n\n[[main.steps]]\nid = \"each\"\nneeds = [\"lead\"]",
+        )
+        .replace("agent = \"{{agent}}\"\nprompt", "agent = \"lead\"\nprompt");
+    let d = tempdir();
+    let (there, sent, _) = with_members(&text, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    assert_eq!(
+        at(&there, d.path()),
+        at(&here(&text, elsewhere.path()), elsewhere.path())
+    );
+    assert_eq!(there["steps"]["each.3.track.work.ask"], "done", "{there}");
+    let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
+    assert_eq!(iterations.len(), 1, "{sent:?}");
+}
