@@ -225,10 +225,12 @@ pub fn join(
     })
 }
 
-/// A member's report once it has run: what it came to, unless a write of its failed (what its
-/// session's [`RunSession::close`] answered), which fails a member that otherwise succeeded,
-/// in the words of `store_failure`; and what its agent calls cost.
+/// Member `key`'s report once it has run: what it came to, unless a write of its failed (what
+/// its session's [`RunSession::close`] answered), which fails a member that otherwise
+/// succeeded, in the words of `store_failure`; and what its agent calls cost, over all its
+/// attempts ([`Meter::spent_under`]).
 pub fn report(
+    key: &str,
     meter: &Meter,
     result: MemberResult,
     failed_write: Option<StoreError>,
@@ -242,7 +244,7 @@ pub fn report(
     };
     MemberReport {
         result,
-        usage: meter.charged(),
+        usage: meter.spent_under(key),
     }
 }
 

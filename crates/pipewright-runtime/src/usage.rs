@@ -208,6 +208,55 @@ impl Meter {
         }
     }
 
+    /// What was spent at step `key` and under it, by step key: in a fan-out member run apart
+    /// from its run, what this attempt charged and what the earlier attempts of the member
+    /// recorded (seeded when it joined the run), which is what the run counts for it
+    /// ([`Meter::replace_under`]).
+    pub fn spent_under(&self, key: &str) -> Vec<(String, Usage)> {
+        let st = lock(&self.state);
+        st.steps
+            .iter()
+            .filter(|(k, _)| crate::store::is_at_or_under(k, key))
+            .map(|(k, u)| (k.clone(), u.clone()))
+            .collect()
+    }
+
+    /// What fan-out member `key`, run apart from the run, spent at its steps, all attempts
+    /// of it counted ([`Meter::spent_under`] where it ran): it stands in place of what this
+    /// meter knew under `key`. (A run resumed while the member was out seeded what the
+    /// member had recorded by then: added again, it would count twice; a member retried
+    /// after its worker died reports the calls of the attempt that died too.)
+    pub fn replace_under(&self, key: &str, spent: &[(String, Usage)]) {
+        let mut st = lock(&self.state);
+        let st = &mut *st;
+        for (k, u) in st.steps.iter_mut() {
+            if crate::store::is_at_or_under(k, key) {
+                *u = Usage::default();
+            }
+        }
+        for (k, u) in spent {
+            st.steps.entry(k.clone()).or_default().add(u);
+            st.sorted.insert(k.clone());
+        }
+        let given: std::collections::HashSet<&str> =
+            spent.iter().map(|(k, _)| k.as_str()).collect();
+        let gone: Vec<String> = st
+            .steps
+            .keys()
+            .filter(|k| crate::store::is_at_or_under(k, key) && !given.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for k in gone {
+            st.steps.shift_remove(&k);
+            st.sorted.remove(&k);
+        }
+        let mut total = Usage::default();
+        for u in st.steps.values() {
+            total.add(u);
+        }
+        st.total = total;
+    }
+
     /// Where each call's usage is recorded from now on (the run's journal).
     pub fn record_with(&self, record: RecordUsage) {
         let _ = self.record.set(record);
@@ -454,5 +503,36 @@ mod tests {
         assert!(cancel.is_cancelled());
         assert!(m.admit().is_err());
         assert_eq!(m.steps().len(), 2);
+    }
+
+    /// A member run elsewhere reports what was spent under its key over all its attempts (its
+    /// worker seeded what an attempt that died recorded); the run counts that in place of
+    /// what it knew under the key (a resume seeded some of it), not on top of it.
+    #[test]
+    fn a_members_spending_stands_in_place_of_what_the_run_knew_under_its_key() {
+        let member = Meter::new(Budgets::default(), CancelToken::new());
+        member.seed(&[
+            ("a".into(), call(Some(1), None)),
+            ("each.1.ask".into(), call(Some(2), None)),
+        ]);
+        member.charge("each.1.again", &call(Some(3), None));
+        let spent = member.spent_under("each.1");
+        assert_eq!(spent.len(), 2, "{spent:?}");
+
+        let run = Meter::new(Budgets::default(), CancelToken::new());
+        run.seed(&[
+            ("a".into(), call(Some(1), None)),
+            ("each.1.ask".into(), call(Some(2), None)),
+            ("each.10.ask".into(), call(Some(5), None)),
+        ]);
+        run.replace_under("each.1", &spent);
+        let total = run.total();
+        assert_eq!(total.agent_calls, 4);
+        assert_eq!(total.input_tokens, Some(1 + 2 + 3 + 5));
+        let keys: Vec<String> = run.steps().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["a", "each.1.ask", "each.10.ask", "each.1.again"]);
+        // Reported again (the same member's answer read twice): nothing more is counted.
+        run.replace_under("each.1", &spent);
+        assert_eq!(run.total().agent_calls, 4);
     }
 }

@@ -192,7 +192,7 @@ impl Interp {
             // The member sees its run stop (the owner lets the run go) and stops too.
             () = self.cancel.cancelled() => return Err(Failure::Cancelled { key }),
         };
-        self.meter.seed(&report.usage);
+        self.meter.replace_under(&key, &report.usage);
         match report.result {
             MemberResult::Done(v) => Ok(v.map(|v| Value::from_json(&v))),
             MemberResult::Failed(e) => Err(RunError::from(e).into()),
@@ -265,6 +265,7 @@ pub async fn member(
         .await;
     let failed_write = interp.session.close();
     members::report(
+        &call.key,
         &meter,
         MemberResult::of(r, meter.exhausted()),
         failed_write,

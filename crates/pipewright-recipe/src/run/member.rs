@@ -312,7 +312,7 @@ impl Exec {
             // The iteration sees its run stop (the owner lets the run go) and stops too.
             () = self.cancel.cancelled() => return Err(Stop::Cancelled(ikey.to_string())),
         };
-        self.meter.seed(&report.usage);
+        self.meter.replace_under(ikey, &report.usage);
         match report.result {
             MemberResult::Done(v) => {
                 let reply: Reply = v
@@ -535,7 +535,7 @@ pub async fn member(
         },
         Err(Stop::Paused(_)) => MemberResult::Broken("an iteration cannot wait at a gate".into()),
     };
-    members::report(&meter, result, failed_write, |e| {
+    members::report(&call.key, &meter, result, failed_write, |e| {
         RunError::new(codes::STORE, &call.key, looped.kind.name(), looped.span, e)
     })
 }
