@@ -19,6 +19,11 @@
 //! its own steps. The member expands them; the pass inserts the same steps from what it hands
 //! back (a branch's outcome, a failure it recovered from) when it ends them.
 //!
+//! An iteration whose expansions read outputs of its own steps cannot be told when it is
+//! inserted: its first steps run here, and once they have ended (shell steps) and what is
+//! left can be told from their outputs, the rest goes as a group (its worker replays the
+//! steps that ended here from their landings): [`Exec::send_late`].
+//!
 //! A group takes the agents its steps name with it: each must be free when it goes, and the
 //! run's other steps that name one wait until the group is back, as for an agent at work (an
 //! agent works on one step at a time across the whole run); a group that cannot take its
@@ -70,6 +75,30 @@ pub(super) struct Sent {
     pub facts: HashMap<String, Value>,
     /// In a member: the facts it landed, in order, to hand back.
     pub facts_out: Vec<(String, Value)>,
+    /// Iterations that could not go when inserted, by their steps: each goes later, with the
+    /// steps it has left, once what it expands is known ([`Exec::send_late`]).
+    pub late: HashMap<usize, usize>,
+    pub later: Vec<Late>,
+}
+
+/// An iteration that may go later: what it is sent with.
+pub(super) struct Late {
+    /// Its template, as written (a sequential iteration's steps in the DAG also need the
+    /// previous iteration).
+    workflow: Arc<Template>,
+    /// Its steps in the run's DAG, the template's own.
+    steps: Vec<usize>,
+    reference: String,
+    prefix: String,
+    vars: Map<String, Value>,
+}
+
+/// What a step's fields are rendered with before it runs: its variables, and a lookup that
+/// has them and (for a step in the run's DAG) the outputs of the steps that ended.
+#[derive(Clone, Copy)]
+struct Seen<'a> {
+    vars: &'a Map<String, Value>,
+    cx: &'a dyn subst::Lookup,
 }
 
 /// Steps that run together as one member: an iteration, or a step alone.
@@ -194,6 +223,21 @@ fn needs_within(t: &super::template::TemplateStep, ids: &HashSet<&str>) -> bool 
 /// How deep [`Exec::expands_plainly`] follows expansions into expansions.
 const PLAIN_DEPTH: u32 = 8;
 
+/// Whether step `t` names a template, gives an expansion variables or names an agent from an
+/// output of a step (`{{step.outputs.field}}`): what only its run can tell.
+fn reads_outputs(t: &TemplateStep) -> bool {
+    let reads = |text: &str| text.contains(".outputs.");
+    t.executor
+        .agent_named()
+        .is_some_and(|(field, _)| field.is_some_and(|f| reads(&f.text)))
+        || expansions(t).into_iter().any(|e| match e {
+            Expansion::Named(reference, variables) => {
+                reads(&reference.text) || variables.is_some_and(|v| reads(&v.to_json().to_string()))
+            }
+            Expansion::Inline(steps) => steps.iter().any(reads_outputs),
+        })
+}
+
 /// What an expand or branch step may expand into.
 enum Expansion<'t> {
     /// A template, by its reference, with the variables it is given.
@@ -279,17 +323,18 @@ fn outside(st: &State, i: usize) -> Vec<(String, String, Map<String, Value>)> {
 
 impl Exec {
     /// Iteration `prefix` of foreach `i`, just inserted from `workflow` (which `reference`
-    /// names) with variables `vars`, runs as a member if it can.
+    /// names) with variables `vars`, runs as a member if it can; if it cannot yet (what it
+    /// expands reads an output of its own steps), it may later ([`Exec::send_late`]).
     pub(super) fn send_away(
         &mut self,
         st: &State,
         i: usize,
-        workflow: &Template,
+        workflow: &Arc<Template>,
         reference: String,
         vars: Map<String, Value>,
         prefix: &str,
     ) {
-        if self.members.is_none() {
+        if self.members.is_none() || workflow.steps.is_empty() {
             return;
         }
         // The member finds the template from the root workflow's file: one a foreach of
@@ -302,17 +347,6 @@ impl Exec {
                 None => return,
             }
         };
-        let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
-        let offline = !self.tmux;
-        let goes = workflow.steps.iter().all(|t| {
-            (runs_alone(t, &ids, true, offline)
-                || (needs_within(t, &ids)
-                    && self.expands_plainly(t, &workflow.src, 0, Some(&vars))))
-                && self.recovers_plainly(t, &workflow.src, 0, Some(&vars))
-        });
-        if workflow.steps.is_empty() || !goes {
-            return;
-        }
         let steps: Vec<usize> = workflow
             .steps
             .iter()
@@ -330,6 +364,70 @@ impl Exec {
         {
             return;
         }
+        if self.goes_whole(st, workflow, prefix, &steps) {
+            self.group_iteration(reference, prefix, vars, steps);
+            return;
+        }
+        // Only what reads an output of a step can be told later.
+        if !workflow.steps.iter().any(|t| reads_outputs(t)) {
+            return;
+        }
+        let late = Late {
+            workflow: workflow.clone(),
+            steps: steps.clone(),
+            reference,
+            prefix: prefix.to_string(),
+            vars,
+        };
+        let c = self.sent.later.len();
+        for &k in &steps {
+            self.sent.late.insert(k, c);
+        }
+        self.sent.later.push(late);
+    }
+
+    /// Whether steps `steps` of an iteration of `workflow` whose steps' ids start with
+    /// `prefix` (its own, in the run's DAG, not started) can run apart from the run, with what
+    /// is known of them now (see the module). The needs are the template's: a sequential
+    /// iteration's steps in the DAG also need the previous iteration, which has ended when
+    /// they can start.
+    fn goes_whole(
+        &mut self,
+        st: &State,
+        workflow: &Arc<Template>,
+        prefix: &str,
+        steps: &[usize],
+    ) -> bool {
+        let ids: HashSet<&str> = workflow.steps.iter().map(|t| t.id.as_str()).collect();
+        let offline = !self.tmux;
+        steps.iter().all(|&k| {
+            let s = &st.steps[k];
+            let Some(t) =
+                s.id.strip_prefix(prefix)
+                    .and_then(|id| workflow.steps.iter().find(|t| t.id == id))
+            else {
+                return false;
+            };
+            let values = super::state::StepValues::new(st, k);
+            let seen = Seen {
+                vars: &s.scope.vars,
+                cx: &values,
+            };
+            (runs_alone(t, &ids, true, offline)
+                || (needs_within(t, &ids) && self.expands_plainly(t, &s.src, 0, Some(seen))))
+                && self.recovers_plainly(t, &s.src, 0, Some(seen))
+        })
+    }
+
+    /// Steps `steps` of the iteration of the template `reference` names whose steps' ids
+    /// start with `prefix`, with variables `vars`, go as one group.
+    fn group_iteration(
+        &mut self,
+        reference: String,
+        prefix: &str,
+        vars: Map<String, Value>,
+        steps: Vec<usize>,
+    ) -> usize {
         let body = Body {
             what: What::Iteration {
                 reference,
@@ -339,7 +437,49 @@ impl Exec {
             outside: Vec::new(),
             agents: Vec::new(),
         };
-        self.group(prefix.trim_end_matches('.').to_string(), body, steps);
+        self.group(prefix.trim_end_matches('.').to_string(), body, steps)
+    }
+
+    /// Ready step `i` is a step of an iteration that could not go when inserted: the
+    /// iteration goes now, with the steps it has left, if what those expand into is known
+    /// now (an output of a step of it that ended here names a template, or gives its
+    /// variables). Its steps that ended here must be shell steps (a member replays them from
+    /// their landings), and none may be running; its group.
+    pub(super) fn send_late(&mut self, st: &State, i: usize) -> Option<usize> {
+        let c = *self.sent.late.get(&i)?;
+        // What an expansion of it that ran here inserted is not a step of its own: such an
+        // expansion ended (or runs), and it is not a shell step, so the iteration stays.
+        let own = self.sent.later[c].steps.clone();
+        let mut left = Vec::new();
+        for &k in &own {
+            let s = &st.steps[k];
+            if s.status.terminal() {
+                if !matches!(s.template.executor, Executor::Shell(_)) || s.status != Status::Done {
+                    return None;
+                }
+            } else if s.status != Status::Pending {
+                return None;
+            } else {
+                left.push(k);
+            }
+        }
+        // None ended yet: nothing is known that was not when it was inserted.
+        if left.len() == own.len() || left.is_empty() {
+            return None;
+        }
+        let (workflow, prefix) = {
+            let it = &self.sent.later[c];
+            (it.workflow.clone(), it.prefix.clone())
+        };
+        if !self.goes_whole(st, &workflow, &prefix, &left) {
+            return None;
+        }
+        for &k in &own {
+            self.sent.late.remove(&k);
+        }
+        let it = &self.sent.later[c];
+        let (reference, vars) = (it.reference.clone(), it.vars.clone());
+        Some(self.group_iteration(reference, &prefix, vars, left))
     }
 
     /// Whether expansion step `t` (written in `src`; its variables `vars`, when they are
@@ -356,20 +496,18 @@ impl Exec {
         t: &TemplateStep,
         src: &Arc<ModuleFile>,
         depth: u32,
-        vars: Option<&Map<String, Value>>,
+        seen: Option<Seen<'_>>,
     ) -> bool {
         use crate::executor::BranchTarget;
-        if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth, vars) {
+        if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth, seen) {
             return false;
         }
         let named = |this: &mut Exec, reference: Option<&Text>, variables: Option<&Node>| {
-            let Some(w) = reference.and_then(|r| this.known_template(r, src, vars)) else {
+            let Some(w) = reference.and_then(|r| this.known_template(r, src, seen)) else {
                 return false;
             };
-            let inner = vars.and_then(|scope| this.known_vars(&w, variables, scope));
-            w.steps
-                .iter()
-                .all(|s| this.plain(s, &w.src, depth + 1, inner.as_ref()))
+            let inner = seen.and_then(|seen| this.known_vars(&w, variables, seen));
+            this.all_plain(&w, depth + 1, inner.as_ref())
         };
         match &t.executor {
             Executor::Expand(x) => named(self, x.template.as_ref(), x.variables.as_ref()),
@@ -384,7 +522,7 @@ impl Exec {
                 Some(BranchTarget::Inline { steps, .. }) => steps.iter().all(|s| match s {
                     Ok(s) => {
                         let s = TemplateStep::from_ast(s);
-                        self.plain(&s, src, depth + 1, vars)
+                        self.plain(&s, src, depth + 1, seen)
                     }
                     Err(_) => false,
                 }),
@@ -403,15 +541,30 @@ impl Exec {
         t: &TemplateStep,
         src: &Arc<ModuleFile>,
         depth: u32,
-        vars: Option<&Map<String, Value>>,
+        seen: Option<Seen<'_>>,
     ) -> bool {
         match t.executor {
-            Executor::Shell(_) => self.recovers_plainly(t, src, depth, vars),
-            Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
-                self.recovers_plainly(t, src, depth, vars)
+            Executor::Shell(_) | Executor::Agent(_) | Executor::Spawn(_) | Executor::Kill(_) => {
+                self.recovers_plainly(t, src, depth, seen)
             }
-            _ => self.expands_plainly(t, src, depth, vars),
+            _ => self.expands_plainly(t, src, depth, seen),
         }
+    }
+
+    /// Whether every step of template `w`, expanded `depth` deep with variables `vars` (when
+    /// known), is [`Exec::plain`].
+    fn all_plain(&mut self, w: &Template, depth: u32, vars: Option<&Map<String, Value>>) -> bool {
+        let run_id = self.session.run_id().to_string();
+        let known = vars.map(|vars| subst::Known {
+            vars,
+            run_id: &run_id,
+            step: None,
+        });
+        let seen = match (vars, &known) {
+            (Some(vars), Some(cx)) => Some(Seen { vars, cx }),
+            _ => None,
+        };
+        w.steps.iter().all(|s| self.plain(s, &w.src, depth, seen))
     }
 
     /// Whether step `t` (written in `src`, with variables `vars` when known) recovers, if it
@@ -425,7 +578,7 @@ impl Exec {
         t: &TemplateStep,
         src: &Arc<ModuleFile>,
         depth: u32,
-        vars: Option<&Map<String, Value>>,
+        seen: Option<Seen<'_>>,
     ) -> bool {
         let Some(reference) = recovery(t) else {
             return true;
@@ -433,14 +586,15 @@ impl Exec {
         if depth >= PLAIN_DEPTH {
             return false;
         }
-        let Some(w) = self.known_template(reference, src, vars) else {
+        let Some(w) = self.known_template(reference, src, seen) else {
             return false;
         };
+        if w.steps.iter().any(|s| s.executor.agent_named().is_some()) {
+            return false;
+        }
         // `_failed_step` is not known before the failure: what reads it is not named.
-        let inner = vars.and_then(|mine| recovery::recovery_vars(&w, mine).ok());
-        w.steps.iter().all(|s| {
-            s.executor.agent_named().is_none() && self.plain(s, &w.src, depth + 1, inner.as_ref())
-        })
+        let inner = seen.and_then(|seen| recovery::recovery_vars(&w, seen.vars).ok());
+        self.all_plain(&w, depth + 1, inner.as_ref())
     }
 
     /// The template `reference` (written in `src`, by a step whose variables are `vars` when
@@ -450,18 +604,11 @@ impl Exec {
         &mut self,
         reference: &Text,
         src: &Arc<ModuleFile>,
-        vars: Option<&Map<String, Value>>,
+        seen: Option<Seen<'_>>,
     ) -> Option<Arc<Template>> {
         let name = match reference.text.contains("{{") {
             false => reference.text.clone(),
-            true => {
-                let cx = subst::Known {
-                    vars: vars?,
-                    run_id: self.session.run_id(),
-                    step: None,
-                };
-                subst::render(&reference.text, &cx, false).ok()?
-            }
+            true => subst::render(&reference.text, seen?.cx, false).ok()?,
         };
         self.lib.resolve(&name, src).ok()
     }
@@ -515,17 +662,23 @@ impl Exec {
             return None;
         }
         super::dispatch::named_agents(steps.iter(), vars, st, parent, agents)?;
+        let known = subst::Known {
+            vars,
+            run_id: &st.run_id,
+            step: None,
+        };
+        let seen = Seen { vars, cx: &known };
         for t in steps {
             let under = format!("{parent}.{}", t.id);
             for target in expansions(t) {
                 match target {
                     Expansion::Named(reference, variables) => {
-                        let w = self.known_template(reference, src, Some(vars))?;
+                        let w = self.known_template(reference, src, Some(seen))?;
                         let arcs: Vec<Arc<TemplateStep>> = w.steps.clone();
                         if !self.names_agents(&arcs, &w.src, depth + 1) {
                             continue;
                         }
-                        let inner = self.known_vars(&w, variables, vars)?;
+                        let inner = self.known_vars(&w, variables, seen)?;
                         let steps: Vec<TemplateStep> =
                             w.steps.iter().map(|s| (**s).clone()).collect();
                         self.agents_beneath(&steps, &w.src, &inner, st, &under, depth + 1, agents)?;
@@ -546,15 +699,10 @@ impl Exec {
         &self,
         w: &Template,
         variables: Option<&Node>,
-        scope: &Map<String, Value>,
+        seen: Seen<'_>,
     ) -> Option<Map<String, Value>> {
-        let cx = subst::Known {
-            vars: scope,
-            run_id: self.session.run_id(),
-            step: None,
-        };
         let given = match variables {
-            Some(v) => match subst::typed_value(&v.to_json(), &cx).ok()? {
+            Some(v) => match subst::typed_value(&v.to_json(), seen.cx).ok()? {
                 Value::Object(given) => given,
                 _ => return None,
             },
@@ -771,7 +919,7 @@ impl Exec {
     ) {
         let key = self.sent.groups[m].key.clone();
         // Its agent calls, recorded where it ran, count in the run's usage and budgets.
-        self.meter.seed(&report.usage);
+        self.meter.replace_under(&key, &report.usage);
         let back = match &report.result {
             MemberResult::Done(Some(v)) => serde_json::from_value::<Back>(v.clone())
                 .ok()
@@ -1010,6 +1158,7 @@ async fn run_member(
     member: Member,
 ) -> Result<MemberReport, String> {
     let Member { run_id, call, lock } = member;
+    let call_key = call.key.clone();
     let body: Body = serde_json::from_value(call.body)
         .map_err(|e| format!("an iteration this pipewright does not read: {e}"))?;
     let (name, mut lib, root) = super::root_template(
@@ -1213,6 +1362,6 @@ async fn run_member(
     };
     Ok(MemberReport {
         result,
-        usage: opts.meter.charged(),
+        usage: opts.meter.spent_under(&call_key),
     })
 }

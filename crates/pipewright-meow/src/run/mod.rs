@@ -645,6 +645,7 @@ impl Exec {
                 }
                 // A step sent away ends when its member reports.
                 let group = self.sent.of.get(&i).copied();
+                let group = group.or_else(|| self.send_late(st, i));
                 if let Some(m) = group.or_else(|| self.send_alone(st, i, !inflight.is_empty())) {
                     match self.send(st, m, i) {
                         member::Sending::Sent(f) => {

@@ -902,7 +902,7 @@ variables = { which = "{{to}}" }
 [[pick.steps]]
 id = "p"
 executor = "shell"
-command = "echo .inner"
+command = "echo picked >> items.log; echo .inner"
 [pick.steps.outputs]
 name = { source = "stdout" }
 
@@ -931,18 +931,18 @@ fn iterations_with_expansions_are_sent_whole_and_mirrored_in_the_run() {
     assert_eq!(there["steps"]["relayed.0.r.e.s2"], "done", "{there}");
     assert_eq!(there["steps"]["picked.0.e.s2"], "done", "{there}");
     // Templates named through variables known when the iteration leaves go with it, however
-    // deep; one named by a step's output cannot be told before, and stays in the run.
-    assert_eq!(
-        sent,
-        [
-            "each.0",
-            "each.1",
-            "each.2",
-            "each.3",
-            "named.0",
-            "relayed.0"
-        ]
-    );
+    // deep; one named by an output of a step of the iteration goes once that step has ended
+    // (in the run), with the rest of it.
+    let expected = [
+        "each.0",
+        "each.1",
+        "each.2",
+        "each.3",
+        "named.0",
+        "picked.0",
+        "relayed.0",
+    ];
+    assert_eq!(sent, expected);
     // Every effect once: the pass ran no condition and no step of a sent iteration again.
     let sorted = |dir: &Path| {
         let log = std::fs::read_to_string(dir.join("items.log")).unwrap_or_default();
@@ -1323,4 +1323,120 @@ inline = [{ id = "again", executor = "agent", agent = "{{agent}}", prompt = "Che
     assert_eq!(there["steps"]["each.3.track.work.ask"], "done", "{there}");
     let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
     assert_eq!(iterations.len(), 1, "{sent:?}");
+}
+
+/// An iteration whose track expands a protocol named by an output of its first step (the
+/// corpus's sprint shape): that step runs in the run, and once it has ended the rest of the
+/// iteration goes, with the agent its track spawns, asks and kills; the member replays the
+/// step that ran in the run from its landing. A member retried after its worker stopped it
+/// replays what its first attempt landed. Each effect once (but the step in flight at the
+/// stop), and the report, usage included, is a local run's.
+#[test]
+fn an_iteration_whose_expansion_an_output_names_goes_once_that_output_is_known() {
+    const TEXT: &str = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".wrapper"
+
+[wrapper]
+[wrapper.variables]
+n = { required = true }
+
+[[wrapper.steps]]
+id = "resolve"
+executor = "shell"
+command = "echo resolve-{{n}} >> items.log; if test {{n}} = 1; then echo review; else echo build; fi"
+[wrapper.steps.outputs]
+protocol = { source = "stdout" }
+
+[[wrapper.steps]]
+id = "track"
+executor = "expand"
+needs = ["resolve"]
+template = ".track"
+variables = { who = "t{{n}}", protocol = "{{resolve.outputs.protocol}}", n = "{{n}}" }
+
+[track]
+[track.variables]
+who = { required = true }
+protocol = { required = true }
+n = { required = true }
+
+[[track.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+
+[[track.steps]]
+id = "work"
+executor = "expand"
+needs = ["up"]
+template = ".{{protocol}}"
+variables = { agent = "{{who}}", n = "{{n}}" }
+
+[[track.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["work.b"]
+
+[build]
+[build.variables]
+agent = { required = true }
+n = { required = true }
+
+[[build.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{agent}}"
+prompt = "Build {{n}}"
+
+[[build.steps]]
+id = "b"
+executor = "shell"
+needs = ["ask"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log"
+
+[review]
+[review.variables]
+agent = { required = true }
+n = { required = true }
+
+[[review.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{agent}}"
+prompt = "Review {{n}}"
+
+[[review.steps]]
+id = "b"
+executor = "shell"
+needs = ["ask"]
+command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log"
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(TEXT, d.path(), None, |key| match key {
+        "each.1" => Answer::Retried,
+        _ => Answer::Run,
+    });
+    let elsewhere = tempdir();
+    let local = here(TEXT, elsewhere.path());
+    let at = |v: &Value, d: &Path| -> Value {
+        let text = v.to_string().replace(&d.display().to_string(), "DIR");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(there["steps"]["each.1.track.work.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 3, "{there}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    for once in ["resolve-0", "resolve-1", "resolve-2", "b-0", "b-1", "b-2"] {
+        assert_eq!(count(once), 1, "{once}: {log}");
+    }
+    assert_eq!(count("b-1-start"), 2, "{log}");
 }

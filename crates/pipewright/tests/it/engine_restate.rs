@@ -1301,6 +1301,122 @@ said = {{ source = "stdout" }}
     assert_eq!(a["steps"]["each.4.r"], "done", "{a}");
 }
 
+/// A MEOW foreach whose iterations pick a protocol in a first step and then expand a track
+/// that spawns an agent, expands the picked protocol (which asks it and logs) and kills it:
+/// each iteration's first step runs in the pass, then the rest of it goes to whichever worker
+/// takes it; two workers share them, every step runs once, and the report, usage included,
+/// is a local run's.
+#[test]
+fn meow_iterations_that_pick_their_protocol_are_shared_by_two_workers() {
+    if skip_engine_test() {
+        return;
+    }
+    let mut e = Engine::start();
+    e.two_workers_behind_a_balancer();
+    e.write(
+        "tracks.meow.toml",
+        r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2, 3, 4, 5, 6, 7]"
+item_var = "n"
+template = ".wrapper"
+
+[wrapper]
+[wrapper.variables]
+n = { required = true }
+
+[[wrapper.steps]]
+id = "resolve"
+executor = "shell"
+command = "echo r{{n}} >> picked.log; if test $(( {{n}} % 3 )) = 0; then echo review; else echo build; fi"
+[wrapper.steps.outputs]
+protocol = { source = "stdout" }
+
+[[wrapper.steps]]
+id = "track"
+executor = "expand"
+needs = ["resolve"]
+template = ".track"
+variables = { who = "t{{n}}", protocol = "{{resolve.outputs.protocol}}", n = "{{n}}" }
+
+[track]
+[track.variables]
+who = { required = true }
+protocol = { required = true }
+n = { required = true }
+
+[[track.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+
+[[track.steps]]
+id = "work"
+executor = "expand"
+needs = ["up"]
+template = ".{{protocol}}"
+variables = { agent = "{{who}}", n = "{{n}}" }
+
+[[track.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["work.log"]
+
+[build]
+[build.variables]
+agent = { required = true }
+n = { required = true }
+
+[[build.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{agent}}"
+prompt = "Build {{n}}"
+
+[[build.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo {{n}} $PPID >> items.log; sleep 0.1"
+
+[review]
+[review.variables]
+agent = { required = true }
+n = { required = true }
+
+[[review.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{agent}}"
+prompt = "Review {{n}}"
+
+[[review.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo {{n}} $PPID >> items.log; sleep 0.1"
+"#,
+    );
+    let args = ["run", "tracks.meow.toml", "--format", "json"];
+    let on_engine = e.pw(&args);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", text(&on_engine));
+    every_worker_ran_some(&e, "iterations");
+    assert_eq!(e.read("items.log").lines().count(), 8);
+    assert_eq!(e.read("picked.log").lines().count(), 8);
+    let local = e.local(&args);
+    assert_eq!(local.status.code(), Some(0), "{}", text(&local));
+    let (mut a, mut b) = (report(&on_engine), report(&local));
+    for v in [&mut a, &mut b] {
+        without_wall_times(v);
+    }
+    assert_eq!(a, b);
+    assert_eq!(a["usage"]["agent_calls"], 8, "{a}");
+    assert_eq!(a["steps"]["each.3.track.work.ask"], "done", "{a}");
+}
+
 /// In an iteration run on a worker, `meow step-status` tells what the iteration's own steps
 /// came to there (a step the run has not heard of yet is not `pending`), and what the run's
 /// other steps came to in the run.
