@@ -482,8 +482,8 @@ impl Exec {
         Some(self.group_iteration(reference, &prefix, vars, left))
     }
 
-    /// Whether expansion step `t` (written in `src`; its variables `vars`, when they are
-    /// known before it runs) expands, wherever its member runs, into steps the pass can
+    /// Whether expansion step `t` (written in `src`; what its fields are rendered with,
+    /// `seen`, when known before it runs) expands, wherever its member runs, into steps the pass can
     /// mirror from what the member hands back: an expand or a branch whose templates are
     /// named as written or through variables known now ([`Exec::known_template`]), and every
     /// step they hold, and the steps those expand into, shell, agent, spawn and kill steps
@@ -498,37 +498,25 @@ impl Exec {
         depth: u32,
         seen: Option<Seen<'_>>,
     ) -> bool {
-        use crate::executor::BranchTarget;
         if depth > PLAIN_DEPTH || !self.recovers_plainly(t, src, depth, seen) {
             return false;
         }
-        let named = |this: &mut Exec, reference: Option<&Text>, variables: Option<&Node>| {
-            let Some(w) = reference.and_then(|r| this.known_template(r, src, seen)) else {
-                return false;
-            };
-            let inner = seen.and_then(|seen| this.known_vars(&w, variables, seen));
-            this.all_plain(&w, depth + 1, inner.as_ref())
-        };
         match &t.executor {
-            Executor::Expand(x) => named(self, x.template.as_ref(), x.variables.as_ref()),
-            Executor::Branch(b) => b.targets().into_iter().all(|(_, target)| match target {
-                None | Some(BranchTarget::Nothing { .. } | BranchTarget::NotATable) => true,
-                Some(BranchTarget::Template {
-                    template,
-                    variables,
-                    ..
-                }) => named(self, Some(template), variables.as_ref()),
-                // Inline steps see the branch's own variables.
-                Some(BranchTarget::Inline { steps, .. }) => steps.iter().all(|s| match s {
-                    Ok(s) => {
-                        let s = TemplateStep::from_ast(s);
-                        self.plain(&s, src, depth + 1, seen)
-                    }
-                    Err(_) => false,
-                }),
-            }),
-            _ => false,
+            Executor::Expand(x) if x.template.is_some() => {}
+            Executor::Branch(_) => {}
+            _ => return false,
         }
+        expansions(t).into_iter().all(|e| match e {
+            Expansion::Named(reference, variables) => {
+                let Some(w) = self.known_template(reference, src, seen) else {
+                    return false;
+                };
+                let inner = seen.and_then(|seen| self.known_vars(&w, variables, seen));
+                self.all_plain(&w, depth + 1, inner.as_ref())
+            }
+            // Inline steps see the branch's own variables.
+            Expansion::Inline(steps) => steps.iter().all(|s| self.plain(s, src, depth + 1, seen)),
+        })
     }
 
     /// A step an expansion of a member inserts: a shell, agent, spawn or kill step, or an
@@ -567,7 +555,7 @@ impl Exec {
         w.steps.iter().all(|s| self.plain(s, &w.src, depth, seen))
     }
 
-    /// Whether step `t` (written in `src`, with variables `vars` when known) recovers, if it
+    /// Whether step `t` (written in `src`, rendered with `seen` when known) recovers, if it
     /// has an `on_error` template, into steps the pass can mirror from the failure its member
     /// hands back: a template named as written or through variables known now, whose steps
     /// are shell steps or expansions [`Exec::expands_plainly`] takes, none an agent, spawn or
@@ -597,9 +585,9 @@ impl Exec {
         self.all_plain(&w, depth + 1, inner.as_ref())
     }
 
-    /// The template `reference` (written in `src`, by a step whose variables are `vars` when
-    /// known) names, when it can be told before the step runs: named as written, or through
-    /// variables known now.
+    /// The template `reference` (written in `src`, by a step whose fields are rendered with
+    /// `seen` when known) names, when it can be told before the step runs: named as written,
+    /// or through what is known now.
     fn known_template(
         &mut self,
         reference: &Text,
@@ -693,8 +681,8 @@ impl Exec {
         Some(())
     }
 
-    /// The variables template `w` is expanded with, given `variables` by a step whose own are
-    /// `scope`, when they are known before the step runs.
+    /// The variables template `w` is expanded with, given `variables` by a step whose fields
+    /// are rendered with `seen`, when they are known before the step runs.
     fn known_vars(
         &self,
         w: &Template,
@@ -994,10 +982,10 @@ impl Exec {
             }
             match Status::named(&e.status) {
                 Some(Status::Done) => st.end(i, Status::Done, e.outputs, None, ended),
-                // A failure it recovered from recovers here too: its recovery's steps are
-                // inserted as the next of them comes back ([`Exec::mirrored`]).
                 // Recovering here already: a failure of its own children began it.
                 Some(Status::Recovering) if st.steps[i].status == Status::Recovering => {}
+                // A failure it recovered from recovers here too: its recovery's steps are
+                // inserted as the next of them comes back ([`Exec::mirrored`]).
                 Some(Status::Failed | Status::Recovering) => {
                     match e.error_type.as_deref().and_then(error_type) {
                         Some(kind) => {
@@ -1304,14 +1292,16 @@ async fn run_member(
     // A retried member replays the outcomes an earlier attempt landed: they go back too.
     let mut facts = std::mem::take(&mut exec.sent.facts_out);
     for s in &st.steps {
-        let key = match s.template.executor {
-            Executor::Branch(_) => format!("{}#condition", s.id),
-            _ if s.recovery_template().is_some() => format!("{}#recovery", s.id),
-            _ => continue,
-        };
-        if !facts.iter().any(|(k, _)| *k == key) {
-            if let Some(v) = exec.recorded(&key) {
-                facts.push((key, v));
+        let branch = matches!(s.template.executor, Executor::Branch(_));
+        let keys = [
+            branch.then(|| format!("{}#condition", s.id)),
+            s.recovery_template().map(|_| format!("{}#recovery", s.id)),
+        ];
+        for key in keys.into_iter().flatten() {
+            if !facts.iter().any(|(k, _)| *k == key) {
+                if let Some(v) = exec.recorded(&key) {
+                    facts.push((key, v));
+                }
             }
         }
     }
