@@ -558,9 +558,8 @@ impl Exec {
     /// Whether step `t` (written in `src`, rendered with `seen` when known) recovers, if it
     /// has an `on_error` template, into steps the pass can mirror from the failure its member
     /// hands back: a template named as written or through variables known now, whose steps
-    /// are shell steps or expansions [`Exec::expands_plainly`] takes, none an agent, spawn or
-    /// kill step (the group takes only the agents its own and its expansions' steps name,
-    /// known before it goes).
+    /// are [`Exec::plain`] (the agents they name go with the group, as its own do:
+    /// [`Exec::recovery_agents`]).
     fn recovers_plainly(
         &mut self,
         t: &TemplateStep,
@@ -577,9 +576,6 @@ impl Exec {
         let Some(w) = self.known_template(reference, src, seen) else {
             return false;
         };
-        if w.steps.iter().any(|s| s.executor.agent_named().is_some()) {
-            return false;
-        }
         // `_failed_step` is not known before the failure: what reads it is not named.
         let inner = seen.and_then(|seen| recovery::recovery_vars(&w, seen.vars).ok());
         self.all_plain(&w, depth + 1, inner.as_ref())
@@ -615,6 +611,12 @@ impl Exec {
         }
         steps.iter().any(|t| {
             t.executor.agent_named().is_some()
+                || recovery(t).is_some_and(|reference| {
+                    match self.known_template(reference, src, None) {
+                        Some(w) => self.names_agents(&w.steps, &w.src, depth + 1),
+                        None => true,
+                    }
+                })
                 || expansions(t).into_iter().any(|target| match target {
                     Expansion::Named(reference, _) => {
                         match self.known_template(reference, src, None) {
@@ -658,6 +660,8 @@ impl Exec {
         let seen = Seen { vars, cx: &known };
         for t in steps {
             let under = format!("{parent}.{}", t.id);
+            let on_error = format!("{under}.on_error");
+            self.recovery_agents(t, src, vars, st, &on_error, depth, agents)?;
             for target in expansions(t) {
                 match target {
                     Expansion::Named(reference, variables) => {
@@ -679,6 +683,39 @@ impl Exec {
             }
         }
         Some(())
+    }
+
+    /// The agents the `on_error` recovery of step `t` (written in `src`, with variables
+    /// `vars`; its steps under `on_error`, `depth` expansions below an iteration's step) may
+    /// name, should it run, as [`Exec::agents_beneath`] finds them; `None` when one cannot
+    /// be known before the iteration runs (the recovery's name or an agent's reads
+    /// `_failed_step`, which only the failure tells).
+    #[allow(clippy::too_many_arguments)]
+    fn recovery_agents(
+        &mut self,
+        t: &TemplateStep,
+        src: &Arc<ModuleFile>,
+        vars: &Map<String, Value>,
+        st: &State,
+        on_error: &str,
+        depth: u32,
+        agents: &mut Vec<(String, AgentUse)>,
+    ) -> Option<()> {
+        let Some(reference) = recovery(t) else {
+            return Some(());
+        };
+        let known = subst::Known {
+            vars,
+            run_id: &st.run_id,
+            step: None,
+        };
+        let w = self.known_template(reference, src, Some(Seen { vars, cx: &known }))?;
+        if !self.names_agents(&w.steps, &w.src, depth + 1) {
+            return Some(());
+        }
+        let inner = recovery::recovery_vars(&w, vars).ok()?;
+        let steps: Vec<TemplateStep> = w.steps.iter().map(|s| (**s).clone()).collect();
+        self.agents_beneath(&steps, &w.src, &inner, st, on_error, depth + 1, agents)
     }
 
     /// The variables template `w` is expanded with, given `variables` by a step whose fields
@@ -816,6 +853,10 @@ impl Exec {
     fn group_agents(&mut self, st: &State, m: usize) -> Option<Vec<String>> {
         let mut named = Vec::new();
         for k in self.sent.groups[m].steps.clone() {
+            let s = &st.steps[k];
+            let (t, src, vars) = (s.template.clone(), s.src.clone(), s.scope.vars.clone());
+            let on_error = format!("{}.on_error", s.id);
+            self.recovery_agents(&t, &src, &vars, st, &on_error, 0, &mut named)?;
             let executor = &st.steps[k].template.executor;
             if let Executor::Expand(_) | Executor::Branch(_) = executor {
                 named.extend(self.agents_expanded(st, k)?);

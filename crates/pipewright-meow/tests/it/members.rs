@@ -1440,3 +1440,85 @@ command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log
     }
     assert_eq!(count("b-1-start"), 2, "{log}");
 }
+
+/// Offline, an iteration whose step recovers by asking the iteration's agent is sent whole
+/// with that agent: the recovery's agents are known from the failing workflow's variables
+/// when the iteration goes. The report, usage included, is a local run's.
+#[test]
+fn iterations_whose_recoveries_ask_agents_go_with_those_agents() {
+    const TEXT: &str = r#"[main]
+[[main.steps]]
+id = "each"
+executor = "foreach"
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".one"
+variables = { who = "w{{n}}" }
+
+[one]
+[one.variables]
+n = { required = true }
+who = { required = true }
+
+[[one.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+
+[[one.steps]]
+id = "a"
+executor = "shell"
+needs = ["up"]
+command = "echo a-{{n}} >> items.log; test {{n}} != 1"
+on_error = ".fix"
+
+[[one.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["a"]
+
+[fix]
+[fix.variables]
+who = { required = true }
+
+[[fix.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{who}}"
+prompt = "Fix it, {{who}}"
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    let local = here(TEXT, elsewhere.path());
+    let at = |v: &Value, d: &Path| -> Value {
+        let text = v.to_string().replace(&d.display().to_string(), "DIR");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(there["steps"]["each.1.a"], "recovered", "{there}");
+    assert_eq!(there["steps"]["each.1.a.on_error.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 1, "{there}");
+
+    // A recovery that would ask the run's own agent takes it too, should it run: one
+    // iteration at a time can go, and the others run in the run.
+    let text = TEXT
+        .replace(
+            "[[main.steps]]\nid = \"each\"",
+            "[[main.steps]]\nid = \"lead\"\nexecutor = \"spawn\"\nagent = \"lead\"\n\n[[main.steps]]\nid = \"each\"\nneeds = [\"lead\"]",
+        )
+        .replace("agent = \"{{who}}\"\nprompt", "agent = \"lead\"\nprompt");
+    let d = tempdir();
+    let (there, sent, _) = with_members(&text, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    assert_eq!(
+        at(&there, d.path()),
+        at(&here(&text, elsewhere.path()), elsewhere.path())
+    );
+    assert_eq!(there["steps"]["each.1.a.on_error.ask"], "done", "{there}");
+    let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
+    assert_eq!(iterations.len(), 1, "{sent:?}");
+}
