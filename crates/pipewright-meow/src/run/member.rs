@@ -487,10 +487,9 @@ impl Exec {
     /// mirror from what the member hands back: an expand or a branch whose templates are
     /// named as written or through variables known now ([`Exec::known_template`]), and every
     /// step they hold, and the steps those expand into, shell, agent, spawn and kill steps
-    /// or such expansions ([`Exec::plain`]), each
-    /// recovering, if it has an `on_error` template, as [`Exec::recovers_plainly`] says. An
-    /// iteration holding a foreach stays here: the foreach's own iterations are sent, spread
-    /// over the workers.
+    /// or such expansions ([`Exec::plain`]), each recovering, if it has an `on_error`
+    /// template, as [`Exec::recovers_plainly`] says. An iteration holding a foreach stays
+    /// here: the foreach's own iterations are sent, spread over the workers.
     fn expands_plainly(
         &mut self,
         t: &TemplateStep,

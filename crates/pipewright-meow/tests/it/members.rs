@@ -261,6 +261,13 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Report `v` of a run in directory `d`, with `d` written `DIR`: agents work where they were
+/// spawned, under each run's own directory.
+fn in_dir(v: &Value, d: &Path) -> Value {
+    let text = v.to_string().replace(&d.display().to_string(), "DIR");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
 /// Iterations of shell steps (a failure under `continue`, a failure that fails the
 /// iteration, a dependent skipped), `max_concurrent`, `join = false`, a wildcard need on the
 /// iterations, steps side by side reading another's output, an iteration with an agent step
@@ -1210,12 +1217,7 @@ needs = ["log"]
     let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
     let elsewhere = tempdir();
     let here = here(TEXT, elsewhere.path());
-    // The agents work where they were spawned: under each run's own directory.
-    let at = |v: &Value, d: &Path| -> Value {
-        let text = v.to_string().replace(&d.display().to_string(), "DIR");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    };
-    assert_eq!(at(&there, d.path()), at(&here, elsewhere.path()));
+    assert_eq!(in_dir(&there, d.path()), in_dir(&here, elsewhere.path()));
     assert_eq!(there["status"], "ok", "{there}");
     // Every iteration also names `shared`: the first to go takes it, and the others, which
     // cannot while it is out, run in the run.
@@ -1295,11 +1297,7 @@ inline = [{ id = "again", executor = "agent", agent = "{{agent}}", prompt = "Che
     let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
     let elsewhere = tempdir();
     let local = here(TEXT, elsewhere.path());
-    let at = |v: &Value, d: &Path| -> Value {
-        let text = v.to_string().replace(&d.display().to_string(), "DIR");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    };
-    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(in_dir(&there, d.path()), in_dir(&local, elsewhere.path()));
     assert_eq!(there["status"], "ok", "{there}");
     assert_eq!(sent, ["each.0", "each.1", "each.2", "each.3"]);
     assert_eq!(there["steps"]["each.2.track.work.ask"], "done", "{there}");
@@ -1317,8 +1315,8 @@ inline = [{ id = "again", executor = "agent", agent = "{{agent}}", prompt = "Che
     let (there, sent, _) = with_members(&text, d.path(), None, |_| Answer::Run);
     let elsewhere = tempdir();
     assert_eq!(
-        at(&there, d.path()),
-        at(&here(&text, elsewhere.path()), elsewhere.path())
+        in_dir(&there, d.path()),
+        in_dir(&here(&text, elsewhere.path()), elsewhere.path())
     );
     assert_eq!(there["steps"]["each.3.track.work.ask"], "done", "{there}");
     let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
@@ -1424,11 +1422,7 @@ command = "echo b-{{n}}-start >> items.log; sleep 0.3; echo b-{{n}} >> items.log
     });
     let elsewhere = tempdir();
     let local = here(TEXT, elsewhere.path());
-    let at = |v: &Value, d: &Path| -> Value {
-        let text = v.to_string().replace(&d.display().to_string(), "DIR");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    };
-    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(in_dir(&there, d.path()), in_dir(&local, elsewhere.path()));
     assert_eq!(there["status"], "ok", "{there}");
     assert_eq!(sent, ["each.0", "each.1", "each.2"]);
     assert_eq!(there["steps"]["each.1.track.work.ask"], "done", "{there}");
@@ -1492,11 +1486,7 @@ prompt = "Fix it, {{who}}"
     let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
     let elsewhere = tempdir();
     let local = here(TEXT, elsewhere.path());
-    let at = |v: &Value, d: &Path| -> Value {
-        let text = v.to_string().replace(&d.display().to_string(), "DIR");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    };
-    assert_eq!(at(&there, d.path()), at(&local, elsewhere.path()));
+    assert_eq!(in_dir(&there, d.path()), in_dir(&local, elsewhere.path()));
     assert_eq!(there["status"], "ok", "{there}");
     assert_eq!(sent, ["each.0", "each.1", "each.2"]);
     assert_eq!(there["steps"]["each.1.a"], "recovered", "{there}");
@@ -1515,8 +1505,8 @@ prompt = "Fix it, {{who}}"
     let (there, sent, _) = with_members(&text, d.path(), None, |_| Answer::Run);
     let elsewhere = tempdir();
     assert_eq!(
-        at(&there, d.path()),
-        at(&here(&text, elsewhere.path()), elsewhere.path())
+        in_dir(&there, d.path()),
+        in_dir(&here(&text, elsewhere.path()), elsewhere.path())
     );
     assert_eq!(there["steps"]["each.1.a.on_error.ask"], "done", "{there}");
     let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
