@@ -82,6 +82,7 @@ pub(super) struct Sent {
 }
 
 /// An iteration that may go later: what it is sent with.
+#[derive(Clone)]
 pub(super) struct Late {
     /// Its template, as written (a sequential iteration's steps in the DAG also need the
     /// previous iteration).
@@ -110,6 +111,9 @@ pub(super) struct Group {
     steps: Vec<usize>,
     /// The agents its steps name, once it was sent.
     agents: Vec<String>,
+    /// An iteration that may go later if it cannot go now (the names of the agents it would
+    /// take read outputs of its own steps): [`Exec::send_late`].
+    later: Option<Late>,
 }
 
 /// What became of a group's first ready step: [`Exec::send`].
@@ -364,23 +368,30 @@ impl Exec {
         {
             return;
         }
-        if self.goes_whole(st, workflow, prefix, &steps) {
-            self.group_iteration(reference, prefix, vars, steps);
-            return;
-        }
         // Only what reads an output of a step can be told later.
-        if !workflow.steps.iter().any(|t| reads_outputs(t)) {
-            return;
+        let late = workflow
+            .steps
+            .iter()
+            .any(|t| reads_outputs(t))
+            .then(|| Late {
+                workflow: workflow.clone(),
+                steps: steps.clone(),
+                reference: reference.clone(),
+                prefix: prefix.to_string(),
+                vars: vars.clone(),
+            });
+        if self.goes_whole(st, workflow, prefix, &steps) {
+            let m = self.group_iteration(reference, prefix, vars, steps);
+            self.sent.groups[m].later = late;
+        } else if let Some(late) = late {
+            self.wait_to_send(late);
         }
-        let late = Late {
-            workflow: workflow.clone(),
-            steps: steps.clone(),
-            reference,
-            prefix: prefix.to_string(),
-            vars,
-        };
+    }
+
+    /// Iteration `late` goes later if it can ([`Exec::send_late`]).
+    fn wait_to_send(&mut self, late: Late) {
         let c = self.sent.later.len();
-        for &k in &steps {
+        for &k in &late.steps {
             self.sent.late.insert(k, c);
         }
         self.sent.later.push(late);
@@ -442,9 +453,9 @@ impl Exec {
 
     /// Ready step `i` is a step of an iteration that could not go when inserted: the
     /// iteration goes now, with the steps it has left, if what those expand into is known
-    /// now (an output of a step of it that ended here names a template, or gives its
-    /// variables). Its steps that ended here must be shell steps (a member replays them from
-    /// their landings), and none may be running; its group.
+    /// now (an output of a step of it that ended here names a template or an agent, or gives
+    /// its variables). Its steps that ended here must be shell or agent steps (a member
+    /// replays them from their landings), and none may be running; its group.
     pub(super) fn send_late(&mut self, st: &State, i: usize) -> Option<usize> {
         let c = *self.sent.late.get(&i)?;
         // What an expansion of it that ran here inserted is not a step of its own: such an
@@ -454,7 +465,9 @@ impl Exec {
         for &k in &own {
             let s = &st.steps[k];
             if s.status.terminal() {
-                if !matches!(s.template.executor, Executor::Shell(_)) || s.status != Status::Done {
+                let replays =
+                    matches!(s.template.executor, Executor::Shell(_) | Executor::Agent(_));
+                if !replays || s.status != Status::Done {
                     return None;
                 }
             } else if s.status != Status::Pending {
@@ -477,9 +490,10 @@ impl Exec {
         for &k in &own {
             self.sent.late.remove(&k);
         }
-        let it = &self.sent.later[c];
-        let (reference, vars) = (it.reference.clone(), it.vars.clone());
-        Some(self.group_iteration(reference, &prefix, vars, left))
+        let it = self.sent.later[c].clone();
+        let m = self.group_iteration(it.reference.clone(), &prefix, it.vars.clone(), left);
+        self.sent.groups[m].later = Some(it);
+        Some(m)
     }
 
     /// Whether expansion step `t` (written in `src`; what its fields are rendered with,
@@ -745,6 +759,7 @@ impl Exec {
             body: Some(body),
             steps,
             agents: Vec::new(),
+            later: None,
         });
         m
     }
@@ -798,7 +813,11 @@ impl Exec {
             return Sending::Out;
         }
         let Some(agents) = self.group_agents(st, m) else {
+            let later = self.sent.groups[m].later.take();
             self.dissolve(m);
+            if let Some(late) = later {
+                self.wait_to_send(late);
+            }
             return Sending::Here;
         };
         let it = &mut self.sent.groups[m];

@@ -1512,3 +1512,83 @@ prompt = "Fix it, {{who}}"
     let iterations: Vec<&String> = sent.iter().filter(|k| k.starts_with("each.")).collect();
     assert_eq!(iterations.len(), 1, "{sent:?}");
 }
+
+/// Offline, an iteration whose track names its agent from what the run's agent answered in
+/// the iteration's first step cannot take that agent when it would go: the first step runs in
+/// the run, and once it has ended the rest goes with the agent it names (its worker replays
+/// the agent's answer from its landing). The report, usage included, is a local run's.
+#[test]
+fn an_iteration_whose_agent_an_answer_names_goes_once_the_answer_is_known() {
+    const TEXT: &str = r#"[main]
+[[main.steps]]
+id = "lead"
+executor = "spawn"
+agent = "lead"
+
+[[main.steps]]
+id = "each"
+executor = "foreach"
+needs = ["lead"]
+items = "[0, 1, 2]"
+item_var = "n"
+template = ".wrapper"
+
+[wrapper]
+[wrapper.variables]
+n = { required = true }
+
+[[wrapper.steps]]
+id = "plan"
+executor = "agent"
+agent = "lead"
+prompt = "Plan {{n}}"
+[wrapper.steps.outputs]
+size = { required = true, type = "number" }
+
+[[wrapper.steps]]
+id = "track"
+executor = "expand"
+needs = ["plan"]
+template = ".track"
+variables = { who = "w{{plan.outputs.size}}-{{n}}" }
+
+[track]
+[track.variables]
+who = { required = true }
+
+[[track.steps]]
+id = "up"
+executor = "spawn"
+agent = "{{who}}"
+
+[[track.steps]]
+id = "ask"
+executor = "agent"
+agent = "{{who}}"
+needs = ["up"]
+prompt = "Work, {{who}}"
+
+[[track.steps]]
+id = "log"
+executor = "shell"
+needs = ["ask"]
+command = "echo {{who}} >> items.log"
+
+[[track.steps]]
+id = "down"
+executor = "kill"
+agent = "{{who}}"
+needs = ["log"]
+"#;
+    let d = tempdir();
+    let (there, sent, _) = with_members(TEXT, d.path(), None, |_| Answer::Run);
+    let elsewhere = tempdir();
+    let local = here(TEXT, elsewhere.path());
+    assert_eq!(in_dir(&there, d.path()), in_dir(&local, elsewhere.path()));
+    assert_eq!(there["status"], "ok", "{there}");
+    assert_eq!(sent, ["each.0", "each.1", "each.2"]);
+    assert_eq!(there["steps"]["each.2.track.ask"], "done", "{there}");
+    assert_eq!(there["usage"]["agent_calls"], 6, "{there}");
+    let log = std::fs::read_to_string(d.path().join("items.log")).unwrap_or_default();
+    assert_eq!(log.lines().count(), 3, "{log}");
+}
