@@ -1017,11 +1017,22 @@ fn kill_9_during_a_mock_run_keeps_a_prefix_of_its_turns_and_the_resume_computes_
     let k = tempdir();
     write_json(&k.path().join("cycle.json"), &cycle_recipe(STEPS));
     let mut child = spawn_run(k.path(), &["cycle.json"]);
-    // Killed once a batch has committed, while later turns are staged.
-    let (id, landed) = wait_for(Duration::from_secs(120), "a batch of turns to land", || {
-        let id = run_id_of(k.path());
-        let turns = (!id.is_empty()).then(|| landed_turns(k.path(), &id))?;
-        (!turns.is_empty()).then_some((id, turns))
+    // Killed once a batch has committed, while later turns are staged. The store is read
+    // directly, every 10 ms: two `pipewright runs` a poll took long enough under load (in CI)
+    // for the run to end first.
+    let db = k.path().join(".pipewright/runs.db");
+    let landed = wait_for(Duration::from_secs(120), "a batch of turns to land", || {
+        let c =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .ok()?;
+        let n: usize = c
+            .query_row(
+                "SELECT count(*) FROM landings WHERE key LIKE 'turn.%'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()?;
+        (n > 0).then_some(n)
     });
     child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
     let killed = finish(child);
@@ -1031,13 +1042,9 @@ fn kill_9_during_a_mock_run_keeps_a_prefix_of_its_turns_and_the_resume_computes_
         "killed by a signal: {}",
         text(&killed)
     );
+    let id = run_id_of(k.path());
     let at_kill = landed_turns(k.path(), &id);
-    assert!(
-        at_kill.len() >= landed.len(),
-        "{} < {}",
-        at_kill.len(),
-        landed.len()
-    );
+    assert!(at_kill.len() >= landed, "{} < {landed}", at_kill.len());
     assert!(
         (at_kill.len() as u64) < STEPS,
         "the run ended before the kill"
